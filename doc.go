@@ -1,0 +1,33 @@
+// Package fleetgraph runs kro-style resource graphs across a fleet of
+// Kubernetes clusters, as an SDK that a platform embeds rather than a binary
+// it deploys.
+//
+// A ResourceGraphDefinition (wire-compatible with kro.run/v1alpha1) lives on
+// one hub cluster. The hub compiles it once — SimpleSchema to an OpenAPI
+// schema and a CRD, every ${...} CEL expression type-checked, the resources
+// ordered as a DAG — and fans the generated CRD out to every spoke cluster a
+// multicluster-runtime provider engages. Instances of that CRD, and every
+// child resource they produce, live on the spokes: an instance's children
+// are always created in the instance's own cluster.
+//
+// Why this shape: a platform that serves many clusters wants one place to
+// define and validate an API, and many places to run it, without installing
+// and upgrading a controller in each cluster or giving up the RGD format its
+// users already know.
+//
+// The packages, from the outside in:
+//
+//   - sdk: the front door. sdk.NewHub(provider, opts), Hub.RegisterGraph,
+//     Hub.SetupWithManager, Hub.FleetStatus.
+//   - sdk/apis/v1alpha1: the ResourceGraphDefinition types.
+//   - sdk/graph: the compiler. graph.Compile turns an RGD into an immutable
+//     *graph.Graph.
+//   - hub: the hub-side controllers (RGD controller, CRD fan-out, fleet status).
+//   - spoke: the per-cluster runtime that reconciles instances.
+//   - providers/secret, providers/kcp: where clusters come from.
+//   - testing: fake clusters for unit tests and a real local fleet for
+//     integration tests.
+//
+// A nil provider is single-cluster mode: the local cluster is both hub and the
+// only spoke, through the same code.
+package fleetgraph

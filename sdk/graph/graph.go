@@ -1,0 +1,125 @@
+package graph
+
+import (
+	"errors"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// This file is the contract between the compiler (this package) and its
+// consumers (the spoke runtime and the hub). Change it deliberately.
+
+// ErrPending is returned (wrapped) by evaluation when an expression needs a
+// resource that has not been observed yet, so the caller should wait for it
+// rather than report an error. Match it with errors.Is.
+var ErrPending = errors.New("graph: data pending")
+
+// Values holds what expressions can see during evaluation. The key "schema"
+// maps to the instance object (its unstructured content: apiVersion, kind,
+// metadata, spec, status). Every other key is a resource id mapped to the
+// observed object (map[string]any) or, for a forEach collection, to the list
+// ([]any) of observed objects. Absent keys mean "not observed yet".
+type Values map[string]any
+
+// Graph is the compiled, immutable form of one ResourceGraphDefinition. It
+// is safe for concurrent use by any number of goroutines and clusters;
+// callers must not modify it or anything reachable from it.
+type Graph struct {
+	// Name is the ResourceGraphDefinition's name.
+	Name string
+	// Generation is the RGD's metadata.generation that was compiled.
+	Generation int64
+	// Instance describes the kind the generated CRD serves.
+	Instance Instance
+	// CRD is the generated CustomResourceDefinition, ready to apply.
+	CRD *apiextensionsv1.CustomResourceDefinition
+	// Nodes holds every resource in topological order, ties broken by the
+	// order of spec.resources.
+	Nodes []*Node
+	// Levels groups Nodes by depth: every dependency of a node in Levels[i]
+	// is in some Levels[j] with j < i, so the nodes of one level may be
+	// applied in parallel.
+	Levels [][]*Node
+	// DeletionWaves is Levels reversed: delete wave 0 first, and each wave
+	// only after the previous one is gone.
+	DeletionWaves [][]*Node
+
+	status *statusProgram
+	byID   map[string]*Node
+}
+
+// Instance describes the generated kind.
+type Instance struct {
+	GVK        schema.GroupVersionKind
+	Plural     string // resource name, e.g. "webapps"
+	Namespaced bool
+}
+
+// Node is one entry of spec.resources.
+type Node struct {
+	// ID is the resource id from the RGD.
+	ID string
+	// Index is the position in spec.resources.
+	Index int
+	// GVK is the child's kind: from the template's apiVersion/kind, or from
+	// externalRef.
+	GVK schema.GroupVersionKind
+	// External is true for an externalRef: read, watched, never written or
+	// deleted.
+	External bool
+	// Collection is true when the node has forEach iterators.
+	Collection bool
+	// Dependencies are the ids of the nodes this node's expressions
+	// (template, includeWhen, forEach, externalRef) reference, sorted.
+	Dependencies []string
+
+	program *nodeProgram
+}
+
+// ExternalRef is an evaluated externalRef: either Name or Selector is set.
+type ExternalRef struct {
+	GVK       schema.GroupVersionKind
+	Namespace string // empty: the instance's namespace for namespaced kinds
+	Name      string
+	Selector  *metav1.LabelSelector
+}
+
+// Node returns the node with the given id, or nil.
+func (g *Graph) Node(id string) *Node { return g.byID[id] }
+
+// Status evaluates the RGD's status projections (spec.schema.status) and
+// returns the fields to merge into the instance's status. A field whose
+// expression needs a resource absent from vals is omitted (not an error).
+func (g *Graph) Status(vals Values) (map[string]any, error) { return g.status.eval(vals) }
+
+// Included evaluates includeWhen (all conditions must be true). A node with
+// no includeWhen is included.
+func (n *Node) Included(vals Values) (bool, error) { return n.program.included(vals) }
+
+// Iterations expands forEach into the cartesian product of the iterators'
+// values, in order; each map binds iterator name -> item. A node without
+// forEach returns exactly one empty map. More than 1000 combinations or 10
+// iterators is an error.
+func (n *Node) Iterations(vals Values) ([]map[string]any, error) { return n.program.iterations(vals) }
+
+// Render evaluates the template for one iteration (nil for a non-collection)
+// and returns the desired object, without namespace defaulting or our
+// ownership labels (the caller adds those). It returns an error wrapping
+// ErrPending when a referenced resource is absent from vals.
+func (n *Node) Render(vals Values, iteration map[string]any) (*unstructured.Unstructured, error) {
+	return n.program.render(vals, iteration)
+}
+
+// Ref evaluates an externalRef node's reference.
+func (n *Node) Ref(vals Values) (ExternalRef, error) { return n.program.ref(vals) }
+
+// Ready evaluates readyWhen (all conditions must be true) against observed,
+// the object as read back from the cluster. For a collection it is called
+// once per item (bound to `each` as well as to the node id). A node with no
+// readyWhen is ready as soon as it exists.
+func (n *Node) Ready(vals Values, observed map[string]any) (bool, error) {
+	return n.program.ready(vals, observed)
+}
