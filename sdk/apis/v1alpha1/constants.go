@@ -1,0 +1,17 @@
+package v1alpha1
+
+// Our own bookkeeping lives under fleetgraph.dev so that fleetgraph and kro
+// never fight over an object.
+const (
+	// AnnotationAllowBreakingChanges, set to "true" on a
+	// ResourceGraphDefinition, lets the hub apply a generated CRD whose schema
+	// breaks compatibility with the one already served (a removed field, a
+	// changed type, a new required field...). Without it such a change is
+	// refused and reported.
+	AnnotationAllowBreakingChanges = "fleetgraph.dev/allow-breaking-changes"
+
+	// LabelManagedBy is the label set on every generated CRD.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByFleetgraph is the value of LabelManagedBy on generated CRDs.
+	ManagedByFleetgraph = "fleetgraph"
+)

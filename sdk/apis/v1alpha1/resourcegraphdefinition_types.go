@@ -1,0 +1,331 @@
+package v1alpha1
+
+import (
+	"bytes"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ResourceGraphDefinition defines a new kind (the instance CRD, generated
+// from spec.schema) and the resources that make up each instance of it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=rgd
+// +kubebuilder:printcolumn:name="APIVERSION",type=string,JSONPath=`.spec.schema.apiVersion`
+// +kubebuilder:printcolumn:name="KIND",type=string,JSONPath=`.spec.schema.kind`
+// +kubebuilder:printcolumn:name="STATE",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="CLUSTERS",type=integer,priority=1,JSONPath=`.status.fleet.clusters`
+// +kubebuilder:printcolumn:name="TOPOLOGICALORDER",type=string,priority=1,JSONPath=`.status.topologicalOrder`
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+type ResourceGraphDefinition struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ResourceGraphDefinitionSpec   `json:"spec,omitempty"`
+	Status ResourceGraphDefinitionStatus `json:"status,omitempty"`
+}
+
+// ResourceGraphDefinitionList is a list of ResourceGraphDefinitions.
+//
+// +kubebuilder:object:root=true
+type ResourceGraphDefinitionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ResourceGraphDefinition `json:"items"`
+}
+
+// ResourceGraphDefinitionSpec is the desired state: the instance schema and
+// the resources of the graph.
+type ResourceGraphDefinitionSpec struct {
+	// Schema describes the generated kind: its group, version, kind and the
+	// SimpleSchema of its spec and status.
+	// +kubebuilder:validation:Required
+	Schema Schema `json:"schema"`
+
+	// Resources are the objects created (template) or read (externalRef)
+	// for each instance. Expressions in them reference each other by id,
+	// which orders them.
+	// +optional
+	Resources []Resource `json:"resources,omitempty"`
+}
+
+// Schema describes the generated instance kind.
+type Schema struct {
+	// APIVersion is the version of the generated CRD, e.g. v1alpha1.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:Pattern=`^v[0-9]+(alpha[0-9]+|beta[0-9]+)?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="apiVersion is immutable"
+	APIVersion string `json:"apiVersion"`
+
+	// Kind is the kind of the generated CRD, in PascalCase.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:Pattern=`^[A-Z][a-zA-Z0-9]{0,62}$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="kind is immutable"
+	Kind string `json:"kind"`
+
+	// Group is the API group of the generated CRD. Defaults to kro.run.
+	// +kubebuilder:default="kro.run"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="group is immutable"
+	// +optional
+	Group string `json:"group,omitempty"`
+
+	// Scope of the generated CRD. Defaults to Namespaced.
+	// +kubebuilder:default="Namespaced"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="scope is immutable"
+	// +optional
+	Scope ResourceScope `json:"scope,omitempty"`
+
+	// Spec is the instance spec in SimpleSchema: each leaf is a string
+	// "type | marker=value ...", each nested map an object.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Spec runtime.RawExtension `json:"spec,omitzero"`
+
+	// Types are named SimpleSchema types that Spec (and other types) may
+	// reference by name.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Types runtime.RawExtension `json:"types,omitzero"`
+
+	// Status maps instance status fields to ${} CEL expressions; the field
+	// types are inferred from the expressions.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Status runtime.RawExtension `json:"status,omitzero"`
+
+	// AdditionalPrinterColumns replaces the generated CRD's default printer
+	// columns (State, Ready, Age) when set.
+	// +optional
+	AdditionalPrinterColumns []apiextensionsv1.CustomResourceColumnDefinition `json:"additionalPrinterColumns,omitempty"`
+
+	// ShortNames are kubectl aliases of the generated kind.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	// +listType=set
+	// +optional
+	ShortNames []string `json:"shortNames,omitempty"`
+
+	// Categories the generated kind belongs to (kubectl get <category>).
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	// +listType=set
+	// +optional
+	Categories []string `json:"categories,omitempty"`
+
+	// Metadata is copied onto the generated CRD.
+	// +optional
+	Metadata *CRDMetadata `json:"metadata,omitempty"`
+}
+
+// ResourceScope is the scope of the generated CRD.
+// +kubebuilder:validation:Enum=Namespaced;Cluster
+type ResourceScope string
+
+const (
+	// ResourceScopeNamespaced makes instances namespaced (the default).
+	ResourceScopeNamespaced ResourceScope = "Namespaced"
+	// ResourceScopeCluster makes instances cluster-scoped.
+	ResourceScopeCluster ResourceScope = "Cluster"
+)
+
+// CRDMetadata holds labels and annotations for the generated CRD.
+type CRDMetadata struct {
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// Resource is one entry of spec.resources: exactly one of Template and
+// ExternalRef is set.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.template) != has(self.externalRef)",message="exactly one of template or externalRef must be provided"
+type Resource struct {
+	// ID names the resource in expressions: lowerCamelCase, unique.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	ID string `json:"id"`
+
+	// Template is the object to create, with ${} expressions.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Template runtime.RawExtension `json:"template,omitzero"`
+
+	// ExternalRef reads an existing object instead of creating one.
+	// +optional
+	ExternalRef *ExternalRef `json:"externalRef,omitempty"`
+
+	// ReadyWhen lists conditions, each a "${...}" expression, that must all
+	// be true for the resource to count as ready. The resource's own id is
+	// bound to the observed object (and `each` for a collection item).
+	// +optional
+	ReadyWhen []string `json:"readyWhen,omitempty"`
+
+	// IncludeWhen lists conditions, each a "${...}" expression over schema
+	// and upstream resources, that must all be true for the resource to be
+	// created.
+	// +optional
+	IncludeWhen []string `json:"includeWhen,omitempty"`
+
+	// ForEach turns the resource into a collection: each entry binds one
+	// iterator name to a "${...}" expression returning a list, and one
+	// object is created per element of the cartesian product.
+	// +optional
+	ForEach []ForEachDimension `json:"forEach,omitempty"`
+}
+
+// ForEachDimension binds exactly one iterator name to a ${} list expression,
+// e.g. {"region": "${schema.spec.regions}"}.
+//
+// +kubebuilder:validation:MinProperties=1
+// +kubebuilder:validation:MaxProperties=1
+type ForEachDimension map[string]string
+
+// ExternalRef points at an object that the graph reads but never writes.
+type ExternalRef struct {
+	// +kubebuilder:validation:Required
+	APIVersion string `json:"apiVersion"`
+	// +kubebuilder:validation:Required
+	Kind string `json:"kind"`
+	// +kubebuilder:validation:Required
+	Metadata ExternalRefMetadata `json:"metadata"`
+}
+
+// ExternalRefMetadata identifies the referenced object(s): by Name, or by
+// Selector for a collection.
+type ExternalRefMetadata struct {
+	// Name of the object; may contain ${} expressions.
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// Namespace of the object. Empty means the instance's namespace for a
+	// Name, and every namespace for a Selector.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// Selector is a label selector (matchLabels/matchExpressions, whose
+	// values may contain ${} expressions) or a single "${...}" expression
+	// that evaluates to one.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	Selector runtime.RawExtension `json:"selector,omitzero"`
+}
+
+// HasSelector reports whether a selector is set.
+func (m ExternalRefMetadata) HasSelector() bool {
+	raw := bytes.TrimSpace(m.Selector.Raw)
+	return (len(raw) > 0 && string(raw) != "null") || m.Selector.Object != nil
+}
+
+// ResourceGraphDefinitionState summarises whether the graph is served.
+type ResourceGraphDefinitionState string
+
+const (
+	// StateActive means the graph compiled and its CRD is served.
+	StateActive ResourceGraphDefinitionState = "Active"
+	// StateInactive means the graph is not (or no longer) served.
+	StateInactive ResourceGraphDefinitionState = "Inactive"
+)
+
+// Condition types set on a ResourceGraphDefinition.
+const (
+	// ConditionReady summarises the other conditions.
+	ConditionReady = "Ready"
+	// ConditionGraphAccepted is true when the graph compiled.
+	ConditionGraphAccepted = "GraphAccepted"
+)
+
+// ResourceGraphDefinitionStatus is the observed state.
+type ResourceGraphDefinitionStatus struct {
+	// State is Active when the graph is accepted and served.
+	// +optional
+	State ResourceGraphDefinitionState `json:"state,omitempty"`
+
+	// ObservedGeneration is the metadata.generation last compiled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// TopologicalOrder lists resource ids in creation order.
+	// +optional
+	TopologicalOrder []string `json:"topologicalOrder,omitempty"`
+
+	// Conditions are the latest observations.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Resources lists each resource with the ids it depends on.
+	// +optional
+	Resources []ResourceInformation `json:"resources,omitempty"`
+
+	// Fleet summarises the graph across the clusters of the fleet.
+	// +optional
+	Fleet *FleetStatus `json:"fleet,omitempty"`
+}
+
+// ResourceInformation is one resource and its dependencies.
+type ResourceInformation struct {
+	ID           string       `json:"id,omitempty"`
+	Dependencies []Dependency `json:"dependencies,omitempty"`
+}
+
+// Dependency names a resource that another depends on.
+type Dependency struct {
+	ID string `json:"id,omitempty"`
+}
+
+// MaxUnhealthyClusters bounds FleetStatus.UnhealthyClusters so that the
+// status of a graph on a large fleet stays small.
+const MaxUnhealthyClusters = 20
+
+// FleetStatus is the graph's state across the fleet, written by the hub.
+type FleetStatus struct {
+	// Clusters is the number of engaged clusters.
+	Clusters int32 `json:"clusters"`
+	// Established is the number of clusters whose generated CRD is
+	// established.
+	Established int32 `json:"established"`
+	// Unhealthy is the number of clusters with a problem (CRD conflict, not
+	// established, apply error...).
+	Unhealthy int32 `json:"unhealthy"`
+	// Instances is the number of instances across the fleet.
+	Instances int64 `json:"instances"`
+	// ReadyInstances is the number of those that are ready.
+	ReadyInstances int64 `json:"readyInstances"`
+	// UnhealthyClusters lists some unhealthy clusters, sorted by name, at
+	// most MaxUnhealthyClusters of them.
+	// +kubebuilder:validation:MaxItems=20
+	// +optional
+	UnhealthyClusters []ClusterHealth `json:"unhealthyClusters,omitempty"`
+}
+
+// ClusterHealth is the state of the graph on one cluster.
+type ClusterHealth struct {
+	// Name of the cluster, as the provider knows it.
+	Name string `json:"name"`
+	// State is a short machine-readable word, e.g. Conflict, Pending, Error.
+	State string `json:"state"`
+	// Message says what is wrong, for humans.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ResourceGraphDefinition{}, &ResourceGraphDefinitionList{})
+}
