@@ -71,4 +71,3 @@ func (c *Cluster) Stop() error {
 	}
 	return nil
 }
-
