@@ -1,0 +1,273 @@
+package secret
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/multicluster-runtime/pkg/clusters"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+)
+
+const (
+	// DefaultNamespace is the hub namespace whose Secrets are read. A fixed
+	// namespace keeps the hub's read access to Secrets narrow.
+	DefaultNamespace = "fleetgraph-system"
+	// DefaultSecretLabel is the label (with value "true") that marks a
+	// kubeconfig Secret.
+	DefaultSecretLabel = "fleetgraph.dev/kubeconfig"
+	// DefaultDataKey is the Secret data key holding the kubeconfig.
+	DefaultDataKey = "kubeconfig"
+	// ClusterNameAnnotation on a Secret names its cluster; without it the
+	// cluster is named after the Secret.
+	ClusterNameAnnotation = "fleetgraph.dev/cluster-name"
+	// LabelPrefix marks the Secret labels that become cluster labels, with
+	// the prefix removed: "cluster.fleetgraph.dev/region: eu" on the Secret
+	// is "region: eu" in Labels.
+	LabelPrefix = "cluster.fleetgraph.dev/"
+	// DefaultQPS and DefaultBurst limit each cluster's client.
+	DefaultQPS   = 50
+	DefaultBurst = 100
+	// DefaultConnectTimeout bounds the reachability check before engaging.
+	DefaultConnectTimeout = 10 * time.Second
+	// DefaultCacheSyncTimeout bounds the wait for a new cluster's cache.
+	DefaultCacheSyncTimeout = 30 * time.Second
+	// DefaultMaxConcurrentReconciles lets slow clusters not hold up others.
+	DefaultMaxConcurrentReconciles = 4
+)
+
+var (
+	_ multicluster.Provider         = &Provider{}
+	_ multicluster.ProviderRunnable = &Provider{}
+)
+
+// Options configure a Provider. The zero value is valid: every field
+// documents its default.
+type Options struct {
+	// Namespace is the hub namespace whose Secrets are read; only that
+	// namespace is listed and watched. Set it to metav1.NamespaceAll ("")
+	// together with AllNamespaces to read every namespace.
+	// Defaults to DefaultNamespace.
+	Namespace string
+	// AllNamespaces makes an empty Namespace mean every namespace. Cluster
+	// names must then be unique across namespaces (the first Secret wins; a
+	// later one with the same cluster name is reported and skipped).
+	AllNamespaces bool
+	// LabelSelector selects kubeconfig Secrets; it is applied by the API
+	// server, so no other Secret reaches the hub's memory. Use
+	// "sigs.k8s.io/multicluster-runtime-kubeconfig=true" to read Secrets
+	// written for multicluster-runtime's kubeconfig provider.
+	// Defaults to DefaultSecretLabel=true.
+	LabelSelector labels.Selector
+	// DataKey is the Secret data key holding the kubeconfig.
+	// Defaults to DefaultDataKey.
+	DataKey string
+	// QPS and Burst set each cluster's client rate limits when its
+	// kubeconfig leaves them zero. Default to DefaultQPS and DefaultBurst.
+	QPS   float32
+	Burst int
+	// ConnectTimeout bounds the check, before engaging, that the server is
+	// reachable and accepts the credentials. Defaults to DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// CacheSyncTimeout bounds the wait for a new cluster's cache to sync.
+	// Defaults to DefaultCacheSyncTimeout.
+	CacheSyncTimeout time.Duration
+	// MaxConcurrentReconciles is how many Secrets are processed at once.
+	// Defaults to DefaultMaxConcurrentReconciles.
+	MaxConcurrentReconciles int
+	// ClusterOptions apply to every cluster created (a scheme, cache
+	// options). Defaults to none.
+	ClusterOptions []cluster.Option
+	// Safety lists the kubeconfig features accepted beyond inline
+	// credentials. Defaults to none: exec and auth-provider plugins and
+	// local files are refused with ErrUnsafeKubeconfig.
+	Safety Safety
+}
+
+func setOptionsDefaults(opts Options) Options {
+	if opts.Namespace == "" && !opts.AllNamespaces {
+		opts.Namespace = DefaultNamespace
+	}
+	if opts.LabelSelector == nil {
+		opts.LabelSelector = labels.SelectorFromSet(labels.Set{DefaultSecretLabel: "true"})
+	}
+	if opts.DataKey == "" {
+		opts.DataKey = DefaultDataKey
+	}
+	if opts.QPS == 0 {
+		opts.QPS = DefaultQPS
+	}
+	if opts.Burst == 0 {
+		opts.Burst = DefaultBurst
+	}
+	if opts.ConnectTimeout == 0 {
+		opts.ConnectTimeout = DefaultConnectTimeout
+	}
+	if opts.CacheSyncTimeout == 0 {
+		opts.CacheSyncTimeout = DefaultCacheSyncTimeout
+	}
+	if opts.MaxConcurrentReconciles == 0 {
+		opts.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	return opts
+}
+
+// Provider is a multicluster-runtime provider whose clusters come from
+// kubeconfig Secrets on the hub. Wire it with SetupWithManager; the
+// multicluster manager starts it.
+//
+// A Secret's cluster is engaged once its cache has synced; when the Secret
+// is deleted, loses its label or its kubeconfig becomes unusable, the
+// cluster's engagement context is cancelled; when its kubeconfig changes,
+// the old cluster is disengaged and stopped before the new one is engaged
+// under the same name. All methods are safe for concurrent use.
+type Provider struct {
+	opts Options
+	log  logr.Logger
+
+	// clusters starts, syncs, engages and removes clusters. It is keyed by
+	// an internal key per engagement (name and generation), not by the
+	// cluster name: clusters.Clusters removes a key when that cluster's
+	// Start returns, which must not remove a replacement for the same name.
+	clusters clusters.Clusters[*trackedCluster]
+
+	started chan struct{} // closed by Start once ctx and aware are set
+	ctx     context.Context
+	aware   multicluster.Aware
+	hub     hub
+
+	lock     sync.RWMutex
+	gen      uint64
+	byName   map[multicluster.ClusterName]*engagement
+	bySecret map[types.NamespacedName]multicluster.ClusterName
+}
+
+// engagement is one cluster engaged from one Secret.
+type engagement struct {
+	key    multicluster.ClusterName // key in Provider.clusters
+	secret types.NamespacedName
+	hash   string
+	labels map[string]string
+	tc     *trackedCluster
+}
+
+// New returns a Provider for opts, with defaults filled in.
+func New(opts Options) *Provider {
+	p := &Provider{
+		opts:     setOptionsDefaults(opts),
+		log:      log.Log.WithName("secret-provider"),
+		clusters: clusters.New[*trackedCluster](),
+		started:  make(chan struct{}),
+		byName:   map[multicluster.ClusterName]*engagement{},
+		bySecret: map[types.NamespacedName]multicluster.ClusterName{},
+	}
+	p.clusters.WaitCacheTimeout = p.opts.CacheSyncTimeout
+	p.clusters.ErrorHandler = p.log.Error
+	return p
+}
+
+// Start implements multicluster.ProviderRunnable: the multicluster manager
+// calls it once. Clusters are engaged with aware under contexts derived from
+// ctx. Start returns when ctx is done and every cluster has stopped.
+func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
+	select {
+	case <-p.started:
+		return fmt.Errorf("secret provider already started")
+	default:
+	}
+	p.ctx, p.aware = ctx, aware
+	close(p.started)
+	<-ctx.Done()
+	p.lock.Lock()
+	names := slices.Collect(maps.Keys(p.byName))
+	p.lock.Unlock()
+	for _, name := range names {
+		p.disengage(name)
+	}
+	return nil
+}
+
+// Get returns the engaged cluster called name, or an error wrapping
+// multicluster.ErrClusterNotFound.
+func (p *Provider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
+	p.lock.RLock()
+	e, ok := p.byName[name]
+	p.lock.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("cluster %q: %w", name, multicluster.ErrClusterNotFound)
+	}
+	cl, err := p.clusters.GetTyped(ctx, e.key)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: %w", name, multicluster.ErrClusterNotFound)
+	}
+	return cl, nil
+}
+
+// IndexField implements multicluster.Provider: the index is added to every
+// engaged cluster and to every cluster engaged later.
+func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	return p.clusters.IndexField(ctx, obj, field, extract)
+}
+
+// ClusterNames returns the names of the engaged clusters, sorted.
+func (p *Provider) ClusterNames() []multicluster.ClusterName {
+	p.lock.RLock()
+	defer p.lock.RUnlock()
+	return slices.Sorted(maps.Keys(p.byName))
+}
+
+// Labels returns the labels of the engaged cluster called name: its
+// Secret's labels under LabelPrefix, with the prefix removed. It returns
+// nil when no such cluster is engaged. The map is a copy.
+func (p *Provider) Labels(name multicluster.ClusterName) map[string]string {
+	p.lock.RLock()
+	defer p.lock.RUnlock()
+	if e, ok := p.byName[name]; ok {
+		return maps.Clone(e.labels)
+	}
+	return nil
+}
+
+// clusterLabels extracts the cluster labels of a Secret.
+func clusterLabels(s *corev1.Secret) map[string]string {
+	out := map[string]string{}
+	for k, v := range s.Labels {
+		if rest, ok := strings.CutPrefix(k, LabelPrefix); ok && rest != "" {
+			out[rest] = v
+		}
+	}
+	return out
+}
+
+// clusterName is the name of a Secret's cluster.
+func clusterName(s *corev1.Secret) multicluster.ClusterName {
+	if n := s.Annotations[ClusterNameAnnotation]; n != "" {
+		return multicluster.ClusterName(n)
+	}
+	return multicluster.ClusterName(s.Name)
+}
+
+// withLimits copies rc and applies the Options' rate limits where rc has
+// none.
+func (p *Provider) withLimits(rc *rest.Config) *rest.Config {
+	rc = rest.CopyConfig(rc)
+	if rc.QPS == 0 {
+		rc.QPS = p.opts.QPS
+	}
+	if rc.Burst == 0 {
+		rc.Burst = p.opts.Burst
+	}
+	return rc
+}

@@ -1,0 +1,258 @@
+package secret
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+)
+
+// Event reasons recorded on kubeconfig Secrets.
+const (
+	ReasonEngaged           = "ClusterEngaged"
+	ReasonUnsafeKubeconfig  = "UnsafeKubeconfig"
+	ReasonInvalidKubeconfig = "InvalidKubeconfig"
+	ReasonMissingKubeconfig = "MissingKubeconfig"
+	ReasonUnreachable       = "ClusterUnreachable"
+	ReasonDuplicateName     = "DuplicateClusterName"
+	ReasonEngageFailed      = "EngageFailed"
+)
+
+// disengageTimeout bounds the wait for a disengaged cluster to stop.
+const disengageTimeout = 30 * time.Second
+
+// Reconcile brings the cluster of one kubeconfig Secret in line with it.
+// Problems with the kubeconfig are reported on the Secret and not retried
+// (a change to the Secret retries); an unreachable server is retried with
+// backoff.
+func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if err := p.waitStarted(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	s := &corev1.Secret{}
+	if err := p.hub.reader.Get(ctx, req.NamespacedName, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			p.forgetSecret(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if s.DeletionTimestamp != nil {
+		p.forgetSecret(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, p.reconcileSecret(ctx, s)
+}
+
+func (p *Provider) reconcileSecret(ctx context.Context, s *corev1.Secret) error {
+	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+	name := clusterName(s)
+	log := p.log.WithValues("secret", key.String(), "cluster", name)
+	if prev, ok := p.clusterOf(key); ok && prev != name {
+		p.disengage(prev) // the Secret was re-annotated with another name
+	}
+	if owner, ok := p.ownerOf(name); ok && owner != key {
+		p.report(s, log, ReasonDuplicateName, fmt.Errorf("cluster name %q is already used by Secret %s", name, owner))
+		return nil
+	}
+	data := s.Data[p.opts.DataKey]
+	hash := fmt.Sprintf("%x", sha256.Sum256(data))
+	if p.updateIfCurrent(name, hash, clusterLabels(s)) {
+		return nil
+	}
+	rc, err := p.opts.Safety.restConfig(data)
+	if err != nil {
+		p.disengage(name)
+		p.report(s, log, reasonFor(err), err)
+		return nil
+	}
+	return p.connect(ctx, s, log, engagement{secret: key, hash: hash, labels: clusterLabels(s)}, p.withLimits(rc))
+}
+
+// connect checks the server, creates the cluster and engages it in place of
+// any previous one of the same name.
+func (p *Provider) connect(ctx context.Context, s *corev1.Secret, log logr.Logger, e engagement, rc *rest.Config) error {
+	name := clusterName(s)
+	if err := p.probe(ctx, rc); err != nil {
+		p.disengage(name)
+		p.report(s, log, ReasonUnreachable, err)
+		return fmt.Errorf("cluster %q is not reachable (will retry): %w", name, err)
+	}
+	httpClient, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		p.report(s, log, ReasonInvalidKubeconfig, fmt.Errorf("%w: cannot build an HTTP client", ErrInvalidKubeconfig))
+		return nil
+	}
+	opts := append([]cluster.Option{func(o *cluster.Options) { o.HTTPClient = httpClient }}, p.opts.ClusterOptions...)
+	cl, err := cluster.New(rc, opts...)
+	if err != nil {
+		p.report(s, log, ReasonEngageFailed, err)
+		return nil
+	}
+	e.tc = &trackedCluster{Cluster: cl, http: httpClient, done: make(chan struct{})}
+	if err := p.engage(name, &e); err != nil {
+		p.report(s, log, ReasonEngageFailed, err)
+		return fmt.Errorf("engaging cluster %q: %w", name, err)
+	}
+	log.Info("Engaged cluster")
+	p.hub.recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonEngaged, "Engage", "cluster %q engaged", name)
+	return nil
+}
+
+// probe checks that the server answers an authenticated discovery request.
+// It closes its connections afterwards.
+func (p *Provider) probe(ctx context.Context, rc *rest.Config) error {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.ConnectTimeout)
+	defer cancel()
+	httpClient, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		return fmt.Errorf("%w: cannot build an HTTP client", ErrInvalidKubeconfig)
+	}
+	defer utilnet.CloseIdleConnectionsFor(httpClient.Transport)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rc.Host+"/api", nil)
+	if err != nil {
+		return fmt.Errorf("%w: malformed server URL", ErrInvalidKubeconfig)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL is known; keep the cause
+		}
+		return fmt.Errorf("contacting the server: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the server answered discovery with %s", resp.Status)
+	}
+	return nil
+}
+
+// engage registers e under name, replacing (and first stopping) any
+// previous engagement of that name, then starts, syncs and engages it.
+func (p *Provider) engage(name multicluster.ClusterName, e *engagement) error {
+	p.disengage(name)
+	p.lock.Lock()
+	p.gen++
+	e.key = multicluster.ClusterName(fmt.Sprintf("%s#%d", name, p.gen))
+	p.byName[name] = e
+	p.bySecret[e.secret] = name
+	p.lock.Unlock()
+	if err := p.clusters.Add(p.ctx, e.key, e.tc, renamed{aware: p.aware, name: name}); err != nil {
+		p.disengage(name)
+		return err
+	}
+	return nil
+}
+
+// disengage cancels the cluster's engagement context and waits until it
+// has stopped, then closes its idle connections.
+func (p *Provider) disengage(name multicluster.ClusterName) {
+	p.lock.Lock()
+	e, ok := p.byName[name]
+	if ok {
+		delete(p.byName, name)
+		delete(p.bySecret, e.secret)
+	}
+	p.lock.Unlock()
+	if !ok {
+		return
+	}
+	p.clusters.Remove(e.key)
+	select {
+	case <-e.tc.done:
+	case <-time.After(disengageTimeout):
+		p.log.Info("Cluster did not stop in time after disengaging", "cluster", name)
+	}
+	utilnet.CloseIdleConnectionsFor(e.tc.http.Transport)
+	p.log.Info("Disengaged cluster", "cluster", name)
+}
+
+func (p *Provider) forgetSecret(key types.NamespacedName) {
+	if name, ok := p.clusterOf(key); ok {
+		p.disengage(name)
+	}
+}
+
+func (p *Provider) clusterOf(key types.NamespacedName) (multicluster.ClusterName, bool) {
+	p.lock.RLock()
+	defer p.lock.RUnlock()
+	name, ok := p.bySecret[key]
+	return name, ok
+}
+
+func (p *Provider) ownerOf(name multicluster.ClusterName) (types.NamespacedName, bool) {
+	p.lock.RLock()
+	defer p.lock.RUnlock()
+	if e, ok := p.byName[name]; ok {
+		return e.secret, true
+	}
+	return types.NamespacedName{}, false
+}
+
+// updateIfCurrent refreshes the labels of the cluster called name and
+// reports true when it is engaged with the kubeconfig of that hash.
+func (p *Provider) updateIfCurrent(name multicluster.ClusterName, hash string, labels map[string]string) bool {
+	p.lock.Lock()
+	defer p.lock.Unlock()
+	e, ok := p.byName[name]
+	if !ok || e.hash != hash {
+		return false
+	}
+	e.labels = labels
+	return true
+}
+
+// report logs err and records it as a Warning Event on the Secret. Errors
+// built in this package never carry credentials.
+func (p *Provider) report(s *corev1.Secret, log logr.Logger, reason string, err error) {
+	log.Info("Kubeconfig Secret skipped", "reason", reason, "error", err.Error())
+	p.hub.recorder.Eventf(s, nil, corev1.EventTypeWarning, reason, "Engage", "%s", err.Error())
+}
+
+func reasonFor(err error) string {
+	switch {
+	case errors.Is(err, ErrMissingKubeconfig):
+		return ReasonMissingKubeconfig
+	case errors.Is(err, ErrUnsafeKubeconfig):
+		return ReasonUnsafeKubeconfig
+	default:
+		return ReasonInvalidKubeconfig
+	}
+}
+
+// trackedCluster is a cluster whose Start reports when it has returned.
+type trackedCluster struct {
+	cluster.Cluster
+	http *http.Client
+	done chan struct{}
+}
+
+// Start runs the cluster until ctx is done and then closes done.
+func (c *trackedCluster) Start(ctx context.Context) error {
+	defer close(c.done)
+	return c.Cluster.Start(ctx)
+}
+
+// renamed engages clusters under their public name rather than their key.
+type renamed struct {
+	aware multicluster.Aware
+	name  multicluster.ClusterName
+}
+
+func (r renamed) Engage(ctx context.Context, _ multicluster.ClusterName, cl cluster.Cluster) error {
+	return r.aware.Engage(ctx, r.name, cl)
+}
