@@ -1,0 +1,44 @@
+# fleetgraph developer targets. `make test` is what CI runs.
+
+GO          ?= go
+GOTESTFLAGS ?=
+# Integration tests start real API servers; give a slow machine room.
+TEST_TIMEOUT ?= 40m
+
+.PHONY: all
+all: test
+
+.PHONY: envtest-assets
+envtest-assets: ## Build kube-apiserver and etcd into the cache (first time only).
+	@hack/envtest/build.sh >/dev/null
+
+.PHONY: kcp-assets
+kcp-assets: ## Build the kcp server into the cache (first time only).
+	@if [ -x hack/kcp/build.sh ]; then hack/kcp/build.sh >/dev/null; fi
+
+.PHONY: check
+check: ## go vet and gofmt.
+	$(GO) vet ./...
+	$(GO) vet -tags integration ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+.PHONY: test-unit
+test-unit: ## Fast tests: no API servers.
+	$(GO) test $(GOTESTFLAGS) ./...
+
+.PHONY: test-integration
+test-integration: envtest-assets kcp-assets ## Unit and integration tests against real API servers.
+	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
+		$(GO) test -tags integration -count=1 -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./...
+
+.PHONY: test
+test: check test-integration ## Everything CI runs.
+
+.PHONY: quickstart
+quickstart: envtest-assets ## Run the quickstart on a local embedded fleet.
+	@if [ ! -d examples/quickstart ]; then echo "quickstart: not built yet (see the quickstart issue)"; exit 1; fi
+	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/quickstart
+
+.PHONY: help
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
