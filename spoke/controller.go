@@ -1,0 +1,173 @@
+package spoke
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// controller serves one graph on every cluster it is attached to: one work
+// queue of mcreconcile.Requests, Options.Workers workers, and one member per
+// cluster holding that cluster's watches and memory.
+type controller struct {
+	name  string
+	g     *graph.Graph
+	opts  Options
+	log   logr.Logger
+	queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	members map[multicluster.ClusterName]*member
+}
+
+func newController(parent context.Context, name string, g *graph.Graph, opts Options) *controller {
+	ctx, cancel := context.WithCancel(parent)
+	c := &controller{
+		name: name,
+		g:    g,
+		opts: opts,
+		log:  opts.Logger.WithValues("controller", name, "graph", g.Name),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[mcreconcile.Request](),
+			workqueue.TypedRateLimitingQueueConfig[mcreconcile.Request]{Name: name},
+		),
+		ctx:     ctx,
+		cancel:  cancel,
+		members: map[multicluster.ClusterName]*member{},
+	}
+	for range opts.Workers {
+		c.wg.Go(c.work)
+	}
+	return c
+}
+
+// stop ends every member, shuts the queue down and waits for the workers.
+func (c *controller) stop() {
+	c.cancel()
+	c.queue.ShutDown()
+	c.wg.Wait()
+}
+
+// attachAll attaches every cluster of the list.
+func (c *controller) attachAll(clusters []*engagement) {
+	for _, e := range clusters {
+		c.attach(e)
+	}
+}
+
+// attach starts serving the graph on e's cluster, unless it is served there
+// already with the same cluster and a live engagement. It never blocks.
+func (c *controller) attach(e *engagement) {
+	if c.ctx.Err() != nil || e.ctx.Err() != nil {
+		return
+	}
+	c.mu.Lock()
+	if old, ok := c.members[e.name]; ok {
+		if old.cl == e.cl && old.ctx.Err() == nil {
+			c.mu.Unlock()
+			return
+		}
+		old.cancel()
+	}
+	m := newMember(c, e)
+	c.members[e.name] = m
+	c.mu.Unlock()
+
+	context.AfterFunc(m.ctx, func() { c.detach(m) })
+	go m.start()
+}
+
+func (c *controller) detach(m *member) {
+	c.mu.Lock()
+	if c.members[m.cluster] == m {
+		delete(c.members, m.cluster)
+	}
+	c.mu.Unlock()
+	m.cleanup()
+}
+
+func (c *controller) member(name multicluster.ClusterName) *member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.members[name]
+	if m == nil || m.ctx.Err() != nil {
+		return nil
+	}
+	return m
+}
+
+func (c *controller) counts() map[multicluster.ClusterName]Count {
+	c.mu.Lock()
+	members := make([]*member, 0, len(c.members))
+	for _, m := range c.members {
+		members = append(members, m)
+	}
+	c.mu.Unlock()
+	out := make(map[multicluster.ClusterName]Count, len(members))
+	for _, m := range members {
+		out[m.cluster] = m.count()
+	}
+	return out
+}
+
+func (c *controller) work() {
+	for {
+		req, shutdown := c.queue.Get()
+		if shutdown {
+			return
+		}
+		c.process(req)
+	}
+}
+
+// process runs one reconcile and requeues as its outcome asks: with backoff
+// on error, after a delay when asked, else forgets the request's failures.
+func (c *controller) process(req mcreconcile.Request) {
+	defer c.queue.Done(req)
+	m := c.member(req.ClusterName)
+	if m == nil {
+		c.queue.Forget(req)
+		return
+	}
+	start := time.Now()
+	after, err := m.reconcileSafely(req.NamespacedName)
+	cluster := req.ClusterName.String()
+	reconcileDuration.WithLabelValues(c.g.Name, cluster).Observe(time.Since(start).Seconds())
+	switch {
+	case err != nil && m.ctx.Err() == nil:
+		reconcileTotal.WithLabelValues(c.g.Name, cluster, "error").Inc()
+		reconcileErrors.WithLabelValues(c.g.Name, cluster).Inc()
+		if !errors.Is(err, errConflict) {
+			c.log.Error(err, "reconcile failed", "cluster", cluster, "instance", req.NamespacedName)
+		}
+		c.queue.AddRateLimited(req)
+	case after > 0:
+		reconcileTotal.WithLabelValues(c.g.Name, cluster, "requeue").Inc()
+		c.queue.Forget(req)
+		c.queue.AddAfter(req, after)
+	default:
+		reconcileTotal.WithLabelValues(c.g.Name, cluster, "success").Inc()
+		c.queue.Forget(req)
+	}
+}
+
+// errConflict marks a write refused because our copy was stale: retried
+// quietly.
+var errConflict = errors.New("spoke: instance changed meanwhile")
+
+func panicError(id string, r any) error {
+	return fmt.Errorf("panic while evaluating %s: %v", id, r)
+}

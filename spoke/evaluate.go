@@ -1,0 +1,219 @@
+package spoke
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// nodeState is where one node got to in one reconcile.
+type nodeState int
+
+const (
+	nodeReady    nodeState = iota // applied (or read) and ready
+	nodeNotReady                  // applied, readyWhen not yet true
+	nodeExcluded                  // includeWhen false, or a dependency excluded
+	nodePending                   // waits for data (ErrPending, missing external)
+	nodeBlocked                   // a dependency is not ready yet
+	nodeFailed                    // evaluation or apply error
+)
+
+// Failure reasons, used in conditions.
+const (
+	reasonEvaluationFailed = "EvaluationFailed"
+	reasonApplyFailed      = "ApplyFailed"
+)
+
+// nodeResult is the outcome of one node.
+type nodeResult struct {
+	state    nodeState
+	observed any // map[string]any, or []any for collections and selectors
+	entries  []InventoryEntry
+	refs     []resolvedRef
+	reason   string // for nodeFailed
+	message  string // names the node; set for every state but nodeReady
+	err      error
+}
+
+// outcome is the result of evaluating the whole graph for one instance.
+type outcome struct {
+	vals    graph.Values
+	nodes   map[string]*nodeResult
+	applied []InventoryEntry
+	refs    []resolvedRef
+	failed  *nodeResult // first failure in DAG order
+	waiting []string    // messages of nodes not ready, pending or blocked
+}
+
+// evaluate walks the graph level by level, applying the nodes of one level
+// in parallel. A node runs only when every dependency is ready.
+func (m *member) evaluate(inst *unstructured.Unstructured) *outcome {
+	out := &outcome{vals: graph.Values{"schema": inst.Object}, nodes: map[string]*nodeResult{}}
+	for _, level := range m.g.Levels {
+		results := make([]*nodeResult, len(level))
+		if len(level) == 1 {
+			results[0] = m.evalNodeSafely(inst, level[0], out)
+		} else {
+			var wg sync.WaitGroup
+			for i, n := range level {
+				wg.Go(func() { results[i] = m.evalNodeSafely(inst, n, out) })
+			}
+			wg.Wait()
+		}
+		for i, n := range level {
+			out.record(n, results[i])
+		}
+	}
+	return out
+}
+
+func (o *outcome) record(n *graph.Node, r *nodeResult) {
+	o.nodes[n.ID] = r
+	o.applied = append(o.applied, r.entries...)
+	o.refs = append(o.refs, r.refs...)
+	if r.observed != nil {
+		o.vals[n.ID] = r.observed
+	}
+	switch r.state {
+	case nodeFailed:
+		if o.failed == nil {
+			o.failed = r
+		}
+	case nodeNotReady, nodePending, nodeBlocked:
+		o.waiting = append(o.waiting, r.message)
+	}
+}
+
+// resolved reports whether the node's desired children are fully known, so
+// that its old children may be pruned.
+func (o *outcome) resolved(id string) bool {
+	r, ok := o.nodes[id]
+	if !ok {
+		return true // no longer in the graph
+	}
+	return r.state == nodeReady || r.state == nodeNotReady || r.state == nodeExcluded
+}
+
+func (m *member) evalNodeSafely(inst *unstructured.Unstructured, n *graph.Node, o *outcome) (r *nodeResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = failed(n, reasonEvaluationFailed, panicError("node "+n.ID, p))
+		}
+	}()
+	return m.evalNode(inst, n, o)
+}
+
+func (m *member) evalNode(inst *unstructured.Unstructured, n *graph.Node, o *outcome) *nodeResult {
+	if r := gate(n, o.nodes); r != nil {
+		return r
+	}
+	included, err := n.Included(o.vals)
+	if err != nil {
+		return evalError(n, "includeWhen", err)
+	}
+	if !included {
+		return &nodeResult{state: nodeExcluded, message: fmt.Sprintf("%s: excluded by includeWhen", n.ID)}
+	}
+	if n.External {
+		return m.evalExternal(inst, n, o.vals)
+	}
+	return m.evalChildren(inst, n, o.vals)
+}
+
+// gate holds a node back while a dependency is excluded or not ready.
+func gate(n *graph.Node, done map[string]*nodeResult) *nodeResult {
+	var waiting []string
+	for _, dep := range n.Dependencies {
+		r, ok := done[dep]
+		if !ok {
+			continue
+		}
+		switch r.state {
+		case nodeReady:
+		case nodeExcluded:
+			return &nodeResult{state: nodeExcluded, message: fmt.Sprintf("%s: excluded because %s is excluded", n.ID, dep)}
+		default:
+			waiting = append(waiting, dep)
+		}
+	}
+	if len(waiting) > 0 {
+		return &nodeResult{state: nodeBlocked, message: fmt.Sprintf("%s: waiting for %s", n.ID, strings.Join(waiting, ", "))}
+	}
+	return nil
+}
+
+// evalChildren renders and applies every iteration of a node.
+func (m *member) evalChildren(inst *unstructured.Unstructured, n *graph.Node, vals graph.Values) *nodeResult {
+	iterations, err := n.Iterations(vals)
+	if err != nil {
+		return evalError(n, "forEach", err)
+	}
+	desired := make([]*unstructured.Unstructured, 0, len(iterations))
+	for _, it := range iterations {
+		u, err := n.Render(vals, it)
+		if err != nil {
+			return evalError(n, "template", err)
+		}
+		desired = append(desired, u)
+	}
+	r := &nodeResult{state: nodeReady}
+	items := make([]any, 0, len(desired))
+	for _, u := range desired {
+		observed, entry, err := m.applyChild(inst, n, u)
+		if err != nil {
+			r.state, r.reason, r.err = nodeFailed, reasonApplyFailed, err
+			r.message = fmt.Sprintf("%s: applying %s %s: %v", n.ID, entry.Kind, entry.objectName(), err)
+			return r
+		}
+		r.entries = append(r.entries, entry)
+		items = append(items, observed)
+	}
+	r.observed = observedValue(n.Collection, items)
+	return m.readiness(n, vals, r, items)
+}
+
+// readiness evaluates readyWhen on every observed item.
+func (m *member) readiness(n *graph.Node, vals graph.Values, r *nodeResult, items []any) *nodeResult {
+	for _, item := range items {
+		obj, _ := item.(map[string]any)
+		ready, err := n.Ready(vals, obj)
+		if err != nil && !errors.Is(err, graph.ErrPending) {
+			failedR := evalError(n, "readyWhen", err)
+			failedR.entries, failedR.refs = r.entries, r.refs
+			return failedR
+		}
+		if !ready || err != nil {
+			r.state = nodeNotReady
+			r.message = fmt.Sprintf("%s: waiting for readyWhen", n.ID)
+			return r
+		}
+	}
+	return r
+}
+
+func observedValue(collection bool, items []any) any {
+	if collection {
+		return items
+	}
+	if len(items) == 1 {
+		return items[0]
+	}
+	return nil
+}
+
+// evalError classifies an evaluation error: pending data or a failure.
+func evalError(n *graph.Node, what string, err error) *nodeResult {
+	if errors.Is(err, graph.ErrPending) {
+		return &nodeResult{state: nodePending, message: fmt.Sprintf("%s: %s waits for data: %v", n.ID, what, err)}
+	}
+	return failed(n, reasonEvaluationFailed, fmt.Errorf("%s: %w", what, err))
+}
+
+func failed(n *graph.Node, reason string, err error) *nodeResult {
+	return &nodeResult{state: nodeFailed, reason: reason, err: err, message: fmt.Sprintf("%s: %v", n.ID, err)}
+}

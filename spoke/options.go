@@ -1,0 +1,79 @@
+package spoke
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+const (
+	// DefaultWorkers is the default number of concurrent reconciles per graph.
+	DefaultWorkers = 8
+	// DefaultFieldManager is the default server-side apply field manager.
+	DefaultFieldManager = "fleetgraph"
+	// DefaultDeletionPoll is how often a deleting instance rechecks children
+	// that have not gone yet, besides reacting to their delete events.
+	DefaultDeletionPoll = 5 * time.Second
+	// DefaultGateRetry is the first delay before retrying a failed Gate or
+	// watch start; it doubles up to DefaultGateRetryMax.
+	DefaultGateRetry = 200 * time.Millisecond
+	// DefaultGateRetryMax caps the delay between Gate retries.
+	DefaultGateRetryMax = 30 * time.Second
+)
+
+// GateFunc decides whether a graph may be served on a cluster yet. It is
+// called in a goroutine of its own for each (graph, cluster) pair, with a
+// context that ends when the cluster is disengaged or the graph stopped; it
+// may block. A nil error opens the gate; an error is logged and the call is
+// retried with backoff.
+type GateFunc func(ctx context.Context, cluster multicluster.ClusterName, g *graph.Graph) error
+
+// Options configures a Runtime. The zero value is usable.
+type Options struct {
+	// Workers is the number of instances of one graph reconciled
+	// concurrently, across all clusters. Defaults to DefaultWorkers.
+	Workers int
+	// FieldManager is the server-side apply field manager for children.
+	// Defaults to DefaultFieldManager.
+	FieldManager string
+	// Gate is consulted before a graph's watches start on a cluster, e.g. to
+	// wait until the graph's CRD is established there. Defaults to none: the
+	// watch on instances is retried with backoff until the kind is served.
+	Gate GateFunc
+	// DeletionPoll bounds how long a deleting instance waits before checking
+	// its children again. Defaults to DefaultDeletionPoll.
+	DeletionPoll time.Duration
+	// GateRetry and GateRetryMax shape the backoff of Gate and of starting
+	// the instance watch. Default to DefaultGateRetry and DefaultGateRetryMax.
+	GateRetry, GateRetryMax time.Duration
+	// Logger is the logger. Defaults to controller-runtime's log.Log named
+	// "spoke".
+	Logger logr.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.FieldManager == "" {
+		o.FieldManager = DefaultFieldManager
+	}
+	if o.DeletionPoll <= 0 {
+		o.DeletionPoll = DefaultDeletionPoll
+	}
+	if o.GateRetry <= 0 {
+		o.GateRetry = DefaultGateRetry
+	}
+	if o.GateRetryMax <= 0 {
+		o.GateRetryMax = DefaultGateRetryMax
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = log.Log.WithName("spoke")
+	}
+	return o
+}

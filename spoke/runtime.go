@@ -1,0 +1,210 @@
+package spoke
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+var (
+	_ multicluster.Aware = &Runtime{}
+	_ manager.Runnable   = &Runtime{}
+)
+
+// ErrInvalidGraph is returned by Serve for a graph it cannot run.
+var ErrInvalidGraph = errors.New("spoke: invalid graph")
+
+// Count is how many instances of a graph one cluster holds, as last
+// reconciled.
+type Count struct {
+	// Total is the number of instances reconciled at least once.
+	Total int
+	// Ready is the number of those whose state is ACTIVE.
+	Ready int
+}
+
+// Runtime serves compiled graphs on every engaged cluster. Its methods are
+// safe for concurrent use, before and after Start.
+//
+// Clusters come in through Engage (a multicluster-runtime manager calls it
+// when the Runtime was added with mcmanager's Add; in single-cluster mode the
+// caller engages the local cluster under the empty name). Graphs come in
+// through Serve and go with Stop. Each graph is served on each engaged
+// cluster, once Options.Gate allows it, until the cluster's engagement
+// context is cancelled, the graph is stopped or replaced, or Start returns.
+type Runtime struct {
+	opts Options
+
+	mu          sync.Mutex
+	ctx         context.Context // set by Start; nil before
+	clusters    map[multicluster.ClusterName]*engagement
+	graphs      map[string]*graph.Graph
+	controllers map[string]*controller
+	serial      int
+}
+
+// engagement is one engaged cluster: the registry replayed to graphs served
+// after the cluster arrived.
+type engagement struct {
+	name multicluster.ClusterName
+	cl   cluster.Cluster
+	ctx  context.Context
+}
+
+// New returns a Runtime with opts' defaults filled in. It serves nothing until
+// Start is called (a manager does that) and graphs are given to Serve.
+func New(opts Options) *Runtime {
+	return &Runtime{
+		opts:        opts.withDefaults(),
+		clusters:    map[multicluster.ClusterName]*engagement{},
+		graphs:      map[string]*graph.Graph{},
+		controllers: map[string]*controller{},
+	}
+}
+
+// Start runs the Runtime until ctx is cancelled, then stops every graph's
+// workers and waits for them. It implements manager.Runnable.
+func (rt *Runtime) Start(ctx context.Context) error {
+	rt.mu.Lock()
+	if rt.ctx != nil {
+		rt.mu.Unlock()
+		return errors.New("spoke: Runtime started twice")
+	}
+	rt.ctx = ctx
+	var started []*controller
+	for name, g := range rt.graphs {
+		c := rt.newControllerLocked(g)
+		rt.controllers[name] = c
+		started = append(started, c)
+	}
+	clusters := rt.clusterListLocked()
+	rt.mu.Unlock()
+
+	for _, c := range started {
+		c.attachAll(clusters)
+	}
+	<-ctx.Done()
+
+	rt.mu.Lock()
+	all := rt.controllers
+	rt.controllers = map[string]*controller{}
+	rt.mu.Unlock()
+	for _, c := range all {
+		c.stop()
+	}
+	return nil
+}
+
+// Engage starts serving every graph on cl, under name, until ctx is
+// cancelled. It returns at once: the per-graph work for the cluster runs in
+// goroutines of its own. Engaging the same cluster again with a live context
+// is a no-op; engaging a different cluster under the same name replaces it.
+// It implements multicluster.Aware.
+func (rt *Runtime) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	e := &engagement{name: name, cl: cl, ctx: ctx}
+	rt.mu.Lock()
+	if old, ok := rt.clusters[name]; ok && old.cl == cl && old.ctx.Err() == nil {
+		rt.mu.Unlock()
+		return nil
+	}
+	rt.clusters[name] = e
+	controllers := rt.controllerListLocked()
+	rt.mu.Unlock()
+
+	context.AfterFunc(ctx, func() { rt.disengage(e) })
+	for _, c := range controllers {
+		c.attach(e)
+	}
+	return nil
+}
+
+func (rt *Runtime) disengage(e *engagement) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.clusters[e.name] == e {
+		delete(rt.clusters, e.name)
+	}
+}
+
+// Serve starts serving g on every engaged cluster, current and future. If a
+// graph of the same name is served already it is replaced: its workers stop
+// and the new graph takes over its instances (children of nodes the new
+// graph no longer has are pruned by the inventory). Serve does not wait for
+// any cluster.
+func (rt *Runtime) Serve(g *graph.Graph) error {
+	if g == nil || g.Name == "" || g.Instance.GVK.Kind == "" {
+		return fmt.Errorf("%w: a graph needs a name and an instance kind", ErrInvalidGraph)
+	}
+	rt.mu.Lock()
+	rt.graphs[g.Name] = g
+	if rt.ctx == nil {
+		rt.mu.Unlock()
+		return nil
+	}
+	old := rt.controllers[g.Name]
+	c := rt.newControllerLocked(g)
+	rt.controllers[g.Name] = c
+	clusters := rt.clusterListLocked()
+	rt.mu.Unlock()
+
+	if old != nil {
+		old.stop()
+	}
+	c.attachAll(clusters)
+	return nil
+}
+
+// Stop stops serving the named graph everywhere and waits for its workers.
+// Children and instances are left as they are. Stopping an unknown graph is
+// a no-op.
+func (rt *Runtime) Stop(graphName string) {
+	rt.mu.Lock()
+	delete(rt.graphs, graphName)
+	c := rt.controllers[graphName]
+	delete(rt.controllers, graphName)
+	rt.mu.Unlock()
+	if c != nil {
+		c.stop()
+	}
+}
+
+// Counts returns, per cluster serving the named graph, how many instances it
+// holds and how many of them are ACTIVE. It is nil for a graph not served.
+func (rt *Runtime) Counts(graphName string) map[multicluster.ClusterName]Count {
+	rt.mu.Lock()
+	c := rt.controllers[graphName]
+	rt.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.counts()
+}
+
+func (rt *Runtime) newControllerLocked(g *graph.Graph) *controller {
+	rt.serial++
+	name := fmt.Sprintf("fleetgraph-%s-%d-%d", g.Name, g.Generation, rt.serial)
+	return newController(rt.ctx, name, g, rt.opts)
+}
+
+func (rt *Runtime) clusterListLocked() []*engagement {
+	out := make([]*engagement, 0, len(rt.clusters))
+	for _, e := range rt.clusters {
+		out = append(out, e)
+	}
+	return out
+}
+
+func (rt *Runtime) controllerListLocked() []*controller {
+	out := make([]*controller, 0, len(rt.controllers))
+	for _, c := range rt.controllers {
+		out = append(out, c)
+	}
+	return out
+}

@@ -1,0 +1,147 @@
+package spoke
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// condition is one entry of status.conditions before it is dated.
+type condition struct {
+	Type, Status, Reason, Message string
+}
+
+// writeStatus computes the instance's status from a reconcile's outcome and
+// patches it only if it differs from what the instance shows. It returns the
+// state written.
+func (m *member) writeStatus(inst *unstructured.Unstructured, o *outcome, pruneErr error) (string, error) {
+	state, conds := summarize(o, pruneErr)
+	fields, err := m.statusFields(o)
+	if err != nil && o.failed == nil {
+		state = StateError
+		conds[1] = condition{ConditionGraphResolved, "False", reasonEvaluationFailed, "status: " + err.Error()}
+		conds[3] = condition{ConditionReady, "False", reasonEvaluationFailed, "status: " + err.Error()}
+	}
+	return state, m.patchStatus(inst, state, conds, fields)
+}
+
+// statusFields evaluates the RGD's status projections, recovering panics.
+func (m *member) statusFields(o *outcome) (fields map[string]any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = panicError("status", r)
+		}
+	}()
+	return m.g.Status(o.vals)
+}
+
+// summarize turns an outcome into a state and the four conditions, in the
+// order InstanceManaged, GraphResolved, ResourcesReady, Ready.
+func summarize(o *outcome, pruneErr error) (string, []condition) {
+	managed := condition{ConditionInstanceManaged, "True", "Managed", "finalizer and ownership labels are in place"}
+	resolved := condition{ConditionGraphResolved, "True", "Resolved", "every expression evaluated"}
+	resources := condition{ConditionResourcesReady, "True", "AllResourcesReady", "every resource is applied and ready"}
+	state := StateActive
+	switch {
+	case o.failed != nil && o.failed.reason == reasonEvaluationFailed:
+		state = StateError
+		resolved = condition{ConditionGraphResolved, "False", reasonEvaluationFailed, o.failed.message}
+		resources = condition{ConditionResourcesReady, "False", reasonEvaluationFailed, o.failed.message}
+	case o.failed != nil:
+		state = StateError
+		resources = condition{ConditionResourcesReady, "False", o.failed.reason, o.failed.message}
+	case pruneErr != nil:
+		state = StateError
+		resources = condition{ConditionResourcesReady, "False", "PruneFailed", pruneErr.Error()}
+	case len(o.waiting) > 0:
+		state = StateInProgress
+		resources = condition{ConditionResourcesReady, "False", "Waiting", strings.Join(o.waiting, "; ")}
+	}
+	return state, []condition{managed, resolved, resources, readyOf(managed, resolved, resources)}
+}
+
+// readyOf is True when every other condition is, else carries the first
+// false one's reason and message.
+func readyOf(conds ...condition) condition {
+	for _, c := range conds {
+		if c.Status != "True" {
+			return condition{ConditionReady, "False", c.Reason, c.Message}
+		}
+	}
+	return condition{ConditionReady, "True", "Ready", "the instance is ready"}
+}
+
+// patchStatus merges state, conditions and fields into the instance's
+// status and patches it if anything changed. Conditions keep their
+// lastTransitionTime while their status stays the same.
+func (m *member) patchStatus(inst *unstructured.Unstructured, state string, conds []condition, fields map[string]any) error {
+	old, _, _ := unstructured.NestedMap(inst.Object, "status")
+	next := runtime.DeepCopyJSON(old)
+	if next == nil {
+		next = map[string]any{}
+	}
+	for k, v := range fields {
+		next[k] = v
+	}
+	next["state"] = state
+	next["conditions"] = dated(old["conditions"], conds, inst.GetGeneration())
+	if sameJSON(old, next) {
+		return nil
+	}
+	_, err := m.patchInstance(inst, map[string]any{"status": next}, true)
+	if errors.Is(err, errConflict) {
+		return nil
+	}
+	return err
+}
+
+// dated renders conditions as the API shows them.
+func dated(old any, conds []condition, generation int64) []any {
+	previous := map[string]map[string]any{}
+	if list, ok := old.([]any); ok {
+		for _, c := range list {
+			if cm, ok := c.(map[string]any); ok {
+				t, _ := cm["type"].(string)
+				previous[t] = cm
+			}
+		}
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	out := make([]any, 0, len(conds))
+	for _, c := range conds {
+		at := now
+		if p := previous[c.Type]; p != nil && p["status"] == c.Status {
+			if t, ok := p["lastTransitionTime"].(string); ok {
+				at = t
+			}
+		}
+		out = append(out, map[string]any{
+			"type": c.Type, "status": c.Status, "reason": c.Reason, "message": c.Message,
+			"observedGeneration": generation, "lastTransitionTime": at,
+		})
+	}
+	return out
+}
+
+func sameJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
+}
+
+// deletingConditions describes an instance whose children are being
+// deleted, naming the child that holds it.
+func deletingConditions(blocker string) []condition {
+	msg := "deleting: waiting for " + blocker + " to be deleted"
+	return []condition{
+		{ConditionInstanceManaged, "True", "Managed", "finalizer and ownership labels are in place"},
+		{ConditionGraphResolved, "True", "Resolved", "every expression evaluated"},
+		{ConditionResourcesReady, "False", "Deleting", msg},
+		{ConditionReady, "False", "Deleting", msg},
+	}
+}
+

@@ -1,0 +1,75 @@
+package spoke
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// sync reconciles a live instance: finalizer, children in DAG order, prune,
+// inventory, status. An evaluation or apply failure is written to status and
+// returned, so the request is retried with backoff.
+func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
+	key := keyOf(inst)
+	if !slices.Contains(inst.GetFinalizers(), Finalizer) {
+		var err error
+		if inst, err = m.patchMeta(inst, append(inst.GetFinalizers(), Finalizer), nil); err != nil {
+			return 0, err
+		}
+	}
+	o := m.evaluate(inst)
+	m.setRefs(key, o.refs)
+
+	old := readInventory(inst)
+	keep, prune := planInventory(old, o)
+	pruneErr := m.prune(prune)
+	if pruneErr != nil {
+		keep = append(keep, prune...)
+	}
+	if next := encodeInventory(keep); next != encodeInventory(old) {
+		var err error
+		if inst, err = m.patchMeta(inst, nil, &next); err != nil {
+			return 0, err
+		}
+	}
+	state, err := m.writeStatus(inst, o, pruneErr)
+	m.setState(key, state)
+	if err != nil {
+		return 0, err
+	}
+	if o.failed != nil {
+		return 0, fmt.Errorf("%s", o.failed.message)
+	}
+	return 0, pruneErr
+}
+
+// prune deletes children no longer desired. Errors are joined; a child
+// already gone is not an error.
+func (m *member) prune(entries []InventoryEntry) error {
+	var errs []error
+	for _, e := range entries {
+		if err := m.deleteChild(e); err != nil {
+			errs = append(errs, fmt.Errorf("pruning %s: %w", e, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteChild asks the API server to delete one child in the background.
+func (m *member) deleteChild(e InventoryEntry) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(e.gvk())
+	u.SetNamespace(e.Namespace)
+	u.SetName(e.Name)
+	err := m.cl.GetClient().Delete(m.ctx, u, client.PropagationPolicy("Background"))
+	m.forgetChild(e.key())
+	if apierrors.IsNotFound(err) || isNoMatch(err) {
+		return nil
+	}
+	return err
+}

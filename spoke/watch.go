@@ -1,0 +1,91 @@
+package spoke
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// watchKey names one informer a member listens to: metadata-only for
+// children, full objects for external references.
+type watchKey struct {
+	gvk  schema.GroupVersionKind
+	full bool
+}
+
+// watch is a watch being started or running; done closes when the start
+// finished, err says how.
+type watch struct {
+	done chan struct{}
+	err  error
+}
+
+// ensureWatch makes sure the member listens to gvk, starting the informer in
+// the cluster's cache if needed (which waits for it to sync). Concurrent
+// callers for one kind share one start; a failed start is retried by the
+// next caller.
+func (m *member) ensureWatch(gvk schema.GroupVersionKind, full bool) error {
+	key := watchKey{gvk: gvk, full: full}
+	m.mu.Lock()
+	w, ok := m.watches[key]
+	if !ok {
+		w = &watch{done: make(chan struct{})}
+		m.watches[key] = w
+	}
+	m.mu.Unlock()
+	if ok {
+		select {
+		case <-w.done:
+			return w.err
+		case <-m.ctx.Done():
+			return m.ctx.Err()
+		}
+	}
+	w.err = m.startWatch(gvk, full)
+	if w.err != nil {
+		m.mu.Lock()
+		delete(m.watches, key)
+		m.mu.Unlock()
+	}
+	close(w.done)
+	return w.err
+}
+
+func (m *member) startWatch(gvk schema.GroupVersionKind, full bool) error {
+	if full {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		return m.watch(u, externalHandler{m: m, gvk: gvk})
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(gvk)
+	return m.watch(meta, childHandler{m: m, gvk: gvk})
+}
+
+// watch adds h to the cluster cache's informer for obj's kind; the handler
+// is removed when the member ends. The informer itself belongs to the
+// cluster and stops with it.
+func (m *member) watch(obj client.Object, h toolscache.ResourceEventHandler) error {
+	inf, err := m.cl.GetCache().GetInformer(m.ctx, obj)
+	if err != nil {
+		return fmt.Errorf("watching %s: %w", obj.GetObjectKind().GroupVersionKind(), err)
+	}
+	reg, err := inf.AddEventHandler(h)
+	if err != nil {
+		return fmt.Errorf("watching %s: %w", obj.GetObjectKind().GroupVersionKind(), err)
+	}
+	m.addCleanup(func() { _ = inf.RemoveEventHandler(reg) })
+	return nil
+}
+
+// tombstone unwraps a deleted object whose final state the informer missed.
+func tombstone(obj any) any {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return d.Obj
+	}
+	return obj
+}
