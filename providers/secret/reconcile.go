@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -122,7 +123,7 @@ func (p *Provider) probe(ctx context.Context, rc *rest.Config) error {
 		return fmt.Errorf("%w: cannot build an HTTP client", ErrInvalidKubeconfig)
 	}
 	defer utilnet.CloseIdleConnectionsFor(httpClient.Transport)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rc.Host+"/api", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(rc.Host, "/")+"/api", nil)
 	if err != nil {
 		return fmt.Errorf("%w: malformed server URL", ErrInvalidKubeconfig)
 	}

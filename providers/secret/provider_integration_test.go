@@ -1,0 +1,397 @@
+//go:build integration
+
+package secret_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/providers/secret"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+const (
+	wait = 60 * time.Second
+	tick = 100 * time.Millisecond
+)
+
+var fleet *fgtesting.Fleet
+
+// logs holds everything the provider logged, to check it for credentials.
+var logs = &syncBuffer{}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// assertNoCredentialsLogged checks that nothing of kubeconfig's credentials
+// (nor any of the extra strings) appears in the logs.
+func assertNoCredentialsLogged(t *testing.T, kubeconfig []byte, extra ...string) {
+	t.Helper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	require.NoError(t, err)
+	for _, u := range cfg.AuthInfos {
+		for _, v := range [][]byte{u.ClientKeyData, u.ClientCertificateData, []byte(u.Token)} {
+			if len(v) > 0 {
+				assert.NotContains(t, logs.String(), string(v))
+				assert.NotContains(t, logs.String(), base64.StdEncoding.EncodeToString(v))
+			}
+		}
+	}
+	for _, s := range extra {
+		assert.NotContains(t, logs.String(), s)
+	}
+}
+
+func TestMain(m *testing.M) {
+	log.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
+	f, err := fgtesting.NewFleet(fgtesting.FleetOptions{Spokes: 2})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fleet = f
+	code := m.Run()
+	if err := f.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+func TestSecretsEngageTheirClusters(t *testing.T) {
+	ns := newNamespace(t)
+	p, rec := startProvider(t, ns, secret.Options{})
+	spokes := fleet.Spokes()
+
+	for _, s := range spokes {
+		createSecret(t, ns, s.Name, s.Kubeconfig, map[string]string{secret.LabelPrefix + "spoke": s.Name})
+	}
+
+	for _, s := range spokes {
+		name := multicluster.ClusterName(s.Name)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			e := rec.current(name)
+			if assert.NotNil(c, e, "cluster %s engaged", name) {
+				assert.Equal(c, hostOf(s), e.host)
+			}
+		}, wait, tick)
+		assert.Equal(t, map[string]string{"spoke": s.Name}, p.Labels(name))
+		cl, err := p.Get(t.Context(), name)
+		require.NoError(t, err)
+		nss := &corev1.NamespaceList{}
+		require.NoError(t, cl.GetClient().List(t.Context(), nss), "the engaged cluster's client works")
+		assertEvent(t, ns, s.Name, secret.ReasonEngaged)
+	}
+	assert.Equal(t, []multicluster.ClusterName{"spoke-1", "spoke-2"}, p.ClusterNames())
+}
+
+func TestClusterNameAnnotationAndLabelUpdates(t *testing.T) {
+	ns := newNamespace(t)
+	p, rec := startProvider(t, ns, secret.Options{})
+	spoke := fleet.Spokes()[0]
+	s := newSecret(ns, "creds", spoke.Kubeconfig, map[string]string{secret.LabelPrefix + "tier": "gold"})
+	s.Annotations = map[string]string{secret.ClusterNameAnnotation: "eu-1"}
+	require.NoError(t, hubClient(t).Create(t.Context(), s))
+
+	require.Eventually(t, func() bool { return rec.current("eu-1") != nil }, wait, tick)
+	first := rec.current("eu-1")
+
+	s.Labels[secret.LabelPrefix+"tier"] = "silver"
+	require.NoError(t, hubClient(t).Update(t.Context(), s))
+
+	require.Eventually(t, func() bool { return p.Labels("eu-1")["tier"] == "silver" }, wait, tick)
+	assert.Same(t, first, rec.current("eu-1"), "a label change does not re-engage")
+	assert.NoError(t, first.ctx.Err())
+}
+
+func TestRotatedKubeconfigReengages(t *testing.T) {
+	ns := newNamespace(t)
+	p, rec := startProvider(t, ns, secret.Options{})
+	one, two := fleet.Spokes()[0], fleet.Spokes()[1]
+	s := createSecret(t, ns, "moving", one.Kubeconfig, nil)
+	require.Eventually(t, func() bool { return rec.current("moving") != nil }, wait, tick)
+	old := rec.current("moving")
+	require.Equal(t, hostOf(one), old.host)
+
+	s.Data[secret.DefaultDataKey] = two.Kubeconfig
+	require.NoError(t, hubClient(t).Update(t.Context(), s))
+
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		e := rec.current("moving")
+		if assert.NotNil(c, e) {
+			assert.Equal(c, hostOf(two), e.host)
+		}
+	}, wait, tick)
+	assert.Error(t, old.ctx.Err(), "the old engagement was cancelled")
+	assert.NoError(t, rec.current("moving").ctx.Err())
+	cl, err := p.Get(t.Context(), "moving")
+	require.NoError(t, err)
+	assert.Equal(t, hostOf(two), strings.TrimSuffix(cl.GetConfig().Host, "/"))
+	assert.Equal(t, 2, rec.engagements("moving"))
+}
+
+func TestDeletedSecretDisengagesWithoutLeaks(t *testing.T) {
+	ns := newNamespace(t)
+	p, rec := startProvider(t, ns, secret.Options{})
+	spoke := fleet.Spokes()[0]
+	cycle := func(name string) {
+		s := createSecret(t, ns, name, spoke.Kubeconfig, nil)
+		require.Eventually(t, func() bool { return rec.current(multicluster.ClusterName(name)) != nil }, wait, tick)
+		e := rec.current(multicluster.ClusterName(name))
+		assertEvent(t, ns, name, secret.ReasonEngaged)
+
+		require.NoError(t, hubClient(t).Delete(t.Context(), s))
+
+		require.Eventually(t, func() bool { return e.ctx.Err() != nil }, wait, tick, "engagement cancelled")
+		require.Eventually(t, func() bool {
+			_, err := p.Get(t.Context(), multicluster.ClusterName(name))
+			return err != nil
+		}, wait, tick)
+		_, err := p.Get(t.Context(), multicluster.ClusterName(name))
+		assert.ErrorIs(t, err, multicluster.ErrClusterNotFound)
+		assert.Empty(t, p.ClusterNames())
+	}
+	// The first cycle warms up what is created once per process (event
+	// broadcaster, transport caches); the second must leave nothing behind.
+	cycle("first")
+	before := goleak.IgnoreCurrent()
+	cycle("second")
+	goleak.VerifyNone(t, before)
+}
+
+func TestExecPluginIsRefusedAndNeverRun(t *testing.T) {
+	ns := newNamespace(t)
+	p, rec := startProvider(t, ns, secret.Options{})
+	one, two := fleet.Spokes()[0], fleet.Spokes()[1]
+	marker := filepath.Join(t.TempDir(), "ran")
+	createSecret(t, ns, "exec", withExec(t, one.Kubeconfig, "touch "+marker), nil)
+	createSecret(t, ns, "good", two.Kubeconfig, nil)
+
+	require.Eventually(t, func() bool { return rec.current("good") != nil }, wait, tick)
+	ev := assertEvent(t, ns, "exec", secret.ReasonUnsafeKubeconfig)
+	assert.Contains(t, ev.Note, "exec")
+	assert.NotContains(t, ev.Note, marker)
+	assert.Nil(t, rec.current("exec"))
+	_, err := p.Get(t.Context(), "exec")
+	assert.ErrorIs(t, err, multicluster.ErrClusterNotFound)
+	assert.NoFileExists(t, marker, "the exec plugin never ran")
+	assertNoCredentialsLogged(t, one.Kubeconfig, marker)
+	assertNoCredentialsLogged(t, two.Kubeconfig)
+	assert.Contains(t, logs.String(), "UnsafeKubeconfig", "the refusal is logged")
+}
+
+func TestBadKubeconfigsAreReportedAndOthersKeepWorking(t *testing.T) {
+	ns := newNamespace(t)
+	_, rec := startProvider(t, ns, secret.Options{ConnectTimeout: 2 * time.Second})
+	spoke := fleet.Spokes()[0]
+	createSecret(t, ns, "garbage", []byte("this: is: not [a kubeconfig"), nil)
+	missing := newSecret(ns, "missing", nil, nil)
+	missing.Data = map[string][]byte{"other-key": spoke.Kubeconfig}
+	require.NoError(t, hubClient(t).Create(t.Context(), missing))
+	createSecret(t, ns, "unreachable", withServer(t, spoke.Kubeconfig, "https://127.0.0.1:1"), nil)
+	createSecret(t, ns, "good", spoke.Kubeconfig, nil)
+
+	require.Eventually(t, func() bool { return rec.current("good") != nil }, wait, tick)
+	assertEvent(t, ns, "garbage", secret.ReasonInvalidKubeconfig)
+	assertEvent(t, ns, "missing", secret.ReasonMissingKubeconfig)
+	assertEvent(t, ns, "unreachable", secret.ReasonUnreachable)
+	for _, name := range []multicluster.ClusterName{"garbage", "missing", "unreachable"} {
+		assert.Nil(t, rec.current(name), name)
+	}
+	assertNoCredentialsLogged(t, spoke.Kubeconfig)
+}
+
+// engagement is one Engage call seen by the recorder.
+type engagement struct {
+	ctx  context.Context
+	host string
+	cl   cluster.Cluster
+}
+
+// recorder is a multicluster-aware runnable that records Engage calls.
+type recorder struct {
+	mu     sync.Mutex
+	byName map[multicluster.ClusterName][]*engagement
+}
+
+func (r *recorder) Start(ctx context.Context) error { <-ctx.Done(); return nil }
+
+func (r *recorder) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byName[name] = append(r.byName[name], &engagement{ctx: ctx, host: strings.TrimSuffix(cl.GetConfig().Host, "/"), cl: cl})
+	return nil
+}
+
+// current returns the latest engagement of name if its context is live.
+func (r *recorder) current(name multicluster.ClusterName) *engagement {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	all := r.byName[name]
+	if len(all) == 0 || all[len(all)-1].ctx.Err() != nil {
+		return nil
+	}
+	return all[len(all)-1]
+}
+
+func (r *recorder) engagements(name multicluster.ClusterName) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byName[name])
+}
+
+// startProvider runs a hub manager with a secret provider reading ns, and a
+// recorder of its Engage calls, until the test ends.
+func startProvider(t *testing.T, ns string, opts secret.Options) (*secret.Provider, *recorder) {
+	t.Helper()
+	opts.Namespace = ns
+	p := secret.New(opts)
+	mgr, err := mcmanager.New(fleet.Hub.Config, p, manager.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	require.NoError(t, err)
+	require.NoError(t, p.SetupWithManager(mgr))
+	rec := &recorder{byName: map[multicluster.ClusterName][]*engagement{}}
+	require.NoError(t, mgr.Add(rec))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(wait):
+			t.Errorf("manager did not stop")
+		}
+	})
+	return p, rec
+}
+
+func hostOf(c *fgtesting.Cluster) string { return strings.TrimSuffix(c.Config.Host, "/") }
+
+func hubClient(t *testing.T) client.Client {
+	t.Helper()
+	c, err := client.New(fleet.Hub.Config, client.Options{})
+	require.NoError(t, err)
+	return c
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "secret-provider-"}}
+	require.NoError(t, hubClient(t).Create(t.Context(), ns))
+	return ns.Name
+}
+
+func newSecret(ns, name string, kubeconfig []byte, labels map[string]string) *corev1.Secret {
+	l := map[string]string{secret.DefaultSecretLabel: "true"}
+	for k, v := range labels {
+		l[k] = v
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: l},
+		Data:       map[string][]byte{secret.DefaultDataKey: kubeconfig},
+	}
+}
+
+func createSecret(t *testing.T, ns, name string, kubeconfig []byte, labels map[string]string) *corev1.Secret {
+	t.Helper()
+	s := newSecret(ns, name, kubeconfig, labels)
+	require.NoError(t, hubClient(t).Create(t.Context(), s))
+	return s
+}
+
+// assertEvent waits for an Event with reason on the Secret called name.
+func assertEvent(t *testing.T, ns, name, reason string) eventsv1.Event {
+	t.Helper()
+	var found eventsv1.Event
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		list := &eventsv1.EventList{}
+		assert.NoError(c, hubClient(t).List(t.Context(), list, client.InNamespace(ns)))
+		for _, ev := range list.Items {
+			if ev.Regarding.Kind == "Secret" && ev.Regarding.Name == name && ev.Reason == reason {
+				found = ev
+				return
+			}
+		}
+		assert.Fail(c, "no event", "reason %s on Secret %s/%s", reason, ns, name)
+	}, wait, tick)
+	return found
+}
+
+// withExec rewrites a kubeconfig to authenticate with an exec plugin that
+// runs script with sh.
+func withExec(t *testing.T, kubeconfig []byte, script string) []byte {
+	return editKubeconfig(t, kubeconfig, func(cfg *clientcmdapi.Config) {
+		for _, u := range cfg.AuthInfos {
+			u.ClientCertificateData, u.ClientKeyData, u.Token = nil, nil, ""
+			u.Exec = &clientcmdapi.ExecConfig{
+				Command: "sh", Args: []string{"-c", script},
+				APIVersion:      "client.authentication.k8s.io/v1",
+				InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
+			}
+		}
+	})
+}
+
+func withServer(t *testing.T, kubeconfig []byte, server string) []byte {
+	return editKubeconfig(t, kubeconfig, func(cfg *clientcmdapi.Config) {
+		for _, c := range cfg.Clusters {
+			c.Server = server
+		}
+	})
+}
+
+func editKubeconfig(t *testing.T, kubeconfig []byte, edit func(*clientcmdapi.Config)) []byte {
+	t.Helper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	require.NoError(t, err)
+	edit(cfg)
+	out, err := clientcmd.Write(*cfg)
+	require.NoError(t, err)
+	return out
+}
