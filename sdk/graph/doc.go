@@ -1,6 +1,41 @@
 // Package graph compiles a ResourceGraphDefinition into an immutable Graph:
-// the generated CRD, the resources in dependency order and their CEL programs,
-// type-checked once so that reconciling an instance never parses or compiles.
+// the generated CRD, the resources in dependency order and their CEL
+// programs, type-checked once so that reconciling an instance never parses
+// or compiles.
 //
-// The package does no I/O except through a schema resolver.
+// # Why compile
+//
+// An RGD is data written by people: SimpleSchema strings, templates full of
+// ${} expressions, conditions. Every mistake in it (a misspelt field, a
+// string where an integer belongs, two resources waiting on each other) is
+// cheaper to report once, when the RGD is registered, with the resource id,
+// field path and expression in the message, than on every reconcile of every
+// instance in every cluster. Compile does all the checking; the spoke
+// runtime only evaluates.
+//
+// # What Compile checks
+//
+//   - spec.schema: kind, version, group, scope; SimpleSchema (types and
+//     markers) converted to OpenAPI v3 for the generated CRD;
+//   - resources: ids (lowerCamelCase, unique, not reserved), exactly one of
+//     template and externalRef, apiVersion/kind/metadata in templates;
+//   - expressions: every ${} is parsed and type-checked against the
+//     instance schema and, given a SchemaResolver, the schema of each
+//     referenced kind; a value that is a single expression keeps its type
+//     and must fit the field it fills; readyWhen reads only its own
+//     resource (and each); includeWhen and readyWhen return bools; forEach
+//     returns lists;
+//   - dependencies: taken from the expressions' syntax trees, ordered
+//     topologically (ties in source order), cycles reported as a -> b -> a.
+//
+// # Evaluating
+//
+// The Graph's methods (Graph.Status, Node.Included, Node.Iterations,
+// Node.Render, Node.Ref, Node.Ready) evaluate against Values: the instance
+// under "schema" and each observed resource under its id. An expression that
+// needs a resource not observed yet returns an error wrapping ErrPending,
+// which means "wait", not "fail".
+//
+// The package does no I/O except through a SchemaResolver; see the resolver
+// subpackage for one that reads a cluster's OpenAPI through discovery.
 package graph

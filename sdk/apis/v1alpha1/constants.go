@@ -15,3 +15,7 @@ const (
 	// ManagedByFleetgraph is the value of LabelManagedBy on generated CRDs.
 	ManagedByFleetgraph = "fleetgraph"
 )
+
+// LabelGraph, on a generated CRD, names the ResourceGraphDefinition it was
+// generated from.
+const LabelGraph = "fleetgraph.dev/resource-graph-definition"

@@ -1,0 +1,132 @@
+package graph
+
+import (
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/common"
+	"k8s.io/apiserver/pkg/cel/openapi"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// maxTypeDepth bounds how deep an OpenAPI schema is turned into CEL types;
+// deeper parts are dyn. Kubernetes kinds nest about a dozen levels.
+const maxTypeDepth = 32
+
+// declTypeOf turns an OpenAPI schema into a CEL type declaration named
+// after name (nested objects get name.field...).
+//
+// It differs from the API server's conversion on purpose, because our values
+// at run time are plain JSON (map[string]any...) rather than schema-aware
+// wrappers: strings with a format (date-time, duration, byte) stay strings,
+// free-form objects (x-kubernetes-preserve-unknown-fields without
+// properties) are map(string, dyn), int-or-string is dyn, and field names
+// are not escaped.
+func declTypeOf(s common.Schema, name string, depth int) *apiservercel.DeclType {
+	if s == nil || depth > maxTypeDepth || s.IsXIntOrString() {
+		return apiservercel.DynType
+	}
+	if s.IsXEmbeddedResource() {
+		s = s.WithTypeAndObjectMeta()
+	}
+	switch s.Type() {
+	case "object":
+		return objectDeclType(s, name, depth)
+	case "array":
+		if s.Items() == nil {
+			return apiservercel.NewListType(apiservercel.DynType, -1)
+		}
+		return apiservercel.NewListType(declTypeOf(s.Items(), name+"@items", depth+1), -1)
+	case "string":
+		return apiservercel.StringType
+	case "integer":
+		return apiservercel.IntType
+	case "number":
+		return apiservercel.DoubleType
+	case "boolean":
+		return apiservercel.BoolType
+	}
+	return apiservercel.DynType
+}
+
+func objectDeclType(s common.Schema, name string, depth int) *apiservercel.DeclType {
+	if ap := s.AdditionalProperties(); ap != nil && ap.Schema() != nil {
+		return apiservercel.NewMapType(apiservercel.StringType, declTypeOf(ap.Schema(), name+"@values", depth+1), -1)
+	}
+	props := s.Properties()
+	if len(props) == 0 {
+		return apiservercel.NewMapType(apiservercel.StringType, apiservercel.DynType, -1)
+	}
+	required := map[string]bool{}
+	for _, r := range s.Required() {
+		required[r] = true
+	}
+	fields := make(map[string]*apiservercel.DeclField, len(props))
+	for field, prop := range props {
+		if !isCELIdent(field) {
+			continue
+		}
+		t := declTypeOf(prop, name+"."+field, depth+1)
+		fields[field] = apiservercel.NewDeclField(field, t, required[field], nil, nil)
+	}
+	return apiservercel.NewObjectType(name, fields)
+}
+
+// isCELIdent reports whether a field can be selected with ".name".
+func isCELIdent(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isIdentByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// declCache remembers the CEL type of each resolved schema, keyed by the
+// schema pointer (resolvers hand out the same pointer for the same kind) and
+// the type name. It is cleared when it grows past declCacheSize.
+var declCache = struct {
+	sync.Mutex
+	m map[declKey]*apiservercel.DeclType
+}{m: map[declKey]*apiservercel.DeclType{}}
+
+const declCacheSize = 512
+
+type declKey struct {
+	s    *spec.Schema
+	name string
+}
+
+func cachedDeclType(s *spec.Schema, name string) *apiservercel.DeclType {
+	key := declKey{s, name}
+	declCache.Lock()
+	t, ok := declCache.m[key]
+	declCache.Unlock()
+	if ok {
+		return t
+	}
+	t = declTypeOf(&openapi.Schema{Schema: s}, name, 0)
+	declCache.Lock()
+	if len(declCache.m) >= declCacheSize {
+		clear(declCache.m)
+	}
+	declCache.m[key] = t
+	declCache.Unlock()
+	return t
+}
+
+// celType returns the CEL type of a declaration, treating nil as dyn.
+func celType(t *apiservercel.DeclType) *cel.Type {
+	if t == nil {
+		return cel.DynType
+	}
+	return t.CelType()
+}

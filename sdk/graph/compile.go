@@ -1,0 +1,170 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/google/cel-go/cel"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	celresolver "k8s.io/apiserver/pkg/cel/openapi/resolver"
+
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+)
+
+// Compile checks a ResourceGraphDefinition and turns it into a Graph: the
+// generated CRD, the resources in dependency order and every expression
+// type-checked and planned, so that evaluating the graph never parses or
+// compiles CEL.
+//
+// On failure it returns every problem it found, joined; each is an *Error
+// naming the resource, the field path and the expression, and wrapping one
+// of this package's sentinel errors. Compile does no I/O except through
+// opts.Resolver and does not modify rgd.
+func Compile(rgd *v1alpha1.ResourceGraphDefinition, opts Options) (*Graph, error) {
+	if rgd == nil {
+		return nil, &Error{Err: errorf(ErrInvalid, "nil ResourceGraphDefinition")}
+	}
+	c := &compiler{
+		rgd:        rgd.DeepCopy(),
+		opts:       opts,
+		byID:       map[string]*resource{},
+		valueNames: map[string]bool{varSchema: true},
+	}
+	return c.run()
+}
+
+// compiler holds the state of one Compile call.
+type compiler struct {
+	rgd  *v1alpha1.ResourceGraphDefinition
+	opts Options
+	errs []error
+
+	specSchema   *apiextensionsv1.JSONSchemaProps
+	instanceDecl *apiservercel.DeclType
+	resources    []*resource
+	byID         map[string]*resource
+	// valueNames are the names expressions read from Values: schema and
+	// every resource id.
+	valueNames map[string]bool
+
+	provider *apiservercel.DeclTypeProvider
+	typesEnv *cel.Env // base + declared object types
+	graphEnv *cel.Env // typesEnv + schema + every resource id
+}
+
+func (c *compiler) fail(err error) { c.errs = append(c.errs, err) }
+
+func (c *compiler) failed() error { return errors.Join(c.errs...) }
+
+func (c *compiler) run() (*Graph, error) {
+	c.checkSchemaHeader()
+	c.parseInstanceSpec()
+	c.parseResources()
+	if err := c.failed(); err != nil {
+		return nil, err
+	}
+	c.resolveKinds()
+	if err := c.buildEnvs(); err != nil {
+		return nil, err
+	}
+	for _, r := range c.resources {
+		c.compileResource(r)
+	}
+	status, statusSchema := c.compileStatus()
+	if err := c.failed(); err != nil {
+		return nil, err
+	}
+	nodes, levels, err := order(c.resources)
+	if err != nil {
+		return nil, err
+	}
+	g := &Graph{
+		Name:          c.rgd.Name,
+		Generation:    c.rgd.Generation,
+		CRD:           c.buildCRD(*c.specSchema, statusSchema),
+		Nodes:         nodes,
+		Levels:        levels,
+		DeletionWaves: reversed(levels),
+		status:        status,
+		byID:          map[string]*Node{},
+	}
+	g.Instance = Instance{
+		GVK:        schema.GroupVersionKind{Group: c.group(), Version: c.rgd.Spec.Schema.APIVersion, Kind: c.rgd.Spec.Schema.Kind},
+		Plural:     g.CRD.Spec.Names.Plural,
+		Namespaced: c.namespaced(),
+	}
+	for _, n := range nodes {
+		g.byID[n.ID] = n
+	}
+	return g, nil
+}
+
+// resolveKinds looks up each child kind's schema and CEL type.
+func (c *compiler) resolveKinds() {
+	for _, r := range c.resources {
+		c.valueNames[r.node.ID] = true
+		r.decl = apiservercel.DynType
+		if c.opts.Resolver == nil {
+			continue
+		}
+		s, err := c.opts.Resolver.ResolveSchema(r.node.GVK)
+		switch {
+		case err == nil && s != nil:
+			r.schema = s
+			gvk := r.node.GVK
+			r.decl = cachedDeclType(s, gvkTypeName(gvk.Group, gvk.Version, gvk.Kind))
+		case isNotFound(err) && c.opts.DynamicUnknownKinds:
+		case isNotFound(err):
+			c.fail(&Error{ResourceID: r.node.ID, Path: c.kindPath(r), Err: errorf(ErrSchemaNotFound, "no schema for %s: %v", r.node.GVK, err)})
+		default:
+			c.fail(&Error{ResourceID: r.node.ID, Path: c.kindPath(r), Err: errorf(ErrSchemaNotFound, "resolving the schema of %s: %w", r.node.GVK, err)})
+		}
+	}
+}
+
+func (c *compiler) kindPath(r *resource) string {
+	if r.node.External {
+		return "externalRef.kind"
+	}
+	return "kind"
+}
+
+func isNotFound(err error) bool {
+	return errors.Is(err, ErrSchemaNotFound) || errors.Is(err, celresolver.ErrSchemaNotFound)
+}
+
+// buildEnvs declares the object types and the variables every expression
+// may use.
+func (c *compiler) buildEnvs() error {
+	decls := []*apiservercel.DeclType{c.instanceDecl}
+	seen := map[*apiservercel.DeclType]bool{}
+	vars := map[string]*cel.Type{varSchema: c.instanceDecl.CelType()}
+	for _, r := range c.resources {
+		if r.decl.IsObject() && !seen[r.decl] {
+			seen[r.decl] = true
+			decls = append(decls, r.decl)
+		}
+		t := celType(r.decl)
+		if r.node.Collection {
+			t = cel.ListType(t)
+		}
+		vars[r.node.ID] = t
+	}
+	c.provider = apiservercel.NewDeclTypeProvider(decls...)
+	env, err := typesEnv(decls)
+	if err != nil {
+		return &Error{Err: errorf(ErrExpression, "declaring types: %v", err)}
+	}
+	c.typesEnv = env
+	if c.graphEnv, err = withVariables(env, vars); err != nil {
+		return &Error{Err: errorf(ErrExpression, "declaring variables: %v", err)}
+	}
+	return nil
+}
+
+// String describes the graph in one line, for logs.
+func (g *Graph) String() string {
+	return fmt.Sprintf("graph %q (%s, %d resources)", g.Name, g.Instance.GVK, len(g.Nodes))
+}

@@ -1,0 +1,171 @@
+package graph
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/openapi"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/graph/simpleschema"
+)
+
+var (
+	kindPattern    = regexp.MustCompile(`^[A-Z][a-zA-Z0-9]{0,62}$`)
+	versionPattern = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
+)
+
+// checkSchemaHeader validates spec.schema's apiVersion, kind, group and
+// scope.
+func (c *compiler) checkSchemaHeader() {
+	s := &c.rgd.Spec.Schema
+	if !kindPattern.MatchString(s.Kind) {
+		c.fail(&Error{Path: "spec.schema.kind", Err: errorf(ErrInvalid, "kind %q must be UpperCamelCase (%s)", s.Kind, kindPattern)})
+	}
+	if !versionPattern.MatchString(s.APIVersion) {
+		c.fail(&Error{Path: "spec.schema.apiVersion", Err: errorf(ErrInvalid, "version %q must look like v1, v1alpha1 or v2beta3", s.APIVersion)})
+	}
+	if msgs := validation.IsDNS1123Subdomain(c.group()); len(msgs) > 0 || !containsDot(c.group()) {
+		c.fail(&Error{Path: "spec.schema.group", Err: errorf(ErrInvalid, "group %q must be a DNS subdomain with at least one dot", c.group())})
+	}
+	switch s.Scope {
+	case "", v1alpha1.ResourceScopeNamespaced, v1alpha1.ResourceScopeCluster:
+	default:
+		c.fail(&Error{Path: "spec.schema.scope", Err: errorf(ErrInvalid, "scope %q must be Namespaced or Cluster", s.Scope)})
+	}
+}
+
+func containsDot(s string) bool {
+	for i := range len(s) {
+		if s[i] == '.' {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *compiler) group() string {
+	if g := c.rgd.Spec.Schema.Group; g != "" {
+		return g
+	}
+	return v1alpha1.DefaultGroup
+}
+
+func (c *compiler) namespaced() bool {
+	return c.rgd.Spec.Schema.Scope != v1alpha1.ResourceScopeCluster
+}
+
+// parseInstanceSpec converts spec.schema.spec (and types) to OpenAPI and
+// declares the CEL type of `schema`.
+func (c *compiler) parseInstanceSpec() {
+	s := &c.rgd.Spec.Schema
+	obj, err := decodeObject(s.Spec.Raw)
+	if err != nil {
+		c.fail(&Error{Path: "spec.schema.spec", Err: errorf(ErrSchema, "%v", err)})
+		return
+	}
+	types, err := decodeObject(s.Types.Raw)
+	if err != nil {
+		c.fail(&Error{Path: "spec.schema.types", Err: errorf(ErrSchema, "%v", err)})
+		return
+	}
+	out, err := simpleschema.ToOpenAPI("", obj, types)
+	for _, e := range unjoin(err) {
+		path := "spec.schema.spec"
+		var pe *simpleschema.PathError
+		if errors.As(e, &pe) {
+			path = "spec.schema." + pe.Path
+			if pe.Path != "" && !hasPrefix(pe.Path, "types.") {
+				path = "spec.schema.spec." + pe.Path
+			}
+			e = pe.Err
+		}
+		c.fail(&Error{Path: path, Err: errorf(ErrSchema, "%w", e)})
+	}
+	c.specSchema = out
+	c.instanceDecl = c.instanceDeclType(out)
+}
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+
+// instanceDeclType is the CEL type of `schema`: apiVersion, kind, a typed
+// metadata and the spec.
+func (c *compiler) instanceDeclType(specSchema *apiextensionsv1.JSONSchemaProps) *apiservercel.DeclType {
+	root := &apiextensionsv1.JSONSchemaProps{
+		Type: "object",
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"apiVersion": {Type: "string"},
+			"kind":       {Type: "string"},
+			"metadata":   objectMetaSchema(),
+			"spec":       *specSchema,
+		},
+	}
+	s, err := toSpecSchema(root)
+	if err != nil {
+		c.fail(&Error{Path: "spec.schema.spec", Err: errorf(ErrSchema, "%v", err)})
+		return apiservercel.DynType
+	}
+	return declTypeOf(&openapi.Schema{Schema: s}, typeNamePrefix+"schema", 0)
+}
+
+// objectMetaSchema is what expressions may read of an object's metadata.
+func objectMetaSchema() apiextensionsv1.JSONSchemaProps {
+	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	strMap := apiextensionsv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &str}}
+	return apiextensionsv1.JSONSchemaProps{
+		Type: "object",
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"name": str, "namespace": str, "generateName": str, "uid": str, "resourceVersion": str,
+			"generation":        {Type: "integer"},
+			"creationTimestamp": str, "deletionTimestamp": str,
+			"labels": strMap, "annotations": strMap,
+			"finalizers":      {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &str}},
+			"ownerReferences": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}}},
+		},
+	}
+}
+
+// toSpecSchema converts a CRD schema to kube-openapi's type, which the CEL
+// adapters read.
+func toSpecSchema(s *apiextensionsv1.JSONSchemaProps) (*spec.Schema, error) {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	out := &spec.Schema{}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// decodeObject decodes raw JSON that must be an object (or absent).
+func decodeObject(raw []byte) (map[string]any, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return map[string]any{}, nil
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, fmt.Errorf("must be an object: %w", err)
+	}
+	return obj, nil
+}
+
+// unjoin splits an errors.Join result.
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+func ptr[T any](v T) *T { return &v }

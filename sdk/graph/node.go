@@ -1,0 +1,376 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/google/cel-go/cel"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph/expr"
+)
+
+// nodeProgram holds the compiled expressions of one resource.
+type nodeProgram struct {
+	id         string
+	collection bool
+	template   tmpl // nil for an externalRef
+	extRef     *refProgram
+	include    []condition
+	readyWhen  []condition
+	iterators  []iteratorProgram
+}
+
+type condition struct {
+	p    *program
+	path string
+}
+
+type iteratorProgram struct {
+	name string
+	p    *program
+	path string
+}
+
+type refProgram struct {
+	gvk                       schema.GroupVersionKind
+	name, namespace, selector tmpl // nil when absent
+}
+
+func (np *nodeProgram) scope(vals Values, extra map[string]any) *scope {
+	return &scope{vals: vals, extra: extra, resourceID: np.id}
+}
+
+func (np *nodeProgram) included(vals Values) (bool, error) {
+	sc := np.scope(vals, nil)
+	for _, c := range np.include {
+		ok, err := sc.evalBool(c.p, c.path)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+func (np *nodeProgram) iterations(vals Values) ([]map[string]any, error) {
+	sc := np.scope(vals, nil)
+	lists := make([][]any, len(np.iterators))
+	total := 1
+	for i, it := range np.iterators {
+		v, _, err := sc.evalJSON(it.p, it.path)
+		if err != nil {
+			return nil, err
+		}
+		l, ok := v.([]any)
+		if !ok && v != nil {
+			return nil, sc.wrap(it.path, it.p.written, errorf(ErrEvaluation, "want a list, got %T", v))
+		}
+		lists[i] = l
+		total *= len(l)
+		if total > MaxIterations {
+			return nil, sc.wrap(it.path, it.p.written, fmt.Errorf("%w: more than %d combinations", ErrTooManyIterations, MaxIterations))
+		}
+	}
+	return np.product(lists, total), nil
+}
+
+// product expands the cartesian product of lists, the last iterator varying
+// fastest.
+func (np *nodeProgram) product(lists [][]any, total int) []map[string]any {
+	out := make([]map[string]any, 0, total)
+	for n := range total {
+		m := make(map[string]any, len(lists))
+		for i := len(lists) - 1; i >= 0; i-- {
+			l := lists[i]
+			m[np.iterators[i].name] = l[n%len(l)]
+			n /= len(l)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func (np *nodeProgram) render(vals Values, iteration map[string]any) (*unstructured.Unstructured, error) {
+	if np.template == nil {
+		return nil, &Error{ResourceID: np.id, Err: errorf(ErrInvalid, "an externalRef has no template to render")}
+	}
+	for _, it := range np.iterators {
+		if _, ok := iteration[it.name]; !ok {
+			return nil, &Error{ResourceID: np.id, Path: it.path, Err: errorf(ErrInvalid, "iteration has no value for iterator %q", it.name)}
+		}
+	}
+	v, _, err := np.template.eval(np.scope(vals, iteration))
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: v.(map[string]any)}, nil
+}
+
+func (np *nodeProgram) ref(vals Values) (ExternalRef, error) {
+	if np.extRef == nil {
+		return ExternalRef{}, &Error{ResourceID: np.id, Err: errorf(ErrInvalid, "not an externalRef")}
+	}
+	sc := np.scope(vals, nil)
+	out := ExternalRef{GVK: np.extRef.gvk}
+	var err error
+	if out.Name, err = evalString(sc, np.extRef.name); err != nil {
+		return ExternalRef{}, err
+	}
+	if out.Namespace, err = evalString(sc, np.extRef.namespace); err != nil {
+		return ExternalRef{}, err
+	}
+	if np.extRef.selector != nil {
+		out.Selector, err = evalSelector(sc, np.extRef.selector)
+	}
+	return out, err
+}
+
+func evalString(sc *scope, t tmpl) (string, error) {
+	if t == nil {
+		return "", nil
+	}
+	v, _, err := t.eval(sc)
+	if err != nil {
+		return "", err
+	}
+	s, ok := v.(string)
+	if !ok && v != nil {
+		return "", sc.wrap("externalRef.metadata", "", errorf(ErrEvaluation, "want a string, got %T", v))
+	}
+	return s, nil
+}
+
+func evalSelector(sc *scope, t tmpl) (*metav1.LabelSelector, error) {
+	const path = "externalRef.metadata.selector"
+	v, _, err := t.eval(sc)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, sc.wrap(path, "", errorf(ErrEvaluation, "want a label selector object, got %T", v))
+	}
+	sel := &metav1.LabelSelector{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(m, sel, true); err != nil {
+		return nil, sc.wrap(path, "", errorf(ErrEvaluation, "not a label selector: %v", err))
+	}
+	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+		return nil, sc.wrap(path, "", errorf(ErrEvaluation, "invalid label selector: %v", err))
+	}
+	return sel, nil
+}
+
+func (np *nodeProgram) ready(vals Values, observed map[string]any) (bool, error) {
+	extra := map[string]any{np.id: observed}
+	if np.collection {
+		extra[varEach] = observed
+	}
+	sc := np.scope(vals, extra)
+	for _, c := range np.readyWhen {
+		ok, err := sc.evalBool(c.p, c.path)
+		if errors.Is(err, ErrPending) {
+			return false, nil // a field readyWhen reads is not there yet
+		}
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// compileResource compiles every expression of r into its node program.
+func (c *compiler) compileResource(r *resource) {
+	np := &nodeProgram{id: r.node.ID, collection: r.node.Collection}
+	r.node.program = np
+	env := c.compileIterators(r, np)
+	if env == nil {
+		return
+	}
+	tc := &templateCompiler{c: c, env: env, resourceID: r.node.ID, check: c.checkField}
+	if r.src.ExternalRef != nil {
+		np.extRef = c.compileExternalRef(r, tc)
+	} else {
+		np.template = tc.object("", r.template, r.decl)
+	}
+	np.include = c.compileConditions(r, "includeWhen", r.src.IncludeWhen, c.graphEnv)
+	if readyEnv := c.readyEnv(r); readyEnv != nil {
+		np.readyWhen = c.compileConditions(r, "readyWhen", r.src.ReadyWhen, readyEnv)
+	}
+	c.collectDeps(r, np)
+}
+
+// compileIterators compiles forEach and returns the environment of the
+// resource's template: the graph's plus the iterators.
+func (c *compiler) compileIterators(r *resource, np *nodeProgram) *cel.Env {
+	if len(r.iterators) == 0 {
+		return c.graphEnv
+	}
+	vars := map[string]*cel.Type{}
+	for _, it := range r.iterators {
+		p, err := compileExpr(c.graphEnv, it.src, it.written, c.valueNames)
+		if err != nil {
+			c.fail(&Error{ResourceID: r.node.ID, Path: it.path, Expression: it.written, Err: err})
+			vars[it.name] = cel.DynType
+			continue
+		}
+		elem, ok := isList(p.out)
+		if !ok {
+			c.fail(&Error{ResourceID: r.node.ID, Path: it.path, Expression: it.written, Err: errorf(ErrType, "forEach needs a list, got %s", typeName(p.out))})
+			elem = cel.DynType
+		}
+		vars[it.name] = elem
+		np.iterators = append(np.iterators, iteratorProgram{name: it.name, p: p, path: it.path})
+	}
+	env, err := withVariables(c.graphEnv, vars)
+	if err != nil {
+		c.fail(&Error{ResourceID: r.node.ID, Path: "forEach", Err: errorf(ErrExpression, "%v", err)})
+		return nil
+	}
+	return env
+}
+
+func (c *compiler) compileExternalRef(r *resource, tc *templateCompiler) *refProgram {
+	md := r.src.ExternalRef.Metadata
+	rp := &refProgram{gvk: r.node.GVK}
+	if md.Name != "" {
+		rp.name = tc.value("externalRef.metadata.name", md.Name, apiservercel.StringType)
+	}
+	if md.Namespace != "" {
+		rp.namespace = tc.value("externalRef.metadata.namespace", md.Namespace, apiservercel.StringType)
+	}
+	if r.selector != nil {
+		rp.selector = tc.value("externalRef.metadata.selector", r.selector, nil)
+	}
+	return rp
+}
+
+// compileConditions compiles includeWhen or readyWhen entries: each a
+// single ${} expression (or, as kro once allowed, a bare CEL expression)
+// returning a bool.
+func (c *compiler) compileConditions(r *resource, field string, entries []string, env *cel.Env) []condition {
+	var out []condition
+	for i, written := range entries {
+		path := fmt.Sprintf("%s[%d]", field, i)
+		fail := func(err error) {
+			c.fail(&Error{ResourceID: r.node.ID, Path: path, Expression: written, Err: err})
+		}
+		src, err := conditionSource(written)
+		if err != nil {
+			fail(err)
+			continue
+		}
+		if field == "readyWhen" && !c.checkReadyRefs(r, env, src, fail) {
+			continue
+		}
+		p, err := compileExpr(env, src, written, c.valueNames)
+		if err != nil {
+			fail(err)
+			continue
+		}
+		if !isBool(p.out) {
+			fail(errorf(ErrType, "must return a bool, got %s", typeName(p.out)))
+			continue
+		}
+		out = append(out, condition{p: p, path: path})
+	}
+	return out
+}
+
+func conditionSource(written string) (string, error) {
+	if !expr.HasExpr(written) {
+		return written, nil
+	}
+	src, ok, err := expr.Standalone(written)
+	if err != nil {
+		return "", errorf(ErrExpression, "%v", err)
+	}
+	if !ok {
+		return "", errorf(ErrExpression, "must be a single ${} expression")
+	}
+	return src, nil
+}
+
+// readyEnv is the environment of r's readyWhen: only r itself (the observed
+// object) and, for a collection, each.
+func (c *compiler) readyEnv(r *resource) *cel.Env {
+	if len(r.src.ReadyWhen) == 0 {
+		return nil
+	}
+	vars := map[string]*cel.Type{r.node.ID: celType(r.decl)}
+	if r.node.Collection {
+		vars[varEach] = celType(r.decl)
+	}
+	env, err := withVariables(c.typesEnv, vars)
+	if err != nil {
+		c.fail(&Error{ResourceID: r.node.ID, Path: "readyWhen", Err: errorf(ErrExpression, "%v", err)})
+		return nil
+	}
+	return env
+}
+
+func (c *compiler) checkReadyRefs(r *resource, env *cel.Env, src string, fail func(error)) bool {
+	for _, id := range parsedIdentifiers(env, src) {
+		if id != r.node.ID && (c.valueNames[id] || c.isIteratorName(id)) {
+			allowed := fmt.Sprintf("%q", r.node.ID)
+			if r.node.Collection {
+				allowed += " and each"
+			}
+			fail(errorf(ErrReference, "readyWhen may only reference %s, not %q", allowed, id))
+			return false
+		}
+	}
+	return true
+}
+
+func (c *compiler) isIteratorName(name string) bool {
+	for _, r := range c.resources {
+		for _, it := range r.iterators {
+			if it.name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkField checks that a standalone expression's type fits its field.
+func (c *compiler) checkField(path string, p *program, want *apiservercel.DeclType) error {
+	if !assignable(want, p.out) {
+		return errorf(ErrType, "expression returns %s but the field is %s", typeName(p.out), typeName(want.CelType()))
+	}
+	return nil
+}
+
+// collectDeps records the resources r's template, externalRef, forEach and
+// includeWhen read.
+func (c *compiler) collectDeps(r *resource, np *nodeProgram) {
+	var progs []*program
+	if np.template != nil {
+		progs = np.template.programs(progs)
+	}
+	if np.extRef != nil {
+		for _, t := range []tmpl{np.extRef.name, np.extRef.namespace, np.extRef.selector} {
+			if t != nil {
+				progs = t.programs(progs)
+			}
+		}
+	}
+	for _, it := range np.iterators {
+		progs = append(progs, it.p)
+	}
+	for _, cond := range np.include {
+		progs = append(progs, cond.p)
+	}
+	for _, p := range progs {
+		for _, ref := range p.refs {
+			if ref != varSchema {
+				r.deps.Insert(ref)
+			}
+		}
+	}
+	r.node.Dependencies = sortedSet(r.deps)
+}

@@ -1,0 +1,63 @@
+package graph
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// Limits on forEach, enforced by Compile (iterators) and Node.Iterations
+// (combinations).
+const (
+	// MaxIterators is the most forEach entries one resource may have.
+	MaxIterators = 10
+	// MaxIterations is the most objects one forEach resource may expand to.
+	MaxIterations = 1000
+)
+
+// Options tune Compile. The zero value is valid.
+type Options struct {
+	// Resolver supplies the OpenAPI schema of each child kind so that
+	// expressions reading child fields are type-checked and template fields
+	// are checked against the kind's schema.
+	//
+	// Defaults to nil: child kinds are typed dynamically, so expressions that
+	// read child fields type-check as dyn and only fail at evaluation. The
+	// instance (schema.*) is always fully typed from the SimpleSchema.
+	Resolver SchemaResolver
+
+	// DynamicUnknownKinds types a child kind as dyn when Resolver reports it
+	// unknown (an error wrapping ErrSchemaNotFound), instead of failing.
+	// Useful when the compiling cluster lacks CRDs the target clusters have.
+	//
+	// Defaults to false: an unknown kind is a compile error.
+	DynamicUnknownKinds bool
+}
+
+// SchemaResolver looks up the OpenAPI v3 schema of a kind. Its method set
+// matches k8s.io/apiserver/pkg/cel/openapi/resolver.SchemaResolver, so the
+// API server's resolvers can be used directly.
+type SchemaResolver interface {
+	// ResolveSchema returns the schema of gvk's objects with every $ref
+	// resolved. When the kind is unknown it returns an error wrapping
+	// ErrSchemaNotFound (or the API server resolver's own
+	// ErrSchemaNotFound). The returned schema must not be modified by the
+	// caller or the resolver afterwards. It must be safe for concurrent
+	// use.
+	ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error)
+}
+
+// StaticResolver is a SchemaResolver backed by a fixed map, for tests and
+// for programs that embed the schemas they use.
+type StaticResolver map[schema.GroupVersionKind]*spec.Schema
+
+var _ SchemaResolver = StaticResolver{}
+
+// ResolveSchema implements SchemaResolver.
+func (r StaticResolver) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
+	if s, ok := r[gvk]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("%w: %s", ErrSchemaNotFound, gvk)
+}

@@ -1,0 +1,236 @@
+package graph
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/graph/expr"
+)
+
+var idPattern = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
+
+// reservedWords may not be resource ids or iterator names: the variables
+// expressions already use, CEL's reserved words, and the words kro reserves
+// (kept identical so that an RGD valid here is valid in kro).
+var reservedWords = sets.New(
+	// CEL
+	"true", "false", "null", "in", "as", "break", "const", "continue", "else",
+	"for", "function", "if", "import", "let", "loop", "package", "namespace",
+	"return", "var", "void", "while",
+	// kro
+	"apiVersion", "context", "dependency", "dependencies", "each", "externalRef",
+	"externalReference", "externalRefs", "externalReferences", "graph",
+	"graphengine", "instance", "item", "items", "kind", "kro", "metadata",
+	"object", "resource", "resourcegraphdefinition", "resourceGraphDefinition",
+	"resources", "root", "runtime", "schema", "self", "serviceAccountName",
+	"spec", "status", "this", "variables", "vars", "version",
+)
+
+// IsReserved reports whether word may not be used as a resource id or a
+// forEach iterator name.
+func IsReserved(word string) bool { return reservedWords.Has(word) }
+
+// resource is one spec.resources entry while compiling.
+type resource struct {
+	node      *Node
+	src       *v1alpha1.Resource
+	template  map[string]any
+	selector  any // decoded externalRef.metadata.selector, nil if none
+	iterators []iterator
+	// schema is the kind's OpenAPI schema; nil when the kind is typed dyn.
+	schema *spec.Schema
+	// decl is the CEL type of one object of the kind.
+	decl *apiservercel.DeclType
+	deps sets.Set[string]
+}
+
+type iterator struct {
+	name, written, src string
+	path               string
+}
+
+// parseResources validates the structure of spec.resources.
+func (c *compiler) parseResources() {
+	for i := range c.rgd.Spec.Resources {
+		src := &c.rgd.Spec.Resources[i]
+		r := &resource{src: src, node: &Node{ID: src.ID, Index: i}, deps: sets.New[string]()}
+		if !c.checkID(src.ID, i) {
+			continue
+		}
+		c.resources = append(c.resources, r)
+		c.byID[src.ID] = r
+		if src.ExternalRef != nil {
+			c.parseExternalRef(r)
+		} else {
+			c.parseTemplate(r)
+		}
+		c.parseForEach(r)
+	}
+}
+
+func (c *compiler) checkID(id string, i int) bool {
+	fail := func(format string, args ...any) bool {
+		c.fail(&Error{ResourceID: id, Path: fmt.Sprintf("spec.resources[%d].id", i), Err: errorf(ErrInvalid, format, args...)})
+		return false
+	}
+	switch {
+	case id == "":
+		return fail("id is required")
+	case !idPattern.MatchString(id):
+		return fail("id %q must be lowerCamelCase (letters and digits, starting with a lowercase letter)", id)
+	case reservedWords.Has(id):
+		return fail("id %q is a reserved word", id)
+	case c.byID[id] != nil:
+		return fail("duplicate id %q", id)
+	}
+	return true
+}
+
+func (c *compiler) parseTemplate(r *resource) {
+	fail := func(path, format string, args ...any) {
+		c.fail(&Error{ResourceID: r.node.ID, Path: path, Err: errorf(ErrInvalid, format, args...)})
+	}
+	if len(r.src.Template.Raw) == 0 || string(r.src.Template.Raw) == "null" {
+		fail("template", "exactly one of template and externalRef is required")
+		return
+	}
+	if err := json.Unmarshal(r.src.Template.Raw, &r.template); err != nil || r.template == nil {
+		fail("template", "must be an object")
+		return
+	}
+	apiVersion, okV := literalString(r.template["apiVersion"])
+	kind, okK := literalString(r.template["kind"])
+	if !okV {
+		fail("apiVersion", "required, and must be a plain string without ${}")
+	}
+	if !okK {
+		fail("kind", "required, and must be a plain string without ${}")
+	}
+	if _, ok := r.template["metadata"].(map[string]any); !ok {
+		fail("metadata", "required, and must be an object")
+	}
+	if okV && okK {
+		r.node.GVK = c.gvk(r, apiVersion, kind, "apiVersion")
+	}
+}
+
+func (c *compiler) parseExternalRef(r *resource) {
+	ref := r.src.ExternalRef
+	fail := func(path, format string, args ...any) {
+		c.fail(&Error{ResourceID: r.node.ID, Path: path, Err: errorf(ErrInvalid, format, args...)})
+	}
+	r.node.External = true
+	if len(r.src.Template.Raw) > 0 && string(r.src.Template.Raw) != "null" {
+		fail("template", "exactly one of template and externalRef is allowed")
+	}
+	if len(r.src.ForEach) > 0 {
+		fail("forEach", "an externalRef cannot have forEach; use metadata.selector to read many objects")
+	}
+	if ref.APIVersion == "" || expr.HasExpr(ref.APIVersion) {
+		fail("externalRef.apiVersion", "required, and must be a plain string without ${}")
+	}
+	if ref.Kind == "" || expr.HasExpr(ref.Kind) {
+		fail("externalRef.kind", "required, and must be a plain string without ${}")
+	}
+	hasSelector := ref.Metadata.HasSelector()
+	if (ref.Metadata.Name != "") == hasSelector {
+		fail("externalRef.metadata", "exactly one of name and selector is required")
+	}
+	if hasSelector {
+		if err := json.Unmarshal(ref.Metadata.Selector.Raw, &r.selector); err != nil {
+			fail("externalRef.metadata.selector", "must be a label selector or a ${} expression")
+		}
+		r.node.Collection = true
+	}
+	if ref.APIVersion != "" && ref.Kind != "" {
+		r.node.GVK = c.gvk(r, ref.APIVersion, ref.Kind, "externalRef.apiVersion")
+	}
+}
+
+func (c *compiler) gvk(r *resource, apiVersion, kind, path string) schema.GroupVersionKind {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil || gv.Version == "" {
+		c.fail(&Error{ResourceID: r.node.ID, Path: path, Err: errorf(ErrInvalid, "invalid apiVersion %q", apiVersion)})
+	}
+	return gv.WithKind(kind)
+}
+
+func (c *compiler) parseForEach(r *resource) {
+	if len(r.src.ForEach) > MaxIterators {
+		c.fail(&Error{ResourceID: r.node.ID, Path: "forEach", Err: errorf(ErrInvalid, "at most %d iterators, got %d", MaxIterators, len(r.src.ForEach))})
+		return
+	}
+	seen := sets.New[string]()
+	for i, dim := range r.src.ForEach {
+		if len(dim) != 1 {
+			c.fail(&Error{ResourceID: r.node.ID, Path: fmt.Sprintf("forEach[%d]", i), Err: errorf(ErrInvalid, "each entry must bind exactly one iterator, got %d", len(dim))})
+			continue
+		}
+		for name, written := range dim {
+			it := iterator{name: name, written: written, path: fmt.Sprintf("forEach[%d].%s", i, name)}
+			if src, ok := c.checkIterator(r, it, seen); ok {
+				it.src = src
+				r.iterators = append(r.iterators, it)
+			}
+		}
+	}
+	r.node.Collection = r.node.Collection || len(r.iterators) > 0
+}
+
+// checkIterator validates an iterator and returns its expression's source.
+func (c *compiler) checkIterator(r *resource, it iterator, seen sets.Set[string]) (string, bool) {
+	fail := func(kind error, format string, args ...any) (string, bool) {
+		c.fail(&Error{ResourceID: r.node.ID, Path: it.path, Expression: it.written, Err: errorf(kind, format, args...)})
+		return "", false
+	}
+	switch {
+	case !idPattern.MatchString(it.name):
+		return fail(ErrInvalid, "iterator name %q must be lowerCamelCase", it.name)
+	case reservedWords.Has(it.name):
+		return fail(ErrInvalid, "iterator name %q is a reserved word", it.name)
+	case c.isResourceID(it.name):
+		return fail(ErrInvalid, "iterator name %q is also a resource id", it.name)
+	case seen.Has(it.name):
+		return fail(ErrInvalid, "duplicate iterator %q", it.name)
+	}
+	seen.Insert(it.name)
+	src, ok, err := expr.Standalone(it.written)
+	if err != nil {
+		return fail(ErrExpression, "%v", err)
+	}
+	if !ok {
+		return fail(ErrExpression, "must be a single ${} expression returning a list")
+	}
+	return src, true
+}
+
+// isResourceID reports whether id names any entry of spec.resources, even
+// one that failed validation.
+func (c *compiler) isResourceID(id string) bool {
+	for _, res := range c.rgd.Spec.Resources {
+		if res.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// literalString returns v as a string if it is one without expressions.
+func literalString(v any) (string, bool) {
+	s, ok := v.(string)
+	return s, ok && s != "" && !expr.HasExpr(s)
+}
+
+func sortedSet(s sets.Set[string]) []string {
+	out := sets.List(s)
+	sort.Strings(out)
+	return out
+}

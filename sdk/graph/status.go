@@ -1,0 +1,204 @@
+package graph
+
+import (
+	"errors"
+	"sort"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+)
+
+// statusProgram evaluates spec.schema.status: one leaf per projected field.
+type statusProgram struct {
+	leaves []statusLeaf
+}
+
+type statusLeaf struct {
+	path []string // inside status
+	t    tmpl
+}
+
+// eval computes every field whose inputs are present. Fields that wait on
+// a resource are left out; other errors are joined and returned alongside
+// the fields that did evaluate.
+func (sp *statusProgram) eval(vals Values) (map[string]any, error) {
+	out := map[string]any{}
+	if sp == nil {
+		return out, nil
+	}
+	sc := &scope{vals: vals}
+	var errs []error
+	for _, leaf := range sp.leaves {
+		v, ok, err := leaf.t.eval(sc)
+		switch {
+		case errors.Is(err, ErrPending):
+			continue
+		case err != nil:
+			errs = append(errs, err)
+			continue
+		case ok:
+			setPath(out, leaf.path, v)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func setPath(m map[string]any, path []string, v any) {
+	for _, k := range path[:len(path)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	m[path[len(path)-1]] = v
+}
+
+// reservedStatusFields are set by the runtime, not by projections.
+var reservedStatusFields = map[string]bool{"state": true, "conditions": true}
+
+// compileStatus compiles spec.schema.status and infers the OpenAPI schema
+// of each projected field from its expression's type.
+func (c *compiler) compileStatus() (*statusProgram, apiextensionsv1.JSONSchemaProps) {
+	sp := &statusProgram{}
+	obj, err := decodeObject(c.rgd.Spec.Schema.Status.Raw)
+	if err != nil {
+		c.fail(&Error{Path: "spec.schema.status", Err: errorf(ErrInvalid, "%v", err)})
+		return sp, apiextensionsv1.JSONSchemaProps{}
+	}
+	for k := range obj {
+		if reservedStatusFields[k] {
+			c.fail(&Error{Path: "spec.schema.status." + k, Err: errorf(ErrInvalid, "status.%s is reserved for the runtime", k)})
+			delete(obj, k)
+		}
+	}
+	s := c.statusObject(sp, nil, obj)
+	return sp, s
+}
+
+func (c *compiler) statusObject(sp *statusProgram, path []string, obj map[string]any) apiextensionsv1.JSONSchemaProps {
+	out := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{}}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := append(append([]string(nil), path...), k)
+		if s, ok := c.statusField(sp, p, obj[k]); ok {
+			out.Properties[k] = s
+		}
+	}
+	return out
+}
+
+func (c *compiler) statusField(sp *statusProgram, path []string, v any) (apiextensionsv1.JSONSchemaProps, bool) {
+	where := "spec.schema.status." + strings.Join(path, ".")
+	switch v := v.(type) {
+	case map[string]any:
+		return c.statusObject(sp, path, v), true
+	case string:
+		tc := &templateCompiler{c: c, env: c.graphEnv}
+		t := tc.value(where, v, nil)
+		switch t := t.(type) {
+		case *tmplExpr:
+			sp.leaves = append(sp.leaves, statusLeaf{path: path, t: t})
+			return c.schemaOfType(t.p.out, 0), true
+		case *tmplConcat:
+			sp.leaves = append(sp.leaves, statusLeaf{path: path, t: t})
+			return apiextensionsv1.JSONSchemaProps{Type: "string"}, true
+		}
+		if !strings.Contains(v, "${") {
+			c.fail(&Error{Path: where, Expression: v, Err: errorf(ErrInvalid, "a status field must be a ${} expression")})
+		}
+		return apiextensionsv1.JSONSchemaProps{}, false
+	default:
+		c.fail(&Error{Path: where, Err: errorf(ErrInvalid, "a status field must be a ${} expression or an object of them, got %T", v)})
+		return apiextensionsv1.JSONSchemaProps{}, false
+	}
+}
+
+// maxStatusDepth bounds how much of an object type is spelled out in the
+// generated status schema; deeper parts preserve unknown fields.
+const maxStatusDepth = 12
+
+// schemaOfType returns the OpenAPI schema for values of CEL type t.
+func (c *compiler) schemaOfType(t *cel.Type, depth int) apiextensionsv1.JSONSchemaProps {
+	t = unwrapOptional(t)
+	switch t.Kind() {
+	case types.BoolKind:
+		return apiextensionsv1.JSONSchemaProps{Type: "boolean"}
+	case types.IntKind, types.UintKind:
+		return apiextensionsv1.JSONSchemaProps{Type: "integer", Format: "int64"}
+	case types.DoubleKind:
+		return apiextensionsv1.JSONSchemaProps{Type: "number"}
+	case types.StringKind, types.DurationKind:
+		return apiextensionsv1.JSONSchemaProps{Type: "string"}
+	case types.TimestampKind:
+		return apiextensionsv1.JSONSchemaProps{Type: "string", Format: "date-time"}
+	case types.BytesKind:
+		return apiextensionsv1.JSONSchemaProps{Type: "string", Format: "byte"}
+	case types.ListKind:
+		items := c.schemaOfType(t.Parameters()[0], depth+1)
+		return apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &items}}
+	case types.MapKind:
+		values := c.schemaOfType(t.Parameters()[1], depth+1)
+		return apiextensionsv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &values}}
+	case types.StructKind:
+		if decl, ok := c.provider.FindDeclType(t.TypeName()); ok && depth < maxStatusDepth {
+			return c.schemaOfDecl(decl, depth)
+		}
+		return freeObject()
+	}
+	return anyValue()
+}
+
+func (c *compiler) schemaOfDecl(d *apiservercel.DeclType, depth int) apiextensionsv1.JSONSchemaProps {
+	if !d.IsObject() {
+		return c.schemaOfType(d.CelType(), depth)
+	}
+	if depth >= maxStatusDepth {
+		return freeObject()
+	}
+	out := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{}}
+	for name, f := range d.Fields {
+		out.Properties[name] = c.schemaOfDecl(f.Type, depth+1)
+	}
+	return out
+}
+
+func freeObject() apiextensionsv1.JSONSchemaProps {
+	return apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}
+}
+
+// anyValue accepts any JSON value (dyn).
+func anyValue() apiextensionsv1.JSONSchemaProps {
+	return apiextensionsv1.JSONSchemaProps{XPreserveUnknownFields: ptr(true)}
+}
+
+// statusBase is the status every instance has: kro's state and conditions.
+func statusBase() map[string]apiextensionsv1.JSONSchemaProps {
+	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	cond := apiextensionsv1.JSONSchemaProps{
+		Type:     "object",
+		Required: []string{"type", "status"},
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"type": str, "status": str, "reason": str, "message": str,
+			"lastTransitionTime": {Type: "string", Format: "date-time"},
+			"observedGeneration": {Type: "integer", Format: "int64"},
+		},
+	}
+	return map[string]apiextensionsv1.JSONSchemaProps{
+		"state": str,
+		"conditions": {
+			Type:         "array",
+			Items:        &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &cond},
+			XListType:    ptr("map"),
+			XListMapKeys: []string{"type"},
+		},
+	}
+}
