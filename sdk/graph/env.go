@@ -8,8 +8,10 @@ import (
 
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/ext"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	apiservercel "k8s.io/apiserver/pkg/cel"
-	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/apiserver/pkg/cel/library"
 )
 
 // Variable names with a meaning of their own in expressions.
@@ -19,17 +21,54 @@ const (
 )
 
 // baseEnv is the CEL environment every graph starts from: the standard
-// library plus the Kubernetes libraries (lists, regex, URLs, quantity, IP,
-// CIDR, semver, format, sets, strings, optional types...), as the API server
-// offers them to CRD validation rules. Building it is expensive, so it is
-// built once per process.
-var baseEnv = sync.OnceValue(func() *cel.Env {
-	return environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).NewExpressionsEnv()
+// library, optional types, and the libraries the Kubernetes API server
+// offers CRD validation rules (lists, regex, URLs, quantity, IP, CIDR,
+// format, semver, sets, strings, two-variable comprehensions), plus
+// encoders, math and bindings. Unlike the API server it allows
+// heterogeneous list and map literals ({"name": "x", "port": 80}), as kro
+// does. Building it is expensive, so it is built once per process.
+var baseEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.EagerlyValidateDeclarations(true),
+		cel.DefaultUTCTimeZone(true),
+		cel.CrossTypeNumericComparisons(true),
+		cel.OptionalTypes(),
+		ext.Strings(ext.StringsVersion(2)),
+		ext.Sets(),
+		ext.Lists(ext.ListsVersion(3)),
+		ext.TwoVarComprehensions(),
+		ext.Encoders(),
+		ext.Math(),
+		ext.Bindings(),
+		library.URLs(),
+		library.Regex(),
+		library.Lists(),
+		library.Quantity(),
+		library.IP(),
+		library.CIDR(),
+		library.Format(),
+		library.SemverLib(library.SemverVersion(1)),
+		cel.ASTValidators(
+			cel.ValidateDurationLiterals(),
+			cel.ValidateTimestampLiterals(),
+			cel.ValidateRegexLiterals(),
+		),
+	)
 })
+
+// programOptions bound the cost of one evaluation, like the API server
+// does, so a runaway comprehension cannot stall a reconcile.
+var programOptions = []cel.ProgramOption{
+	cel.EvalOptions(cel.OptOptimize),
+	cel.CostLimit(celconfig.PerCallLimit),
+}
 
 // typesEnv extends the base environment with the object types of decls.
 func typesEnv(decls []*apiservercel.DeclType) (*cel.Env, error) {
-	base := baseEnv()
+	base, err := baseEnv()
+	if err != nil {
+		return nil, err
+	}
 	if len(decls) == 0 {
 		return base, nil
 	}
@@ -74,7 +113,7 @@ func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool) 
 	if iss.Err() != nil {
 		return nil, errorf(ErrExpression, "%s", issueMessages(iss))
 	}
-	prog, err := env.Program(ast)
+	prog, err := env.Program(ast, programOptions...)
 	if err != nil {
 		return nil, errorf(ErrExpression, "%v", err)
 	}
