@@ -30,7 +30,7 @@ func (m *member) evalExternal(inst *unstructured.Unstructured, n *graph.Node, va
 	resolved := resolvedRef{gvk: ref.GVK, name: ref.Name}
 	if namespaced {
 		resolved.namespace = ref.Namespace
-		if resolved.namespace == "" {
+		if resolved.namespace == "" && ref.Selector == nil {
 			resolved.namespace = defaultNamespace(inst)
 		}
 	}

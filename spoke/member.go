@@ -36,6 +36,7 @@ type member struct {
 	owners   map[types.UID]types.NamespacedName
 	refs     map[types.NamespacedName][]resolvedRef
 	written  map[types.NamespacedName]*writtenInstance
+	lastSeen map[types.NamespacedName]string // resourceVersion the watch last delivered
 	states   map[types.NamespacedName]string
 }
 
@@ -56,6 +57,7 @@ func newMember(c *controller, e *engagement) *member {
 		owners:   map[types.UID]types.NamespacedName{},
 		refs:     map[types.NamespacedName][]resolvedRef{},
 		written:  map[types.NamespacedName]*writtenInstance{},
+		lastSeen: map[types.NamespacedName]string{},
 		states:   map[types.NamespacedName]string{},
 	}
 	m.cleanups = append(m.cleanups, func() { stop() })

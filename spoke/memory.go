@@ -146,11 +146,17 @@ type writtenInstance struct {
 	at  time.Time
 }
 
-// remember keeps our latest write of an instance until the cache has it.
+// remember keeps our latest write of an instance until the cache has it
+// (which may already be the case: the watch can beat the response).
 func (m *member) remember(u *unstructured.Unstructured) {
+	key := keyOf(u)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.written[keyOf(u)] = &writtenInstance{obj: u.DeepCopy(), at: time.Now()}
+	if m.lastSeen[key] == u.GetResourceVersion() {
+		delete(m.written, key)
+		return
+	}
+	m.written[key] = &writtenInstance{obj: u.DeepCopy(), at: time.Now()}
 }
 
 // observeInstance notes an instance the cache delivered: its owner index,
@@ -160,6 +166,7 @@ func (m *member) observeInstance(u *unstructured.Unstructured) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.owners[u.GetUID()] = key
+	m.lastSeen[key] = u.GetResourceVersion()
 	if w := m.written[key]; w != nil && w.obj.GetResourceVersion() == u.GetResourceVersion() {
 		delete(m.written, key)
 	}
@@ -244,6 +251,7 @@ func (m *member) forgetInstance(key types.NamespacedName, uid types.UID) {
 	m.mu.Lock()
 	delete(m.refs, key)
 	delete(m.written, key)
+	delete(m.lastSeen, key)
 	if uid != "" {
 		delete(m.owners, uid)
 	}

@@ -187,6 +187,18 @@ func (rt *Runtime) Counts(graphName string) map[multicluster.ClusterName]Count {
 	return c.counts()
 }
 
+// Clusters returns the names of the clusters currently engaged, in no
+// particular order.
+func (rt *Runtime) Clusters() []multicluster.ClusterName {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	out := make([]multicluster.ClusterName, 0, len(rt.clusters))
+	for name := range rt.clusters {
+		out = append(out, name)
+	}
+	return out
+}
+
 func (rt *Runtime) newControllerLocked(g *graph.Graph) *controller {
 	rt.serial++
 	name := fmt.Sprintf("fleetgraph-%s-%d-%d", g.Name, g.Generation, rt.serial)

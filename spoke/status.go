@@ -144,4 +144,3 @@ func deletingConditions(blocker string) []condition {
 		{ConditionReady, "False", "Deleting", msg},
 	}
 }
-

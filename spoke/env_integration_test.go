@@ -1,0 +1,180 @@
+//go:build integration
+
+package spoke_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/spoke"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+const wait = 60 * time.Second
+
+func init() { log.SetLogger(logr.Discard()) }
+
+// compile parses RGD YAML and compiles it.
+func compile(t testing.TB, rgdYAML string) *graph.Graph {
+	t.Helper()
+	rgd := &v1alpha1.ResourceGraphDefinition{}
+	require.NoError(t, yaml.Unmarshal([]byte(rgdYAML), rgd))
+	g, err := graph.Compile(rgd, graph.Options{})
+	require.NoError(t, err)
+	return g
+}
+
+// newClient returns a client for a cluster, with the CRD types registered.
+func newClient(t testing.TB, cfg *rest.Config) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	require.NoError(t, apiextensionsv1.AddToScheme(s))
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	require.NoError(t, err)
+	return c
+}
+
+// installCRD creates the graph's CRD on a cluster and waits until it is
+// established, as the hub does in production.
+func installCRD(t testing.TB, c client.Client, g *graph.Graph) {
+	t.Helper()
+	crd := g.CRD.DeepCopy()
+	require.NoError(t, c.Create(context.Background(), crd))
+	eventually(t, func() (bool, string) {
+		got := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(crd), got); err != nil {
+			return false, err.Error()
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, ""
+			}
+		}
+		return false, "CRD not established yet"
+	})
+}
+
+// startRuntime starts a multicluster manager over provider with a Runtime
+// added, and stops it on cleanup.
+func startRuntime(t testing.TB, fleet *fgtesting.Fleet, provider *fgtesting.Provider, opts spoke.Options) *spoke.Runtime {
+	t.Helper()
+	mgr, err := mcmanager.New(fleet.Hub.Config, provider, manager.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	require.NoError(t, err)
+	rt := spoke.New(opts)
+	require.NoError(t, mgr.Add(rt))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	return rt
+}
+
+// eventually polls cond until it holds, failing with its last reason.
+func eventually(t testing.TB, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	why := ""
+	for time.Now().Before(deadline) {
+		var ok bool
+		if ok, why = cond(); ok {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("condition still false after %s: %s", wait, why)
+}
+
+func newInstance(g *graph.Graph, ns, name string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(g.Instance.GVK)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+func getInstance(t testing.TB, c client.Client, g *graph.Graph, ns, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(g.Instance.GVK)
+	err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, u)
+	return u, err
+}
+
+// stateIs waits for the instance's status.state.
+func stateIs(t testing.TB, c client.Client, g *graph.Graph, ns, name, state string) {
+	t.Helper()
+	eventually(t, func() (bool, string) {
+		u, err := getInstance(t, c, g, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		got, _, _ := unstructured.NestedString(u.Object, "status", "state")
+		return got == state, fmt.Sprintf("state %q, status %v", got, u.Object["status"])
+	})
+}
+
+func configMap(c client.Client, ns, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, u)
+	return u, err
+}
+
+// configMapData waits until the ConfigMap exists with data[key] == want.
+func configMapData(t testing.TB, c client.Client, ns, name, key, want string) {
+	t.Helper()
+	eventually(t, func() (bool, string) {
+		u, err := configMap(c, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		got, _, _ := unstructured.NestedString(u.Object, "data", key)
+		return got == want, fmt.Sprintf("data[%s] = %q, want %q", key, got, want)
+	})
+}
+
+// gone waits until the ConfigMap does not exist.
+func gone(t testing.TB, c client.Client, ns, name string) {
+	t.Helper()
+	eventually(t, func() (bool, string) {
+		_, err := configMap(c, ns, name)
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("ConfigMap %s/%s still there (%v)", ns, name, err)
+	})
+}
+
+func createNamespace(t testing.TB, c client.Client, name string) {
+	t.Helper()
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(name)
+	require.NoError(t, c.Create(context.Background(), ns))
+}

@@ -1,0 +1,258 @@
+//go:build integration
+
+package spoke_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/spoke"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+// chainRGD: first -> second -> third (a chain, so three deletion waves),
+// plus "extra" behind includeWhen and "items" expanded by forEach.
+const chainRGD = `
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: chain
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Chain
+    spec:
+      value: string | default="a"
+      withExtra: boolean | default=true
+      items: "[]string"
+    status:
+      firstName: ${first.metadata.name}
+  resources:
+  - id: first
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name}-first
+      data:
+        value: ${schema.spec.value}
+  - id: second
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name}-second
+      data:
+        from: ${first.data.value}
+  - id: third
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name}-third
+      data:
+        from: ${second.data.from}
+  - id: extra
+    includeWhen:
+    - ${schema.spec.withExtra}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name}-extra
+      data:
+        value: ${schema.spec.value}
+  - id: entries
+    forEach:
+    - name: ${schema.spec.items}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name}-item-${name}
+      data:
+        item: ${name}
+`
+
+func TestInstanceLifecycle(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 1)
+	ctx := context.Background()
+	g := compile(t, chainRGD)
+	spokeCfg := fleet.Spokes()[0].Config
+	c := newClient(t, spokeCfg)
+	installCRD(t, c, g)
+	createNamespace(t, c, "team")
+	provider, err := fleet.NewProvider(ctx)
+	require.NoError(t, err)
+	rt := startRuntime(t, fleet, provider, spoke.Options{})
+	require.NoError(t, rt.Serve(g))
+
+	inst := newInstance(g, "team", "demo", map[string]any{"value": "a", "items": []any{"x", "y"}})
+	require.NoError(t, c.Create(ctx, inst))
+
+	t.Run("creating an instance creates its children with our labels and status", func(t *testing.T) {
+		stateIs(t, c, g, "team", "demo", spoke.StateActive)
+		configMapData(t, c, "team", "demo-third", "from", "a")
+		configMapData(t, c, "team", "demo-extra", "value", "a")
+		configMapData(t, c, "team", "demo-item-x", "item", "x")
+		configMapData(t, c, "team", "demo-item-y", "item", "y")
+		cm, err := configMap(c, "team", "demo-second")
+		require.NoError(t, err)
+		l := cm.GetLabels()
+		assert.Equal(t, "chain", l[spoke.LabelGraph])
+		assert.Equal(t, "second", l[spoke.LabelNodeID])
+		assert.Equal(t, "demo", l[spoke.LabelInstanceName])
+		assert.Equal(t, "team", l[spoke.LabelInstanceNamespace])
+		assert.Equal(t, "fleetgraph", l[spoke.LabelManagedBy])
+		got, err := getInstance(t, c, g, "team", "demo")
+		require.NoError(t, err)
+		assert.Contains(t, got.GetFinalizers(), spoke.Finalizer)
+		assert.Contains(t, got.GetAnnotations()[spoke.AnnotationInventory], "demo-item-y")
+		name, _, _ := unstructured.NestedString(got.Object, "status", "firstName")
+		assert.Equal(t, "demo-first", name)
+		assert.Equal(t, spoke.Count{Total: 1, Ready: 1}, rt.Counts("chain")[multicluster.ClusterName(fleet.Spokes()[0].Name)])
+	})
+
+	t.Run("updating the instance updates every child down the chain", func(t *testing.T) {
+		patchSpec(t, c, g, "team", "demo", `{"spec":{"value":"b"}}`)
+		configMapData(t, c, "team", "demo-first", "value", "b")
+		configMapData(t, c, "team", "demo-third", "from", "b")
+	})
+
+	t.Run("a child deleted by hand comes back", func(t *testing.T) {
+		cm, err := configMap(c, "team", "demo-second")
+		require.NoError(t, err)
+		uid := cm.GetUID()
+		require.NoError(t, c.Delete(ctx, cm))
+		eventually(t, func() (bool, string) {
+			cm, err := configMap(c, "team", "demo-second")
+			if err != nil {
+				return false, err.Error()
+			}
+			return cm.GetUID() != uid, "still the old object"
+		})
+	})
+
+	t.Run("a child edited by hand is put back", func(t *testing.T) {
+		require.NoError(t, c.Patch(ctx, configMapRef("team", "demo-first"),
+			client.RawPatch("application/merge-patch+json", []byte(`{"data":{"value":"drift"}}`))))
+		configMapData(t, c, "team", "demo-first", "value", "b")
+	})
+
+	t.Run("includeWhen turning false prunes the child", func(t *testing.T) {
+		patchSpec(t, c, g, "team", "demo", `{"spec":{"withExtra":false}}`)
+		gone(t, c, "team", "demo-extra")
+		stateIs(t, c, g, "team", "demo", spoke.StateActive)
+	})
+
+	t.Run("forEach grows and shrinks", func(t *testing.T) {
+		patchSpec(t, c, g, "team", "demo", `{"spec":{"items":["x","y","z"]}}`)
+		configMapData(t, c, "team", "demo-item-z", "item", "z")
+		patchSpec(t, c, g, "team", "demo", `{"spec":{"items":["z"]}}`)
+		gone(t, c, "team", "demo-item-x")
+		gone(t, c, "team", "demo-item-y")
+		configMapData(t, c, "team", "demo-item-z", "item", "z")
+	})
+
+	t.Run("deleting the instance deletes children in reverse waves, then releases it", func(t *testing.T) {
+		order := recordDeletions(t, spokeCfg, "team")
+		// Hold the last wave with a finalizer of our own.
+		require.NoError(t, c.Patch(ctx, configMapRef("team", "demo-third"),
+			client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":["test.fleetgraph.dev/hold"]}}`))))
+		require.NoError(t, c.Delete(ctx, newInstance(g, "team", "demo", nil)))
+
+		eventually(t, func() (bool, string) {
+			u, err := getInstance(t, c, g, "team", "demo")
+			if err != nil {
+				return false, err.Error()
+			}
+			msg := readyMessage(u)
+			return strings.Contains(msg, "demo-third"), "Ready message: " + msg
+		})
+		stateIs(t, c, g, "team", "demo", spoke.StateDeleting)
+		second, err := configMap(c, "team", "demo-second")
+		require.NoError(t, err, "the second wave must wait for the first")
+		assert.Nil(t, second.GetDeletionTimestamp())
+
+		require.NoError(t, c.Patch(ctx, configMapRef("team", "demo-third"),
+			client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`))))
+		gone(t, c, "team", "demo-first")
+		eventually(t, func() (bool, string) {
+			_, err := getInstance(t, c, g, "team", "demo")
+			return apierrors.IsNotFound(err), "instance still there"
+		})
+		got := order()
+		require.Less(t, slices.Index(got, "demo-third"), slices.Index(got, "demo-second"), "deletions: %v", got)
+		require.Less(t, slices.Index(got, "demo-second"), slices.Index(got, "demo-first"), "deletions: %v", got)
+	})
+}
+
+func patchSpec(t testing.TB, c client.Client, g *graph.Graph, ns, name, patch string) {
+	t.Helper()
+	require.NoError(t, c.Patch(context.Background(), newInstance(g, ns, name, nil),
+		client.RawPatch(types.MergePatchType, []byte(patch))))
+}
+
+func configMapRef(ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+func readyMessage(u *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == spoke.ConditionReady {
+			s, _ := m["message"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
+// recordDeletions watches ConfigMaps in ns and returns a function giving
+// the names in the order the API server reported their deletion.
+func recordDeletions(t testing.TB, cfg *rest.Config, ns string) func() []string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	w, err := cs.CoreV1().ConfigMaps(ns).Watch(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	t.Cleanup(w.Stop)
+	var mu sync.Mutex
+	var names []string
+	go func() {
+		for ev := range w.ResultChan() {
+			if cm, ok := ev.Object.(*corev1.ConfigMap); ok && ev.Type == watch.Deleted {
+				mu.Lock()
+				names = append(names, cm.Name)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(names)
+	}
+}
