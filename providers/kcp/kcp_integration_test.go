@@ -1,0 +1,245 @@
+//go:build integration
+
+package kcp_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/kcp-dev/logicalcluster/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/providers/kcp"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+const (
+	wait = 90 * time.Second
+	tick = 200 * time.Millisecond
+)
+
+var (
+	server *fgtesting.KCP
+	root   = logicalcluster.NewPath("root")
+
+	widgets = schema.GroupVersionResource{Group: "example.dev", Version: "v1", Resource: "widgets"}
+	crds    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("FLEETGRAPH_TEST_LOGS") != "" {
+		log.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		log.SetLogger(logr.Discard())
+	}
+	start := time.Now()
+	k, err := fgtesting.NewKCP(fgtesting.KCPOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "kcp ready in %s\n", time.Since(start).Round(time.Millisecond))
+	server = k
+	code := m.Run()
+	if err := k.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+func TestWorkspacesAreEngagedIsolatedAndDisengaged(t *testing.T) {
+	org := createWorkspace(t, root, "org")
+	p, err := kcp.New(server.Config, org, kcp.Options{ClusterOptions: []cluster.Option{withScheme}})
+	require.NoError(t, err)
+	rec := startProvider(t, p)
+
+	a := createWorkspace(t, org, "a")
+	b := createWorkspace(t, org, "b")
+	aName, bName := clusterOf(t, org, "a"), clusterOf(t, org, "b")
+
+	for name, path := range map[logicalcluster.Name]logicalcluster.Path{aName: a, bName: b} {
+		require.Eventually(t, func() bool { return rec.current(name) != nil }, wait, tick, "%s engaged", path)
+		assert.Equal(t, path, p.Path(multicluster.ClusterName(name)))
+		assert.Equal(t, server.ConfigFor(name.Path()).Host, rec.current(name).host)
+	}
+
+	// A CRD and an object applied through a's cluster land in a only.
+	cl, err := p.Get(t.Context(), multicluster.ClusterName(aName))
+	require.NoError(t, err)
+	require.NoError(t, cl.GetClient().Create(t.Context(), widgetCRD()))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.NoError(c, cl.GetClient().Create(t.Context(), widget("w1")))
+	}, wait, tick, "the CRD is served in a")
+	_, err = dyn(a).Resource(widgets).Get(t.Context(), "w1", metav1.GetOptions{})
+	assert.NoError(t, err, "the widget is in workspace a")
+	_, err = dyn(b).Resource(crds).Get(t.Context(), "widgets.example.dev", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the CRD is not in workspace b: %v", err)
+
+	// Deleting a disengages it; b stays.
+	engagedA := rec.current(aName)
+	require.NoError(t, server.DeleteWorkspace(t.Context(), org, "a"))
+	require.Eventually(t, func() bool { return engagedA.ctx.Err() != nil }, wait, tick, "a disengaged")
+	_, err = p.Get(t.Context(), multicluster.ClusterName(aName))
+	assert.ErrorIs(t, err, multicluster.ErrClusterNotFound)
+	assert.NotNil(t, rec.current(bName))
+	assert.Equal(t, []multicluster.ClusterName{multicluster.ClusterName(bName)}, p.ClusterNames())
+}
+
+func TestRecursiveEngagesTheWholeTree(t *testing.T) {
+	tree := createWorkspace(t, root, "tree")
+	p, err := kcp.New(server.Config, tree, kcp.Options{Recursive: true})
+	require.NoError(t, err)
+	rec := startProvider(t, p)
+
+	child := createWorkspace(t, tree, "child")
+	createWorkspace(t, child, "grandchild")
+	childName, grandName := clusterOf(t, tree, "child"), clusterOf(t, child, "grandchild")
+
+	require.Eventually(t, func() bool { return rec.current(childName) != nil && rec.current(grandName) != nil }, wait, tick)
+	assert.Equal(t, child.Join("grandchild"), p.Path(multicluster.ClusterName(grandName)))
+
+	grand := rec.current(grandName)
+	require.NoError(t, server.DeleteWorkspace(t.Context(), child, "grandchild"))
+	require.Eventually(t, func() bool { return grand.ctx.Err() != nil }, wait, tick, "grandchild disengaged")
+	assert.NotNil(t, rec.current(childName))
+}
+
+func TestNonRecursiveIgnoresGrandchildren(t *testing.T) {
+	flat := createWorkspace(t, root, "flat")
+	child := createWorkspace(t, flat, "child")
+	createWorkspace(t, child, "grandchild")
+	childName, grandName := clusterOf(t, flat, "child"), clusterOf(t, child, "grandchild")
+	p, err := kcp.New(server.ConfigFor(root), flat, kcp.Options{})
+	require.NoError(t, err)
+	rec := startProvider(t, p)
+
+	require.Eventually(t, func() bool { return rec.current(childName) != nil }, wait, tick, "existing child engaged")
+	assert.Nil(t, rec.current(grandName))
+	assert.Equal(t, []multicluster.ClusterName{multicluster.ClusterName(childName)}, p.ClusterNames())
+}
+
+// engagement is one Engage call seen by the recorder.
+type engagement struct {
+	ctx  context.Context
+	host string
+}
+
+// recorder is a multicluster.Aware that records Engage calls.
+type recorder struct {
+	mu     sync.Mutex
+	byName map[multicluster.ClusterName][]*engagement
+}
+
+func (r *recorder) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byName[name] = append(r.byName[name], &engagement{ctx: ctx, host: cl.GetConfig().Host})
+	return nil
+}
+
+// current returns the latest engagement of name if its context is live.
+func (r *recorder) current(name logicalcluster.Name) *engagement {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	all := r.byName[multicluster.ClusterName(name)]
+	if len(all) == 0 || all[len(all)-1].ctx.Err() != nil {
+		return nil
+	}
+	return all[len(all)-1]
+}
+
+// startProvider runs p with a recorder until the test ends.
+func startProvider(t *testing.T, p multicluster.ProviderRunnable) *recorder {
+	t.Helper()
+	rec := &recorder{byName: map[multicluster.ClusterName][]*engagement{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Start(ctx, rec) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(wait):
+			t.Errorf("provider did not stop")
+		}
+	})
+	return rec
+}
+
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = apiextensionsv1.AddToScheme(s)
+	return s
+}()
+
+func withScheme(o *cluster.Options) { o.Scheme = scheme }
+
+func createWorkspace(t *testing.T, parent logicalcluster.Path, name string) logicalcluster.Path {
+	t.Helper()
+	_, err := server.CreateWorkspace(t.Context(), parent, name)
+	require.NoError(t, err)
+	return parent.Join(name)
+}
+
+// clusterOf returns the logical cluster name of the workspace name in parent.
+func clusterOf(t *testing.T, parent logicalcluster.Path, name string) logicalcluster.Name {
+	t.Helper()
+	ws, err := dyn(parent).Resource(fgtesting.WorkspacesGVR).Get(t.Context(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	c, _, _ := unstructured.NestedString(ws.Object, "spec", "cluster")
+	require.NotEmpty(t, c)
+	return logicalcluster.Name(c)
+}
+
+func dyn(path logicalcluster.Path) dynamic.Interface {
+	return dynamic.NewForConfigOrDie(server.ConfigFor(path))
+}
+
+func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.dev"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.dev",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "Widget", ListKind: "WidgetList", Plural: "widgets", Singular: "widget"},
+			Scope: apiextensionsv1.ClusterScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptrTrue(),
+				}},
+			}},
+		},
+	}
+}
+
+func widget(name string) client.Object {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("example.dev/v1")
+	u.SetKind("Widget")
+	u.SetName(name)
+	_ = unstructured.SetNestedField(u.Object, "blue", "spec", "color")
+	return u
+}
+
+func ptrTrue() *bool { b := true; return &b }
