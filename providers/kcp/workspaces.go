@@ -81,7 +81,7 @@ type Provider struct {
 
 	lock     sync.RWMutex
 	started  bool
-	watchers map[string]*watcher             // by workspace path
+	watchers map[string]*watcher // by workspace path
 	engaged  map[workspaceKey]logicalcluster.Name
 	paths    map[logicalcluster.Name]logicalcluster.Path
 }
