@@ -1,6 +1,19 @@
-// Package hub holds the hub-side controllers: the ResourceGraphDefinition
-// controller, the CRD fan-out to every engaged spoke, and fleet status
-// aggregation.
+// Package hub holds the hub-side pieces of fleetgraph, each usable on its
+// own but normally wired together by package sdk:
 //
-// Not built yet.
+//   - FanOut puts a graph's generated CRD on one cluster with server-side
+//     apply and waits until it is established. It refuses to touch a CRD it
+//     does not own (Conflict), a cluster that does not serve a child kind
+//     the graph needs, or a breaking schema change without the RGD's opt-in
+//     (Incompatible). Its Ensure method is the gate the spoke runtime
+//     consults per graph and cluster, so instance watches start only where
+//     the CRD is established, and a slow or dead spoke delays only itself.
+//   - Tracker keeps each graph's state per cluster; GraphStatus.Summary
+//     condenses it into the bounded form written on the RGD.
+//   - RGDReconciler watches ResourceGraphDefinitions on the hub cluster only
+//     and drives a Registry (sdk.Hub) with them, writing GraphAccepted,
+//     Ready, the topological order and the fleet summary back.
+//
+// Metrics are registered in controller-runtime's registry, labelled with
+// the cluster.
 package hub

@@ -1,0 +1,62 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// Cluster is an engaged cluster and its name.
+type Cluster struct {
+	Name    string
+	Cluster cluster.Cluster
+}
+
+// DeleteUnusedCRDs deletes g's CRD from every cluster that holds no instance
+// of it and where fleetgraph owns the CRD, all clusters in parallel. A
+// cluster that still has instances keeps the CRD: deleting it would delete
+// them.
+func DeleteUnusedCRDs(ctx context.Context, clusters []Cluster, g *graph.Graph) error {
+	errs := make([]error, len(clusters))
+	var wg sync.WaitGroup
+	for i, c := range clusters {
+		wg.Go(func() {
+			if err := deleteIfUnused(ctx, c.Cluster, g); err != nil {
+				errs[i] = fmt.Errorf("cluster %q: %w", c.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func deleteIfUnused(ctx context.Context, cl cluster.Cluster, g *graph.Graph) error {
+	crd, err := getCRD(ctx, cl.GetAPIReader(), g.CRD.Name)
+	if err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if crd.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByFleetgraph {
+		return nil
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(g.Instance.GVK.GroupVersion().WithKind(g.Instance.GVK.Kind + "List"))
+	if err := cl.GetAPIReader().List(ctx, list, client.Limit(1)); err != nil {
+		return fmt.Errorf("listing instances: %w", err)
+	}
+	if len(list.Items) > 0 {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	u.SetName(crd.Name)
+	return client.IgnoreNotFound(cl.GetClient().Delete(ctx, u, client.Preconditions{UID: &crd.UID}))
+}

@@ -1,0 +1,143 @@
+//go:build integration
+
+package sdk_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgraph/fleetgraph/sdk"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+)
+
+const (
+	wait = 60 * time.Second
+	tick = 100 * time.Millisecond
+)
+
+var (
+	webAppGVK = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "WebApp"}
+	cacheGVK  = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "Cache"}
+)
+
+// startHub sets a Hub up in a new multicluster manager for the hub cluster
+// at cfg and runs it until the test ends.
+func startHub(t *testing.T, cfg *rest.Config, provider multicluster.Provider, opts sdk.Options) *sdk.Hub {
+	t.Helper()
+	h, err := sdk.NewHub(provider, opts)
+	require.NoError(t, err)
+	mgr, err := mcmanager.New(cfg, provider, manager.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	require.NoError(t, err)
+	require.NoError(t, h.SetupWithManager(mgr))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(wait):
+			t.Errorf("manager did not stop within %s", wait)
+		}
+	})
+	return h
+}
+
+func readRGD(t *testing.T, file string) *v1alpha1.ResourceGraphDefinition {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	rgd := &v1alpha1.ResourceGraphDefinition{}
+	require.NoError(t, yaml.UnmarshalStrict(raw, rgd))
+	return rgd
+}
+
+func newClient(t *testing.T, cfg *rest.Config) client.Client {
+	t.Helper()
+	c, err := client.New(cfg, client.Options{})
+	require.NoError(t, err)
+	require.NoError(t, v1alpha1.AddToScheme(c.Scheme()))
+	return c
+}
+
+func instance(gvk schema.GroupVersionKind, name string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace("default")
+	u.SetName(name)
+	return u
+}
+
+// createWhenServed creates obj, retrying while its kind is not served yet.
+func createWhenServed(t *testing.T, c client.Client, obj *unstructured.Unstructured) {
+	t.Helper()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		err := c.Create(context.Background(), obj.DeepCopy())
+		require.NoError(ct, client.IgnoreAlreadyExists(err))
+	}, wait, tick, "creating %s %s", obj.GetKind(), obj.GetName())
+}
+
+func state(c client.Client, gvk schema.GroupVersionKind, name string) string {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, u); err != nil {
+		return "get: " + err.Error()
+	}
+	s, _, _ := unstructured.NestedString(u.Object, "status", "state")
+	return s
+}
+
+func requireState(t *testing.T, c client.Client, gvk schema.GroupVersionKind, name, want string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, want, state(c, gvk, name))
+	}, wait, tick, "%s %s should reach %s", gvk.Kind, name, want)
+}
+
+func configMapData(c client.Client, name string) (map[string]string, error) {
+	cm := &corev1.ConfigMap{}
+	err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, cm)
+	return cm.Data, err
+}
+
+func rgdCondition(c client.Client, name, typ string) *metav1.Condition {
+	rgd := &v1alpha1.ResourceGraphDefinition{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: name}, rgd); err != nil {
+		return nil
+	}
+	for i := range rgd.Status.Conditions {
+		if rgd.Status.Conditions[i].Type == typ {
+			return &rgd.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func clusterStates(h *sdk.Hub, graph string) map[string]string {
+	out := map[string]string{}
+	for _, c := range h.FleetStatus(graph).Clusters {
+		out[c.Cluster] = fmt.Sprintf("%s %d/%d", c.CRD, c.ReadyInstances, c.Instances)
+	}
+	return out
+}

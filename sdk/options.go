@@ -1,0 +1,70 @@
+package sdk
+
+import (
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/spoke"
+)
+
+// Options configures a Hub. The zero value is usable: every field documents
+// its default.
+type Options struct {
+	// DisableRGDController turns off the controller that watches
+	// ResourceGraphDefinition objects on the hub cluster and registers them.
+	// Defaults to false: the controller runs whenever the hub cluster serves
+	// the kro.run/v1alpha1 ResourceGraphDefinition kind (see InstallRGDCRD).
+	// Graphs can always be registered from Go with RegisterGraph.
+	DisableRGDController bool
+	// InstallRGDCRD applies the ResourceGraphDefinition CRD to the hub
+	// cluster when the Hub is set up. Defaults to false: installing APIs is
+	// left to the platform.
+	InstallRGDCRD bool
+	// Workers is the number of instances of one graph reconciled at once,
+	// across all clusters. Defaults to spoke.DefaultWorkers.
+	Workers int
+	// FieldManager is the server-side apply field manager for CRDs and
+	// children. Defaults to "fleetgraph".
+	FieldManager string
+	// SchemaResolver gives the compiler the OpenAPI schemas of child kinds,
+	// so expressions that read them are type-checked. Defaults to nil:
+	// expressions reading children are checked dynamically (the instance
+	// schema is always fully typed).
+	SchemaResolver graph.SchemaResolver
+	// DeleteCRDsOnUnregister removes a graph's CRD from every spoke that has
+	// no instance of it left when the graph is unregistered. Defaults to
+	// false: CRDs stay, so no instance can be lost by accident.
+	DeleteCRDsOnUnregister bool
+	// EstablishTimeout bounds one wait for a CRD to become established on a
+	// spoke; the attempt is then retried with backoff. Defaults to
+	// hub.DefaultEstablishTimeout.
+	EstablishTimeout time.Duration
+	// StatusResync is how often each RGD's fleet status is refreshed.
+	// Defaults to hub.DefaultResync.
+	StatusResync time.Duration
+	// Logger defaults to controller-runtime's log.Log named "fleetgraph".
+	Logger logr.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Workers == 0 {
+		o.Workers = spoke.DefaultWorkers
+	}
+	if o.FieldManager == "" {
+		o.FieldManager = hub.DefaultFieldManager
+	}
+	if o.EstablishTimeout == 0 {
+		o.EstablishTimeout = hub.DefaultEstablishTimeout
+	}
+	if o.StatusResync == 0 {
+		o.StatusResync = hub.DefaultResync
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = log.Log.WithName("fleetgraph")
+	}
+	return o
+}

@@ -1,0 +1,202 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// SetupWithManager embeds the Hub in mgr: the instance runtime is engaged
+// with every cluster mgr's provider engages (or, with a nil provider, with
+// mgr's own cluster), and the RGD controller runs on mgr's own (hub)
+// cluster unless disabled. Call it before mgr.Start, once.
+//
+// mgr's provider should be the one given to NewHub; a Hub created with a nil
+// provider serves mgr's own cluster only.
+func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
+	h.mu.Lock()
+	if h.mgr != nil {
+		h.mu.Unlock()
+		return ErrAlreadySetUp
+	}
+	h.mgr = mgr
+	h.recorder = mgr.GetLocalManager().GetEventRecorder("fleetgraph")
+	h.mu.Unlock()
+
+	// Order matters: the multicluster manager engages in the order runnables
+	// were added, and the gate needs the cluster to be known first.
+	if err := mgr.Add(clusterTracker{h}); err != nil {
+		return fmt.Errorf("adding cluster tracker: %w", err)
+	}
+	if err := mgr.Add(h.runtime); err != nil {
+		return fmt.Errorf("adding instance runtime: %w", err)
+	}
+	if h.provider == nil {
+		if err := mgr.GetLocalManager().Add(manager.RunnableFunc(h.serveLocal)); err != nil {
+			return fmt.Errorf("adding single-cluster runnable: %w", err)
+		}
+	}
+	return h.setupRGDController(mgr.GetLocalManager())
+}
+
+// serveLocal engages the manager's own cluster, in single-cluster mode.
+func (h *Hub) serveLocal(ctx context.Context) error {
+	local := h.mgr.GetLocalManager()
+	if err := (clusterTracker{h}).Engage(ctx, mcmanager.LocalCluster, local); err != nil {
+		return err
+	}
+	if err := h.runtime.Engage(ctx, mcmanager.LocalCluster, local); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (h *Hub) setupRGDController(local manager.Manager) error {
+	if h.opts.DisableRGDController {
+		return nil
+	}
+	scheme := local.GetScheme()
+	if !scheme.Recognizes(v1alpha1.GroupVersion.WithKind("ResourceGraphDefinition")) {
+		if err := v1alpha1.AddToScheme(scheme); err != nil {
+			return fmt.Errorf("adding the RGD types to the manager's scheme: %w", err)
+		}
+	}
+	if h.opts.InstallRGDCRD {
+		if err := installRGDCRD(local); err != nil {
+			return err
+		}
+	} else if !servesRGDs(local) {
+		h.opts.Logger.Info("RGD controller off: the hub cluster does not serve " +
+			"kro.run/v1alpha1 ResourceGraphDefinition (set Options.InstallRGDCRD to install it)")
+		return nil
+	}
+	r := &hub.RGDReconciler{
+		Client:   local.GetClient(),
+		Registry: h,
+		Recorder: h.recorder,
+		Resync:   h.opts.StatusResync,
+		Changed:  h.changed,
+	}
+	return r.SetupWithManager(local)
+}
+
+func servesRGDs(local manager.Manager) bool {
+	gvk := v1alpha1.GroupVersion.WithKind("ResourceGraphDefinition")
+	_, err := local.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err == nil
+}
+
+// installRGDCRD creates or updates the RGD CRD with a direct client: the
+// manager's cache is not running yet.
+func installRGDCRD(local manager.Manager) error {
+	crd, err := v1alpha1.CRD()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(local.GetConfig(), client.Options{})
+	if err != nil {
+		return fmt.Errorf("client for the hub: %w", err)
+	}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	u, err := hub.ApplyObject(crd)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("fleetgraph"), client.ForceOwnership); err != nil {
+		return fmt.Errorf("installing the ResourceGraphDefinition CRD: %w", err)
+	}
+	return hub.WaitEstablished(ctx, c, crd.Name)
+}
+
+// gate is the spoke runtime's Gate: before a graph is served on a cluster,
+// its CRD is put there and established.
+func (h *Hub) gate(ctx context.Context, name multicluster.ClusterName, g *graph.Graph) error {
+	h.mu.Lock()
+	e := h.clusters[string(name)]
+	h.mu.Unlock()
+	if e == nil {
+		return fmt.Errorf("cluster %q is not engaged", name)
+	}
+	return h.fanOut.Ensure(ctx, string(name), e.cl, g)
+}
+
+func (h *Hub) allowsBreaking(graphName string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	reg := h.graphs[graphName]
+	return reg != nil && reg.allowBreaking
+}
+
+// onTransition puts an event on the RGD when a cluster cannot serve it.
+func (h *Hub) onTransition(graphName, clusterName string, state hub.CRDState, msg string) {
+	if state != hub.CRDConflict && state != hub.CRDIncompatible {
+		return
+	}
+	h.mu.Lock()
+	reg, rec := h.graphs[graphName], h.recorder
+	h.mu.Unlock()
+	if reg == nil || reg.rgd == nil || rec == nil {
+		return
+	}
+	rec.Eventf(reg.rgd, nil, "Warning", "CRD"+string(state), "FanOut", "cluster %q: %s", clusterName, msg)
+}
+
+// notifyChanged asks the RGD controller to rewrite a graph's status soon. It
+// never blocks: if the queue is full, the periodic resync catches up.
+func (h *Hub) notifyChanged(graphName string) {
+	select {
+	case h.changed <- graphName:
+	default:
+	}
+}
+
+func (h *Hub) clusterList() []hub.Cluster {
+	out := make([]hub.Cluster, 0, len(h.clusters))
+	for _, e := range h.clusters {
+		out = append(out, hub.Cluster{Name: e.name, Cluster: e.cl})
+	}
+	return out
+}
+
+// clusterTracker records the clusters the manager engages, for the gate,
+// and forgets each one, and its fleet status, when it is disengaged.
+type clusterTracker struct{ h *Hub }
+
+var _ multicluster.Aware = clusterTracker{}
+
+func (t clusterTracker) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	e := &engaged{name: string(name), cl: cl}
+	t.h.mu.Lock()
+	t.h.clusters[e.name] = e
+	t.h.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		t.h.mu.Lock()
+		current := t.h.clusters[e.name] == e
+		if current {
+			delete(t.h.clusters, e.name)
+		}
+		t.h.mu.Unlock()
+		if current {
+			t.h.tracker.DropCluster(e.name)
+		}
+	})
+	return nil
+}
+
+// Start lets the tracker be added to a manager, which is what engages it.
+func (clusterTracker) Start(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
