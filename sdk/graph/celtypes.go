@@ -62,15 +62,31 @@ func objectDeclType(s common.Schema, name string, depth int) *apiservercel.DeclT
 	for _, r := range s.Required() {
 		required[r] = true
 	}
+	closed := !s.IsXPreserveUnknownFields()
 	fields := make(map[string]*apiservercel.DeclField, len(props))
 	for field, prop := range props {
 		if !isCELIdent(field) {
+			closed = false
 			continue
 		}
 		t := declTypeOf(prop, name+"."+field, depth+1)
 		fields[field] = apiservercel.NewDeclField(field, t, required[field], nil, nil)
 	}
-	return apiservercel.NewObjectType(name, fields)
+	t := apiservercel.NewObjectType(name, fields)
+	if closed {
+		t.Metadata = map[string]string{closedKey: "true"}
+	}
+	return t
+}
+
+// closedKey marks, in DeclType.Metadata, an object type that lists every
+// field its schema allows, so templates may be checked for unknown fields.
+const closedKey = "fleetgraph.dev/closed"
+
+// isClosed reports whether t is an object type whose schema allows no
+// fields beyond t's.
+func isClosed(t *apiservercel.DeclType) bool {
+	return t != nil && t.IsObject() && t.Metadata[closedKey] == "true"
 }
 
 // isCELIdent reports whether a field can be selected with ".name".

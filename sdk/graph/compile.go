@@ -31,6 +31,7 @@ func Compile(rgd *v1alpha1.ResourceGraphDefinition, opts Options) (*Graph, error
 		opts:       opts,
 		byID:       map[string]*resource{},
 		valueNames: map[string]bool{varSchema: true},
+		programs:   map[programKey]programResult{},
 	}
 	return c.run()
 }
@@ -49,9 +50,12 @@ type compiler struct {
 	// every resource id.
 	valueNames map[string]bool
 
-	provider *apiservercel.DeclTypeProvider
-	typesEnv *cel.Env // base + declared object types
-	graphEnv *cel.Env // typesEnv + schema + every resource id
+	kinds    *typedEnv // base + the child kinds' types (cached across compiles)
+	instance *typedEnv // kinds + the instance's types + schema + every resource id
+	graphEnv *cel.Env  // instance.env
+	// programs dedupes expressions: the same source in the same
+	// environment compiles once.
+	programs map[programKey]programResult
 }
 
 func (c *compiler) fail(err error) { c.errs = append(c.errs, err) }
@@ -138,13 +142,13 @@ func isNotFound(err error) bool {
 // buildEnvs declares the object types and the variables every expression
 // may use.
 func (c *compiler) buildEnvs() error {
-	decls := []*apiservercel.DeclType{c.instanceDecl}
+	var kinds []*apiservercel.DeclType
 	seen := map[*apiservercel.DeclType]bool{}
 	vars := map[string]*cel.Type{varSchema: c.instanceDecl.CelType()}
 	for _, r := range c.resources {
 		if r.decl.IsObject() && !seen[r.decl] {
 			seen[r.decl] = true
-			decls = append(decls, r.decl)
+			kinds = append(kinds, r.decl)
 		}
 		t := celType(r.decl)
 		if r.node.Collection {
@@ -152,16 +156,51 @@ func (c *compiler) buildEnvs() error {
 		}
 		vars[r.node.ID] = t
 	}
-	c.provider = apiservercel.NewDeclTypeProvider(decls...)
-	env, err := typesEnv(decls)
-	if err != nil {
-		return &Error{Err: errorf(ErrExpression, "declaring types: %v", err)}
+	var err error
+	if c.kinds, err = kindsEnv(kinds); err != nil {
+		return &Error{Err: errorf(ErrExpression, "declaring the child kinds' types: %v", err)}
 	}
-	c.typesEnv = env
-	if c.graphEnv, err = withVariables(env, vars); err != nil {
-		return &Error{Err: errorf(ErrExpression, "declaring variables: %v", err)}
+	if c.instance, err = extendTypes(c.kinds.env, []*apiservercel.DeclType{c.instanceDecl}, variables(vars)...); err != nil {
+		return &Error{Err: errorf(ErrExpression, "declaring the instance type and variables: %v", err)}
 	}
+	c.graphEnv = c.instance.env
 	return nil
+}
+
+// findDeclType finds an object type by name among the instance's and the
+// child kinds'.
+func (c *compiler) findDeclType(name string) (*apiservercel.DeclType, bool) {
+	if t, ok := c.instance.findDeclType(name); ok && t.IsObject() {
+		return t, true
+	}
+	return c.kinds.findDeclType(name)
+}
+
+type programKey struct {
+	env *cel.Env
+	src string
+}
+
+type programResult struct {
+	p   *program
+	err error
+}
+
+// compile compiles src in env once per Compile call; written is how the
+// expression appears at this use.
+func (c *compiler) compile(env *cel.Env, src, written string) (*program, error) {
+	key := programKey{env, src}
+	res, ok := c.programs[key]
+	if !ok {
+		res.p, res.err = compileExpr(env, src, written, c.valueNames)
+		c.programs[key] = res
+	}
+	if res.err != nil {
+		return nil, res.err
+	}
+	p := *res.p
+	p.written = written
+	return &p, nil
 }
 
 // String describes the graph in one line, for logs.

@@ -9,6 +9,7 @@ import (
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/interpreter"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/library"
@@ -56,33 +57,126 @@ var baseEnv = sync.OnceValues(func() (*cel.Env, error) {
 	)
 })
 
-// programOptions bound the cost of one evaluation, like the API server
-// does, so a runaway comprehension cannot stall a reconcile.
-var programOptions = []cel.ProgramOption{
-	cel.EvalOptions(cel.OptOptimize),
-	cel.CostLimit(celconfig.PerCallLimit),
+// planner turns checked expressions into interpretables sharing one
+// function dispatcher. cel.Env.Program builds a fresh dispatcher holding
+// every overload of every library for each program, which costs more than
+// parsing and checking together; our extended environments only add
+// variables and types, never functions, so one dispatcher serves them all.
+type planner struct {
+	disp interpreter.Dispatcher
 }
 
-// typesEnv extends the base environment with the object types of decls.
-func typesEnv(decls []*apiservercel.DeclType) (*cel.Env, error) {
+var sharedPlanner = sync.OnceValues(func() (*planner, error) {
+	env, err := baseEnv()
+	if err != nil {
+		return nil, err
+	}
+	disp := interpreter.NewDispatcher()
+	for _, fn := range env.Functions() {
+		bindings, err := fn.Bindings()
+		if err != nil {
+			return nil, err
+		}
+		if err := disp.Add(bindings...); err != nil {
+			return nil, err
+		}
+	}
+	return &planner{disp: disp}, nil
+})
+
+// plan builds the interpretable of a checked expression. Like the API
+// server, it bounds the cost of one evaluation, so that a runaway
+// comprehension cannot stall a reconcile.
+func (p *planner) plan(env *cel.Env, ast *cel.Ast) (interpreter.Interpretable, error) {
+	attrs := interpreter.NewAttributeFactory(env.Container, env.CELTypeAdapter(), env.CELTypeProvider())
+	interp := interpreter.NewInterpreter(p.disp, env.Container, env.CELTypeProvider(), env.CELTypeAdapter(), attrs)
+	return interp.NewInterpretable(ast.NativeRep(),
+		interpreter.CustomDecorator(lazyOptionalOr),
+		interpreter.Optimize(),
+		interpreter.CompileRegexConstants(interpreter.MatchesRegexOptimization, library.FindRegexOptimization, library.FindAllRegexOptimization),
+		interpreter.CostObserver(interpreter.CostTrackerFactory(newCostTracker)),
+	)
+}
+
+func newCostTracker() (*interpreter.CostTracker, error) {
+	return interpreter.NewCostTracker(nil, interpreter.CostTrackerLimit(celconfig.PerCallLimit))
+}
+
+// typedEnv is an environment that knows a set of object types.
+type typedEnv struct {
+	env      *cel.Env
+	provider *apiservercel.DeclTypeProvider
+}
+
+// findDeclType looks a type up in this environment's provider.
+func (t *typedEnv) findDeclType(name string) (*apiservercel.DeclType, bool) {
+	return t.provider.FindDeclType(name)
+}
+
+// extendTypes returns env extended with the object types of decls (and
+// whatever env already knows), plus extra options.
+func extendTypes(env *cel.Env, decls []*apiservercel.DeclType, extra ...cel.EnvOption) (*typedEnv, error) {
+	provider := apiservercel.NewDeclTypeProvider(decls...)
+	provider.SetRecognizeKeywordAsFieldName(true)
+	opts, err := provider.EnvOptions(env.CELTypeProvider())
+	if err != nil {
+		return nil, err
+	}
+	out, err := env.Extend(append(opts, extra...)...)
+	if err != nil {
+		return nil, err
+	}
+	return &typedEnv{env: out, provider: provider}, nil
+}
+
+// kindEnvs caches, per set of child-kind types, the base environment
+// extended with them. Registering the types of a large kind (a Deployment
+// nests hundreds of object types) costs more than compiling a small graph,
+// and the same kinds come back in graph after graph.
+var kindEnvs = struct {
+	sync.Mutex
+	m map[string]*typedEnv
+}{m: map[string]*typedEnv{}}
+
+const kindEnvsSize = 64
+
+// kindsEnv returns the base environment extended with decls, cached by the
+// identity of decls (which cachedDeclType keeps stable).
+func kindsEnv(decls []*apiservercel.DeclType) (*typedEnv, error) {
+	keys := make([]string, len(decls))
+	for i, d := range decls {
+		keys[i] = fmt.Sprintf("%p", d)
+	}
+	sort.Strings(keys)
+	key := strings.Join(keys, ",")
+	kindEnvs.Lock()
+	te, ok := kindEnvs.m[key]
+	kindEnvs.Unlock()
+	if ok {
+		return te, nil
+	}
 	base, err := baseEnv()
 	if err != nil {
 		return nil, err
 	}
-	if len(decls) == 0 {
-		return base, nil
-	}
-	provider := apiservercel.NewDeclTypeProvider(decls...)
-	provider.SetRecognizeKeywordAsFieldName(true)
-	opts, err := provider.EnvOptions(base.CELTypeProvider())
-	if err != nil {
+	if te, err = extendTypes(base, decls); err != nil {
 		return nil, err
 	}
-	return base.Extend(opts...)
+	kindEnvs.Lock()
+	if len(kindEnvs.m) >= kindEnvsSize {
+		clear(kindEnvs.m)
+	}
+	kindEnvs.m[key] = te
+	kindEnvs.Unlock()
+	return te, nil
 }
 
 // withVariables extends env with variables, in a stable order.
 func withVariables(env *cel.Env, vars map[string]*cel.Type) (*cel.Env, error) {
+	return env.Extend(variables(vars)...)
+}
+
+func variables(vars map[string]*cel.Type) []cel.EnvOption {
 	names := make([]string, 0, len(vars))
 	for n := range vars {
 		names = append(names, n)
@@ -92,14 +186,14 @@ func withVariables(env *cel.Env, vars map[string]*cel.Type) (*cel.Env, error) {
 	for _, n := range names {
 		opts = append(opts, cel.Variable(n, vars[n]))
 	}
-	return env.Extend(opts...)
+	return opts
 }
 
 // program is one compiled expression.
 type program struct {
 	// written is the expression as it appears in the RGD, ${} included.
 	written string
-	prog    cel.Program
+	prog    interpreter.Interpretable
 	out     *cel.Type
 	// refs are the names this expression reads from Values ("schema" and
 	// resource ids), sorted. Evaluation waits (ErrPending) until all are
@@ -113,7 +207,11 @@ func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool) 
 	if iss.Err() != nil {
 		return nil, errorf(ErrExpression, "%s", issueMessages(iss))
 	}
-	prog, err := env.Program(ast, programOptions...)
+	pl, err := sharedPlanner()
+	if err != nil {
+		return nil, errorf(ErrExpression, "%v", err)
+	}
+	prog, err := pl.plan(env, ast)
 	if err != nil {
 		return nil, errorf(ErrExpression, "%v", err)
 	}

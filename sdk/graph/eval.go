@@ -70,7 +70,7 @@ func (sc *scope) eval(p *program, path string) (ref.Val, error) {
 			return nil, sc.wrap(path, p.written, fmt.Errorf("%w: %q is not observed yet", ErrPending, name))
 		}
 	}
-	out, _, err := p.prog.Eval(sc)
+	out, err := run(p.prog, sc)
 	if err != nil {
 		if isMissingData(err) && readsResource(p) {
 			return nil, sc.wrap(path, p.written, fmt.Errorf("%w: %v", ErrPending, err))
@@ -264,4 +264,22 @@ func copyJSONChecked(v any) (any, error) {
 		return float64(v), nil
 	}
 	return nil, fmt.Errorf("unsupported value of type %T", v)
+}
+
+// run evaluates prog, turning CEL error values and the cost tracker's panic
+// into errors.
+func run(prog interpreter.Interpretable, sc *scope) (out ref.Val, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("evaluation stopped: %v", r)
+		}
+	}()
+	out = prog.Eval(sc)
+	if e, ok := out.(*types.Err); ok {
+		return nil, e
+	}
+	if types.IsUnknown(out) {
+		return nil, fmt.Errorf("result is unknown")
+	}
+	return out, nil
 }

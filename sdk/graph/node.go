@@ -211,7 +211,7 @@ func (c *compiler) compileIterators(r *resource, np *nodeProgram) *cel.Env {
 	}
 	vars := map[string]*cel.Type{}
 	for _, it := range r.iterators {
-		p, err := compileExpr(c.graphEnv, it.src, it.written, c.valueNames)
+		p, err := c.compile(c.graphEnv, it.src, it.written)
 		if err != nil {
 			c.fail(&Error{ResourceID: r.node.ID, Path: it.path, Expression: it.written, Err: err})
 			vars[it.name] = cel.DynType
@@ -266,7 +266,7 @@ func (c *compiler) compileConditions(r *resource, field string, entries []string
 		if field == "readyWhen" && !c.checkReadyRefs(r, env, src, fail) {
 			continue
 		}
-		p, err := compileExpr(env, src, written, c.valueNames)
+		p, err := c.compile(env, src, written)
 		if err != nil {
 			fail(err)
 			continue
@@ -294,17 +294,19 @@ func conditionSource(written string) (string, error) {
 	return src, nil
 }
 
-// readyEnv is the environment of r's readyWhen: only r itself (the observed
-// object) and, for a collection, each.
+// readyEnv is the environment of r's readyWhen, in which r's id is one
+// observed object (and so is each, for a collection). For a plain resource
+// that is the graph's environment (checkReadyRefs keeps other names out);
+// a collection needs its own, since elsewhere its id is a list.
 func (c *compiler) readyEnv(r *resource) *cel.Env {
 	if len(r.src.ReadyWhen) == 0 {
 		return nil
 	}
-	vars := map[string]*cel.Type{r.node.ID: celType(r.decl)}
-	if r.node.Collection {
-		vars[varEach] = celType(r.decl)
+	if !r.node.Collection {
+		return c.graphEnv
 	}
-	env, err := withVariables(c.typesEnv, vars)
+	vars := map[string]*cel.Type{r.node.ID: celType(r.decl), varEach: celType(r.decl)}
+	env, err := withVariables(c.kinds.env, vars)
 	if err != nil {
 		c.fail(&Error{ResourceID: r.node.ID, Path: "readyWhen", Err: errorf(ErrExpression, "%v", err)})
 		return nil

@@ -149,7 +149,7 @@ func (c *compiler) schemaOfType(t *cel.Type, depth int) apiextensionsv1.JSONSche
 		values := c.schemaOfType(t.Parameters()[1], depth+1)
 		return apiextensionsv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &values}}
 	case types.StructKind:
-		if decl, ok := c.provider.FindDeclType(t.TypeName()); ok && depth < maxStatusDepth {
+		if decl, ok := c.findDeclType(t.TypeName()); ok && depth < maxStatusDepth {
 			return c.schemaOfDecl(decl, depth)
 		}
 		return freeObject()

@@ -171,6 +171,10 @@ func (tc *templateCompiler) object(path string, obj map[string]any, want *apiser
 	out := &tmplObject{keys: keys}
 	dynamic := false
 	for _, k := range keys {
+		if isClosed(want) && want.Fields[k] == nil {
+			tc.fail(joinPath(path, k), "", errorf(ErrInvalid, "unknown field %q: the kind's schema has no such field", k))
+			continue
+		}
 		child := tc.value(joinPath(path, k), obj[k], fieldType(want, k))
 		_, isLit := child.(tmplLiteral)
 		dynamic = dynamic || !isLit
@@ -239,7 +243,7 @@ func (tc *templateCompiler) str(path, s string, want *apiservercel.DeclType) tmp
 }
 
 func (tc *templateCompiler) compile(path, src, written string) *program {
-	p, err := compileExpr(tc.env, src, written, tc.c.valueNames)
+	p, err := tc.c.compile(tc.env, src, written)
 	if err != nil {
 		tc.fail(path, written, err)
 		return nil

@@ -1,0 +1,134 @@
+package graph_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/openapi/openapitest"
+
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/sdk/graph/resolver"
+)
+
+// staticResolver resolves the kinds of the embedded Kubernetes OpenAPI
+// documents once, so that compiling measures the compiler, not the fetch.
+func staticResolver(t testing.TB) graph.StaticResolver {
+	t.Helper()
+	live := resolver.New(openapitest.NewEmbeddedFileClient(), resolver.Options{})
+	out := graph.StaticResolver{}
+	for _, gvk := range []schema.GroupVersionKind{
+		{Version: "v1", Kind: "ConfigMap"}, {Version: "v1", Kind: "Service"}, {Version: "v1", Kind: "Secret"},
+		{Version: "v1", Kind: "Namespace"}, {Version: "v1", Kind: "ResourceQuota"}, {Version: "v1", Kind: "Pod"},
+		{Group: "apps", Version: "v1", Kind: "Deployment"}, {Group: "apps", Version: "v1", Kind: "StatefulSet"},
+		{Group: "batch", Version: "v1", Kind: "Job"},
+	} {
+		s, err := live.ResolveSchema(gvk)
+		require.NoError(t, err)
+		out[gvk] = s
+	}
+	return out
+}
+
+// chainRGD builds an RGD of n resources cycling through ConfigMap,
+// Deployment and Service, each reading the instance and the one before.
+func chainRGD(t testing.TB, n int) *v1alpha1.ResourceGraphDefinition {
+	var b strings.Builder
+	b.WriteString(`apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: chain}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Chain
+    spec:
+      name: string | required=true
+      image: string | default="nginx"
+      replicas: integer | default=1 minimum=0
+      port: integer | default=80
+    status:
+      first: ${r0.metadata.name}
+  resources:
+`)
+	for i := range n {
+		prev := "schema.spec.name"
+		if i > 0 {
+			prev = fmt.Sprintf("r%d.metadata.name", i-1)
+		}
+		switch i % 3 {
+		case 0:
+			fmt.Fprintf(&b, `  - id: r%d
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.spec.name}-%d
+      data:
+        previous: ${%s}
+        replicas: ${string(schema.spec.replicas)}
+`, i, i, prev)
+		case 1:
+			fmt.Fprintf(&b, `  - id: r%d
+    readyWhen:
+    - ${r%d.status.?availableReplicas.orValue(0) >= 1}
+    template:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata:
+        name: ${schema.spec.name}-%d
+        labels: {app: "${schema.spec.name}"}
+      spec:
+        replicas: ${schema.spec.replicas}
+        selector: {matchLabels: {app: "${schema.spec.name}-%d"}}
+        template:
+          metadata: {labels: {app: "${schema.spec.name}-%d"}}
+          spec:
+            containers:
+            - name: app
+              image: ${schema.spec.image}
+              ports: [{containerPort: "${schema.spec.port}"}]
+              env: [{name: PREV, value: "${%s}"}]
+`, i, i, i, i, i, prev)
+		case 2:
+			fmt.Fprintf(&b, `  - id: r%d
+    template:
+      apiVersion: v1
+      kind: Service
+      metadata:
+        name: ${%s}
+      spec:
+        selector: ${r%d.spec.selector.matchLabels}
+        ports: [{port: "${schema.spec.port}", targetPort: "${r%d.spec.template.spec.containers[0].ports[0].containerPort}"}]
+`, i, prev, i-1, i-1)
+		}
+	}
+	return parseRGD(t, b.String())
+}
+
+func TestChainRGDCompilesTyped(t *testing.T) {
+	for _, n := range []int{3, 10, 50} {
+		g, err := graph.Compile(chainRGD(t, n), graph.Options{Resolver: staticResolver(t)})
+		require.NoError(t, err)
+		require.Len(t, g.Levels, n)
+	}
+}
+
+func BenchmarkCompile(b *testing.B) {
+	res := staticResolver(b)
+	for _, n := range []int{3, 10, 50} {
+		rgd := chainRGD(b, n)
+		_, err := graph.Compile(rgd, graph.Options{Resolver: res}) // warm the type cache
+		require.NoError(b, err)
+		b.Run(fmt.Sprintf("resources=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := graph.Compile(rgd, graph.Options{Resolver: res}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

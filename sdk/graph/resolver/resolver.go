@@ -1,0 +1,207 @@
+package resolver
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	celresolver "k8s.io/apiserver/pkg/cel/openapi/resolver"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/openapi"
+	"k8s.io/client-go/rest"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+const (
+	// DefaultTTL is how long a group-version's schemas are reused by default.
+	DefaultTTL = 10 * time.Minute
+	// DefaultRefetchAfterMiss is how old a cached document must be before a
+	// kind missing from it causes a refetch, by default.
+	DefaultRefetchAfterMiss = 5 * time.Second
+)
+
+// Options tune a Resolver. The zero value is valid.
+type Options struct {
+	// TTL is how long a group-version's OpenAPI document is reused before it
+	// is fetched again. Defaults to DefaultTTL.
+	TTL time.Duration
+	// RefetchAfterMiss: when a kind is not in a cached document at least
+	// this old, the document is fetched again (a CRD may just have been
+	// installed). Defaults to DefaultRefetchAfterMiss.
+	RefetchAfterMiss time.Duration
+	// Now tells the time. Defaults to time.Now; tests set it.
+	Now func() time.Time
+}
+
+func (o *Options) setDefaults() {
+	if o.TTL <= 0 {
+		o.TTL = DefaultTTL
+	}
+	if o.RefetchAfterMiss <= 0 {
+		o.RefetchAfterMiss = DefaultRefetchAfterMiss
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Resolver is a graph.SchemaResolver reading OpenAPI v3 through discovery,
+// with a cache per group-version. It is safe for concurrent use. A schema it
+// returns is shared and must not be modified; the same kind resolves to the
+// same pointer while its document is cached, which lets graph.Compile reuse
+// the CEL types it derived from it.
+type Resolver struct {
+	client openapi.Client
+	opts   Options
+
+	mu    sync.Mutex
+	paths map[string]openapi.GroupVersion
+	docs  map[schema.GroupVersion]*document
+}
+
+var _ graph.SchemaResolver = (*Resolver)(nil)
+
+// New returns a Resolver reading from client, e.g.
+// discoveryClient.OpenAPIV3().
+func New(client openapi.Client, opts Options) *Resolver {
+	opts.setDefaults()
+	return &Resolver{client: client, opts: opts, docs: map[schema.GroupVersion]*document{}}
+}
+
+// NewForConfig returns a Resolver for the cluster cfg reaches.
+func NewForConfig(cfg *rest.Config, opts Options) (*Resolver, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating a discovery client: %w", err)
+	}
+	return New(dc.OpenAPIV3(), opts), nil
+}
+
+// Reset forgets every cached document.
+func (r *Resolver) Reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.paths = nil
+	clear(r.docs)
+}
+
+// ResolveSchema implements graph.SchemaResolver. An unknown group-version
+// or kind gives an error wrapping graph.ErrSchemaNotFound.
+func (r *Resolver) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	gv := gvk.GroupVersion()
+	doc, err := r.document(gv, false)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := doc.refs[gvk]; !ok && r.opts.Now().Sub(doc.fetched) >= r.opts.RefetchAfterMiss {
+		if doc, err = r.document(gv, true); err != nil {
+			return nil, err
+		}
+	}
+	return doc.resolve(gvk)
+}
+
+// document returns gv's cached document, fetching it when absent, expired
+// or when refetch is set. Called with r.mu held.
+func (r *Resolver) document(gv schema.GroupVersion, refetch bool) (*document, error) {
+	now := r.opts.Now()
+	if doc, ok := r.docs[gv]; ok && !refetch && now.Sub(doc.fetched) < r.opts.TTL {
+		return doc, nil
+	}
+	doc, err := r.fetch(gv, refetch)
+	if err != nil {
+		return nil, err
+	}
+	doc.fetched = now
+	r.docs[gv] = doc
+	return doc, nil
+}
+
+func (r *Resolver) fetch(gv schema.GroupVersion, refreshPaths bool) (*document, error) {
+	if r.paths == nil || refreshPaths {
+		paths, err := r.client.Paths()
+		if err != nil {
+			return nil, fmt.Errorf("listing OpenAPI v3 paths: %w", err)
+		}
+		r.paths = paths
+	}
+	c, ok := r.paths[pathOf(gv)]
+	if !ok {
+		return nil, fmt.Errorf("%w: the API server does not serve %s", graph.ErrSchemaNotFound, gv)
+	}
+	raw, err := c.Schema(runtime.ContentTypeJSON)
+	if err != nil {
+		return nil, fmt.Errorf("fetching the OpenAPI v3 document of %s: %w", gv, err)
+	}
+	return parseDocument(raw)
+}
+
+func pathOf(gv schema.GroupVersion) string {
+	if gv.Group == "" {
+		return "api/" + gv.Version
+	}
+	return "apis/" + gv.Group + "/" + gv.Version
+}
+
+const refPrefix = "#/components/schemas/"
+
+// document is one group-version's OpenAPI v3 document.
+type document struct {
+	fetched    time.Time
+	components map[string]*spec.Schema
+	refs       map[schema.GroupVersionKind]string
+	resolved   map[schema.GroupVersionKind]*spec.Schema
+}
+
+func parseDocument(raw []byte) (*document, error) {
+	var body struct {
+		Components struct {
+			Schemas map[string]*spec.Schema `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return nil, fmt.Errorf("decoding an OpenAPI v3 document: %w", err)
+	}
+	doc := &document{
+		components: body.Components.Schemas,
+		refs:       map[schema.GroupVersionKind]string{},
+		resolved:   map[schema.GroupVersionKind]*spec.Schema{},
+	}
+	for name, s := range doc.components {
+		var gvks []schema.GroupVersionKind
+		if err := s.Extensions.GetObject("x-kubernetes-group-version-kind", &gvks); err != nil {
+			continue
+		}
+		for _, gvk := range gvks {
+			doc.refs[gvk] = name
+		}
+	}
+	return doc, nil
+}
+
+func (d *document) resolve(gvk schema.GroupVersionKind) (*spec.Schema, error) {
+	if s, ok := d.resolved[gvk]; ok {
+		return s, nil
+	}
+	name, ok := d.refs[gvk]
+	if !ok {
+		return nil, fmt.Errorf("%w: the API server does not serve kind %s", graph.ErrSchemaNotFound, gvk)
+	}
+	s, err := celresolver.PopulateRefs(func(ref string) (*spec.Schema, bool) {
+		s, ok := d.components[strings.TrimPrefix(ref, refPrefix)]
+		return s, ok
+	}, refPrefix+name)
+	if err != nil {
+		return nil, fmt.Errorf("resolving references in the schema of %s: %w", gvk, err)
+	}
+	d.resolved[gvk] = s
+	return s, nil
+}
