@@ -5,7 +5,9 @@ import (
 	"fmt"
 
 	"github.com/kcp-dev/multicluster-provider/apiexport"
+	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -20,9 +22,21 @@ var (
 
 // APIExportOptions configure an APIExportProvider. The zero value is valid.
 type APIExportOptions struct {
-	// Scheme is used by the engaged clusters' clients and caches. Defaults
-	// to client-go's scheme; add the exported types, or use unstructured.
+	// Scheme is used by the engaged clusters' clients and caches; kcp's
+	// apis.kcp.io/v1alpha1 types (APIExportEndpointSlice, APIBinding), which
+	// the provider watches, are added to it. Defaults to client-go's types
+	// plus those; add the exported types, or use unstructured objects.
 	Scheme *runtime.Scheme
+}
+
+func setAPIExportDefaults(opts APIExportOptions) (APIExportOptions, error) {
+	if opts.Scheme == nil {
+		opts.Scheme = runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(opts.Scheme); err != nil {
+			return opts, err
+		}
+	}
+	return opts, apisv1alpha1.AddToScheme(opts.Scheme)
 }
 
 // APIExportProvider is a multicluster-runtime provider whose clusters are
@@ -46,6 +60,10 @@ type APIExportProvider struct {
 // credentials need read access to the slice and to the export's virtual
 // workspace (apiexports/content).
 func NewAPIExport(cfg *rest.Config, endpointSlice string, opts APIExportOptions) (*APIExportProvider, error) {
+	opts, err := setAPIExportDefaults(opts)
+	if err != nil {
+		return nil, fmt.Errorf("kcp apiexport provider: building the scheme: %w", err)
+	}
 	logger := log.Log.WithName("kcp-apiexport-provider")
 	inner, err := apiexport.New(cfg, endpointSlice, apiexport.Options{Scheme: opts.Scheme, Log: &logger})
 	if err != nil {

@@ -243,3 +243,102 @@ func widget(name string) client.Object {
 }
 
 func ptrTrue() *bool { b := true; return &b }
+
+var (
+	apiResourceSchemas = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiresourceschemas"}
+	apiExports         = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apiexports"}
+	apiBindings        = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apibindings"}
+	endpointSlices     = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiexportendpointslices"}
+)
+
+func TestAPIExportConsumersAreEngagedIsolatedAndDisengaged(t *testing.T) {
+	provider := createWorkspace(t, root, "widget-provider")
+	exportWidgets(t, provider)
+	one := createWorkspace(t, root, "consumer-one")
+	two := createWorkspace(t, root, "consumer-two")
+	oneName, twoName := clusterOf(t, root, "consumer-one"), clusterOf(t, root, "consumer-two")
+
+	p, err := kcp.NewAPIExport(server.ConfigFor(provider), "widgets", kcp.APIExportOptions{})
+	require.NoError(t, err)
+	rec := startProvider(t, p)
+	bindWidgets(t, one, provider)
+	bindWidgets(t, two, provider)
+
+	require.Eventually(t, func() bool { return rec.current(oneName) != nil && rec.current(twoName) != nil },
+		wait, tick, "both consumers engaged")
+
+	// An object created through consumer one's cluster lands in one only.
+	cl, err := p.Get(t.Context(), multicluster.ClusterName(oneName))
+	require.NoError(t, err)
+	require.NoError(t, cl.GetClient().Create(t.Context(), widget("w1")))
+	_, err = dyn(one).Resource(widgets).Get(t.Context(), "w1", metav1.GetOptions{})
+	assert.NoError(t, err, "the widget is in consumer one")
+	_, err = dyn(two).Resource(widgets).Get(t.Context(), "w1", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the widget is not in consumer two: %v", err)
+
+	// Removing the binding disengages the consumer; the other stays.
+	engagedOne := rec.current(oneName)
+	require.NoError(t, dyn(one).Resource(apiBindings).Delete(t.Context(), "widgets", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool { return engagedOne.ctx.Err() != nil }, wait, tick, "consumer one disengaged")
+	_, err = p.Get(t.Context(), multicluster.ClusterName(oneName))
+	assert.ErrorIs(t, err, multicluster.ErrClusterNotFound)
+	assert.NotNil(t, rec.current(twoName))
+}
+
+// exportWidgets publishes example.dev/v1 Widget from the provider workspace
+// as an APIResourceSchema and an APIExport called widgets, and waits for
+// kcp to create its APIExportEndpointSlice.
+func exportWidgets(t *testing.T, provider logicalcluster.Path) {
+	t.Helper()
+	ars := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIResourceSchema",
+		"metadata": map[string]any{"name": "v1.widgets.example.dev"},
+		"spec": map[string]any{
+			"group": "example.dev", "scope": "Cluster",
+			"names": map[string]any{"kind": "Widget", "listKind": "WidgetList", "plural": "widgets", "singular": "widget"},
+			"versions": []any{map[string]any{
+				"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+			}},
+		},
+	}}
+	_, err := dyn(provider).Resource(apiResourceSchemas).Create(t.Context(), ars, metav1.CreateOptions{})
+	require.NoError(t, err)
+	export := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
+		"metadata": map[string]any{"name": "widgets"},
+		"spec": map[string]any{"resources": []any{map[string]any{
+			"group": "example.dev", "name": "widgets", "schema": "v1.widgets.example.dev",
+			"storage": map[string]any{"crd": map[string]any{}},
+		}}},
+	}}
+	_, err = dyn(provider).Resource(apiExports).Create(t.Context(), export, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		_, err := dyn(provider).Resource(endpointSlices).Get(t.Context(), "widgets", metav1.GetOptions{})
+		assert.NoError(c, err)
+	}, wait, tick, "kcp creates the APIExportEndpointSlice")
+}
+
+// bindWidgets binds the provider's widgets export in consumer and waits for
+// the binding to be Ready.
+func bindWidgets(t *testing.T, consumer, provider logicalcluster.Path) {
+	t.Helper()
+	binding := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIBinding",
+		"metadata": map[string]any{"name": "widgets"},
+		"spec": map[string]any{"reference": map[string]any{"export": map[string]any{
+			"path": provider.String(), "name": "widgets",
+		}}},
+	}}
+	_, err := dyn(consumer).Resource(apiBindings).Create(t.Context(), binding, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got, err := dyn(consumer).Resource(apiBindings).Get(t.Context(), "widgets", metav1.GetOptions{})
+		if !assert.NoError(c, err) {
+			return
+		}
+		phase, _, _ := unstructured.NestedString(got.Object, "status", "phase")
+		assert.Equal(c, "Bound", phase)
+	}, wait, tick, "binding in %s is bound", consumer)
+}
