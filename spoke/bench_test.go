@@ -1,0 +1,246 @@
+//go:build integration
+
+package spoke_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/spoke"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+const (
+	benchInstances   = 500
+	benchConcurrency = 8
+)
+
+// countingTransport counts the requests a client makes.
+type countingTransport struct {
+	next http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
+}
+
+func counted(cfg *rest.Config, n *atomic.Int64) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, n: n} }
+	return cfg
+}
+
+// BenchmarkWebApp500 measures the reference workload (/work/shared/bench):
+// 500 WebApp instances on one spoke, created with concurrency 8, until all
+// are ACTIVE; against the floor of writing the same 2,000 objects directly
+// with server-side apply at the same concurrency on the same API server.
+func BenchmarkWebApp500(b *testing.B) {
+	srv, err := fgtesting.StartCluster("bench", fgtesting.ClusterOptions{
+		APIServerFlags: map[string]string{"service-cluster-ip-range": "10.96.0.0/16"},
+	})
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = srv.Stop() })
+	rgd, err := os.ReadFile(filepath.Join("testdata", "webapp-rgd.yaml"))
+	require.NoError(b, err)
+	g := compile(b, string(rgd))
+	c := newClient(b, srv.Config)
+	installCRD(b, c, g)
+	cpu := apiServerCPU(srv.Config.Host)
+
+	for i := range b.N {
+		floorNS, ctrlNS := fmt.Sprintf("floor-%d", i), fmt.Sprintf("bench-%d", i)
+		createNamespace(b, c, floorNS)
+		createNamespace(b, c, ctrlNS)
+
+		cpu0 := cpu()
+		floor, floorReqs := applyFloor(b, srv.Config, g, floorNS)
+		cpuFloor := cpu() - cpu0
+		deleteInstances(b, c, g, floorNS) // so that the runtime does not adopt them
+
+		cpu0 = cpu()
+		wall, reqs := runController(b, srv.Config, g, ctrlNS)
+		cpuCtrl := cpu() - cpu0
+
+		ratio := wall.Seconds() / floor.Seconds()
+		perInstance := float64(reqs) / benchInstances
+		b.Logf("floor: %d objects in %s (%d requests); controller: %d instances ACTIVE in %s",
+			4*benchInstances, floor.Round(time.Millisecond), floorReqs, benchInstances, wall.Round(time.Millisecond))
+		fmt.Printf("instances/floor ratio: %.2fx\n", ratio)
+		fmt.Printf("requests/instance: %.2f (floor %.2f)\n", perInstance, float64(floorReqs)/benchInstances)
+		if cpuCtrl >= 0 {
+			fmt.Printf("kube-apiserver CPU: controller %.1fs, floor %.1fs\n", cpuCtrl, cpuFloor)
+			b.ReportMetric(cpuCtrl, "apiserver-cpu-s")
+		}
+		b.ReportMetric(wall.Seconds(), "active-s")
+		b.ReportMetric(floor.Seconds(), "floor-s")
+		b.ReportMetric(ratio, "ratio")
+		b.ReportMetric(perInstance, "requests/instance")
+	}
+}
+
+// parallel runs f(0..n-1) with benchConcurrency goroutines.
+func parallel(b *testing.B, n int, f func(i int) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, benchConcurrency)
+	for range benchConcurrency {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(b, err)
+	}
+}
+
+func appName(i int) string { return fmt.Sprintf("app-%05d", i) }
+
+// applyFloor writes the 1,500 children and 500 instances directly with SSA.
+func applyFloor(b *testing.B, cfg *rest.Config, g *graph.Graph, ns string) (time.Duration, int64) {
+	var n atomic.Int64
+	c := newClient(b, counted(cfg, &n))
+	ctx := context.Background()
+	start := time.Now()
+	parallel(b, benchInstances, func(i int) error {
+		for _, obj := range floorObjects(g, ns, appName(i)) {
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+				client.FieldOwner("floor"), client.ForceOwnership); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return time.Since(start), n.Load()
+}
+
+// floorObjects is what the WebApp graph renders for one instance, plus the
+// instance.
+func floorObjects(g *graph.Graph, ns, name string) []*unstructured.Unstructured {
+	labels := map[string]any{"app": name}
+	obj := func(apiVersion, kind, objName string, body map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: body}
+		u.SetAPIVersion(apiVersion)
+		u.SetKind(kind)
+		u.SetNamespace(ns)
+		u.SetName(objName)
+		return u
+	}
+	inst := obj(g.Instance.GVK.GroupVersion().String(), g.Instance.GVK.Kind, name, map[string]any{"spec": map[string]any{"name": name}})
+	cm := obj("v1", "ConfigMap", name+"-config", map[string]any{"data": map[string]any{
+		"name": name, "image": "nginx", "replicas": "1", "port": "80"}})
+	dep := obj("apps/v1", "Deployment", name, map[string]any{
+		"metadata": map[string]any{"labels": labels},
+		"spec": map[string]any{
+			"replicas": int64(1),
+			"selector": map[string]any{"matchLabels": labels},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": labels},
+				"spec": map[string]any{"containers": []any{map[string]any{
+					"name": "web", "image": "nginx",
+					"ports": []any{map[string]any{"containerPort": int64(80)}},
+					"env":   []any{map[string]any{"name": "CONFIG_MAP_NAME", "value": name + "-config"}},
+				}}},
+			},
+		},
+	})
+	dep.SetName(name)
+	dep.SetNamespace(ns)
+	svc := obj("v1", "Service", name, map[string]any{"spec": map[string]any{
+		"selector": labels,
+		"ports":    []any{map[string]any{"name": "http", "port": int64(80), "targetPort": int64(80)}},
+	}})
+	return []*unstructured.Unstructured{inst, cm, dep, svc}
+}
+
+func deleteInstances(b *testing.B, c client.Client, g *graph.Graph, ns string) {
+	parallel(b, benchInstances, func(i int) error {
+		return client.IgnoreNotFound(c.Delete(context.Background(), newInstance(g, ns, appName(i), nil)))
+	})
+}
+
+// runController serves the graph in single-cluster mode (the empty cluster
+// name), creates the instances and waits until all are ACTIVE.
+func runController(b *testing.B, cfg *rest.Config, g *graph.Graph, ns string) (time.Duration, int64) {
+	var n atomic.Int64
+	cl, err := cluster.New(counted(cfg, &n))
+	require.NoError(b, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	wg.Go(func() { _ = cl.Start(ctx) })
+	require.True(b, cl.GetCache().WaitForCacheSync(ctx))
+	rt := spoke.New(spoke.Options{Workers: benchConcurrency})
+	wg.Go(func() { _ = rt.Start(ctx) })
+	require.NoError(b, rt.Serve(g))
+	require.NoError(b, rt.Engage(ctx, "", cl))
+
+	creator := newClient(b, cfg)
+	n.Store(0)
+	start := time.Now()
+	parallel(b, benchInstances, func(i int) error {
+		return creator.Create(ctx, newInstance(g, ns, appName(i), map[string]any{"name": appName(i)}))
+	})
+	deadline := time.Now().Add(5 * time.Minute)
+	for rt.Counts(g.Name)[""].Ready < benchInstances {
+		require.True(b, time.Now().Before(deadline), "counts: %v", rt.Counts(g.Name))
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(start), n.Load()
+}
+
+// apiServerCPU returns a function reading the CPU seconds used so far by the
+// kube-apiserver serving host, or -1 if it cannot be found.
+func apiServerCPU(host string) func() float64 {
+	port := host[strings.LastIndex(host, ":")+1:]
+	pid := ""
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		s := string(cmd)
+		if strings.Contains(s, "kube-apiserver") && strings.Contains(s, "--secure-port="+port) {
+			pid = e.Name()
+		}
+	}
+	return func() float64 {
+		stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+		if pid == "" || err != nil {
+			return -1
+		}
+		fields := strings.Fields(string(stat[strings.LastIndex(string(stat), ")")+2:]))
+		utime, _ := strconv.ParseFloat(fields[11], 64)
+		stime, _ := strconv.ParseFloat(fields[12], 64)
+		return (utime + stime) / 100
+	}
+}
