@@ -45,7 +45,7 @@ func KCPBinary() (string, error) {
 		bin = filepath.Join(cacheRoot(), "kcp", KCPVersion, "kcp")
 	}
 	if _, err := os.Stat(bin); err != nil {
-		return "", fmt.Errorf("%w at %s; run `make kcp` (or hack/kcp/build.sh) to build kcp %s "+
+		return "", fmt.Errorf("%w at %s; run `make kcp-assets` (or hack/kcp/build.sh) to build kcp %s "+
 			"from the Go module proxy, or set KCP_BINARY", ErrKCPMissing, bin, KCPVersion)
 	}
 	return bin, nil

@@ -2,5 +2,81 @@
 // by default: a kubeconfig that would make the hub run a program or read a
 // local file is refused unless the embedder opts in.
 //
-// Not built yet.
+// # Secrets
+//
+// A kubeconfig Secret lives in Options.Namespace (default
+// "fleetgraph-system"), carries the label fleetgraph.dev/kubeconfig=true
+// (Options.LabelSelector) and holds a kubeconfig under the data key
+// "kubeconfig" (Options.DataKey). Its cluster is named after the Secret, or
+// after its fleetgraph.dev/cluster-name annotation. Its labels under
+// cluster.fleetgraph.dev/ become the cluster's labels (Provider.Labels), so
+// that the hub can place graphs by label selector:
+//
+//	apiVersion: v1
+//	kind: Secret
+//	metadata:
+//	  name: eu-west-1
+//	  namespace: fleetgraph-system
+//	  labels:
+//	    fleetgraph.dev/kubeconfig: "true"
+//	    cluster.fleetgraph.dev/region: eu
+//	data:
+//	  kubeconfig: <base64 kubeconfig with inline credentials>
+//
+// Only the kubeconfig's current context is used. The provider watches the
+// Secrets through a cache of its own, limited to that namespace and label
+// selector by the API server, so the hub needs get, list and watch on
+// Secrets in that namespace only, plus create and patch on Events.
+//
+// # Lifecycle
+//
+// When a Secret appears, the provider parses and validates its kubeconfig,
+// checks that the server answers an authenticated discovery request, creates
+// a cluster, waits for its cache to sync and only then engages it. When the
+// kubeconfig changes (rotated credentials, another server), the old cluster
+// is disengaged (its context cancelled) and stopped, its idle connections
+// closed, and then the new one is engaged under the same name. When the
+// Secret is deleted or loses its label, or its kubeconfig becomes unusable,
+// the cluster is disengaged. A label or annotation change that leaves the
+// kubeconfig as it was only updates the cluster's labels.
+//
+// Engaging and disengaging are built on multicluster-runtime's
+// pkg/clusters. Its Clusters removes a cluster by name when that cluster's
+// Start returns, which would also remove a replacement engaged under the same
+// name meanwhile; the provider therefore registers each engagement under an
+// internal key of its own and engages it under the public name.
+//
+// # Safety
+//
+// client-go runs a kubeconfig's exec credential plugin, and lets an
+// auth-provider plugin run, the first time a request is made: a kubeconfig
+// Secret that anyone with write access to the namespace can edit would
+// otherwise let them run commands on the hub and read its files. The
+// provider validates the parsed kubeconfig before it builds any client
+// configuration and refuses (with ErrUnsafeKubeconfig) exec plugins,
+// auth-provider plugins and every field that names a local file
+// (certificate-authority, client-certificate, client-key, tokenFile), unless
+// Options.Safety allows them. A server URL with credentials in it is refused
+// as invalid.
+//
+// A Secret that cannot be used (missing key: ErrMissingKubeconfig; malformed
+// kubeconfig: ErrInvalidKubeconfig; refused feature: ErrUnsafeKubeconfig;
+// unreachable server or rejected credentials) is reported with a Warning
+// Event on the Secret and a log line, and skipped; the other clusters are not
+// affected. An unreachable server is retried with backoff; the other problems
+// wait for the Secret to change. Events, logs and errors name the fields and
+// entries concerned, never their values.
+//
+// # Wiring
+//
+// The provider is a multicluster-runtime provider that the multicluster
+// manager starts, plus a controller on the manager's local (hub) manager:
+//
+//	provider := secret.New(secret.Options{})
+//	mgr, err := mcmanager.New(hubConfig, provider, manager.Options{})
+//	...
+//	err = provider.SetupWithManager(mgr)
+//	...
+//	err = mgr.Start(ctx) // starts the provider: an embedder that starts
+//	                     // only mgr.GetLocalManager() gets no clusters
 package secret
