@@ -1,0 +1,150 @@
+//go:build integration
+
+package sdk_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgraph/fleetgraph/sdk"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+const gadgetRGD = `
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: gadget
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Gadget
+    spec:
+      color: string | default="red"
+  resources:
+  - id: widget
+    template:
+      apiVersion: test.fleetgraph.dev/v1
+      kind: Widget
+      metadata:
+        name: ${schema.metadata.name}
+      spec:
+        color: ${schema.spec.color}
+`
+
+func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
+	preserve := true
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.test.fleetgraph.dev"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "test.fleetgraph.dev",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget", ListKind: "WidgetList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: &preserve,
+				}},
+			}},
+		},
+	}
+}
+
+func rgdFromString(t *testing.T, s string) *v1alpha1.ResourceGraphDefinition {
+	t.Helper()
+	rgd := &v1alpha1.ResourceGraphDefinition{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(s), rgd))
+	return rgd
+}
+
+func installCRD(t *testing.T, c *fgtesting.Cluster, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	_, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+	require.NoError(t, err)
+}
+
+func crdExists(t *testing.T, c *fgtesting.Cluster, name string) bool {
+	t.Helper()
+	cl, err := client.New(c.Config, client.Options{})
+	require.NoError(t, err)
+	require.NoError(t, apiextensionsv1.AddToScheme(cl.Scheme()))
+	err = cl.Get(context.Background(), client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})
+	require.NoError(t, client.IgnoreNotFound(err))
+	return err == nil
+}
+
+// A spoke that lacks a kind the graph uses is reported Incompatible and not
+// served, and is served as soon as the kind appears.
+func TestFanOutWaitsForChildKinds(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 2)
+	installCRD(t, fleet.Spoke("spoke-1"), widgetCRD())
+	provider, err := fleet.NewProvider(context.Background())
+	require.NoError(t, err)
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+	require.NoError(t, h.RegisterGraph(context.Background(), rgdFromString(t, gadgetRGD)))
+
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		st := h.FleetStatus("gadget").Clusters
+		require.Len(ct, st, 2)
+		assert.Equal(ct, "Established", string(st[0].CRD))
+		assert.Equal(ct, "Incompatible", string(st[1].CRD))
+		assert.Contains(ct, st[1].Message, "test.fleetgraph.dev/v1, Kind=Widget")
+	}, wait, tick)
+	assert.False(t, crdExists(t, fleet.Spoke("spoke-2"), "gadgets.kro.run"),
+		"no CRD goes to a spoke that cannot serve the graph")
+
+	installCRD(t, fleet.Spoke("spoke-2"), widgetCRD())
+	c2 := newClient(t, fleet.Spoke("spoke-2").Config)
+	gadgetGVK := webAppGVK.GroupVersion().WithKind("Gadget")
+	createWhenServed(t, c2, instance(gadgetGVK, "g", map[string]any{"color": "blue"}))
+	requireState(t, c2, gadgetGVK, "g", "ACTIVE")
+}
+
+// A schema change that would break served instances is refused per cluster
+// unless the RGD opts in; an unregistered graph's CRD is deleted only where
+// no instance is left, and only when asked.
+func TestFanOutGuardsServedSchemas(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 2)
+	provider, err := fleet.NewProvider(context.Background())
+	require.NoError(t, err)
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, DeleteCRDsOnUnregister: true})
+	ctx := context.Background()
+	require.NoError(t, h.RegisterGraph(ctx, readRGD(t, "testdata/webapp-rgd.yaml")))
+	c1 := newClient(t, fleet.Spoke("spoke-1").Config)
+	createWhenServed(t, c1, instance(webAppGVK, "keep", map[string]any{"name": "keep"}))
+	requireState(t, c1, webAppGVK, "keep", "ACTIVE")
+
+	narrowed := readRGD(t, "testdata/webapp-rgd.yaml")
+	narrowed.Spec.Schema.Spec.Raw = []byte(`{"name":"string | required=true","replicas":"integer | default=1"}`)
+	narrowed.Spec.Resources[0].Template.Raw = []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"${schema.spec.name}-config"}}`)
+	narrowed.Spec.Resources[1].Template.Raw = []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"${schema.spec.name}"},` +
+		`"spec":{"selector":{"matchLabels":{"app":"${schema.spec.name}"}},"template":{"metadata":{"labels":{"app":"${schema.spec.name}"}},` +
+		`"spec":{"containers":[{"name":"web","image":"nginx"}]}}}}`)
+	require.NoError(t, h.RegisterGraph(ctx, narrowed))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		for _, c := range h.FleetStatus("webapp").Clusters {
+			assert.Equal(ct, "Incompatible", string(c.CRD), c.Cluster)
+			assert.Contains(ct, c.Message, "image", "the message names the removed field")
+		}
+	}, wait, tick)
+
+	narrowed.Annotations = map[string]string{v1alpha1.AnnotationAllowBreakingChanges: "true"}
+	require.NoError(t, h.RegisterGraph(ctx, narrowed))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, map[string]string{"spoke-1": "Established 1/1", "spoke-2": "Established 0/0"}, clusterStates(h, "webapp"))
+	}, wait, tick)
+
+	require.NoError(t, h.UnregisterGraph(ctx, "webapp"))
+	assert.True(t, crdExists(t, fleet.Spoke("spoke-1"), "webapps.kro.run"), "a CRD with instances left stays")
+	require.Eventually(t, func() bool { return !crdExists(t, fleet.Spoke("spoke-2"), "webapps.kro.run") }, wait, tick,
+		"an unused CRD is deleted on request (the API server removes it after its cleanup finalizer)")
+}
