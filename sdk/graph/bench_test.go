@@ -110,7 +110,7 @@ spec:
 
 func TestChainRGDCompilesTyped(t *testing.T) {
 	for _, n := range []int{3, 10, 50} {
-		g, err := graph.Compile(chainRGD(t, n), graph.Options{Resolver: staticResolver(t)})
+		g, err := graph.Compile(chainRGD(t, n), typedOptions(t))
 		require.NoError(t, err)
 		require.Len(t, g.Levels, n)
 	}

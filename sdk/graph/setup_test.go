@@ -59,3 +59,14 @@ func levelIDs(levels [][]*graph.Node) [][]string {
 	}
 	return out
 }
+
+var typedResolver graph.StaticResolver
+
+// typedOptions compiles against real Kubernetes schemas (core, apps and
+// batch kinds), resolved once per test binary.
+func typedOptions(t testing.TB) graph.Options {
+	if typedResolver == nil {
+		typedResolver = staticResolver(t)
+	}
+	return graph.Options{Resolver: typedResolver}
+}

@@ -1,0 +1,84 @@
+package graph_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+func deployment(id, entry, spec string) string {
+	out := "- id: " + id + "\n"
+	if entry != "" {
+		out += indent(entry, "  ") + "\n"
+	}
+	out += "  template:\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata:\n      name: " + id + "\n    spec:\n" + indent(spec, "      ") + "\n"
+	return out
+}
+
+const podSpec = `selector: {matchLabels: {app: x}}
+template:
+  metadata: {labels: {app: x}}
+  spec:
+    containers: [{name: c, image: nginx}]`
+
+func TestTypedChecksAgainstKindSchemas(t *testing.T) {
+	typed := typedOptions(t)
+	runFailCases(t, map[string]failCase{
+		"string into an integer field": {resources: "resources:\n" + deployment("web", "", "replicas: ${schema.spec.name}\n"+podSpec), opts: typed,
+			kind: graph.ErrType, want: `resource "web": spec.replicas: ${schema.spec.name}: expression returns string but the field is int`},
+		"list into a string field": {resources: "resources:\n" + cm("a", "", "x: ${schema.spec.regions}"), opts: typed,
+			kind: graph.ErrType, want: `resource "a": data.x: ${schema.spec.regions}: expression returns list(string) but the field is string`},
+		"text into an integer field": {resources: "resources:\n" + deployment("web", "", "replicas: n-${schema.spec.name}\n"+podSpec), opts: typed,
+			kind: graph.ErrType, want: `resource "web": spec.replicas: n-${schema.spec.name}: a string does not fit a field of type int`},
+		"unknown template field": {resources: "resources:\n" + deployment("web", "", "replicaz: 3\n"+podSpec), opts: typed,
+			kind: graph.ErrInvalid, want: `resource "web": spec.replicaz: unknown field "replicaz"`},
+		"undefined field of a child": {resources: "resources:\n" + deployment("web", "", podSpec) + cm("a", "", "x: ${string(web.spec.replicaz)}"), opts: typed,
+			kind: graph.ErrExpression, want: `resource "a": data.x: ${string(web.spec.replicaz)}: undefined field 'replicaz'`},
+		"readyWhen typed": {resources: "resources:\n" + deployment("web", "readyWhen: ['${web.status.readyReplicas == \"3\"}']", podSpec), opts: typed,
+			kind: graph.ErrExpression, want: `resource "web": readyWhen[0]: ${web.status.readyReplicas == "3"}: found no matching overload for '_==_' applied to '(int, string)'`},
+		"unknown kind": {resources: "resources:\n- id: w\n  template: {apiVersion: example.com/v1, kind: Widget, metadata: {name: w}}", opts: typed,
+			kind: graph.ErrSchemaNotFound, want: `resource "w": kind: no schema for example.com/v1, Kind=Widget`},
+	})
+}
+
+func TestTypedCompileAcceptsTheTestdata(t *testing.T) {
+	opts := typedOptions(t)
+	opts.DynamicUnknownKinds = true // Ingress, NetworkPolicy, RBAC and PDB are not in the embedded documents
+	for _, name := range []string{"webapp", "webapp-ingress", "worker-pool", "feature-toggles", "external-refs", "custom-types", "tenant", "status-projections", "database"} {
+		t.Run(name, func(t *testing.T) {
+			_, err := graph.Compile(loadRGD(t, name), opts)
+			require.NoError(t, err)
+		})
+	}
+}
+
+func TestTypedStatusFieldsGetTheirSchema(t *testing.T) {
+	g, err := graph.Compile(parseRGD(t, rgdDoc(`apiVersion: v1alpha1
+kind: App
+status:
+  available: ${web.status.availableReplicas}
+  selector: ${web.spec.selector}
+  images: ${web.spec.template.spec.containers.map(c, c.image)}
+  created: ${web.metadata.creationTimestamp}`, "resources:\n"+deployment("web", "", podSpec))), typedOptions(t))
+	require.NoError(t, err)
+	props := g.CRD.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"].Properties
+	assert.Equal(t, "integer", props["available"].Type)
+	assert.Equal(t, "object", props["selector"].Type)
+	assert.Equal(t, "object", props["selector"].Properties["matchLabels"].Type)
+	assert.Equal(t, "string", props["selector"].Properties["matchLabels"].AdditionalProperties.Schema.Type)
+	assert.Equal(t, "array", props["images"].Type)
+	assert.Equal(t, "string", props["images"].Items.Schema.Type)
+	assert.Equal(t, "string", props["created"].Type)
+}
+
+func TestUnknownKindsCanBeDynamic(t *testing.T) {
+	opts := typedOptions(t)
+	opts.DynamicUnknownKinds = true
+	res := "resources:\n- id: w\n  template: {apiVersion: example.com/v1, kind: Widget, metadata: {name: w}, spec: {anything: 1}}\n" +
+		cm("a", "", "x: ${w.spec.whatever}")
+	_, err := graph.Compile(parseRGD(t, rgdDoc("", res)), opts)
+	require.NoError(t, err)
+}

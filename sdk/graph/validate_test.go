@@ -1,0 +1,240 @@
+package graph_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// rgdDoc builds an RGD from a schema block (indented under spec.schema)
+// and a resources block (indented under spec).
+func rgdDoc(schema, resources string) string {
+	if schema == "" {
+		schema = `apiVersion: v1alpha1
+kind: App
+spec:
+  name: string | default="app"
+  replicas: integer | default=1
+  regions: "[]string"
+  enabled: boolean | default=true`
+	}
+	return "apiVersion: kro.run/v1alpha1\nkind: ResourceGraphDefinition\nmetadata: {name: test}\nspec:\n  schema:\n" +
+		indent(schema, "    ") + "\n" + indent(resources, "  ")
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+// cm is a ConfigMap resource with the given id and extra YAML (fields of
+// the resource entry, then data entries).
+func cm(id, entry, data string) string {
+	out := fmt.Sprintf("- id: %s\n", id)
+	if entry != "" {
+		out += indent(entry, "  ") + "\n"
+	}
+	out += fmt.Sprintf("  template:\n    apiVersion: v1\n    kind: ConfigMap\n    metadata:\n      name: %s\n", id)
+	if data != "" {
+		out += "    data:\n" + indent(data, "      ") + "\n"
+	}
+	return out
+}
+
+type failCase struct {
+	schema, resources string
+	opts              graph.Options
+	kind              error
+	// want is a substring of the error: it names the resource, the path
+	// and, for expressions, the expression.
+	want string
+}
+
+func runFailCases(t *testing.T, tests map[string]failCase) {
+	t.Helper()
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := graph.Compile(parseRGD(t, rgdDoc(tt.schema, tt.resources)), tt.opts)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, tt.kind)
+			assert.Contains(t, err.Error(), tt.want)
+			var ge *graph.Error
+			assert.ErrorAs(t, err, &ge)
+			assert.NotContains(t, err.Error(), "\n |", "CEL source excerpts are stripped")
+		})
+	}
+}
+
+func TestSchemaValidation(t *testing.T) {
+	ok := "resources:\n" + cm("a", "", "")
+	runFailCases(t, map[string]failCase{
+		"kind not UpperCamelCase": {schema: "apiVersion: v1alpha1\nkind: app", resources: ok, kind: graph.ErrInvalid,
+			want: `spec.schema.kind: kind "app" must be UpperCamelCase`},
+		"bad version": {schema: "apiVersion: version1\nkind: App", resources: ok, kind: graph.ErrInvalid,
+			want: `spec.schema.apiVersion: version "version1"`},
+		"bad group": {schema: "apiVersion: v1\nkind: App\ngroup: Not_A_Group", resources: ok, kind: graph.ErrInvalid,
+			want: `spec.schema.group: group "Not_A_Group"`},
+		"group without dot": {schema: "apiVersion: v1\nkind: App\ngroup: local", resources: ok, kind: graph.ErrInvalid,
+			want: `spec.schema.group`},
+		"bad scope": {schema: "apiVersion: v1\nkind: App\nscope: Global", resources: ok, kind: graph.ErrInvalid,
+			want: `spec.schema.scope: scope "Global"`},
+		"simpleschema error names the spec field": {schema: "apiVersion: v1\nkind: App\nspec:\n  a:\n    b: integer | minimum=x", resources: ok,
+			kind: graph.ErrSchema, want: `spec.schema.spec.a.b: invalid marker: minimum="x": not a number`},
+		"unknown type": {schema: "apiVersion: v1\nkind: App\nspec:\n  port: Port", resources: ok,
+			kind: graph.ErrSchema, want: `spec.schema.spec.port: unknown type "Port"`},
+		"custom type cycle": {schema: "apiVersion: v1\nkind: App\ntypes:\n  A:\n    b: A\nspec:\n  a: string", resources: ok,
+			kind: graph.ErrSchema, want: `spec.schema.types.A: custom type cycle: A -> A`},
+		"reserved status field": {schema: "apiVersion: v1\nkind: App\nstatus:\n  state: ${a.metadata.name}", resources: ok,
+			kind: graph.ErrInvalid, want: `spec.schema.status.state: status.state is reserved`},
+		"status literal": {schema: "apiVersion: v1\nkind: App\nstatus:\n  x: hello", resources: ok,
+			kind: graph.ErrInvalid, want: `spec.schema.status.x: hello: a status field must be a ${} expression`},
+		"status list": {schema: "apiVersion: v1\nkind: App\nstatus:\n  x: [a]", resources: ok,
+			kind: graph.ErrInvalid, want: `spec.schema.status.x: a status field must be a ${} expression or an object`},
+		"status expression error": {schema: "apiVersion: v1\nkind: App\nspec:\n  nm: string\nstatus:\n  x: ${schema.spec.nm + 1}", resources: ok,
+			kind: graph.ErrExpression, want: `spec.schema.status.x: ${schema.spec.nm + 1}: found no matching overload for '_+_'`},
+		"status unknown resource": {schema: "apiVersion: v1\nkind: App\nstatus:\n  x: ${nope.metadata.name}", resources: ok,
+			kind: graph.ErrExpression, want: `undeclared reference to 'nope'`},
+	})
+}
+
+func TestResourceValidation(t *testing.T) {
+	runFailCases(t, map[string]failCase{
+		"id missing": {resources: "resources:\n" + cm(`""`, "", ""), kind: graph.ErrInvalid,
+			want: `spec.resources[0].id: id is required`},
+		"id not lowerCamelCase": {resources: "resources:\n" + cm("my-cm", "", ""), kind: graph.ErrInvalid,
+			want: `resource "my-cm": spec.resources[0].id: id "my-cm" must be lowerCamelCase`},
+		"id capitalised": {resources: "resources:\n" + cm("Config", "", ""), kind: graph.ErrInvalid,
+			want: `id "Config" must be lowerCamelCase`},
+		"id reserved (kro)": {resources: "resources:\n" + cm("schema", "", ""), kind: graph.ErrInvalid,
+			want: `id "schema" is a reserved word`},
+		"id reserved (CEL)": {resources: "resources:\n" + cm("in", "", ""), kind: graph.ErrInvalid,
+			want: `id "in" is a reserved word`},
+		"id reserved (each)": {resources: "resources:\n" + cm("each", "", ""), kind: graph.ErrInvalid,
+			want: `id "each" is a reserved word`},
+		"duplicate id": {resources: "resources:\n" + cm("a", "", "") + cm("a", "", ""), kind: graph.ErrInvalid,
+			want: `resource "a": spec.resources[1].id: duplicate id "a"`},
+		"neither template nor externalRef": {resources: "resources:\n- id: a", kind: graph.ErrInvalid,
+			want: `resource "a": template: exactly one of template and externalRef is required`},
+		"both template and externalRef": {resources: "resources:\n" + cm("a", "externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}", ""),
+			kind: graph.ErrInvalid, want: `resource "a": template: exactly one of template and externalRef is allowed`},
+		"template without apiVersion": {resources: "resources:\n- id: a\n  template: {kind: ConfigMap, metadata: {name: a}}", kind: graph.ErrInvalid,
+			want: `resource "a": apiVersion: required`},
+		"template without kind": {resources: "resources:\n- id: a\n  template: {apiVersion: v1, metadata: {name: a}}", kind: graph.ErrInvalid,
+			want: `resource "a": kind: required`},
+		"template without metadata": {resources: "resources:\n- id: a\n  template: {apiVersion: v1, kind: ConfigMap}", kind: graph.ErrInvalid,
+			want: `resource "a": metadata: required, and must be an object`},
+		"kind is an expression": {resources: "resources:\n- id: a\n  template: {apiVersion: v1, kind: '${schema.spec.name}', metadata: {name: a}}", kind: graph.ErrInvalid,
+			want: `resource "a": kind: required, and must be a plain string without ${}`},
+		"bad apiVersion": {resources: "resources:\n- id: a\n  template: {apiVersion: a/b/c, kind: X, metadata: {name: a}}", kind: graph.ErrInvalid,
+			want: `resource "a": apiVersion: invalid apiVersion "a/b/c"`},
+		"externalRef without name or selector": {resources: "resources:\n- id: a\n  externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {namespace: x}}",
+			kind: graph.ErrInvalid, want: `resource "a": externalRef.metadata: exactly one of name and selector is required`},
+		"externalRef with name and selector": {resources: "resources:\n- id: a\n  externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {name: x, selector: {matchLabels: {a: b}}}}",
+			kind: graph.ErrInvalid, want: `exactly one of name and selector is required`},
+		"externalRef without kind": {resources: "resources:\n- id: a\n  externalRef: {apiVersion: v1, kind: '', metadata: {name: x}}",
+			kind: graph.ErrInvalid, want: `resource "a": externalRef.kind: required`},
+		"externalRef with forEach": {resources: "resources:\n- id: a\n  forEach: [{r: '${schema.spec.regions}'}]\n  externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}",
+			kind: graph.ErrInvalid, want: `resource "a": forEach: an externalRef cannot have forEach`},
+		"externalRef name type": {resources: "resources:\n- id: a\n  externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {name: '${schema.spec.replicas}'}}",
+			kind: graph.ErrType, want: `resource "a": externalRef.metadata.name: ${schema.spec.replicas}: expression returns int but the field is string`},
+	})
+}
+
+func TestExpressionValidation(t *testing.T) {
+	forEach := func(entries string) string {
+		return "resources:\n" + cm("a", "forEach:\n"+entries, "")
+	}
+	runFailCases(t, map[string]failCase{
+		"undefined field": {resources: "resources:\n" + cm("a", "", "x: ${schema.spec.nam}"), kind: graph.ErrExpression,
+			want: `resource "a": data.x: ${schema.spec.nam}: undefined field 'nam'`},
+		"syntax error": {resources: "resources:\n" + cm("a", "", "x: ${schema.spec.name +}"), kind: graph.ErrExpression,
+			want: `resource "a": data.x: ${schema.spec.name +}: Syntax error`},
+		"unterminated ${": {resources: "resources:\n" + cm("a", "", "x: ${schema.spec.name"), kind: graph.ErrExpression,
+			want: `resource "a": data.x: ${schema.spec.name: invalid ${} expression: unterminated expression`},
+		"non-string in a longer string": {resources: "resources:\n" + cm("a", "", "x: n-${schema.spec.replicas}"), kind: graph.ErrType,
+			want: `resource "a": data.x: ${schema.spec.replicas}: an expression inside a longer string must return a string, got int`},
+		"unknown resource": {resources: "resources:\n" + cm("a", "", "x: ${b.metadata.name}"), kind: graph.ErrExpression,
+			want: `resource "a": data.x: ${b.metadata.name}: undeclared reference to 'b'`},
+		"iterator outside its resource": {resources: "resources:\n" + cm("a", "forEach: [{region: '${schema.spec.regions}'}]", "") + cm("b", "", "x: ${region}"),
+			kind: graph.ErrExpression, want: `resource "b": data.x: ${region}: undeclared reference to 'region'`},
+		"forEach not a list": {resources: forEach("- region: ${schema.spec.name}"), kind: graph.ErrType,
+			want: `resource "a": forEach[0].region: ${schema.spec.name}: forEach needs a list, got string`},
+		"forEach not standalone": {resources: forEach("- region: x-${schema.spec.name}"), kind: graph.ErrExpression,
+			want: `resource "a": forEach[0].region: x-${schema.spec.name}: must be a single ${} expression returning a list`},
+		"forEach two iterators in one entry": {resources: forEach("- {a: '${schema.spec.regions}', b: '${schema.spec.regions}'}"), kind: graph.ErrInvalid,
+			want: `resource "a": forEach[0]: each entry must bind exactly one iterator, got 2`},
+		"forEach reserved iterator": {resources: forEach("- self: ${schema.spec.regions}"), kind: graph.ErrInvalid,
+			want: `resource "a": forEach[0].self: ${schema.spec.regions}: iterator name "self" is a reserved word`},
+		"forEach iterator not lowerCamelCase": {resources: forEach("- My_Region: ${schema.spec.regions}"), kind: graph.ErrInvalid,
+			want: `iterator name "My_Region" must be lowerCamelCase`},
+		"forEach iterator is a resource id": {resources: forEach("- a: ${schema.spec.regions}"), kind: graph.ErrInvalid,
+			want: `iterator name "a" is also a resource id`},
+		"forEach duplicate iterator": {resources: forEach("- r: ${schema.spec.regions}\n- r: ${schema.spec.regions}"), kind: graph.ErrInvalid,
+			want: `resource "a": forEach[1].r: ${schema.spec.regions}: duplicate iterator "r"`},
+		"forEach too many iterators": {resources: forEach(strings.Repeat("- r: ${schema.spec.regions}\n", 11)), kind: graph.ErrInvalid,
+			want: `resource "a": forEach: at most 10 iterators, got 11`},
+		"readyWhen reads another resource": {resources: "resources:\n" + cm("a", "", "") + cm("b", "readyWhen: ['${a.metadata.name != \"\"}']", ""),
+			kind: graph.ErrReference, want: `resource "b": readyWhen[0]: ${a.metadata.name != ""}: readyWhen may only reference "b", not "a"`},
+		"readyWhen reads schema": {resources: "resources:\n" + cm("a", "readyWhen: ['${schema.spec.enabled}']", ""),
+			kind: graph.ErrReference, want: `resource "a": readyWhen[0]: ${schema.spec.enabled}: readyWhen may only reference "a", not "schema"`},
+		"readyWhen not bool": {resources: "resources:\n" + cm("a", "readyWhen: ['${a.metadata.name}']", ""), opts: typedOptions(t),
+			kind: graph.ErrType, want: `resource "a": readyWhen[0]: ${a.metadata.name}: must return a bool, got string`},
+		"readyWhen each on a plain resource": {resources: "resources:\n" + cm("a", "readyWhen: ['${each.metadata.name == \"x\"}']", ""),
+			kind: graph.ErrExpression, want: `resource "a": readyWhen[0]: ${each.metadata.name == "x"}: undeclared reference to 'each'`},
+		"readyWhen not standalone": {resources: "resources:\n" + cm("a", "readyWhen: ['x ${a.metadata.name == \"\"}']", ""),
+			kind: graph.ErrExpression, want: `resource "a": readyWhen[0]: x ${a.metadata.name == ""}: must be a single ${} expression`},
+		"includeWhen not bool": {resources: "resources:\n" + cm("a", "includeWhen: ['${schema.spec.name}']", ""),
+			kind: graph.ErrType, want: `resource "a": includeWhen[0]: ${schema.spec.name}: must return a bool, got string`},
+		"includeWhen iterator": {resources: "resources:\n" + cm("a", "forEach: [{r: '${schema.spec.regions}'}]\nincludeWhen: ['${r == \"x\"}']", ""),
+			kind: graph.ErrExpression, want: `resource "a": includeWhen[0]: ${r == "x"}: undeclared reference to 'r'`},
+		"includeWhen on itself": {resources: "resources:\n" + cm("a", "includeWhen: ['${a.metadata.name == \"\"}']", ""),
+			kind: graph.ErrCycle, want: `resource "a": dependency cycle: a -> a`},
+	})
+}
+
+func TestReadyWhenAcceptsBareCEL(t *testing.T) {
+	g, err := graph.Compile(parseRGD(t, rgdDoc("", "resources:\n"+cm("a", "readyWhen: ['a.data.ok == \"yes\"']", ""))), graph.Options{})
+	require.NoError(t, err)
+	ready, err := g.Node("a").Ready(graph.Values{}, map[string]any{"data": map[string]any{"ok": "yes"}})
+	require.NoError(t, err)
+	assert.True(t, ready)
+}
+
+func TestCycles(t *testing.T) {
+	runFailCases(t, map[string]failCase{
+		"two resources": {resources: "resources:\n" + cm("a", "", "x: ${b.metadata.name}") + cm("b", "", "x: ${a.metadata.name}"),
+			kind: graph.ErrCycle, want: `resource "a": dependency cycle: a -> b -> a`},
+		"three resources": {resources: "resources:\n" + cm("c", "", "x: ${a.metadata.name}") + cm("a", "", "x: ${b.metadata.name}") + cm("b", "", "x: ${c.metadata.name}"),
+			kind: graph.ErrCycle, want: `dependency cycle: c -> a -> b -> c`},
+		"self": {resources: "resources:\n" + cm("a", "", "x: ${a.metadata.name}"),
+			kind: graph.ErrCycle, want: `dependency cycle: a -> a`},
+		"through includeWhen": {resources: "resources:\n" + cm("a", "includeWhen: ['${b.metadata.name != \"\"}']", "") + cm("b", "", "x: ${a.metadata.name}"),
+			kind: graph.ErrCycle, want: `dependency cycle: a -> b -> a`},
+		"through forEach": {resources: "resources:\n" + cm("a", "forEach: [{r: '${b.data.list}'}]", "") + cm("b", "", "x: ${a[0].metadata.name}"),
+			kind: graph.ErrCycle, want: `dependency cycle: a -> b -> a`},
+	})
+}
+
+func TestTopologicalOrderIsStableBySourceOrder(t *testing.T) {
+	res := "resources:\n" + cm("d", "", "x: ${b.metadata.name}") + cm("c", "", "") + cm("b", "", "") + cm("a", "", "x: ${c.metadata.name}")
+	g, err := graph.Compile(parseRGD(t, rgdDoc("", res)), graph.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"c", "b", "d", "a"}, ids(g.Nodes))
+	assert.Equal(t, [][]string{{"c", "b"}, {"d", "a"}}, levelIDs(g.Levels))
+	assert.Equal(t, [][]string{{"d", "a"}, {"c", "b"}}, levelIDs(g.DeletionWaves))
+}
+
+func TestReadyWhenDoesNotCreateDependencies(t *testing.T) {
+	res := "resources:\n" + cm("a", "readyWhen: ['${a.data.ok == \"y\"}']", "") + cm("b", "", "x: ${a.metadata.name}")
+	g, err := graph.Compile(parseRGD(t, rgdDoc("", res)), graph.Options{})
+	require.NoError(t, err)
+	assert.Empty(t, g.Node("a").Dependencies)
+}
