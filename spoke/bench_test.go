@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	"github.com/fleetgraph/fleetgraph/spoke"
@@ -63,7 +64,7 @@ func BenchmarkWebApp500(b *testing.B) {
 	g := compile(b, string(rgd))
 	c := newClient(b, srv.Config)
 	installCRD(b, c, g)
-	cpu := apiServerCPU(srv.Config.Host)
+	cpu := apiServerCPU()
 
 	for i := range b.N {
 		floorNS, ctrlNS := fmt.Sprintf("floor-%d", i), fmt.Sprintf("bench-%d", i)
@@ -214,33 +215,67 @@ func runController(b *testing.B, cfg *rest.Config, g *graph.Graph, ns string) (t
 		require.True(b, time.Now().Before(deadline), "counts: %v", rt.Counts(g.Name))
 		time.Sleep(10 * time.Millisecond)
 	}
-	return time.Since(start), n.Load()
+	wall := time.Since(start)
+	fmt.Printf("reconciles/instance: %s\n", reconciles(benchInstances))
+	return wall, n.Load()
 }
 
-// apiServerCPU returns a function reading the CPU seconds used so far by the
-// kube-apiserver serving host, or -1 if it cannot be found.
-func apiServerCPU(host string) func() float64 {
-	port := host[strings.LastIndex(host, ":")+1:]
-	pid := ""
+// apiServerCPU returns a function reading the CPU seconds used so far by
+// the kube-apiserver this test process started most recently, or -1 if it
+// cannot be found.
+func apiServerCPU() func() float64 {
+	pid, newest := "", -1.0
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
-		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
+		f := procStat(e.Name())
+		if len(f) < 22 || f[0] != "(kube-apiserver)" || f[3] != strconv.Itoa(os.Getpid()) {
 			continue
 		}
-		s := string(cmd)
-		if strings.Contains(s, "kube-apiserver") && strings.Contains(s, "--secure-port="+port) {
-			pid = e.Name()
+		if started, _ := strconv.ParseFloat(f[21], 64); started > newest {
+			pid, newest = e.Name(), started
 		}
+	}
+	if pid == "" {
+		fmt.Println("kube-apiserver process not found; CPU not measured")
 	}
 	return func() float64 {
-		stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
-		if pid == "" || err != nil {
+		f := procStat(pid)
+		if pid == "" || len(f) < 15 {
 			return -1
 		}
-		fields := strings.Fields(string(stat[strings.LastIndex(string(stat), ")")+2:]))
-		utime, _ := strconv.ParseFloat(fields[11], 64)
-		stime, _ := strconv.ParseFloat(fields[12], 64)
-		return (utime + stime) / 100
+		utime, _ := strconv.ParseFloat(f[13], 64)
+		stime, _ := strconv.ParseFloat(f[14], 64)
+		return (utime + stime) / 100 // USER_HZ
 	}
+}
+
+// procStat returns the fields of /proc/<pid>/stat, numbered from 0.
+func procStat(pid string) []string {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(b))
+}
+
+// reconciles reports fleetgraph_spoke_reconcile_total per instance, by
+// result.
+func reconciles(instances int) string {
+	families, _ := metrics.Registry.Gather()
+	var out []string
+	for _, f := range families {
+		if f.GetName() != "fleetgraph_spoke_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			result := ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" {
+					result = l.GetValue()
+				}
+			}
+			out = append(out, fmt.Sprintf("%s %.2f", result, m.GetCounter().GetValue()/float64(instances)))
+		}
+	}
+	return strings.Join(out, ", ")
 }

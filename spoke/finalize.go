@@ -28,14 +28,14 @@ func (m *member) finalize(inst *unstructured.Unstructured) (time.Duration, error
 		}
 		if blocker != nil {
 			m.setState(key, StateDeleting)
-			if err := m.patchStatus(inst, StateDeleting, deletingConditions(blocker.String()), nil); err != nil {
+			if err := m.patchStatus(inst, StateDeleting, deletingConditions(blocker.String()), nil, true); err != nil {
 				return 0, err
 			}
 			return m.c.opts.DeletionPoll, nil
 		}
 	}
 	finalizers := slices.DeleteFunc(slices.Clone(inst.GetFinalizers()), func(f string) bool { return f == Finalizer })
-	if _, err := m.patchMeta(inst, finalizers, nil); err != nil {
+	if _, err := m.patchFinalizers(inst, finalizers); err != nil {
 		return 0, err
 	}
 	m.forgetInstance(key, inst.GetUID())

@@ -11,28 +11,30 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// patchMeta writes the instance's finalizers (when non-nil) and inventory
-// (when non-nil) in one merge patch, guarded by the resourceVersion we read:
-// a stale copy fails with errConflict rather than overwrite someone else's
-// change. It returns the instance as written.
-func (m *member) patchMeta(inst *unstructured.Unstructured, finalizers []string, inventory *string) (*unstructured.Unstructured, error) {
-	md := map[string]any{"resourceVersion": inst.GetResourceVersion()}
-	if finalizers != nil {
-		md["finalizers"] = finalizers
-	}
-	if inventory != nil {
-		var v any = *inventory
-		if *inventory == "" {
-			v = nil
-		}
-		md["annotations"] = map[string]any{AnnotationInventory: v}
-	}
-	return m.patchInstance(inst, map[string]any{"metadata": md}, false)
+// patchFinalizers writes the instance's finalizers in a merge patch guarded
+// by the resourceVersion we read: a stale copy fails with errConflict rather
+// than drop someone else's finalizer. It returns the instance as written.
+func (m *member) patchFinalizers(inst *unstructured.Unstructured, finalizers []string) (*unstructured.Unstructured, error) {
+	patch := map[string]any{"metadata": map[string]any{
+		"resourceVersion": inst.GetResourceVersion(), "finalizers": finalizers}}
+	return m.patchInstance(inst, patch, false, true)
 }
 
-// patchInstance sends a merge patch to the instance or its status and
-// remembers the result until the cache catches up.
-func (m *member) patchInstance(inst *unstructured.Unstructured, patch map[string]any, status bool) (*unstructured.Unstructured, error) {
+// patchInventory sets our inventory annotation, unguarded: no one else
+// writes that key. Its answer is not remembered (see sync).
+func (m *member) patchInventory(inst *unstructured.Unstructured, inventory string) error {
+	var v any = inventory
+	if inventory == "" {
+		v = nil
+	}
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationInventory: v}}}
+	_, err := m.patchInstance(inst, patch, false, false)
+	return err
+}
+
+// patchInstance sends a merge patch to the instance or its status and, if
+// asked, remembers the result until the cache catches up.
+func (m *member) patchInstance(inst *unstructured.Unstructured, patch map[string]any, status, remember bool) (*unstructured.Unstructured, error) {
 	data, err := json.Marshal(patch)
 	if err != nil {
 		return nil, fmt.Errorf("encoding patch: %w", err)
@@ -50,7 +52,11 @@ func (m *member) patchInstance(inst *unstructured.Unstructured, patch map[string
 	if err != nil {
 		return nil, fmt.Errorf("patching instance %s: %w", keyOf(inst), err)
 	}
-	m.remember(out)
+	if remember {
+		m.remember(out)
+	} else {
+		m.forgetWritten(keyOf(out))
+	}
 	return out, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +19,7 @@ func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
 	key := keyOf(inst)
 	if !slices.Contains(inst.GetFinalizers(), Finalizer) {
 		var err error
-		if inst, err = m.patchMeta(inst, append(inst.GetFinalizers(), Finalizer), nil); err != nil {
+		if inst, err = m.patchFinalizers(inst, append(inst.GetFinalizers(), Finalizer)); err != nil {
 			return 0, err
 		}
 	}
@@ -31,13 +32,7 @@ func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
 	if pruneErr != nil {
 		keep = append(keep, prune...)
 	}
-	if next := encodeInventory(keep); next != encodeInventory(old) {
-		var err error
-		if inst, err = m.patchMeta(inst, nil, &next); err != nil {
-			return 0, err
-		}
-	}
-	state, err := m.writeStatus(inst, o, pruneErr)
+	state, err := m.writeInventoryAndStatus(inst, old, keep, o, pruneErr)
 	m.setState(key, state)
 	if err != nil {
 		return 0, err
@@ -46,6 +41,24 @@ func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
 		return 0, fmt.Errorf("%s", o.failed.message)
 	}
 	return 0, pruneErr
+}
+
+// writeInventoryAndStatus writes the inventory (if it changed) and the
+// status (if it changed) concurrently: they touch different parts of the
+// instance, and the inventory patch sets only our own annotation, so it
+// needs no resourceVersion guard. Neither answer is remembered, since which
+// of the two is newer is unknown.
+func (m *member) writeInventoryAndStatus(inst *unstructured.Unstructured, old, keep []InventoryEntry, o *outcome, pruneErr error) (string, error) {
+	var invErr error
+	var wg sync.WaitGroup
+	next := encodeInventory(keep)
+	both := next != encodeInventory(old)
+	if both {
+		wg.Go(func() { invErr = m.patchInventory(inst, next) })
+	}
+	state, statusErr := m.writeStatus(inst, o, pruneErr, !both)
+	wg.Wait()
+	return state, errors.Join(invErr, statusErr)
 }
 
 // prune deletes children no longer desired. Errors are joined; a child
