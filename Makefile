@@ -34,6 +34,15 @@ test-integration: envtest-assets kcp-assets ## Unit and integration tests agains
 .PHONY: test
 test: check test-integration ## Everything CI runs.
 
+.PHONY: bench
+bench: envtest-assets ## Benchmarks: compile, CRD fan-out (1 vs 3 spokes), 500 instances vs the SSA floor.
+	$(GO) test -run '^$$' -bench BenchmarkCompile -benchmem ./sdk/graph/...
+	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
+		$(GO) test -tags integration -run '^$$' -bench BenchmarkCRDFanOut -benchtime 20x ./sdk/
+	@if grep -qs BenchmarkWebApp500 spoke/*_test.go; then \
+		KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
+		$(GO) test -tags integration -run '^$$' -bench BenchmarkWebApp500 -benchtime 1x -timeout 30m ./spoke/; fi
+
 .PHONY: quickstart
 quickstart: envtest-assets ## Run the quickstart on a local embedded fleet.
 	@if [ ! -d examples/quickstart ]; then echo "quickstart: not built yet (see the quickstart issue)"; exit 1; fi

@@ -40,7 +40,7 @@ const (
 	DefaultEstablishTimeout = 60 * time.Second
 	// DefaultPollInterval is how often an applied CRD is checked for
 	// Established.
-	DefaultPollInterval = 50 * time.Millisecond
+	DefaultPollInterval = 10 * time.Millisecond
 )
 
 // FanOutOptions configures a FanOut. The zero value is usable.

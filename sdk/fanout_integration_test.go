@@ -59,7 +59,7 @@ func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
 	}
 }
 
-func rgdFromString(t *testing.T, s string) *v1alpha1.ResourceGraphDefinition {
+func rgdFromString(t testing.TB, s string) *v1alpha1.ResourceGraphDefinition {
 	t.Helper()
 	rgd := &v1alpha1.ResourceGraphDefinition{}
 	require.NoError(t, yaml.UnmarshalStrict([]byte(s), rgd))

@@ -39,7 +39,7 @@ var (
 
 // startHub sets a Hub up in a new multicluster manager for the hub cluster
 // at cfg and runs it until the test ends.
-func startHub(t *testing.T, cfg *rest.Config, provider multicluster.Provider, opts sdk.Options) *sdk.Hub {
+func startHub(t testing.TB, cfg *rest.Config, provider multicluster.Provider, opts sdk.Options) *sdk.Hub {
 	t.Helper()
 	h, err := sdk.NewHub(provider, opts)
 	require.NoError(t, err)
@@ -64,7 +64,7 @@ func startHub(t *testing.T, cfg *rest.Config, provider multicluster.Provider, op
 	return h
 }
 
-func readRGD(t *testing.T, file string) *v1alpha1.ResourceGraphDefinition {
+func readRGD(t testing.TB, file string) *v1alpha1.ResourceGraphDefinition {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
