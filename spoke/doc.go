@@ -33,7 +33,8 @@
 //   - Status is patched only when it changed.
 //
 // For the reference workload (three children per instance) a new instance
-// costs six requests: finalizer, three applies, inventory, status.
+// costs six requests in one reconcile: finalizer, three applies, then the
+// inventory and the status concurrently.
 //
 // # Ownership
 //
