@@ -16,3 +16,9 @@ var fanOutDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 func init() {
 	metrics.Registry.MustRegister(fanOutDuration)
 }
+
+// ForgetCluster drops every fan-out series of a cluster that was disengaged,
+// so a fleet that churns clusters does not grow its metrics forever.
+func ForgetCluster(cluster string) {
+	fanOutDuration.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
+}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -94,6 +95,28 @@ func TestHubServesAFleetFromGo(t *testing.T) {
 		assert.Equal(t, "config", ge.ResourceID)
 		assert.Contains(t, ge.Expression, "schema.spec.nmae")
 		assert.NotContains(t, h.Graphs(), "broken")
+	})
+
+	t.Run("metrics carry the cluster", func(t *testing.T) {
+		families, err := metrics.Registry.Gather()
+		require.NoError(t, err)
+		clusters := map[string]map[string]bool{}
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "cluster" {
+						if clusters[f.GetName()] == nil {
+							clusters[f.GetName()] = map[string]bool{}
+						}
+						clusters[f.GetName()][l.GetValue()] = true
+					}
+				}
+			}
+		}
+		for _, name := range []string{"fleetgraph_crd_fanout_duration_seconds", "fleetgraph_spoke_reconcile_duration_seconds"} {
+			assert.Equal(t, map[string]bool{"spoke-1": true, "spoke-2": true, "spoke-3": true}, clusters[name],
+				"%s has a series per engaged cluster, and none for the removed spoke-4", name)
+		}
 	})
 
 	t.Run("the hub cluster has no RGD API and needs none", func(t *testing.T) {

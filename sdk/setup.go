@@ -190,6 +190,7 @@ func (t clusterTracker) Engage(ctx context.Context, name multicluster.ClusterNam
 		t.h.mu.Unlock()
 		if current {
 			t.h.tracker.DropCluster(e.name)
+			hub.ForgetCluster(e.name)
 		}
 	})
 	return nil
