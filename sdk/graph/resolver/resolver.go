@@ -60,9 +60,10 @@ type Resolver struct {
 	client openapi.Client
 	opts   Options
 
-	mu    sync.Mutex
-	paths map[string]openapi.GroupVersion
-	docs  map[schema.GroupVersion]*document
+	mu           sync.Mutex
+	paths        map[string]openapi.GroupVersion
+	pathsFetched time.Time
+	docs         map[schema.GroupVersion]*document
 }
 
 var _ graph.SchemaResolver = (*Resolver)(nil)
@@ -126,14 +127,14 @@ func (r *Resolver) document(gv schema.GroupVersion, refetch bool) (*document, er
 }
 
 func (r *Resolver) fetch(gv schema.GroupVersion, refreshPaths bool) (*document, error) {
-	if r.paths == nil || refreshPaths {
-		paths, err := r.client.Paths()
-		if err != nil {
-			return nil, fmt.Errorf("listing OpenAPI v3 paths: %w", err)
-		}
-		r.paths = paths
-	}
 	c, ok := r.paths[pathOf(gv)]
+	stale := r.opts.Now().Sub(r.pathsFetched) >= r.opts.RefetchAfterMiss
+	if r.paths == nil || refreshPaths || (!ok && stale) {
+		if err := r.fetchPaths(); err != nil {
+			return nil, err
+		}
+		c, ok = r.paths[pathOf(gv)]
+	}
 	if !ok {
 		return nil, fmt.Errorf("%w: the API server does not serve %s", graph.ErrSchemaNotFound, gv)
 	}
@@ -142,6 +143,17 @@ func (r *Resolver) fetch(gv schema.GroupVersion, refreshPaths bool) (*document, 
 		return nil, fmt.Errorf("fetching the OpenAPI v3 document of %s: %w", gv, err)
 	}
 	return parseDocument(raw)
+}
+
+// fetchPaths lists the group-versions the server documents. Called with
+// r.mu held.
+func (r *Resolver) fetchPaths() error {
+	paths, err := r.client.Paths()
+	if err != nil {
+		return fmt.Errorf("listing OpenAPI v3 paths: %w", err)
+	}
+	r.paths, r.pathsFetched = paths, r.opts.Now()
+	return nil
 }
 
 func pathOf(gv schema.GroupVersion) string {
