@@ -30,8 +30,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -123,6 +126,40 @@ func TestSecretsEngageTheirClusters(t *testing.T) {
 		assertEvent(t, ns, s.Name, secret.ReasonEngaged)
 	}
 	assert.Equal(t, []multicluster.ClusterName{"spoke-1", "spoke-2"}, p.ClusterNames())
+}
+
+func TestEngagedClusterFeedsAMulticlusterController(t *testing.T) {
+	ns := newNamespace(t)
+	spoke := fleet.Spokes()[0]
+	probe := "probe-" + ns
+	var mu sync.Mutex
+	var seen []mcreconcile.Request
+	_, _ = startProvider(t, ns, secret.Options{}, func(mgr mcmanager.Manager) {
+		err := mcbuilder.ControllerManagedBy(mgr).Named("configmaps-" + ns).For(&corev1.ConfigMap{}).
+			Complete(mcreconcile.Func(func(_ context.Context, req mcreconcile.Request) (reconcile.Result, error) {
+				if req.Name == probe {
+					mu.Lock()
+					seen = append(seen, req)
+					mu.Unlock()
+				}
+				return reconcile.Result{}, nil
+			}))
+		require.NoError(t, err)
+	})
+	createSecret(t, ns, "watched", spoke.Kubeconfig, nil)
+
+	spokeClient, err := client.New(spoke.Config, client.Options{})
+	require.NoError(t, err)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: probe}}
+	require.NoError(t, spokeClient.Create(t.Context(), cm))
+	t.Cleanup(func() { _ = spokeClient.Delete(context.Background(), cm) })
+
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Contains(c, seen, mcreconcile.Request{ClusterName: "watched",
+			Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cm)}})
+	}, wait, tick, "the controller reconciles the spoke's ConfigMap under the Secret's cluster name")
 }
 
 func TestClusterNameAnnotationAndLabelUpdates(t *testing.T) {
@@ -282,7 +319,7 @@ func (r *recorder) engagements(name multicluster.ClusterName) int {
 
 // startProvider runs a hub manager with a secret provider reading ns, and a
 // recorder of its Engage calls, until the test ends.
-func startProvider(t *testing.T, ns string, opts secret.Options) (*secret.Provider, *recorder) {
+func startProvider(t *testing.T, ns string, opts secret.Options, setup ...func(mcmanager.Manager)) (*secret.Provider, *recorder) {
 	t.Helper()
 	opts.Namespace = ns
 	p := secret.New(opts)
@@ -295,6 +332,9 @@ func startProvider(t *testing.T, ns string, opts secret.Options) (*secret.Provid
 	require.NoError(t, p.SetupWithManager(mgr))
 	rec := &recorder{byName: map[multicluster.ClusterName][]*engagement{}}
 	require.NoError(t, mgr.Add(rec))
+	for _, f := range setup {
+		f(mgr)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -104,6 +104,7 @@ func (p *Provider) connect(ctx context.Context, s *corev1.Secret, log logr.Logge
 		return nil
 	}
 	e.tc = &trackedCluster{Cluster: cl, http: httpClient, done: make(chan struct{})}
+	e.tc.stopped = func() { p.dropIfCurrent(name, e.tc) }
 	if err := p.engage(name, &e); err != nil {
 		p.report(s, log, ReasonEngageFailed, err)
 		return fmt.Errorf("engaging cluster %q: %w", name, err)
@@ -153,14 +154,15 @@ func (p *Provider) engage(name multicluster.ClusterName, e *engagement) error {
 	p.bySecret[e.secret] = name
 	p.lock.Unlock()
 	if err := p.clusters.Add(p.ctx, e.key, e.tc, renamed{aware: p.aware, name: name}); err != nil {
-		p.disengage(name)
+		p.dropIfCurrent(name, e.tc)
+		p.stop(name, e)
 		return err
 	}
 	return nil
 }
 
-// disengage cancels the cluster's engagement context and waits until it
-// has stopped, then closes its idle connections.
+// disengage cancels the engagement of the cluster called name, if any, and
+// waits until it has stopped.
 func (p *Provider) disengage(name multicluster.ClusterName) {
 	p.lock.Lock()
 	e, ok := p.byName[name]
@@ -169,9 +171,14 @@ func (p *Provider) disengage(name multicluster.ClusterName) {
 		delete(p.bySecret, e.secret)
 	}
 	p.lock.Unlock()
-	if !ok {
-		return
+	if ok {
+		p.stop(name, e)
 	}
+}
+
+// stop cancels e's context, waits until its cluster has stopped and closes
+// its idle connections.
+func (p *Provider) stop(name multicluster.ClusterName, e *engagement) {
 	p.clusters.Remove(e.key)
 	select {
 	case <-e.tc.done:
@@ -235,16 +242,32 @@ func reasonFor(err error) string {
 	}
 }
 
+// dropIfCurrent forgets the cluster called name if tc is still its
+// engagement: tc stopped on its own (its cache failed), not because it was
+// disengaged or replaced.
+func (p *Provider) dropIfCurrent(name multicluster.ClusterName, tc *trackedCluster) {
+	p.lock.Lock()
+	defer p.lock.Unlock()
+	if e, ok := p.byName[name]; ok && e.tc == tc {
+		delete(p.byName, name)
+		delete(p.bySecret, e.secret)
+		p.log.Info("Cluster stopped; it is engaged again when its Secret changes", "cluster", name)
+	}
+}
+
 // trackedCluster is a cluster whose Start reports when it has returned.
 type trackedCluster struct {
 	cluster.Cluster
-	http *http.Client
-	done chan struct{}
+	http    *http.Client
+	done    chan struct{}
+	stopped func()
 }
 
-// Start runs the cluster until ctx is done and then closes done.
+// Start runs the cluster until ctx is done, then calls stopped and closes
+// done.
 func (c *trackedCluster) Start(ctx context.Context) error {
 	defer close(c.done)
+	defer c.stopped()
 	return c.Cluster.Start(ctx)
 }
 
