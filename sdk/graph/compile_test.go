@@ -190,6 +190,9 @@ func TestReadyWhenBindsTheObservedObject(t *testing.T) {
 	ready, err = workers.Ready(vals, map[string]any{"status": map[string]any{}})
 	require.NoError(t, err)
 	assert.False(t, ready)
+	ready, err = workers.Ready(vals, map[string]any{"metadata": map[string]any{"name": "w"}})
+	require.NoError(t, err)
+	assert.False(t, ready, "no status yet: not ready, not an error")
 
 	plain, err := g.Node("settings").Ready(vals, map[string]any{})
 	require.NoError(t, err)

@@ -20,6 +20,9 @@ type scope struct {
 	vals       Values
 	extra      map[string]any
 	resourceID string
+	// observing is set for readyWhen: every field read is of an observed
+	// object, so a missing one means "not yet".
+	observing bool
 }
 
 var _ interpreter.Activation = (*scope)(nil)
@@ -72,7 +75,7 @@ func (sc *scope) eval(p *program, path string) (ref.Val, error) {
 	}
 	out, err := run(p.prog, sc)
 	if err != nil {
-		if isMissingData(err) && readsResource(p) {
+		if isMissingData(err) && (sc.observing || readsResource(p)) {
 			return nil, sc.wrap(path, p.written, fmt.Errorf("%w: %v", ErrPending, err))
 		}
 		return nil, sc.wrap(path, p.written, errorf(ErrEvaluation, "%v", err))

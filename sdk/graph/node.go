@@ -170,6 +170,7 @@ func (np *nodeProgram) ready(vals Values, observed map[string]any) (bool, error)
 		extra[varEach] = observed
 	}
 	sc := np.scope(vals, extra)
+	sc.observing = true
 	for _, c := range np.readyWhen {
 		ok, err := sc.evalBool(c.p, c.path)
 		if errors.Is(err, ErrPending) {

@@ -1,0 +1,108 @@
+package graph_test
+
+import (
+	"errors"
+	"fmt"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+const exampleRGD = `
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: webapp
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: WebApp
+    spec:
+      image: string | default="nginx"
+      replicas: integer | default=1 minimum=0
+    status:
+      configName: ${config.metadata.name}
+  resources:
+  - id: config
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name}-config
+      data:
+        image: ${schema.spec.image}
+  - id: deployment
+    template:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata:
+        name: ${schema.metadata.name}
+        annotations:
+          config: ${config.metadata.name}
+      spec:
+        replicas: ${schema.spec.replicas}
+`
+
+// Compile a kro ResourceGraphDefinition, then render its resources in
+// dependency order for one instance.
+func ExampleCompile() {
+	var rgd v1alpha1.ResourceGraphDefinition
+	if err := yaml.Unmarshal([]byte(exampleRGD), &rgd); err != nil {
+		panic(err)
+	}
+	g, err := graph.Compile(&rgd, graph.Options{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(g.CRD.Name, "serves", g.Instance.GVK.Kind)
+
+	vals := graph.Values{"schema": map[string]any{
+		"metadata": map[string]any{"name": "shop", "namespace": "default"},
+		"spec":     map[string]any{"image": "nginx:1.27", "replicas": int64(2)},
+	}}
+	for _, level := range g.Levels {
+		for _, n := range level {
+			obj, err := n.Render(vals, nil)
+			if errors.Is(err, graph.ErrPending) {
+				fmt.Println(n.ID, "waits for", n.Dependencies)
+				continue
+			}
+			if err != nil {
+				panic(err)
+			}
+			fmt.Println(n.ID, "->", obj.GetKind(), obj.GetName())
+			vals[n.ID] = obj.Object // in real life: the object read back from the cluster
+		}
+	}
+	status, _ := g.Status(vals)
+	fmt.Println("status:", status)
+	// Output:
+	// webapps.kro.run serves WebApp
+	// config -> ConfigMap shop-config
+	// deployment -> Deployment shop
+	// status: map[configName:shop-config]
+}
+
+// Compile errors name the resource, the field and the expression.
+func ExampleError() {
+	var rgd v1alpha1.ResourceGraphDefinition
+	if err := yaml.Unmarshal([]byte(exampleRGD), &rgd); err != nil {
+		panic(err)
+	}
+	rgd.Spec.Resources[1].Template.Raw = []byte(`{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": {"name": "x"}, "spec": {"replicas": "${schema.spec.replicaz}"}}`)
+
+	_, err := graph.Compile(&rgd, graph.Options{})
+	var ge *graph.Error
+	if errors.As(err, &ge) {
+		fmt.Println(ge.ResourceID, ge.Path, ge.Expression)
+	}
+	fmt.Println(errors.Is(err, graph.ErrExpression))
+	fmt.Println(err)
+	// Output:
+	// deployment spec.replicas ${schema.spec.replicaz}
+	// true
+	// resource "deployment": spec.replicas: ${schema.spec.replicaz}: undefined field 'replicaz'
+}
