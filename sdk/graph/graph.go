@@ -70,7 +70,9 @@ type Node struct {
 	// External is true for an externalRef: read, watched, never written or
 	// deleted.
 	External bool
-	// Collection is true when the node has forEach iterators.
+	// Collection is true when the node has forEach iterators, or is an
+	// externalRef by label selector: either way its observed value in Values
+	// is a list ([]any), and readyWhen sees each item as `each`.
 	Collection bool
 	// Dependencies are the ids of the nodes this node's expressions
 	// (template, includeWhen, forEach, externalRef) reference, sorted.
