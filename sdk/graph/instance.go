@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -31,7 +32,7 @@ func (c *compiler) checkSchemaHeader() {
 	if !versionPattern.MatchString(s.APIVersion) {
 		c.fail(&Error{Path: "spec.schema.apiVersion", Err: errorf(ErrInvalid, "version %q must look like v1, v1alpha1 or v2beta3", s.APIVersion)})
 	}
-	if msgs := validation.IsDNS1123Subdomain(c.group()); len(msgs) > 0 || !containsDot(c.group()) {
+	if msgs := validation.IsDNS1123Subdomain(c.group()); len(msgs) > 0 || !strings.Contains(c.group(), ".") {
 		c.fail(&Error{Path: "spec.schema.group", Err: errorf(ErrInvalid, "group %q must be a DNS subdomain with at least one dot", c.group())})
 	}
 	switch s.Scope {
@@ -39,15 +40,6 @@ func (c *compiler) checkSchemaHeader() {
 	default:
 		c.fail(&Error{Path: "spec.schema.scope", Err: errorf(ErrInvalid, "scope %q must be Namespaced or Cluster", s.Scope)})
 	}
-}
-
-func containsDot(s string) bool {
-	for i := range len(s) {
-		if s[i] == '.' {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *compiler) group() string {
@@ -81,7 +73,7 @@ func (c *compiler) parseInstanceSpec() {
 		var pe *simpleschema.PathError
 		if errors.As(e, &pe) {
 			path = "spec.schema." + pe.Path
-			if pe.Path != "" && !hasPrefix(pe.Path, "types.") {
+			if pe.Path != "" && !strings.HasPrefix(pe.Path, "types.") {
 				path = "spec.schema.spec." + pe.Path
 			}
 			e = pe.Err
@@ -91,8 +83,6 @@ func (c *compiler) parseInstanceSpec() {
 	c.specSchema = out
 	c.instanceDecl = c.instanceDeclType(out)
 }
-
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
 // instanceDeclType is the CEL type of `schema`: apiVersion, kind, a typed
 // metadata and the spec.
