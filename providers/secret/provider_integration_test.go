@@ -181,6 +181,24 @@ func TestClusterNameAnnotationAndLabelUpdates(t *testing.T) {
 	assert.NoError(t, first.ctx.Err())
 }
 
+func TestDuplicateClusterNamesAreReported(t *testing.T) {
+	ns := newNamespace(t)
+	_, rec := startProvider(t, ns, secret.Options{})
+	one, two := fleet.Spokes()[0], fleet.Spokes()[1]
+	first := newSecret(ns, "first", one.Kubeconfig, nil)
+	first.Annotations = map[string]string{secret.ClusterNameAnnotation: "shared"}
+	require.NoError(t, hubClient(t).Create(t.Context(), first))
+	require.Eventually(t, func() bool { return rec.current("shared") != nil }, wait, tick)
+
+	second := newSecret(ns, "second", two.Kubeconfig, nil)
+	second.Annotations = map[string]string{secret.ClusterNameAnnotation: "shared"}
+	require.NoError(t, hubClient(t).Create(t.Context(), second))
+
+	assertEvent(t, ns, "second", secret.ReasonDuplicateName)
+	assert.Equal(t, hostOf(one), rec.current("shared").host, "the first Secret keeps the name")
+	assert.Equal(t, 1, rec.engagements("shared"))
+}
+
 func TestRotatedKubeconfigReengages(t *testing.T) {
 	ns := newNamespace(t)
 	p, rec := startProvider(t, ns, secret.Options{})
