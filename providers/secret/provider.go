@@ -148,16 +148,16 @@ type Provider struct {
 	aware   multicluster.Aware
 	hub     hub
 
-	lock     sync.RWMutex
-	gen      uint64
-	byName   map[multicluster.ClusterName]*engagement
-	bySecret map[types.NamespacedName]multicluster.ClusterName
+	claims claims // which Secret holds which cluster name
+
+	lock   sync.RWMutex
+	gen    uint64
+	byName map[multicluster.ClusterName]*engagement
 }
 
 // engagement is one cluster engaged from one Secret.
 type engagement struct {
 	key    multicluster.ClusterName // key in Provider.clusters
-	secret types.NamespacedName
 	hash   string
 	labels map[string]string
 	tc     *trackedCluster
@@ -171,7 +171,7 @@ func New(opts Options) *Provider {
 		clusters: clusters.New[*trackedCluster](),
 		started:  make(chan struct{}),
 		byName:   map[multicluster.ClusterName]*engagement{},
-		bySecret: map[types.NamespacedName]multicluster.ClusterName{},
+		claims:   claims{byName: map[multicluster.ClusterName]types.NamespacedName{}},
 	}
 	p.clusters.WaitCacheTimeout = p.opts.CacheSyncTimeout
 	p.clusters.ErrorHandler = p.log.Error

@@ -32,8 +32,13 @@ const (
 	ReasonEngageFailed      = "EngageFailed"
 )
 
-// disengageTimeout bounds the wait for a disengaged cluster to stop.
-const disengageTimeout = 30 * time.Second
+const (
+	// disengageTimeout bounds the wait for a disengaged cluster to stop.
+	disengageTimeout = 30 * time.Second
+	// duplicateRetry is how often a Secret whose cluster name is taken is
+	// looked at again.
+	duplicateRetry = 30 * time.Second
+)
 
 // Reconcile brings the cluster of one kubeconfig Secret in line with it.
 // Problems with the kubeconfig are reported on the Secret and not retried
@@ -55,6 +60,15 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		p.forgetSecret(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
+	owner, released, ok := p.claims.claim(req.NamespacedName, clusterName(s))
+	for _, name := range released {
+		p.disengage(name) // the Secret was re-annotated with another name
+	}
+	if !ok {
+		p.report(s, p.log.WithValues("secret", req.String()), ReasonDuplicateName,
+			fmt.Errorf("cluster name %q is already used by Secret %s", clusterName(s), owner))
+		return ctrl.Result{RequeueAfter: duplicateRetry}, nil // until the other Secret goes
+	}
 	return ctrl.Result{}, p.reconcileSecret(ctx, s)
 }
 
@@ -62,13 +76,6 @@ func (p *Provider) reconcileSecret(ctx context.Context, s *corev1.Secret) error 
 	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
 	name := clusterName(s)
 	log := p.log.WithValues("secret", key.String(), "cluster", name)
-	if prev, ok := p.clusterOf(key); ok && prev != name {
-		p.disengage(prev) // the Secret was re-annotated with another name
-	}
-	if owner, ok := p.ownerOf(name); ok && owner != key {
-		p.report(s, log, ReasonDuplicateName, fmt.Errorf("cluster name %q is already used by Secret %s", name, owner))
-		return nil
-	}
 	data := s.Data[p.opts.DataKey]
 	hash := fmt.Sprintf("%x", sha256.Sum256(data))
 	if p.updateIfCurrent(name, hash, clusterLabels(s)) {
@@ -80,7 +87,7 @@ func (p *Provider) reconcileSecret(ctx context.Context, s *corev1.Secret) error 
 		p.report(s, log, reasonFor(err), err)
 		return nil
 	}
-	return p.connect(ctx, s, log, engagement{secret: key, hash: hash, labels: clusterLabels(s)}, p.withLimits(rc))
+	return p.connect(ctx, s, log, engagement{hash: hash, labels: clusterLabels(s)}, p.withLimits(rc))
 }
 
 // connect checks the server, creates the cluster and engages it in place of
@@ -151,7 +158,6 @@ func (p *Provider) engage(name multicluster.ClusterName, e *engagement) error {
 	p.gen++
 	e.key = multicluster.ClusterName(fmt.Sprintf("%s#%d", name, p.gen))
 	p.byName[name] = e
-	p.bySecret[e.secret] = name
 	p.lock.Unlock()
 	if err := p.clusters.Add(p.ctx, e.key, e.tc, renamed{aware: p.aware, name: name}); err != nil {
 		p.dropIfCurrent(name, e.tc)
@@ -168,7 +174,6 @@ func (p *Provider) disengage(name multicluster.ClusterName) {
 	e, ok := p.byName[name]
 	if ok {
 		delete(p.byName, name)
-		delete(p.bySecret, e.secret)
 	}
 	p.lock.Unlock()
 	if ok {
@@ -189,26 +194,12 @@ func (p *Provider) stop(name multicluster.ClusterName, e *engagement) {
 	p.log.Info("Disengaged cluster", "cluster", name)
 }
 
+// forgetSecret disengages the cluster of a Secret that is gone and frees
+// its name.
 func (p *Provider) forgetSecret(key types.NamespacedName) {
-	if name, ok := p.clusterOf(key); ok {
+	for _, name := range p.claims.release(key) {
 		p.disengage(name)
 	}
-}
-
-func (p *Provider) clusterOf(key types.NamespacedName) (multicluster.ClusterName, bool) {
-	p.lock.RLock()
-	defer p.lock.RUnlock()
-	name, ok := p.bySecret[key]
-	return name, ok
-}
-
-func (p *Provider) ownerOf(name multicluster.ClusterName) (types.NamespacedName, bool) {
-	p.lock.RLock()
-	defer p.lock.RUnlock()
-	if e, ok := p.byName[name]; ok {
-		return e.secret, true
-	}
-	return types.NamespacedName{}, false
 }
 
 // updateIfCurrent refreshes the labels of the cluster called name and
@@ -250,7 +241,6 @@ func (p *Provider) dropIfCurrent(name multicluster.ClusterName, tc *trackedClust
 	defer p.lock.Unlock()
 	if e, ok := p.byName[name]; ok && e.tc == tc {
 		delete(p.byName, name)
-		delete(p.bySecret, e.secret)
 		p.log.Info("Cluster stopped; it is engaged again when its Secret changes", "cluster", name)
 	}
 }

@@ -1,0 +1,51 @@
+package secret
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+)
+
+// claims records which Secret holds each cluster name, so that two Secrets
+// naming the same cluster, reconciled at once, never both engage it. The
+// first Secret to claim a name holds it until it is deleted or renames its
+// cluster.
+type claims struct {
+	lock   sync.Mutex
+	byName map[multicluster.ClusterName]types.NamespacedName
+}
+
+// claim gives name to secret unless another Secret holds it (then it
+// returns that owner and false). Names secret held before and no longer
+// uses are released and returned.
+func (c *claims) claim(secret types.NamespacedName, name multicluster.ClusterName) (
+	owner types.NamespacedName, released []multicluster.ClusterName, ok bool) {
+	c.lock.Lock()
+	defer c.lock.Unlock()
+	for n, s := range c.byName {
+		if s == secret && n != name {
+			delete(c.byName, n)
+			released = append(released, n)
+		}
+	}
+	if owner, taken := c.byName[name]; taken && owner != secret {
+		return owner, released, false
+	}
+	c.byName[name] = secret
+	return secret, released, true
+}
+
+// release frees every name secret holds and returns them.
+func (c *claims) release(secret types.NamespacedName) []multicluster.ClusterName {
+	c.lock.Lock()
+	defer c.lock.Unlock()
+	var released []multicluster.ClusterName
+	for n, s := range c.byName {
+		if s == secret {
+			delete(c.byName, n)
+			released = append(released, n)
+		}
+	}
+	return released
+}
