@@ -25,7 +25,7 @@
 //
 // Only the kubeconfig's current context is used. The provider watches the
 // Secrets through a cache of its own, limited to that namespace and label
-// selector by the API server, so the hub needs get, list and watch on
+// selector by the API server, so the hub needs list and watch on
 // Secrets in that namespace only, plus create and patch on events.k8s.io
 // Events there.
 //
