@@ -199,6 +199,20 @@ func TestDuplicateClusterNamesAreReported(t *testing.T) {
 	assert.Equal(t, 1, rec.engagements("shared"))
 }
 
+func TestSecretThatLosesItsLabelDisengages(t *testing.T) {
+	ns := newNamespace(t)
+	p, rec := startProvider(t, ns, secret.Options{})
+	s := createSecret(t, ns, "labelled", fleet.Spokes()[0].Kubeconfig, nil)
+	require.Eventually(t, func() bool { return rec.current("labelled") != nil }, wait, tick)
+	e := rec.current("labelled")
+
+	delete(s.Labels, secret.DefaultSecretLabel)
+	require.NoError(t, hubClient(t).Update(t.Context(), s))
+
+	require.Eventually(t, func() bool { return e.ctx.Err() != nil }, wait, tick)
+	assert.Empty(t, p.ClusterNames())
+}
+
 func TestRotatedKubeconfigReengages(t *testing.T) {
 	ns := newNamespace(t)
 	p, rec := startProvider(t, ns, secret.Options{})
