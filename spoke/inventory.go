@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 // InventoryEntry is one child recorded in AnnotationInventory: enough to
@@ -88,4 +90,50 @@ func planInventory(old []InventoryEntry, o *outcome) (keep, prune []InventoryEnt
 		}
 	}
 	return keep, prune
+}
+
+// plannedInventory lists the children inst will have whose identity is
+// known from the instance alone: included (or undecided) nodes, each
+// iteration, named without reading any other resource. Listing a child that
+// is never created is harmless (pruning it finds nothing); one that cannot be
+// named yet is recorded after it is applied.
+func (m *member) plannedInventory(inst *unstructured.Unstructured) []InventoryEntry {
+	vals := graph.Values{"schema": inst.Object}
+	var out []InventoryEntry
+	for _, n := range m.g.Nodes {
+		if n.External {
+			continue
+		}
+		if included, err := n.Included(vals); err == nil && !included {
+			continue
+		}
+		iterations, err := n.Iterations(vals)
+		if err != nil {
+			continue
+		}
+		for _, it := range iterations {
+			if e, ok := m.plannedEntry(inst, n, vals, it); ok {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+func (m *member) plannedEntry(inst *unstructured.Unstructured, n *graph.Node, vals graph.Values, it map[string]any) (InventoryEntry, bool) {
+	ns, name, err := n.Identity(vals, it)
+	if err != nil || name == "" {
+		return InventoryEntry{}, false
+	}
+	namespaced, err := m.namespaced(n.GVK)
+	if err != nil {
+		return InventoryEntry{}, false
+	}
+	switch {
+	case !namespaced:
+		ns = ""
+	case ns == "":
+		ns = defaultNamespace(inst)
+	}
+	return InventoryEntry{APIVersion: n.GVK.GroupVersion().String(), Kind: n.GVK.Kind, Namespace: ns, Name: name, Node: n.ID}, true
 }

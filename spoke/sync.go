@@ -19,7 +19,7 @@ func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
 	key := keyOf(inst)
 	if !slices.Contains(inst.GetFinalizers(), Finalizer) {
 		var err error
-		if inst, err = m.patchFinalizers(inst, append(inst.GetFinalizers(), Finalizer)); err != nil {
+		if inst, err = m.adopt(inst); err != nil {
 			return 0, err
 		}
 	}
