@@ -1,0 +1,44 @@
+//go:build integration
+
+package sdk_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetgraph/fleetgraph/sdk"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+// A spoke whose API server died after it was engaged delays only itself:
+// the others get the CRD and serve instances, the dead one is reported with
+// an error and retried, and it drops out once its provider removes it.
+func TestADeadSpokeDelaysOnlyItself(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 2)
+	ctx := context.Background()
+	provider, err := fleet.NewProvider(ctx)
+	require.NoError(t, err)
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+	require.Eventually(t, func() bool { return len(provider.ClusterNames()) == 2 }, wait, tick,
+		"both spokes engaged before one dies")
+
+	require.NoError(t, fleet.StopSpoke("spoke-2"))
+	require.NoError(t, h.RegisterGraph(ctx, readRGD(t, "testdata/webapp-rgd.yaml")))
+
+	c1 := newClient(t, fleet.Spoke("spoke-1").Config)
+	createWhenServed(t, c1, instance(webAppGVK, "alive", map[string]any{"name": "alive"}))
+	requireState(t, c1, webAppGVK, "alive", "ACTIVE")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		st := clusterStates(h, "webapp")
+		assert.Equal(ct, "Established 1/1", st["spoke-1"])
+		assert.Equal(ct, "Error 0/0", st["spoke-2"], "the dead spoke is reported, not hidden")
+	}, wait, tick)
+
+	provider.Remove("spoke-2")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, map[string]string{"spoke-1": "Established 1/1"}, clusterStates(h, "webapp"))
+	}, wait, tick)
+}
