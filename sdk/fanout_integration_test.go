@@ -9,9 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
@@ -42,21 +41,8 @@ spec:
 `
 
 func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
-	preserve := true
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "widgets.test.fleetgraph.dev"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "test.fleetgraph.dev",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget", ListKind: "WidgetList"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: &preserve,
-				}},
-			}},
-		},
-	}
+	gvk := schema.GroupVersionKind{Group: "test.fleetgraph.dev", Version: "v1", Kind: "Widget"}
+	return fgtesting.NewCRD(gvk, "widgets", apiextensionsv1.NamespaceScoped)
 }
 
 func rgdFromString(t testing.TB, s string) *v1alpha1.ResourceGraphDefinition {
@@ -64,12 +50,6 @@ func rgdFromString(t testing.TB, s string) *v1alpha1.ResourceGraphDefinition {
 	rgd := &v1alpha1.ResourceGraphDefinition{}
 	require.NoError(t, yaml.UnmarshalStrict([]byte(s), rgd))
 	return rgd
-}
-
-func installCRD(t *testing.T, c *fgtesting.Cluster, crd *apiextensionsv1.CustomResourceDefinition) {
-	t.Helper()
-	_, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
-	require.NoError(t, err)
 }
 
 func crdExists(t *testing.T, c *fgtesting.Cluster, name string) bool {
@@ -86,7 +66,7 @@ func crdExists(t *testing.T, c *fgtesting.Cluster, name string) bool {
 // served, and is served as soon as the kind appears.
 func TestFanOutWaitsForChildKinds(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 2)
-	installCRD(t, fleet.Spoke("spoke-1"), widgetCRD())
+	require.NoError(t, fleet.Spoke("spoke-1").InstallCRDs(widgetCRD()))
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
 	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
@@ -102,7 +82,7 @@ func TestFanOutWaitsForChildKinds(t *testing.T) {
 	assert.False(t, crdExists(t, fleet.Spoke("spoke-2"), "gadgets.kro.run"),
 		"no CRD goes to a spoke that cannot serve the graph")
 
-	installCRD(t, fleet.Spoke("spoke-2"), widgetCRD())
+	require.NoError(t, fleet.Spoke("spoke-2").InstallCRDs(widgetCRD()))
 	c2 := newClient(t, fleet.Spoke("spoke-2").Config)
 	gadgetGVK := webAppGVK.GroupVersion().WithKind("Gadget")
 	createWhenServed(t, c2, instance(gadgetGVK, "g", map[string]any{"color": "blue"}))

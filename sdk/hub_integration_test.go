@@ -14,7 +14,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
@@ -135,9 +134,8 @@ func runFleetScenario(t *testing.T, fleet *fgtesting.Fleet, opts sdk.Options, re
 	for _, s := range fleet.Spokes() {
 		spokes[s.Name] = newClient(t, s.Config)
 	}
-	foreign := foreignCacheCRD()
-	_, err := envtest.InstallCRDs(fleet.Spoke("spoke-3").Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{foreign}})
-	require.NoError(t, err)
+	foreign := fgtesting.NewCRD(cacheGVK, "caches", apiextensionsv1.NamespaceScoped) // not ours: no managed-by label
+	require.NoError(t, fleet.Spoke("spoke-3").InstallCRDs(foreign))
 
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
@@ -227,24 +225,6 @@ func runFleetScenario(t *testing.T, fleet *fgtesting.Fleet, opts sdk.Options, re
 // event is in flight that goroutine blocks forever. Nothing of ours can stop
 // it; everything else must be gone.
 var upstreamWatchLeak = goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop")
-
-func foreignCacheCRD() *apiextensionsv1.CustomResourceDefinition {
-	preserve := true
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "caches.kro.run"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "kro.run",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "caches", Kind: "Cache", ListKind: "CacheList"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1alpha1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: &preserve,
-				}},
-			}},
-		},
-	}
-}
 
 func hasEvent(events *eventsv1.EventList, regarding, reason string) bool {
 	for _, e := range events.Items {

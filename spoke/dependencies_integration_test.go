@@ -4,7 +4,6 @@ package spoke_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -90,14 +89,7 @@ func TestExternalRefAndReadiness(t *testing.T) {
 	require.NoError(t, c.Create(ctx, newInstance(g, "team", "svc", map[string]any{})))
 
 	t.Run("a missing external reference holds the instance in progress", func(t *testing.T) {
-		eventually(t, func() (bool, string) {
-			u, err := getInstance(t, c, g, "team", "svc")
-			if err != nil {
-				return false, err.Error()
-			}
-			msg := readyMessage(u)
-			return strings.Contains(msg, "settings"), "Ready message: " + msg
-		})
+		readyMessageMentions(t, c, g, "team", "svc", "settings")
 	})
 
 	t.Run("an external reference change propagates to the children", func(t *testing.T) {
@@ -111,14 +103,7 @@ func TestExternalRefAndReadiness(t *testing.T) {
 	})
 
 	t.Run("readyWhen holds dependents back until the dependency is ready", func(t *testing.T) {
-		eventually(t, func() (bool, string) {
-			u, err := getInstance(t, c, g, "team", "svc")
-			if err != nil {
-				return false, err.Error()
-			}
-			msg := readyMessage(u)
-			return strings.Contains(msg, "db: waiting for readyWhen"), "Ready message: " + msg
-		})
+		readyMessageMentions(t, c, g, "team", "svc", "db: waiting for readyWhen")
 		stateIs(t, c, g, "team", "svc", spoke.StateInProgress)
 		_, err := configMap(c, "team", "svc-app")
 		require.True(t, apierrors.IsNotFound(err), "app must wait for db: %v", err)

@@ -178,14 +178,7 @@ func TestInstanceLifecycle(t *testing.T) {
 			client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":["test.fleetgraph.dev/hold"]}}`))))
 		require.NoError(t, c.Delete(ctx, newInstance(g, "team", "demo", nil)))
 
-		eventually(t, func() (bool, string) {
-			u, err := getInstance(t, c, g, "team", "demo")
-			if err != nil {
-				return false, err.Error()
-			}
-			msg := readyMessage(u)
-			return strings.Contains(msg, "demo-third"), "Ready message: " + msg
-		})
+		readyMessageMentions(t, c, g, "team", "demo", "demo-third")
 		stateIs(t, c, g, "team", "demo", spoke.StateDeleting)
 		second, err := configMap(c, "team", "demo-second")
 		require.NoError(t, err, "the second wave must wait for the first")
@@ -217,6 +210,20 @@ func configMapRef(ns, name string) *unstructured.Unstructured {
 	u.SetNamespace(ns)
 	u.SetName(name)
 	return u
+}
+
+// readyMessageMentions waits until the instance's Ready condition message
+// contains want.
+func readyMessageMentions(t testing.TB, c client.Client, g *graph.Graph, ns, name, want string) {
+	t.Helper()
+	eventually(t, func() (bool, string) {
+		u, err := getInstance(t, c, g, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		msg := readyMessage(u)
+		return strings.Contains(msg, want), "Ready message: " + msg
+	})
 }
 
 func readyMessage(u *unstructured.Unstructured) string {

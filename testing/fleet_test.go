@@ -10,34 +10,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 var widgetGVK = schema.GroupVersionKind{Group: "test.fleetgraph.dev", Version: "v1", Kind: "Widget"}
-
-func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
-	preserve := true
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "widgets.test.fleetgraph.dev"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: widgetGVK.Group,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget", ListKind: "WidgetList"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: &preserve,
-				}},
-			}},
-		},
-	}
-}
 
 func widget(name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
@@ -63,8 +43,7 @@ func TestFleetSpokesAreIsolatedAndRemovable(t *testing.T) {
 
 	clients := map[string]client.Client{}
 	for _, s := range spokes {
-		_, err := envtest.InstallCRDs(s.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{widgetCRD()}})
-		require.NoError(t, err)
+		require.NoError(t, s.InstallCRDs(fgtesting.NewCRD(widgetGVK, "widgets", apiextensionsv1.NamespaceScoped)))
 		c, err := client.New(s.Config, client.Options{})
 		require.NoError(t, err)
 		require.NoError(t, c.Create(ctx, widget("from-"+s.Name)))

@@ -217,20 +217,8 @@ func dyn(path logicalcluster.Path) dynamic.Interface {
 }
 
 func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.dev"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "example.dev",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "Widget", ListKind: "WidgetList", Plural: "widgets", Singular: "widget"},
-			Scope: apiextensionsv1.ClusterScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptrTrue(),
-				}},
-			}},
-		},
-	}
+	gvk := schema.GroupVersionKind{Group: "example.dev", Version: "v1", Kind: "Widget"}
+	return fgtesting.NewCRD(gvk, "widgets", apiextensionsv1.ClusterScoped)
 }
 
 func widget(name string) client.Object {
@@ -242,7 +230,6 @@ func widget(name string) client.Object {
 	return u
 }
 
-func ptrTrue() *bool { b := true; return &b }
 
 var (
 	apiResourceSchemas = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiresourceschemas"}

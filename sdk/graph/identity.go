@@ -7,11 +7,11 @@ func (np *nodeProgram) identity(vals Values, iteration map[string]any) (string, 
 	}
 	sc := np.scope(vals, iteration)
 	metadata := child(np.template, "metadata")
-	ns, err := identityField(sc, child(metadata, "namespace"), "metadata.namespace")
+	ns, err := evalString(sc, child(metadata, "namespace"), "metadata.namespace")
 	if err != nil {
 		return "", "", err
 	}
-	name, err := identityField(sc, child(metadata, "name"), "metadata.name")
+	name, err := evalString(sc, child(metadata, "name"), "metadata.name")
 	return ns, name, err
 }
 
@@ -32,19 +32,4 @@ func child(t tmpl, key string) tmpl {
 		}
 	}
 	return nil
-}
-
-func identityField(sc *scope, t tmpl, path string) (string, error) {
-	if t == nil {
-		return "", nil
-	}
-	v, _, err := t.eval(sc)
-	if err != nil {
-		return "", err
-	}
-	s, ok := v.(string)
-	if !ok && v != nil {
-		return "", sc.wrap(path, "", errorf(ErrEvaluation, "want a string, got %T", v))
-	}
-	return s, nil
 }

@@ -117,10 +117,10 @@ func (np *nodeProgram) ref(vals Values) (ExternalRef, error) {
 	sc := np.scope(vals, nil)
 	out := ExternalRef{GVK: np.extRef.gvk}
 	var err error
-	if out.Name, err = evalString(sc, np.extRef.name); err != nil {
+	if out.Name, err = evalString(sc, np.extRef.name, "externalRef.metadata.name"); err != nil {
 		return ExternalRef{}, err
 	}
-	if out.Namespace, err = evalString(sc, np.extRef.namespace); err != nil {
+	if out.Namespace, err = evalString(sc, np.extRef.namespace, "externalRef.metadata.namespace"); err != nil {
 		return ExternalRef{}, err
 	}
 	if np.extRef.selector != nil {
@@ -129,7 +129,9 @@ func (np *nodeProgram) ref(vals Values) (ExternalRef, error) {
 	return out, err
 }
 
-func evalString(sc *scope, t tmpl) (string, error) {
+// evalString evaluates a piece that must be a string (or absent: ""); path
+// names it in errors.
+func evalString(sc *scope, t tmpl, path string) (string, error) {
 	if t == nil {
 		return "", nil
 	}
@@ -139,7 +141,7 @@ func evalString(sc *scope, t tmpl) (string, error) {
 	}
 	s, ok := v.(string)
 	if !ok && v != nil {
-		return "", sc.wrap("externalRef.metadata", "", errorf(ErrEvaluation, "want a string, got %T", v))
+		return "", sc.wrap(path, "", errorf(ErrEvaluation, "want a string, got %T", v))
 	}
 	return s, nil
 }
