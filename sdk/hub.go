@@ -48,6 +48,9 @@ type Hub struct {
 	runtime  *spoke.Runtime
 	changed  chan string
 
+	// regMu serialises Register and Unregister, so that the graph served
+	// under a name is always the one registered last.
+	regMu    sync.Mutex
 	mu       sync.Mutex
 	mgr      mcmanager.Manager
 	recorder events.EventRecorder
@@ -112,6 +115,8 @@ func (h *Hub) RegisterGraph(ctx context.Context, rgd *v1alpha1.ResourceGraphDefi
 // Register is RegisterGraph returning the compiled graph; it implements
 // hub.Registry for the RGD controller.
 func (h *Hub) Register(_ context.Context, rgd *v1alpha1.ResourceGraphDefinition) (*graph.Graph, error) {
+	h.regMu.Lock()
+	defer h.regMu.Unlock()
 	allow := rgd.Annotations[v1alpha1.AnnotationAllowBreakingChanges] == "true"
 	h.mu.Lock()
 	if reg, ok := h.graphs[rgd.Name]; ok && reg.allowBreaking == allow && equality.Semantic.DeepEqual(reg.spec, rgd.Spec) {
@@ -158,21 +163,31 @@ func (h *Hub) UnregisterGraph(ctx context.Context, name string) error {
 
 // Unregister implements hub.Registry.
 func (h *Hub) Unregister(ctx context.Context, name string) error {
+	reg, clusters := h.forget(name)
+	if reg == nil || !h.opts.DeleteCRDsOnUnregister {
+		return nil
+	}
+	// Outside regMu: a dead spoke must not hold up other registrations.
+	return hub.DeleteUnusedCRDs(ctx, clusters, reg.graph)
+}
+
+// forget stops serving the named graph and returns what it was, with the
+// clusters engaged at that moment.
+func (h *Hub) forget(name string) (*registration, []hub.Cluster) {
+	h.regMu.Lock()
+	defer h.regMu.Unlock()
 	h.mu.Lock()
 	reg, ok := h.graphs[name]
 	delete(h.graphs, name)
 	clusters := h.clusterList()
 	h.mu.Unlock()
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	h.runtime.Stop(name)
 	h.tracker.DropGraph(name)
 	h.opts.Logger.Info("graph unregistered", "graph", name)
-	if !h.opts.DeleteCRDsOnUnregister {
-		return nil
-	}
-	return hub.DeleteUnusedCRDs(ctx, clusters, reg.graph)
+	return reg, clusters
 }
 
 // FleetStatus returns the named graph's state on every engaged cluster: CRD

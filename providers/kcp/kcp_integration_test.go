@@ -230,7 +230,6 @@ func widget(name string) client.Object {
 	return u
 }
 
-
 var (
 	apiResourceSchemas = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiresourceschemas"}
 	apiExports         = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apiexports"}
