@@ -31,7 +31,6 @@
 //   - Our own writes to an instance are remembered until the cache catches up,
 //     so a reconcile never works from an older copy than one it wrote.
 //   - Status is patched only when it changed.
-//
 //   - A new instance gets its finalizer and the inventory of every child
 //     that can be named from the instance alone in one write, before any
 //     child is applied.
