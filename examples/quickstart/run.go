@@ -67,7 +67,7 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	printFleet(out, hub)
 	say(out, "Done in %s.", time.Since(start).Round(100*time.Millisecond))
 	if o.keep {
-		return explore(ctx, out, fleet)
+		return explore(ctx, out, append([]*fgtesting.Cluster{fleet.Hub}, fleet.Spokes()...))
 	}
 	fmt.Fprintln(out, "Next: run with -keep to explore the clusters with kubectl, or read examples/embed-manager.")
 	return nil
@@ -201,12 +201,12 @@ func printFleet(out io.Writer, hub *sdk.Hub) {
 }
 
 // explore writes a kubeconfig per cluster and waits for Ctrl-C.
-func explore(ctx context.Context, out io.Writer, fleet *fgtesting.Fleet) error {
+func explore(ctx context.Context, out io.Writer, clusters []*fgtesting.Cluster) error {
 	dir, err := os.MkdirTemp("", "fleetgraph-quickstart-")
 	if err != nil {
 		return err
 	}
-	for _, c := range append([]*fgtesting.Cluster{fleet.Hub}, fleet.Spokes()...) {
+	for _, c := range clusters {
 		if err := os.WriteFile(filepath.Join(dir, c.Name+".kubeconfig"), c.Kubeconfig, 0o600); err != nil {
 			return err
 		}
