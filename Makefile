@@ -29,7 +29,7 @@ test-unit: ## Fast tests: no API servers.
 .PHONY: test-integration
 test-integration: envtest-assets kcp-assets ## Unit and integration tests against real API servers.
 	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
-		$(GO) test -tags integration -count=1 -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./...
+		$(GO) test -race -tags integration -count=1 -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./...
 
 .PHONY: test
 test: check test-integration ## Everything CI runs.

@@ -54,9 +54,8 @@ func rgdFromString(t testing.TB, s string) *v1alpha1.ResourceGraphDefinition {
 
 func crdExists(t *testing.T, c *fgtesting.Cluster, name string) bool {
 	t.Helper()
-	cl, err := client.New(c.Config, client.Options{})
+	cl, err := client.New(c.Config, client.Options{Scheme: fgtesting.NewScheme()})
 	require.NoError(t, err)
-	require.NoError(t, apiextensionsv1.AddToScheme(cl.Scheme()))
 	err = cl.Get(context.Background(), client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})
 	require.NoError(t, client.IgnoreNotFound(err))
 	return err == nil

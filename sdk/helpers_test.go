@@ -25,6 +25,7 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 const (
@@ -75,9 +76,8 @@ func readRGD(t testing.TB, file string) *v1alpha1.ResourceGraphDefinition {
 
 func newClient(t *testing.T, cfg *rest.Config) client.Client {
 	t.Helper()
-	c, err := client.New(cfg, client.Options{})
+	c, err := client.New(cfg, client.Options{Scheme: fgtesting.NewScheme()})
 	require.NoError(t, err)
-	require.NoError(t, v1alpha1.AddToScheme(c.Scheme()))
 	return c
 }
 

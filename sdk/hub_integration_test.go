@@ -182,9 +182,8 @@ func runFleetScenario(t *testing.T, fleet *fgtesting.Fleet, opts sdk.Options, re
 			assert.Equal(ct, "Conflict 0/0", st["spoke-3"])
 		}, wait, tick)
 		got := &apiextensionsv1.CustomResourceDefinition{}
-		c, err := client.New(fleet.Spoke("spoke-3").Config, client.Options{})
+		c, err := client.New(fleet.Spoke("spoke-3").Config, client.Options{Scheme: fgtesting.NewScheme()})
 		require.NoError(t, err)
-		require.NoError(t, apiextensionsv1.AddToScheme(c.Scheme()))
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: foreign.Name}, got))
 		assert.Empty(t, got.Labels, "fleetgraph must not label a CRD it does not own")
 		for _, mf := range got.ManagedFields {

@@ -32,9 +32,8 @@ func TestEmbeddedHubServesBesideThePlatformsController(t *testing.T) {
 	go func() { done <- run(ctx, fleet.Hub.Config, "0") }()
 	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
 
-	hub, err := client.New(fleet.Hub.Config, client.Options{})
+	hub, err := client.New(fleet.Hub.Config, client.Options{Scheme: fgtesting.NewScheme()})
 	require.NoError(t, err)
-	require.NoError(t, v1alpha1.AddToScheme(hub.Scheme()))
 
 	t.Run("the platform's controller still runs", func(t *testing.T) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{TeamLabel: "a"}}}

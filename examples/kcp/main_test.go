@@ -102,8 +102,7 @@ func TestHubServesKCPWorkspaces(t *testing.T) {
 
 func clientFor(t *testing.T, k *fgtesting.KCP, ws logicalcluster.Path) client.Client {
 	t.Helper()
-	c, err := client.New(k.ConfigFor(ws), client.Options{})
+	c, err := client.New(k.ConfigFor(ws), client.Options{Scheme: fgtesting.NewScheme()})
 	require.NoError(t, err)
-	require.NoError(t, v1alpha1.AddToScheme(c.Scheme()))
 	return c
 }

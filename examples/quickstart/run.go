@@ -41,11 +41,8 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	defer func() { _ = fleet.Stop() }()
 	say(out, "Fleet up in %s.", time.Since(start).Round(100*time.Millisecond))
 
-	hubClient, err := client.New(fleet.Hub.Config, client.Options{})
+	hubClient, err := client.New(fleet.Hub.Config, client.Options{Scheme: fgtesting.NewScheme()})
 	if err != nil {
-		return err
-	}
-	if err := v1alpha1.AddToScheme(hubClient.Scheme()); err != nil {
 		return err
 	}
 	if err := registerSpokes(ctx, out, hubClient, fleet); err != nil {

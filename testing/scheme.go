@@ -1,0 +1,22 @@
+package testing
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+)
+
+// NewScheme returns a new scheme with client-go's built-in types,
+// apiextensions/v1 and the ResourceGraphDefinition types. Give it to test
+// clients (client.Options{Scheme: fgtesting.NewScheme()}) rather than adding
+// types to client-go's global scheme, which a running manager may be reading.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
+}
