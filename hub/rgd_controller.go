@@ -72,22 +72,34 @@ func (r *RGDReconciler) SetupWithManager(mgr manager.Manager) error {
 		WithOptions(controller.Options{SkipNameValidation: &skip}).
 		For(&v1alpha1.ResourceGraphDefinition{})
 	if r.Changed != nil {
-		b = b.WatchesRawSource(source.Channel(r.genericEvents(), &handler.EnqueueRequestForObject{}))
+		events := make(chan event.GenericEvent)
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			r.forward(ctx, events)
+			return nil
+		})); err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{}))
 	}
 	return b.Complete(r)
 }
 
-// genericEvents adapts Changed to the events a channel source wants.
-func (r *RGDReconciler) genericEvents() <-chan event.GenericEvent {
-	out := make(chan event.GenericEvent)
-	go func() {
-		defer close(out)
-		for name := range r.Changed {
+// forward turns the names on Changed into the events a channel source
+// wants, until ctx ends.
+func (r *RGDReconciler) forward(ctx context.Context, out chan<- event.GenericEvent) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case name := <-r.Changed:
 			obj := &v1alpha1.ResourceGraphDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
-			out <- event.GenericEvent{Object: obj}
+			select {
+			case out <- event.GenericEvent{Object: obj}:
+			case <-ctx.Done():
+				return
+			}
 		}
-	}()
-	return out
+	}
 }
 
 // Reconcile implements reconcile.Reconciler.

@@ -5,7 +5,6 @@ package sdk_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -63,15 +61,6 @@ func startHub(t testing.TB, cfg *rest.Config, provider multicluster.Provider, op
 		}
 	})
 	return h
-}
-
-func readRGD(t testing.TB, file string) *v1alpha1.ResourceGraphDefinition {
-	t.Helper()
-	raw, err := os.ReadFile(file)
-	require.NoError(t, err)
-	rgd := &v1alpha1.ResourceGraphDefinition{}
-	require.NoError(t, yaml.UnmarshalStrict(raw, rgd))
-	return rgd
 }
 
 func newClient(t *testing.T, cfg *rest.Config) client.Client {

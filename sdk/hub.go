@@ -21,13 +21,9 @@ import (
 	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
-var (
-	// ErrNotSetUp is returned by calls that need a manager before
-	// SetupWithManager (or Run) was called.
-	ErrNotSetUp = errors.New("fleetgraph: hub is not set up with a manager")
-	// ErrAlreadySetUp is returned by a second SetupWithManager.
-	ErrAlreadySetUp = errors.New("fleetgraph: hub is already set up with a manager")
-)
+// ErrAlreadySetUp is returned by a second SetupWithManager (or Run): a Hub
+// lives in one manager.
+var ErrAlreadySetUp = errors.New("fleetgraph: hub is already set up with a manager")
 
 var _ hub.Registry = &Hub{}
 

@@ -144,13 +144,17 @@ func (h *Hub) onTransition(graphName, clusterName string, state hub.CRDState, ms
 	if state != hub.CRDConflict && state != hub.CRDIncompatible {
 		return
 	}
+	var target *v1alpha1.ResourceGraphDefinition
 	h.mu.Lock()
-	reg, rec := h.graphs[graphName], h.recorder
+	if reg := h.graphs[graphName]; reg != nil {
+		target = reg.rgd // Register replaces it under h.mu
+	}
+	rec := h.recorder
 	h.mu.Unlock()
-	if reg == nil || reg.rgd == nil || rec == nil {
+	if target == nil || rec == nil {
 		return
 	}
-	rec.Eventf(reg.rgd, nil, "Warning", "CRD"+string(state), "FanOut", "cluster %q: %s", clusterName, msg)
+	rec.Eventf(target, nil, "Warning", "CRD"+string(state), "FanOut", "cluster %q: %s", clusterName, msg)
 }
 
 // notifyChanged asks the RGD controller to rewrite a graph's status soon. It

@@ -17,14 +17,25 @@ import (
 )
 
 // With a nil provider the hub cluster is also the only spoke: the RGD, the
-// generated CRD, the instance and its children all live there.
+// generated CRD, the instance and its children all live there. The hub runs
+// standalone, through Run.
 func TestSingleClusterModeCreateUpdateDelete(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 0)
 	c := newClient(t, fleet.Hub.Config)
-	h := startHub(t, fleet.Hub.Config, nil, sdk.Options{InstallRGDCRD: true})
-	ctx := context.Background()
+	h, err := sdk.NewHub(nil, sdk.Options{InstallRGDCRD: true})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx, fleet.Hub.Config) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done, "Run returns cleanly when its context ends")
+	})
 
-	require.NoError(t, c.Create(ctx, readRGD(t, "testdata/webapp-rgd.yaml")))
+	rgd := readRGD(t, "testdata/webapp-rgd.yaml")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.NoError(ct, client.IgnoreAlreadyExists(c.Create(ctx, rgd.DeepCopy())))
+	}, wait, tick, "Run installs the RGD CRD as it starts")
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		assert.Equal(ct, map[string]string{"": "Established 0/0"}, clusterStates(h, "webapp"))
 	}, wait, tick)

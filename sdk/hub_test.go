@@ -1,0 +1,50 @@
+package sdk_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	"github.com/fleetgraph/fleetgraph/sdk"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+func TestAHubLivesInOneManager(t *testing.T) {
+	h, err := sdk.NewHub(nil, sdk.Options{DisableRGDController: true})
+	require.NoError(t, err)
+	// No API server is needed to set up; nothing here starts the manager.
+	mgr, err := mcmanager.New(&rest.Config{Host: "https://127.0.0.1:1"}, nil, manager.Options{
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	})
+	require.NoError(t, err)
+	require.NoError(t, h.SetupWithManager(mgr))
+	assert.ErrorIs(t, h.SetupWithManager(mgr), sdk.ErrAlreadySetUp)
+}
+
+// An RGD that does not compile leaves the graph served under its name in
+// place, and the hub says nothing changed.
+func TestAFailedRegistrationKeepsTheServedGraph(t *testing.T) {
+	h, err := sdk.NewHub(nil, sdk.Options{DisableRGDController: true})
+	require.NoError(t, err)
+	ctx := context.Background()
+	good := readRGD(t, "testdata/webapp-rgd.yaml")
+	require.NoError(t, h.RegisterGraph(ctx, good))
+
+	bad := good.DeepCopy()
+	bad.Spec.Resources[0].Template.Raw = []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"${schema.spec.nope}"}}`)
+	err = h.RegisterGraph(ctx, bad)
+	var ge *graph.Error
+	require.ErrorAs(t, err, &ge)
+	assert.Equal(t, "config", ge.ResourceID)
+	assert.Equal(t, []string{"webapp"}, h.Graphs(), "the good graph is still served")
+
+	require.NoError(t, h.UnregisterGraph(ctx, "webapp"))
+	assert.Empty(t, h.Graphs())
+	require.NoError(t, h.UnregisterGraph(ctx, "webapp"), "unregistering an unknown graph is a no-op")
+}
