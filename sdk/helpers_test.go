@@ -48,18 +48,7 @@ func startHub(t testing.TB, cfg *rest.Config, provider multicluster.Provider, op
 	})
 	require.NoError(t, err)
 	require.NoError(t, h.SetupWithManager(mgr))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(wait):
-			t.Errorf("manager did not stop within %s", wait)
-		}
-	})
+	fgtesting.Start(t, mgr.Start)
 	return h
 }
 

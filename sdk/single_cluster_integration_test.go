@@ -24,13 +24,9 @@ func TestSingleClusterModeCreateUpdateDelete(t *testing.T) {
 	c := newClient(t, fleet.Hub.Config)
 	h, err := sdk.NewHub(nil, sdk.Options{InstallRGDCRD: true})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx, fleet.Hub.Config) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done, "Run returns cleanly when its context ends")
-	})
+	// Run returns cleanly when its context ends, or Start fails the test.
+	fgtesting.Start(t, func(ctx context.Context) error { return h.Run(ctx, fleet.Hub.Config) })
+	ctx := context.Background()
 
 	rgd := readRGD(t, "testdata/webapp-rgd.yaml")
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {

@@ -27,10 +27,8 @@ import (
 func TestEmbeddedHubServesBesideThePlatformsController(t *testing.T) {
 	fgtesting.SetupLogs()
 	fleet := fgtesting.StartFleet(t, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, fleet.Hub.Config, "0") }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	fgtesting.Start(t, func(ctx context.Context) error { return run(ctx, fleet.Hub.Config, "0") })
+	ctx := context.Background()
 
 	hub, err := client.New(fleet.Hub.Config, client.Options{Scheme: fgtesting.NewScheme()})
 	require.NoError(t, err)

@@ -49,7 +49,7 @@ spec:
 func TestHubServesKCPWorkspaces(t *testing.T) {
 	fgtesting.SetupLogs()
 	k := fgtesting.StartKCP(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
 	root := logicalcluster.NewPath("root")
 	for _, ws := range []string{"platform", "tenants"} {
 		_, err := k.CreateWorkspace(ctx, root, ws)
@@ -60,9 +60,7 @@ func TestHubServesKCPWorkspaces(t *testing.T) {
 		_, err := k.CreateWorkspace(ctx, tenants, ws)
 		require.NoError(t, err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, k.Config, root.Join("platform"), tenants) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	fgtesting.Start(t, func(ctx context.Context) error { return run(ctx, k.Config, root.Join("platform"), tenants) })
 
 	hub := clientFor(t, k, root.Join("platform"))
 	rgd := &v1alpha1.ResourceGraphDefinition{}

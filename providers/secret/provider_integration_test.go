@@ -368,18 +368,7 @@ func startProvider(t *testing.T, ns string, opts secret.Options, setup ...func(m
 		f(mgr)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(wait):
-			t.Errorf("manager did not stop")
-		}
-	})
+	fgtesting.Start(t, mgr.Start)
 	return p, rec
 }
 
