@@ -57,6 +57,7 @@ func (m *member) applyChild(inst *unstructured.Unstructured, n *graph.Node, u *u
 	if err != nil {
 		return nil, entry, err
 	}
+	m.recordChild(key, inst.GetUID(), n.ID)
 	return u.Object, entry, nil
 }
 

@@ -31,20 +31,25 @@
 //   - Our own writes to an instance are remembered until the cache catches up,
 //     so a reconcile never works from an older copy than one it wrote.
 //   - Status is patched only when it changed.
-//   - A new instance gets its finalizer and the inventory of every child
-//     that can be named from the instance alone in one write, before any
-//     child is applied.
+//   - A new instance needs our finalizer and the list of its child kinds
+//     before any child is applied. AdmissionPolicy makes the API server add
+//     both in the create request itself (hub.FanOut installs it next to the
+//     CRD); where that API is missing the Runtime adds them in one write.
+//   - An instance's children are found in an index kept from the child
+//     watches and our own applies, so pruning costs no list and no write of
+//     the instance.
 //
 // For the reference workload (three children per instance) a new instance
-// costs five requests in one reconcile: finalizer with inventory, three
-// applies, status.
+// costs four requests in one reconcile: three applies and the status (five
+// without the admission policy).
 //
 // # Ownership
 //
 // Children carry labels naming the graph, node and instance
-// (LabelGraph, LabelNodeID, LabelInstanceUID, ...); the instance carries an
-// inventory of what was applied (AnnotationInventory), which drives pruning
-// and deletion. Nothing uses owner references, so nothing depends on the
+// (LabelGraph, LabelNodeID, LabelInstanceUID, ...); the instance lists the
+// kinds its children may have (AnnotationChildKinds), so children of a kind
+// the graph dropped are still found, after a restart too, and pruned. Those
+// two drive pruning and deletion. Nothing uses owner references, so nothing depends on the
 // cluster's garbage collector, and no reference crosses clusters. A child is
 // pruned only after every desired child was applied without error; an
 // instance's children are deleted in reverse DAG waves behind Finalizer.

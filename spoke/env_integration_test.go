@@ -5,6 +5,8 @@ package spoke_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +15,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,9 +47,7 @@ func compile(t testing.TB, rgdYAML string) *graph.Graph {
 // newClient returns a client for a cluster, with the CRD types registered.
 func newClient(t testing.TB, cfg *rest.Config) client.Client {
 	t.Helper()
-	s := runtime.NewScheme()
-	require.NoError(t, apiextensionsv1.AddToScheme(s))
-	c, err := client.New(cfg, client.Options{Scheme: s})
+	c, err := client.New(cfg, client.Options{Scheme: fgtesting.NewScheme()})
 	require.NoError(t, err)
 	return c
 }
@@ -77,6 +76,15 @@ func installCRD(t testing.TB, c client.Client, g *graph.Graph) {
 // added, and stops it on cleanup.
 func startRuntime(t testing.TB, fleet *fgtesting.Fleet, provider *fgtesting.Provider, opts spoke.Options) *spoke.Runtime {
 	t.Helper()
+	rt, stop := runRuntime(t, fleet, provider, opts)
+	t.Cleanup(stop)
+	return rt
+}
+
+// runRuntime is startRuntime with the stop in the caller's hands; stop
+// waits for the manager to return and may be called more than once.
+func runRuntime(t testing.TB, fleet *fgtesting.Fleet, provider *fgtesting.Provider, opts spoke.Options) (*spoke.Runtime, func()) {
+	t.Helper()
 	mgr, err := mcmanager.New(fleet.Hub.Config, provider, manager.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -87,11 +95,30 @@ func startRuntime(t testing.TB, fleet *fgtesting.Fleet, provider *fgtesting.Prov
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
+	var once sync.Once
+	return rt, func() {
+		once.Do(func() {
+			cancel()
+			require.NoError(t, <-done)
+		})
+	}
+}
+
+// installAdmissionPolicy installs the graph's admission policy and waits
+// until the API server applies it (a dry-run create of an instance with
+// probeSpec comes back stamped).
+func installAdmissionPolicy(t testing.TB, c client.Client, g *graph.Graph, probeSpec map[string]any) {
+	t.Helper()
+	for _, obj := range spoke.AdmissionPolicy(g) {
+		require.NoError(t, c.Create(context.Background(), obj))
+	}
+	eventually(t, func() (bool, string) {
+		probe := newInstance(g, "default", "admission-probe", probeSpec)
+		if err := c.Create(context.Background(), probe, client.DryRunAll); err != nil {
+			return false, err.Error()
+		}
+		return slices.Contains(probe.GetFinalizers(), spoke.Finalizer), "admission policy not in effect yet"
 	})
-	return rt
 }
 
 // eventually polls cond until it holds, failing with its last reason.

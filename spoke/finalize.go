@@ -21,7 +21,11 @@ func (m *member) finalize(inst *unstructured.Unstructured) (time.Duration, error
 		m.forgetInstance(key, inst.GetUID())
 		return 0, nil
 	}
-	for _, wave := range m.deletionWaves(readInventory(inst)) {
+	children, err := m.inventory(inst)
+	if err != nil {
+		return 0, err
+	}
+	for _, wave := range m.deletionWaves(children) {
 		blocker, err := m.deleteWave(wave)
 		if err != nil {
 			return 0, err
@@ -76,22 +80,17 @@ func (m *member) deleteWave(wave []InventoryEntry) (*InventoryEntry, error) {
 }
 
 // deleteIfPresent reports whether the child is gone, asking the API server
-// to delete it if it is present and not being deleted yet. Presence comes
-// from the metadata cache; a child we applied that the cache has not shown
-// yet is deleted through the API to be sure.
+// to delete it if it is present and not being deleted yet. A child is
+// present while the owned index has it (its delete event removes it); one
+// the cache shows as being deleted is waited for.
 func (m *member) deleteIfPresent(e InventoryEntry) (bool, error) {
-	if err := m.ensureWatch(e.gvk(), false); err != nil {
-		if isNoMatch(err) {
-			return true, nil
-		}
-		return false, err
+	if !m.owns(e.key()) {
+		return true, nil
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(e.gvk())
 	err := m.cl.GetCache().Get(m.ctx, types.NamespacedName{Namespace: e.Namespace, Name: e.Name}, obj)
 	switch {
-	case apierrors.IsNotFound(err) && !m.childKnown(e.key()):
-		return true, nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return false, err
 	case err == nil && obj.DeletionTimestamp != nil:
@@ -100,5 +99,5 @@ func (m *member) deleteIfPresent(e InventoryEntry) (bool, error) {
 	if err := m.deleteChild(e); err != nil {
 		return false, err
 	}
-	return false, nil
+	return !m.owns(e.key()), nil
 }

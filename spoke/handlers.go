@@ -17,7 +17,7 @@ var (
 )
 
 // instanceHandler enqueues instances. Updates that only touch status,
-// finalizers or our inventory are our own writes and are ignored.
+// finalizers or our child kinds are our own writes and are ignored.
 type instanceHandler struct{ m *member }
 
 func (h instanceHandler) OnAdd(obj any, _ bool) {
@@ -57,8 +57,8 @@ func instanceChanged(o, n *unstructured.Unstructured) bool {
 		return true
 	}
 	oa, na := maps.Clone(o.GetAnnotations()), maps.Clone(n.GetAnnotations())
-	delete(oa, AnnotationInventory)
-	delete(na, AnnotationInventory)
+	delete(oa, AnnotationChildKinds)
+	delete(na, AnnotationChildKinds)
 	return !maps.Equal(oa, na)
 }
 
@@ -78,7 +78,9 @@ func (h childHandler) OnDelete(obj any) {
 	if !ok {
 		return
 	}
-	h.m.childDeleted(childKey{gvk: h.gvk, namespace: meta.Namespace, name: meta.Name})
+	key := childKey{gvk: h.gvk, namespace: meta.Namespace, name: meta.Name}
+	h.m.childDeleted(key)
+	h.m.dropChild(key)
 	h.m.enqueue(owner)
 }
 
@@ -88,6 +90,7 @@ func (h childHandler) observed(obj any) {
 		return
 	}
 	key := childKey{gvk: h.gvk, namespace: meta.Namespace, name: meta.Name}
+	h.m.recordChild(key, types.UID(meta.Labels[LabelInstanceUID]), meta.Labels[LabelNodeID])
 	if h.m.childObserved(key, meta.ResourceVersion) {
 		h.m.enqueue(owner)
 	}

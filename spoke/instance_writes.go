@@ -3,6 +3,7 @@ package spoke
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,31 +21,26 @@ func (m *member) patchFinalizers(inst *unstructured.Unstructured, finalizers []s
 	return m.patchInstance(inst, patch, false, true)
 }
 
-// adopt adds our finalizer and, in the same write, the inventory of the
-// children that can be named before any is applied, so that a new instance
-// costs one write of its own before its children rather than two.
-func (m *member) adopt(inst *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	metadata := map[string]any{
-		"resourceVersion": inst.GetResourceVersion(),
-		"finalizers":      append(inst.GetFinalizers(), Finalizer),
-	}
-	old := readInventory(inst)
-	if next := encodeInventory(append(old, m.plannedInventory(inst)...)); next != encodeInventory(old) {
-		metadata["annotations"] = map[string]any{AnnotationInventory: next}
-	}
-	return m.patchInstance(inst, map[string]any{"metadata": metadata}, false, true)
+// needsAdopt reports whether inst lacks our finalizer or one of the
+// graph's child kinds, which must be written before any child is applied.
+// Where the API server runs our admission policy (AdmissionPolicy), new
+// instances arrive with both.
+func (m *member) needsAdopt(inst *unstructured.Unstructured) bool {
+	return !slices.Contains(inst.GetFinalizers(), Finalizer) || len(m.missingKinds(inst)) > 0
 }
 
-// patchInventory sets our inventory annotation, unguarded: no one else
-// writes that key. Its answer is not remembered (see sync).
-func (m *member) patchInventory(inst *unstructured.Unstructured, inventory string) error {
-	var v any = inventory
-	if inventory == "" {
-		v = nil
+// adopt adds our finalizer and the graph's child kinds in one write,
+// guarded by the resourceVersion read.
+func (m *member) adopt(inst *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	metadata := map[string]any{"resourceVersion": inst.GetResourceVersion()}
+	if !slices.Contains(inst.GetFinalizers(), Finalizer) {
+		metadata["finalizers"] = append(inst.GetFinalizers(), Finalizer)
 	}
-	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationInventory: v}}}
-	_, err := m.patchInstance(inst, patch, false, false)
-	return err
+	if missing := m.missingKinds(inst); len(missing) > 0 {
+		metadata["annotations"] = map[string]any{
+			AnnotationChildKinds: EncodeChildKinds(append(childKinds(inst), missing...))}
+	}
+	return m.patchInstance(inst, map[string]any{"metadata": metadata}, false, true)
 }
 
 // patchInstance sends a merge patch to the instance or its status and, if
@@ -56,10 +52,11 @@ func (m *member) patchInstance(inst *unstructured.Unstructured, patch map[string
 	}
 	out := inst.DeepCopy()
 	raw := client.RawPatch(types.MergePatchType, data)
+	owner := client.FieldOwner(m.c.opts.FieldManager)
 	if status {
-		err = m.cl.GetClient().Status().Patch(m.ctx, out, raw)
+		err = m.cl.GetClient().Status().Patch(m.ctx, out, raw, owner)
 	} else {
-		err = m.cl.GetClient().Patch(m.ctx, out, raw)
+		err = m.cl.GetClient().Patch(m.ctx, out, raw, owner)
 	}
 	if apierrors.IsConflict(err) {
 		return nil, fmt.Errorf("%w: %v", errConflict, err)

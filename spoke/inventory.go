@@ -2,9 +2,9 @@ package spoke
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -13,16 +13,17 @@ import (
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
-// InventoryEntry is one child recorded in AnnotationInventory: enough to
-// find it again (to prune or delete it) after the graph changed or the
-// process restarted.
+// InventoryEntry is one child of an instance: enough to prune or delete it.
+// The Runtime finds children by their LabelInstanceUID in the metadata
+// caches of the kinds AnnotationChildKinds lists, so an instance needs no
+// write of its own when its set of children changes.
 type InventoryEntry struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
+	APIVersion string
+	Kind       string
+	Namespace  string
+	Name       string
 	// Node is the resource id that rendered the child.
-	Node string `json:"node"`
+	Node string
 }
 
 func (e InventoryEntry) gvk() schema.GroupVersionKind {
@@ -41,99 +42,97 @@ func (e InventoryEntry) String() string {
 	return fmt.Sprintf("%s %s (node %s)", e.Kind, e.objectName(), e.Node)
 }
 
-// readInventory parses the instance's inventory; a missing or unreadable
-// annotation is an empty inventory.
-func readInventory(inst *unstructured.Unstructured) []InventoryEntry {
-	raw := inst.GetAnnotations()[AnnotationInventory]
-	if raw == "" {
-		return nil
+func entryOf(key childKey, node string) InventoryEntry {
+	apiVersion, kind := key.gvk.ToAPIVersionAndKind()
+	return InventoryEntry{APIVersion: apiVersion, Kind: kind, Namespace: key.namespace, Name: key.name, Node: node}
+}
+
+// GraphKinds returns the kinds g's own children can have (external
+// references excluded), sorted and without duplicates.
+func GraphKinds(g *graph.Graph) []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, n := range g.Nodes {
+		if !n.External {
+			out = append(out, n.GVK)
+		}
 	}
-	var out []InventoryEntry
-	if err := json.Unmarshal([]byte(raw), &out); err != nil {
-		return nil
+	return sortedKinds(out)
+}
+
+// EncodeChildKinds is the value of AnnotationChildKinds for kinds.
+func EncodeChildKinds(kinds []schema.GroupVersionKind) string {
+	parts := make([]string, 0, len(kinds))
+	for _, k := range sortedKinds(kinds) {
+		parts = append(parts, k.GroupVersion().String()+"/"+k.Kind)
+	}
+	return strings.Join(parts, ",")
+}
+
+// childKinds parses the instance's AnnotationChildKinds; entries that do
+// not parse are skipped.
+func childKinds(inst *unstructured.Unstructured) []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, part := range strings.Split(inst.GetAnnotations()[AnnotationChildKinds], ",") {
+		i := strings.LastIndex(part, "/")
+		if i <= 0 || i == len(part)-1 {
+			continue
+		}
+		out = append(out, schema.FromAPIVersionAndKind(part[:i], part[i+1:]))
+	}
+	return sortedKinds(out)
+}
+
+func sortedKinds(kinds []schema.GroupVersionKind) []schema.GroupVersionKind {
+	kinds = slices.Clone(kinds)
+	slices.SortFunc(kinds, func(a, b schema.GroupVersionKind) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Version, b.Version), cmp.Compare(a.Kind, b.Kind))
+	})
+	return slices.Compact(kinds)
+}
+
+// missingKinds returns the graph's kinds the instance does not list yet.
+func (m *member) missingKinds(inst *unstructured.Unstructured) []schema.GroupVersionKind {
+	have := childKinds(inst)
+	var out []schema.GroupVersionKind
+	for _, k := range m.kinds {
+		if _, found := slices.BinarySearchFunc(have, k, func(a, b schema.GroupVersionKind) int {
+			return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Version, b.Version), cmp.Compare(a.Kind, b.Kind))
+		}); !found {
+			out = append(out, k)
+		}
 	}
 	return out
 }
 
-// encodeInventory sorts and deduplicates entries and returns their JSON.
-func encodeInventory(entries []InventoryEntry) string {
-	entries = slices.Clone(entries)
-	slices.SortFunc(entries, func(a, b InventoryEntry) int {
-		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.APIVersion, b.APIVersion),
-			cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
-	entries = slices.Compact(entries)
-	if len(entries) == 0 {
-		return ""
+// inventory returns the instance's children: those the caches of its
+// listed kinds (and the graph's) show with its UID, plus those we applied
+// and the cache has not shown yet. A kind the cluster no longer serves has
+// no children.
+func (m *member) inventory(inst *unstructured.Unstructured) ([]InventoryEntry, error) {
+	for _, k := range sortedKinds(append(childKinds(inst), m.kinds...)) {
+		if err := m.ensureWatch(k, false); err != nil && !isNoMatch(err) {
+			return nil, err
+		}
 	}
-	b, _ := json.Marshal(entries)
-	return string(b)
+	return m.ownedBy(inst.GetUID()), nil
 }
 
-// planInventory splits the old inventory into what to keep and what to prune
-// given this reconcile's outcome. Nothing is pruned unless every node
-// evaluated without error; the children of nodes that could not be resolved
-// yet are kept.
-func planInventory(old []InventoryEntry, o *outcome) (keep, prune []InventoryEntry) {
+// toPrune returns the current children this reconcile's outcome no longer
+// wants. Nothing is pruned unless every node evaluated and applied without
+// error; the children of nodes that could not be resolved yet are kept.
+func toPrune(current []InventoryEntry, o *outcome) []InventoryEntry {
+	if o.failed != nil {
+		return nil
+	}
 	applied := map[childKey]bool{}
 	for _, e := range o.applied {
 		applied[e.key()] = true
 	}
-	keep = slices.Clone(o.applied)
-	for _, e := range old {
-		switch {
-		case applied[e.key()]:
-		case o.failed != nil || !o.resolved(e.Node):
-			keep = append(keep, e)
-		default:
+	var prune []InventoryEntry
+	for _, e := range current {
+		if !applied[e.key()] && o.resolved(e.Node) {
 			prune = append(prune, e)
 		}
 	}
-	return keep, prune
-}
-
-// plannedInventory lists the children inst will have whose identity is
-// known from the instance alone: included (or undecided) nodes, each
-// iteration, named without reading any other resource. Listing a child that
-// is never created is harmless (pruning it finds nothing); one that cannot be
-// named yet is recorded after it is applied.
-func (m *member) plannedInventory(inst *unstructured.Unstructured) []InventoryEntry {
-	vals := graph.Values{"schema": inst.Object}
-	var out []InventoryEntry
-	for _, n := range m.g.Nodes {
-		if n.External {
-			continue
-		}
-		if included, err := n.Included(vals); err == nil && !included {
-			continue
-		}
-		iterations, err := n.Iterations(vals)
-		if err != nil {
-			continue
-		}
-		for _, it := range iterations {
-			if e, ok := m.plannedEntry(inst, n, vals, it); ok {
-				out = append(out, e)
-			}
-		}
-	}
-	return out
-}
-
-func (m *member) plannedEntry(inst *unstructured.Unstructured, n *graph.Node, vals graph.Values, it map[string]any) (InventoryEntry, bool) {
-	ns, name, err := n.Identity(vals, it)
-	if err != nil || name == "" {
-		return InventoryEntry{}, false
-	}
-	namespaced, err := m.namespaced(n.GVK)
-	if err != nil {
-		return InventoryEntry{}, false
-	}
-	switch {
-	case !namespaced:
-		ns = ""
-	case ns == "":
-		ns = defaultNamespace(inst)
-	}
-	return InventoryEntry{APIVersion: n.GVK.GroupVersion().String(), Kind: n.GVK.Kind, Namespace: ns, Name: name, Node: n.ID}, true
+	return prune
 }

@@ -4,6 +4,7 @@ package spoke_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -98,51 +99,70 @@ func TestInstanceLifecycle(t *testing.T) {
 	spokeCfg := fleet.Spokes()[0].Config
 	c := newClient(t, spokeCfg)
 	installCRD(t, c, g)
-	createNamespace(t, c, "team")
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
 	require.NoError(t, rt.Serve(g))
 
-	inst := newInstance(g, "team", "demo", map[string]any{"value": "a", "items": []any{"x", "y"}})
+	t.Run("stamped by the runtime", func(t *testing.T) {
+		lifecycle(t, fleet, rt, c, g, "team", false)
+	})
+	installAdmissionPolicy(t, c, g, map[string]any{})
+	t.Run("stamped at admission", func(t *testing.T) {
+		lifecycle(t, fleet, rt, c, g, "stamped", true)
+	})
+}
+
+// lifecycle takes one instance in ns through its whole life. With
+// admission, the admission policy is installed and the instance must come
+// back from its create with the finalizer and child kinds already set.
+func lifecycle(t *testing.T, fleet *fgtesting.Fleet, rt *spoke.Runtime, c client.Client, g *graph.Graph, ns string, admission bool) {
+	ctx := context.Background()
+	spokeCfg := fleet.Spokes()[0].Config
+	createNamespace(t, c, ns)
+	inst := newInstance(g, ns, "demo", map[string]any{"value": "a", "items": []any{"x", "y"}})
 	require.NoError(t, c.Create(ctx, inst))
+	if admission {
+		assert.Contains(t, inst.GetFinalizers(), spoke.Finalizer, "stamped in the create request")
+		assert.Equal(t, "v1/ConfigMap", inst.GetAnnotations()[spoke.AnnotationChildKinds])
+	}
 
 	t.Run("creating an instance creates its children with our labels and status", func(t *testing.T) {
-		stateIs(t, c, g, "team", "demo", spoke.StateActive)
-		configMapData(t, c, "team", "demo-third", "from", "a")
-		configMapData(t, c, "team", "demo-extra", "value", "a")
-		configMapData(t, c, "team", "demo-item-x", "item", "x")
-		configMapData(t, c, "team", "demo-item-y", "item", "y")
-		cm, err := configMap(c, "team", "demo-second")
+		stateIs(t, c, g, ns, "demo", spoke.StateActive)
+		configMapData(t, c, ns, "demo-third", "from", "a")
+		configMapData(t, c, ns, "demo-extra", "value", "a")
+		configMapData(t, c, ns, "demo-item-x", "item", "x")
+		configMapData(t, c, ns, "demo-item-y", "item", "y")
+		cm, err := configMap(c, ns, "demo-second")
 		require.NoError(t, err)
 		l := cm.GetLabels()
 		assert.Equal(t, "chain", l[spoke.LabelGraph])
 		assert.Equal(t, "second", l[spoke.LabelNodeID])
 		assert.Equal(t, "demo", l[spoke.LabelInstanceName])
-		assert.Equal(t, "team", l[spoke.LabelInstanceNamespace])
+		assert.Equal(t, ns, l[spoke.LabelInstanceNamespace])
 		assert.Equal(t, "fleetgraph", l[spoke.LabelManagedBy])
-		got, err := getInstance(t, c, g, "team", "demo")
+		got, err := getInstance(t, c, g, ns, "demo")
 		require.NoError(t, err)
 		assert.Contains(t, got.GetFinalizers(), spoke.Finalizer)
-		assert.Contains(t, got.GetAnnotations()[spoke.AnnotationInventory], "demo-item-y")
+		assert.Equal(t, "v1/ConfigMap", got.GetAnnotations()[spoke.AnnotationChildKinds])
 		name, _, _ := unstructured.NestedString(got.Object, "status", "firstName")
 		assert.Equal(t, "demo-first", name)
 		assert.Equal(t, spoke.Count{Total: 1, Ready: 1}, rt.Counts("chain")[multicluster.ClusterName(fleet.Spokes()[0].Name)])
 	})
 
 	t.Run("updating the instance updates every child down the chain", func(t *testing.T) {
-		patchSpec(t, c, g, "team", "demo", `{"spec":{"value":"b"}}`)
-		configMapData(t, c, "team", "demo-first", "value", "b")
-		configMapData(t, c, "team", "demo-third", "from", "b")
+		patchSpec(t, c, g, ns, "demo", `{"spec":{"value":"b"}}`)
+		configMapData(t, c, ns, "demo-first", "value", "b")
+		configMapData(t, c, ns, "demo-third", "from", "b")
 	})
 
 	t.Run("a child deleted by hand comes back", func(t *testing.T) {
-		cm, err := configMap(c, "team", "demo-second")
+		cm, err := configMap(c, ns, "demo-second")
 		require.NoError(t, err)
 		uid := cm.GetUID()
 		require.NoError(t, c.Delete(ctx, cm))
 		eventually(t, func() (bool, string) {
-			cm, err := configMap(c, "team", "demo-second")
+			cm, err := configMap(c, ns, "demo-second")
 			if err != nil {
 				return false, err.Error()
 			}
@@ -151,44 +171,44 @@ func TestInstanceLifecycle(t *testing.T) {
 	})
 
 	t.Run("a child edited by hand is put back", func(t *testing.T) {
-		require.NoError(t, c.Patch(ctx, configMapRef("team", "demo-first"),
+		require.NoError(t, c.Patch(ctx, configMapRef(ns, "demo-first"),
 			client.RawPatch("application/merge-patch+json", []byte(`{"data":{"value":"drift"}}`))))
-		configMapData(t, c, "team", "demo-first", "value", "b")
+		configMapData(t, c, ns, "demo-first", "value", "b")
 	})
 
 	t.Run("includeWhen turning false prunes the child", func(t *testing.T) {
-		patchSpec(t, c, g, "team", "demo", `{"spec":{"withExtra":false}}`)
-		gone(t, c, "team", "demo-extra")
-		stateIs(t, c, g, "team", "demo", spoke.StateActive)
+		patchSpec(t, c, g, ns, "demo", `{"spec":{"withExtra":false}}`)
+		gone(t, c, ns, "demo-extra")
+		stateIs(t, c, g, ns, "demo", spoke.StateActive)
 	})
 
 	t.Run("forEach grows and shrinks", func(t *testing.T) {
-		patchSpec(t, c, g, "team", "demo", `{"spec":{"items":["x","y","z"]}}`)
-		configMapData(t, c, "team", "demo-item-z", "item", "z")
-		patchSpec(t, c, g, "team", "demo", `{"spec":{"items":["z"]}}`)
-		gone(t, c, "team", "demo-item-x")
-		gone(t, c, "team", "demo-item-y")
-		configMapData(t, c, "team", "demo-item-z", "item", "z")
+		patchSpec(t, c, g, ns, "demo", `{"spec":{"items":["x","y","z"]}}`)
+		configMapData(t, c, ns, "demo-item-z", "item", "z")
+		patchSpec(t, c, g, ns, "demo", `{"spec":{"items":["z"]}}`)
+		gone(t, c, ns, "demo-item-x")
+		gone(t, c, ns, "demo-item-y")
+		configMapData(t, c, ns, "demo-item-z", "item", "z")
 	})
 
 	t.Run("deleting the instance deletes children in reverse waves, then releases it", func(t *testing.T) {
-		order := recordDeletions(t, spokeCfg, "team")
+		order := recordDeletions(t, spokeCfg, ns)
 		// Hold the last wave with a finalizer of our own.
-		require.NoError(t, c.Patch(ctx, configMapRef("team", "demo-third"),
+		require.NoError(t, c.Patch(ctx, configMapRef(ns, "demo-third"),
 			client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":["test.fleetgraph.dev/hold"]}}`))))
-		require.NoError(t, c.Delete(ctx, newInstance(g, "team", "demo", nil)))
+		require.NoError(t, c.Delete(ctx, newInstance(g, ns, "demo", nil)))
 
-		readyMessageMentions(t, c, g, "team", "demo", "demo-third")
-		stateIs(t, c, g, "team", "demo", spoke.StateDeleting)
-		second, err := configMap(c, "team", "demo-second")
+		readyMessageMentions(t, c, g, ns, "demo", "demo-third")
+		stateIs(t, c, g, ns, "demo", spoke.StateDeleting)
+		second, err := configMap(c, ns, "demo-second")
 		require.NoError(t, err, "the second wave must wait for the first")
 		assert.Nil(t, second.GetDeletionTimestamp())
 
-		require.NoError(t, c.Patch(ctx, configMapRef("team", "demo-third"),
+		require.NoError(t, c.Patch(ctx, configMapRef(ns, "demo-third"),
 			client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`))))
-		gone(t, c, "team", "demo-first")
+		gone(t, c, ns, "demo-first")
 		eventually(t, func() (bool, string) {
-			_, err := getInstance(t, c, g, "team", "demo")
+			_, err := getInstance(t, c, g, ns, "demo")
 			return apierrors.IsNotFound(err), "instance still there"
 		})
 		got := order()
@@ -263,3 +283,83 @@ func recordDeletions(t testing.TB, cfg *rest.Config, ns string) func() []string 
 		return slices.Clone(names)
 	}
 }
+
+// twoKindsRGD has a ConfigMap and a Secret; oneKindRGD is its next version
+// without the Secret.
+const twoKindsRGD = `
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: twokinds
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: TwoKinds
+    spec:
+      value: string | default="a"
+  resources:
+  - id: config
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name}-config
+      data:
+        value: ${schema.spec.value}
+  - id: secret
+    template:
+      apiVersion: v1
+      kind: Secret
+      metadata:
+        name: ${schema.metadata.name}-secret
+      stringData:
+        value: ${schema.spec.value}
+`
+
+func TestDroppedKindIsPrunedAfterRestart(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 1)
+	ctx := context.Background()
+	v1 := compile(t, twoKindsRGD)
+	c := newClient(t, fleet.Spokes()[0].Config)
+	installCRD(t, c, v1)
+	createNamespace(t, c, "team")
+
+	provider, err := fleet.NewProvider(ctx)
+	require.NoError(t, err)
+	rt, stop := runRuntime(t, fleet, provider, spoke.Options{})
+	t.Cleanup(stop)
+	require.NoError(t, rt.Serve(v1))
+	require.NoError(t, c.Create(ctx, newInstance(v1, "team", "demo", map[string]any{})))
+	stateIs(t, c, v1, "team", "demo", spoke.StateActive)
+	secret := &corev1.Secret{}
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: "team", Name: "demo-secret"}, secret))
+	got, err := getInstance(t, c, v1, "team", "demo")
+	require.NoError(t, err)
+	assert.Equal(t, "v1/ConfigMap,v1/Secret", got.GetAnnotations()[spoke.AnnotationChildKinds])
+	stop()
+
+	// A new process serves the next version, which has no Secret: nothing
+	// in memory says the instance ever had one, only its child kinds do.
+	v2 := compile(t, strings.Replace(twoKindsRGD, secretNode, "", 1))
+	require.Len(t, v2.Nodes, 1)
+	provider2, err := fleet.NewProvider(ctx)
+	require.NoError(t, err)
+	rt2 := startRuntime(t, fleet, provider2, spoke.Options{})
+	require.NoError(t, rt2.Serve(v2))
+	eventually(t, func() (bool, string) {
+		err := c.Get(ctx, types.NamespacedName{Namespace: "team", Name: "demo-secret"}, &corev1.Secret{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("Secret still there (%v)", err)
+	})
+	configMapData(t, c, "team", "demo-config", "value", "a")
+	stateIs(t, c, v2, "team", "demo", spoke.StateActive)
+}
+
+const secretNode = `  - id: secret
+    template:
+      apiVersion: v1
+      kind: Secret
+      metadata:
+        name: ${schema.metadata.name}-secret
+      stringData:
+        value: ${schema.spec.value}
+`

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -33,6 +34,9 @@ type member struct {
 	cleanups []func()
 	watches  map[watchKey]*watch
 	children map[childKey]*childState
+	owned    map[childKey]ownedChild
+	byOwner  map[types.UID]map[childKey]struct{}
+	kinds    []schema.GroupVersionKind // GraphKinds(g)
 	owners   map[types.UID]types.NamespacedName
 	refs     map[types.NamespacedName][]resolvedRef
 	written  map[types.NamespacedName]*writtenInstance
@@ -54,6 +58,9 @@ func newMember(c *controller, e *engagement) *member {
 		ready:    make(chan struct{}),
 		watches:  map[watchKey]*watch{},
 		children: map[childKey]*childState{},
+		owned:    map[childKey]ownedChild{},
+		byOwner:  map[types.UID]map[childKey]struct{}{},
+		kinds:    GraphKinds(c.g),
 		owners:   map[types.UID]types.NamespacedName{},
 		refs:     map[types.NamespacedName][]resolvedRef{},
 		written:  map[types.NamespacedName]*writtenInstance{},

@@ -10,7 +10,7 @@ import (
 )
 
 func testMember() *member {
-	return &member{children: map[childKey]*childState{}}
+	return &member{children: map[childKey]*childState{}, owned: map[childKey]ownedChild{}, byOwner: map[types.UID]map[childKey]struct{}{}}
 }
 
 func applied(rv string) *unstructured.Unstructured {
@@ -67,13 +67,10 @@ func TestPruneWaitsForEveryNodeToSucceed(t *testing.T) {
 		applied: []InventoryEntry{old[0]},
 		nodes:   map[string]*nodeResult{"a": {state: nodeReady}, "b": {state: nodeBlocked}},
 	}
-	keep, prune := planInventory(old, o)
-	assert.Equal(t, []InventoryEntry{old[1]}, prune, "only resolved nodes lose children")
-	assert.ElementsMatch(t, []InventoryEntry{old[0], old[2]}, keep)
+	assert.Equal(t, []InventoryEntry{old[1]}, toPrune(old, o), "only resolved nodes lose children")
 
 	o.failed = &nodeResult{state: nodeFailed}
-	_, prune = planInventory(old, o)
-	assert.Empty(t, prune, "nothing is pruned after a failure")
+	assert.Empty(t, toPrune(old, o), "nothing is pruned after a failure")
 }
 
 func TestSummaryNamesTheFailingNode(t *testing.T) {
@@ -97,7 +94,7 @@ func TestOurOwnInstanceWritesDoNotRequeue(t *testing.T) {
 	o.SetGeneration(1)
 	n := o.DeepCopy()
 	n.SetFinalizers([]string{Finalizer})
-	n.SetAnnotations(map[string]string{AnnotationInventory: "[]"})
+	n.SetAnnotations(map[string]string{AnnotationChildKinds: "v1/ConfigMap"})
 	n.Object["status"] = map[string]any{"state": StateActive}
 	assert.False(t, instanceChanged(o, n))
 	n.SetAnnotations(map[string]string{AnnotationReconcile: ReconcileSuspended})
@@ -105,4 +102,29 @@ func TestOurOwnInstanceWritesDoNotRequeue(t *testing.T) {
 	n = o.DeepCopy()
 	n.SetGeneration(2)
 	assert.True(t, instanceChanged(o, n))
+}
+
+func TestOwnedIndexFollowsOwnerChanges(t *testing.T) {
+	m := testMember()
+	m.recordChild(cmKey, "uid-a", "config")
+	assert.Equal(t, []InventoryEntry{entryOf(cmKey, "config")}, m.ownedBy("uid-a"))
+	m.recordChild(cmKey, "uid-b", "config")
+	assert.Empty(t, m.ownedBy("uid-a"), "a child relabelled to another instance moves")
+	assert.Len(t, m.ownedBy("uid-b"), 1)
+	m.dropChild(cmKey)
+	assert.Empty(t, m.ownedBy("uid-b"))
+	assert.False(t, m.owns(cmKey))
+}
+
+func TestChildKindsRoundTrip(t *testing.T) {
+	kinds := []schema.GroupVersionKind{
+		{Group: "apps", Version: "v1", Kind: "Deployment"},
+		{Version: "v1", Kind: "ConfigMap"},
+		{Version: "v1", Kind: "ConfigMap"},
+	}
+	value := EncodeChildKinds(kinds)
+	assert.Equal(t, "v1/ConfigMap,apps/v1/Deployment", value)
+	inst := &unstructured.Unstructured{Object: map[string]any{}}
+	inst.SetAnnotations(map[string]string{AnnotationChildKinds: value + ",garbage,/x,y/"})
+	assert.Equal(t, sortedKinds(kinds), childKinds(inst), "unparsable entries are skipped")
 }

@@ -21,9 +21,11 @@ const (
 
 	// Finalizer holds an instance until its children are deleted.
 	Finalizer = "fleetgraph.dev/finalizer"
-	// AnnotationInventory lists, as JSON, the children applied for an
-	// instance (see InventoryEntry).
-	AnnotationInventory = "fleetgraph.dev/inventory"
+	// AnnotationChildKinds lists the kinds an instance's children may have,
+	// as comma-separated apiVersion/Kind. Children themselves are found by
+	// their LabelInstanceUID; this list says which kinds to look in, even
+	// after the graph stopped using one or the process restarted.
+	AnnotationChildKinds = "fleetgraph.dev/child-kinds"
 	// AnnotationReconcile set to ReconcileSuspended stops reconciling an
 	// instance. AnnotationKroReconcile is kro's equivalent, honoured too.
 	AnnotationReconcile    = "fleetgraph.dev/reconcile"

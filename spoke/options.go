@@ -38,8 +38,8 @@ type Options struct {
 	// Workers is the number of instances of one graph reconciled
 	// concurrently, across all clusters. Defaults to DefaultWorkers.
 	Workers int
-	// FieldManager is the server-side apply field manager for children.
-	// Defaults to DefaultFieldManager.
+	// FieldManager is the field manager of every write: server-side apply
+	// of children, and patches of instances. Defaults to DefaultFieldManager.
 	FieldManager string
 	// Gate is consulted before a graph's watches start on a cluster, e.g. to
 	// wait until the graph's CRD is established there. Defaults to none: the

@@ -3,8 +3,6 @@ package spoke
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,12 +10,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// sync reconciles a live instance: finalizer, children in DAG order, prune,
-// inventory, status. An evaluation or apply failure is written to status and
-// returned, so the request is retried with backoff.
+// sync reconciles a live instance: finalizer and child kinds, children in
+// DAG order, prune, status. An evaluation or apply failure is written to
+// status and returned, so the request is retried with backoff.
 func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
 	key := keyOf(inst)
-	if !slices.Contains(inst.GetFinalizers(), Finalizer) {
+	if m.needsAdopt(inst) {
 		var err error
 		if inst, err = m.adopt(inst); err != nil {
 			return 0, err
@@ -26,13 +24,12 @@ func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
 	o := m.evaluate(inst)
 	m.setRefs(key, o.refs)
 
-	old := readInventory(inst)
-	keep, prune := planInventory(old, o)
-	pruneErr := m.prune(prune)
-	if pruneErr != nil {
-		keep = append(keep, prune...)
+	current, err := m.inventory(inst)
+	if err != nil {
+		return 0, err
 	}
-	state, err := m.writeInventoryAndStatus(inst, old, keep, o, pruneErr)
+	pruneErr := m.prune(toPrune(current, o))
+	state, err := m.writeStatus(inst, o, pruneErr, true)
 	m.setState(key, state)
 	if err != nil {
 		return 0, err
@@ -41,24 +38,6 @@ func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
 		return 0, fmt.Errorf("%s", o.failed.message)
 	}
 	return 0, pruneErr
-}
-
-// writeInventoryAndStatus writes the inventory (if it changed) and the
-// status (if it changed) concurrently: they touch different parts of the
-// instance, and the inventory patch sets only our own annotation, so it
-// needs no resourceVersion guard. Neither answer is remembered, since which
-// of the two is newer is unknown.
-func (m *member) writeInventoryAndStatus(inst *unstructured.Unstructured, old, keep []InventoryEntry, o *outcome, pruneErr error) (string, error) {
-	var invErr error
-	var wg sync.WaitGroup
-	next := encodeInventory(keep)
-	both := next != encodeInventory(old)
-	if both {
-		wg.Go(func() { invErr = m.patchInventory(inst, next) })
-	}
-	state, statusErr := m.writeStatus(inst, o, pruneErr, !both)
-	wg.Wait()
-	return state, errors.Join(invErr, statusErr)
 }
 
 // prune deletes children no longer desired. Errors are joined; a child
@@ -82,6 +61,7 @@ func (m *member) deleteChild(e InventoryEntry) error {
 	err := m.cl.GetClient().Delete(m.ctx, u, client.PropagationPolicy("Background"))
 	m.forgetChild(e.key())
 	if apierrors.IsNotFound(err) || isNoMatch(err) {
+		m.dropChild(e.key())
 		return nil
 	}
 	return err

@@ -1,14 +1,21 @@
 package spoke
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// handlerSyncPoll is how often watch checks whether a new handler has seen
+// the informer's initial objects.
+const handlerSyncPoll = 5 * time.Millisecond
 
 // watchKey names one informer a member listens to: metadata-only for
 // children, full objects for external references.
@@ -66,9 +73,10 @@ func (m *member) startWatch(gvk schema.GroupVersionKind, full bool) error {
 	return m.watch(meta, childHandler{m: m, gvk: gvk})
 }
 
-// watch adds h to the cluster cache's informer for obj's kind; the handler
-// is removed when the member ends. The informer itself belongs to the
-// cluster and stops with it.
+// watch adds h to the cluster cache's informer for obj's kind and waits
+// until h has seen every object the informer holds (so the owned-children
+// index is complete); the handler is removed when the member ends. The
+// informer itself belongs to the cluster and stops with it.
 func (m *member) watch(obj client.Object, h toolscache.ResourceEventHandler) error {
 	inf, err := m.cl.GetCache().GetInformer(m.ctx, obj)
 	if err != nil {
@@ -79,6 +87,12 @@ func (m *member) watch(obj client.Object, h toolscache.ResourceEventHandler) err
 		return fmt.Errorf("watching %s: %w", obj.GetObjectKind().GroupVersionKind(), err)
 	}
 	m.addCleanup(func() { _ = inf.RemoveEventHandler(reg) })
+	err = wait.PollUntilContextCancel(m.ctx, handlerSyncPoll, true, func(context.Context) (bool, error) {
+		return reg.HasSynced(), nil
+	})
+	if err != nil {
+		return fmt.Errorf("watching %s: %w", obj.GetObjectKind().GroupVersionKind(), err)
+	}
 	return nil
 }
 

@@ -1,0 +1,77 @@
+package spoke
+
+import (
+	"cmp"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// This file is the member's index of children by owning instance, kept from
+// the child watches and from our own applies, so that finding an instance's
+// children never lists anything.
+
+// ownedChild is one entry of the index.
+type ownedChild struct {
+	owner types.UID
+	node  string
+}
+
+// recordChild notes that key belongs to owner, rendered by node.
+func (m *member) recordChild(key childKey, owner types.UID, node string) {
+	if owner == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.owned[key]; ok && old.owner != owner {
+		delete(m.byOwner[old.owner], key)
+	}
+	m.owned[key] = ownedChild{owner: owner, node: node}
+	set := m.byOwner[owner]
+	if set == nil {
+		set = map[childKey]struct{}{}
+		m.byOwner[owner] = set
+	}
+	set[key] = struct{}{}
+}
+
+// dropChild forgets a child that is gone.
+func (m *member) dropChild(key childKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, ok := m.owned[key]
+	if !ok {
+		return
+	}
+	delete(m.owned, key)
+	if set := m.byOwner[old.owner]; set != nil {
+		delete(set, key)
+		if len(set) == 0 {
+			delete(m.byOwner, old.owner)
+		}
+	}
+}
+
+// ownedBy returns owner's children in a stable order.
+func (m *member) ownedBy(owner types.UID) []InventoryEntry {
+	m.mu.Lock()
+	out := make([]InventoryEntry, 0, len(m.byOwner[owner]))
+	for key := range m.byOwner[owner] {
+		out = append(out, entryOf(key, m.owned[key].node))
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b InventoryEntry) int {
+		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.APIVersion, b.APIVersion),
+			cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// owns reports whether the index still has key.
+func (m *member) owns(key childKey) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.owned[key]
+	return ok
+}
