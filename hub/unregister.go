@@ -21,10 +21,10 @@ type Cluster struct {
 	Cluster cluster.Cluster
 }
 
-// DeleteUnusedCRDs deletes g's CRD from every cluster that holds no instance
-// of it and where fleetgraph owns the CRD, all clusters in parallel. A
-// cluster that still has instances keeps the CRD: deleting it would delete
-// them.
+// DeleteUnusedCRDs deletes g's CRD, and its admission policy, from every
+// cluster that holds no instance of it and where fleetgraph owns the CRD,
+// all clusters in parallel. A cluster that still has instances keeps both:
+// deleting the CRD would delete them.
 func DeleteUnusedCRDs(ctx context.Context, clusters []Cluster, g *graph.Graph) error {
 	errs := make([]error, len(clusters))
 	var wg sync.WaitGroup
@@ -54,6 +54,9 @@ func deleteIfUnused(ctx context.Context, cl cluster.Cluster, g *graph.Graph) err
 	}
 	if len(list.Items) > 0 {
 		return nil
+	}
+	if err := deleteAdmission(ctx, cl, g); err != nil {
+		return err
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/spoke"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -102,6 +104,15 @@ func TestFanOutGuardsServedSchemas(t *testing.T) {
 	createWhenServed(t, c1, instance(webAppGVK, "keep", map[string]any{"name": "keep"}))
 	requireState(t, c1, webAppGVK, "keep", "ACTIVE")
 
+	// The fan-out installed the admission policy next to the CRD: a new
+	// instance comes back from its create with the finalizer and kinds.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		probe := instance(webAppGVK, "probe", map[string]any{"name": "probe"})
+		require.NoError(ct, c1.Create(ctx, probe, client.DryRunAll))
+		assert.Contains(ct, probe.GetFinalizers(), spoke.Finalizer)
+		assert.Equal(ct, "v1/ConfigMap,apps/v1/Deployment", probe.GetAnnotations()[spoke.AnnotationChildKinds])
+	}, wait, tick)
+
 	narrowed := readRGD(t, "testdata/webapp-rgd.yaml")
 	narrowed.Spec.Schema.Spec.Raw = []byte(`{"name":"string | required=true","replicas":"integer | default=1"}`)
 	narrowed.Spec.Resources[0].Template.Raw = []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"${schema.spec.name}-config"}}`)
@@ -126,4 +137,14 @@ func TestFanOutGuardsServedSchemas(t *testing.T) {
 	assert.True(t, crdExists(t, fleet.Spoke("spoke-1"), "webapps.kro.run"), "a CRD with instances left stays")
 	require.Eventually(t, func() bool { return !crdExists(t, fleet.Spoke("spoke-2"), "webapps.kro.run") }, wait, tick,
 		"an unused CRD is deleted on request (the API server removes it after its cleanup finalizer)")
+	assert.True(t, policyExists(t, fleet.Spoke("spoke-1")), "the policy stays with the CRD")
+	assert.False(t, policyExists(t, fleet.Spoke("spoke-2")), "the policy goes with the CRD")
+}
+
+func policyExists(t *testing.T, c *fgtesting.Cluster) bool {
+	t.Helper()
+	err := newClient(t, c.Config).Get(context.Background(), client.ObjectKey{Name: "fleetgraph.webapps.kro.run"},
+		&admissionv1.MutatingAdmissionPolicy{})
+	require.NoError(t, client.IgnoreNotFound(err))
+	return err == nil
 }
