@@ -32,7 +32,7 @@ func (m *member) finalize(inst *unstructured.Unstructured) (time.Duration, error
 		}
 		if blocker != nil {
 			m.setState(key, StateDeleting)
-			if err := m.patchStatus(inst, StateDeleting, deletingConditions(blocker.String()), nil, true); err != nil {
+			if err := m.patchStatus(inst, StateDeleting, deletingConditions(blocker.String()), nil); err != nil {
 				return 0, err
 			}
 			return m.c.opts.DeletionPoll, nil

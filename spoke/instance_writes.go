@@ -18,7 +18,7 @@ import (
 func (m *member) patchFinalizers(inst *unstructured.Unstructured, finalizers []string) (*unstructured.Unstructured, error) {
 	patch := map[string]any{"metadata": map[string]any{
 		"resourceVersion": inst.GetResourceVersion(), "finalizers": finalizers}}
-	return m.patchInstance(inst, patch, false, true)
+	return m.patchInstance(inst, patch, false)
 }
 
 // needsAdopt reports whether inst lacks our finalizer or one of the
@@ -40,12 +40,12 @@ func (m *member) adopt(inst *unstructured.Unstructured) (*unstructured.Unstructu
 		metadata["annotations"] = map[string]any{
 			AnnotationChildKinds: EncodeChildKinds(append(childKinds(inst), missing...))}
 	}
-	return m.patchInstance(inst, map[string]any{"metadata": metadata}, false, true)
+	return m.patchInstance(inst, map[string]any{"metadata": metadata}, false)
 }
 
-// patchInstance sends a merge patch to the instance or its status and, if
-// asked, remembers the result until the cache catches up.
-func (m *member) patchInstance(inst *unstructured.Unstructured, patch map[string]any, status, remember bool) (*unstructured.Unstructured, error) {
+// patchInstance sends a merge patch to the instance or its status and
+// remembers the result until the cache catches up.
+func (m *member) patchInstance(inst *unstructured.Unstructured, patch map[string]any, status bool) (*unstructured.Unstructured, error) {
 	data, err := json.Marshal(patch)
 	if err != nil {
 		return nil, fmt.Errorf("encoding patch: %w", err)
@@ -64,11 +64,7 @@ func (m *member) patchInstance(inst *unstructured.Unstructured, patch map[string
 	if err != nil {
 		return nil, fmt.Errorf("patching instance %s: %w", keyOf(inst), err)
 	}
-	if remember {
-		m.remember(out)
-	} else {
-		m.forgetWritten(keyOf(out))
-	}
+	m.remember(out)
 	return out, nil
 }
 

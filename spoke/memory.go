@@ -159,14 +159,6 @@ func (m *member) remember(u *unstructured.Unstructured) {
 	m.written[key] = &writtenInstance{obj: u.DeepCopy(), at: time.Now()}
 }
 
-// forgetWritten drops our copy of an instance: a write whose answer we do
-// not keep makes it stale.
-func (m *member) forgetWritten(key types.NamespacedName) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.written, key)
-}
-
 // observeInstance notes an instance the cache delivered: its owner index,
 // and that the cache caught up with our write.
 func (m *member) observeInstance(u *unstructured.Unstructured) {

@@ -18,7 +18,7 @@ type condition struct {
 // writeStatus computes the instance's status from a reconcile's outcome and
 // patches it only if it differs from what the instance shows. It returns the
 // state written.
-func (m *member) writeStatus(inst *unstructured.Unstructured, o *outcome, pruneErr error, remember bool) (string, error) {
+func (m *member) writeStatus(inst *unstructured.Unstructured, o *outcome, pruneErr error) (string, error) {
 	state, conds := summarize(o, pruneErr)
 	fields, err := m.statusFields(o)
 	if err != nil && o.failed == nil {
@@ -26,7 +26,7 @@ func (m *member) writeStatus(inst *unstructured.Unstructured, o *outcome, pruneE
 		conds[1] = condition{ConditionGraphResolved, "False", reasonEvaluationFailed, "status: " + err.Error()}
 		conds[3] = condition{ConditionReady, "False", reasonEvaluationFailed, "status: " + err.Error()}
 	}
-	return state, m.patchStatus(inst, state, conds, fields, remember)
+	return state, m.patchStatus(inst, state, conds, fields)
 }
 
 // statusFields evaluates the RGD's status projections, recovering panics.
@@ -78,7 +78,7 @@ func readyOf(conds ...condition) condition {
 // patchStatus merges state, conditions and fields into the instance's
 // status and patches it if anything changed. Conditions keep their
 // lastTransitionTime while their status stays the same.
-func (m *member) patchStatus(inst *unstructured.Unstructured, state string, conds []condition, fields map[string]any, remember bool) error {
+func (m *member) patchStatus(inst *unstructured.Unstructured, state string, conds []condition, fields map[string]any) error {
 	old, _, _ := unstructured.NestedMap(inst.Object, "status")
 	next := runtime.DeepCopyJSON(old)
 	if next == nil {
@@ -92,7 +92,7 @@ func (m *member) patchStatus(inst *unstructured.Unstructured, state string, cond
 	if sameJSON(old, next) {
 		return nil
 	}
-	_, err := m.patchInstance(inst, map[string]any{"status": next}, true, remember)
+	_, err := m.patchInstance(inst, map[string]any{"status": next}, true)
 	if errors.Is(err, errConflict) {
 		return nil
 	}

@@ -29,7 +29,7 @@ func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
 		return 0, err
 	}
 	pruneErr := m.prune(toPrune(current, o))
-	state, err := m.writeStatus(inst, o, pruneErr, true)
+	state, err := m.writeStatus(inst, o, pruneErr)
 	m.setState(key, state)
 	if err != nil {
 		return 0, err
