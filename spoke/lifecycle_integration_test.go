@@ -284,9 +284,8 @@ func recordDeletions(t testing.TB, cfg *rest.Config, ns string) func() []string 
 	}
 }
 
-// twoKindsRGD has a ConfigMap and a Secret; oneKindRGD is its next version
-// without the Secret.
-const twoKindsRGD = `
+// oneKindRGD has a ConfigMap; twoKindsRGD adds a Secret.
+const oneKindRGD = `
 apiVersion: kro.run/v1alpha1
 kind: ResourceGraphDefinition
 metadata:
@@ -306,7 +305,9 @@ spec:
         name: ${schema.metadata.name}-config
       data:
         value: ${schema.spec.value}
-  - id: secret
+`
+
+const twoKindsRGD = oneKindRGD + `  - id: secret
     template:
       apiVersion: v1
       kind: Secret
@@ -340,7 +341,7 @@ func TestDroppedKindIsPrunedAfterRestart(t *testing.T) {
 
 	// A new process serves the next version, which has no Secret: nothing
 	// in memory says the instance ever had one, only its child kinds do.
-	v2 := compile(t, strings.Replace(twoKindsRGD, secretNode, "", 1))
+	v2 := compile(t, oneKindRGD)
 	require.Len(t, v2.Nodes, 1)
 	provider2, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
@@ -353,13 +354,3 @@ func TestDroppedKindIsPrunedAfterRestart(t *testing.T) {
 	configMapData(t, c, "team", "demo-config", "value", "a")
 	stateIs(t, c, v2, "team", "demo", spoke.StateActive)
 }
-
-const secretNode = `  - id: secret
-    template:
-      apiVersion: v1
-      kind: Secret
-      metadata:
-        name: ${schema.metadata.name}-secret
-      stringData:
-        value: ${schema.spec.value}
-`
