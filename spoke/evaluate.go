@@ -161,20 +161,60 @@ func (m *member) evalChildren(inst *unstructured.Unstructured, n *graph.Node, va
 		}
 		desired = append(desired, u)
 	}
+	applied := m.applyAll(inst, n, desired)
 	r := &nodeResult{state: nodeReady}
 	items := make([]any, 0, len(desired))
-	for _, u := range desired {
-		observed, entry, err := m.applyChild(inst, n, u)
-		if err != nil {
-			r.state, r.reason, r.err = nodeFailed, reasonApplyFailed, err
-			r.message = fmt.Sprintf("%s: applying %s %s: %v", n.ID, entry.Kind, entry.objectName(), err)
+	for _, a := range applied {
+		if a.err != nil {
+			r.state, r.reason, r.err = nodeFailed, reasonApplyFailed, a.err
+			r.message = fmt.Sprintf("%s: applying %s %s: %v", n.ID, a.entry.Kind, a.entry.objectName(), a.err)
 			return r
 		}
-		r.entries = append(r.entries, entry)
-		items = append(items, observed)
+		r.entries = append(r.entries, a.entry)
+		items = append(items, a.observed)
 	}
 	r.observed = observedValue(n.Collection, items)
 	return m.readiness(n, vals, r, items)
+}
+
+// appliedChild is the answer to one child's apply.
+type appliedChild struct {
+	observed map[string]any
+	entry    InventoryEntry
+	err      error
+}
+
+// applyAll applies a node's children, up to Options.ItemConcurrency at
+// once, and returns the answers in the children's order.
+func (m *member) applyAll(inst *unstructured.Unstructured, n *graph.Node, desired []*unstructured.Unstructured) []appliedChild {
+	out := make([]appliedChild, len(desired))
+	if len(desired) == 1 {
+		out[0] = m.applySafely(inst, n, desired[0])
+		return out
+	}
+	sem := make(chan struct{}, m.c.opts.ItemConcurrency)
+	var wg sync.WaitGroup
+	for i, u := range desired {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i] = m.applySafely(inst, n, u)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// applySafely is applyChild with a panic turned into the child's error.
+func (m *member) applySafely(inst *unstructured.Unstructured, n *graph.Node, u *unstructured.Unstructured) (a appliedChild) {
+	defer func() {
+		if p := recover(); p != nil {
+			a.entry = InventoryEntry{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Node: n.ID}
+			a.err = panicError("applying "+u.GetKind()+" "+u.GetName(), p)
+		}
+	}()
+	a.observed, a.entry, a.err = m.applyChild(inst, n, u)
+	return a
 }
 
 // readiness evaluates readyWhen on every observed item.

@@ -5,10 +5,12 @@ package spoke_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -353,4 +356,90 @@ func TestDroppedKindIsPrunedAfterRestart(t *testing.T) {
 	})
 	configMapData(t, c, "team", "demo-config", "value", "a")
 	stateIs(t, c, v2, "team", "demo", spoke.StateActive)
+}
+
+const itemsRGD = `
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: items
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Items
+    spec:
+      names: "[]string"
+  resources:
+  - id: entries
+    forEach:
+    - name: ${schema.spec.names}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name}-${name}
+      data:
+        name: ${name}
+`
+
+// applyLatency delays every server-side apply and records how many were in
+// flight at once, so that overlapping applies are certain to be seen.
+type applyLatency struct {
+	next              http.RoundTripper
+	mu                sync.Mutex
+	inflight, maximum int
+}
+
+func (a *applyLatency) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !strings.Contains(r.Header.Get("Content-Type"), "apply-patch") {
+		return a.next.RoundTrip(r)
+	}
+	a.mu.Lock()
+	a.inflight++
+	a.maximum = max(a.maximum, a.inflight)
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.inflight--
+		a.mu.Unlock()
+	}()
+	time.Sleep(100 * time.Millisecond) // simulated network latency, not synchronisation
+	return a.next.RoundTrip(r)
+}
+
+func (a *applyLatency) max() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.maximum
+}
+
+func TestForEachItemsAreAppliedConcurrently(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 1)
+	g := compile(t, itemsRGD)
+	cfg := rest.CopyConfig(fleet.Spokes()[0].Config)
+	c := newClient(t, cfg)
+	installCRD(t, c, g)
+	createNamespace(t, c, "team")
+
+	latency := &applyLatency{}
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { latency.next = rt; return latency }
+	cl, err := cluster.New(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	wg.Go(func() { _ = cl.Start(ctx) })
+	require.True(t, cl.GetCache().WaitForCacheSync(ctx))
+	rt := spoke.New(spoke.Options{ItemConcurrency: 3})
+	wg.Go(func() { _ = rt.Start(ctx) })
+	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Engage(ctx, "", cl))
+
+	names := []any{"a", "b", "c", "d", "e", "f"}
+	require.NoError(t, c.Create(ctx, newInstance(g, "team", "demo", map[string]any{"names": names})))
+	stateIs(t, c, g, "team", "demo", spoke.StateActive)
+	for _, n := range names {
+		configMapData(t, c, "team", "demo-"+n.(string), "name", n.(string))
+	}
+	assert.Equal(t, 3, latency.max(), "six items are applied three at a time")
 }

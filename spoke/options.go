@@ -14,6 +14,9 @@ import (
 const (
 	// DefaultWorkers is the default number of concurrent reconciles per graph.
 	DefaultWorkers = 8
+	// DefaultItemConcurrency is how many items of one forEach are applied
+	// at once by default.
+	DefaultItemConcurrency = 8
 	// DefaultFieldManager is the default server-side apply field manager.
 	DefaultFieldManager = "fleetgraph"
 	// DefaultDeletionPoll is how often a deleting instance rechecks children
@@ -38,6 +41,10 @@ type Options struct {
 	// Workers is the number of instances of one graph reconciled
 	// concurrently, across all clusters. Defaults to DefaultWorkers.
 	Workers int
+	// ItemConcurrency is how many children of one forEach node one reconcile
+	// applies at once. Defaults to DefaultItemConcurrency; 1 applies them one
+	// after another.
+	ItemConcurrency int
 	// FieldManager is the field manager of every write: server-side apply
 	// of children, and patches of instances. Defaults to DefaultFieldManager.
 	FieldManager string
@@ -59,6 +66,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
+	}
+	if o.ItemConcurrency <= 0 {
+		o.ItemConcurrency = DefaultItemConcurrency
 	}
 	if o.FieldManager == "" {
 		o.FieldManager = DefaultFieldManager
