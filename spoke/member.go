@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -25,6 +26,8 @@ type member struct {
 	cluster multicluster.ClusterName
 	cl      cluster.Cluster
 	log     logr.Logger
+	// recorder writes Kubernetes Events on instances, in their cluster.
+	recorder events.EventRecorder
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -52,6 +55,7 @@ func newMember(c *controller, e *engagement) *member {
 		g:        c.g,
 		cluster:  e.name,
 		cl:       e.cl,
+		recorder: e.cl.GetEventRecorder("fleetgraph"),
 		log:      c.log.WithValues("cluster", e.name.String()),
 		ctx:      ctx,
 		cancel:   cancel,

@@ -17,8 +17,9 @@ type condition struct {
 
 // writeStatus computes the instance's status from a reconcile's outcome and
 // patches it only if it differs from what the instance shows. It returns the
-// state written.
-func (m *member) writeStatus(inst *unstructured.Unstructured, o *outcome, pruneErr error) (string, error) {
+// state written and the Ready condition, whose message names the node that
+// holds the instance back.
+func (m *member) writeStatus(inst *unstructured.Unstructured, o *outcome, pruneErr error) (string, condition, error) {
 	state, conds := summarize(o, pruneErr)
 	fields, err := m.statusFields(o)
 	if err != nil && o.failed == nil {
@@ -26,7 +27,7 @@ func (m *member) writeStatus(inst *unstructured.Unstructured, o *outcome, pruneE
 		conds[1] = condition{ConditionGraphResolved, "False", reasonEvaluationFailed, "status: " + err.Error()}
 		conds[3] = condition{ConditionReady, "False", reasonEvaluationFailed, "status: " + err.Error()}
 	}
-	return state, m.patchStatus(inst, state, conds, fields)
+	return state, conds[3], m.patchStatus(inst, state, conds, fields)
 }
 
 // statusFields evaluates the RGD's status projections, recovering panics.

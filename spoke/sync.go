@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,8 +30,11 @@ func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
 		return 0, err
 	}
 	pruneErr := m.prune(toPrune(current, o))
-	state, err := m.writeStatus(inst, o, pruneErr)
+	state, ready, err := m.writeStatus(inst, o, pruneErr)
 	m.setState(key, state)
+	if prev, _, _ := unstructured.NestedString(inst.Object, "status", "state"); state == StateError && prev != StateError {
+		m.recorder.Eventf(inst, nil, corev1.EventTypeWarning, ready.Reason, "Reconcile", "%s", ready.Message)
+	}
 	if err != nil {
 		return 0, err
 	}
