@@ -99,11 +99,10 @@ func NewFanOut(tracker *Tracker, opts FanOutOptions) *FanOut {
 // Ensure makes g's CRD established on cl, named clusterName: it checks that
 // cl serves every kind g's resources use, refuses to touch a CRD fleetgraph
 // does not own or to apply a breaking schema change (unless the graph opted
-// in), applies the CRD with server-side apply and waits for Established.
-// Then, where cl serves MutatingAdmissionPolicy, it applies
-// spoke.AdmissionPolicy(g), which saves the runtime a write per new
-// instance. It returns nil once the graph can be served on cl. Safe for
-// concurrent use.
+// in), applies the CRD with server-side apply and, where cl serves
+// MutatingAdmissionPolicy, spoke.AdmissionPolicy(g) (which saves the runtime
+// a write per new instance), then waits for Established. It returns nil once
+// the graph can be served on cl. Safe for concurrent use.
 func (f *FanOut) Ensure(ctx context.Context, clusterName string, cl cluster.Cluster, g *graph.Graph) error {
 	start := time.Now()
 	err := f.ensure(ctx, clusterName, cl, g)
@@ -132,11 +131,8 @@ func (f *FanOut) ensure(ctx context.Context, clusterName string, cl cluster.Clus
 		return err
 	}
 	f.tracker.Set(g.Name, clusterName, CRDApplied, "")
-	if err := f.waitEstablished(ctx, cl, g.CRD.Name); err != nil {
-		return err
-	}
-	f.applyAdmission(ctx, clusterName, cl, g)
-	return nil
+	f.applyAdmission(ctx, clusterName, cl, g) // while the CRD is being established
+	return f.waitEstablished(ctx, cl, g.CRD.Name)
 }
 
 // checkExisting refuses a CRD we do not own and a breaking change to ours.
