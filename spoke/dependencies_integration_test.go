@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/spoke"
-	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 // gatedRGD: "settings" is an external ConfigMap; "db" is a Deployment that
@@ -76,16 +75,8 @@ spec:
 `
 
 func TestExternalRefAndReadiness(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
 	ctx := context.Background()
-	g := compile(t, gatedRGD)
-	c := newClient(t, fleet.Spokes()[0].Config)
-	installCRD(t, c, g)
-	createNamespace(t, c, "team")
-	provider, err := fleet.NewProvider(ctx)
-	require.NoError(t, err)
-	rt := startRuntime(t, fleet, provider, spoke.Options{})
-	require.NoError(t, rt.Serve(g))
+	c, g, _ := servedOnOneSpoke(t, gatedRGD)
 	require.NoError(t, c.Create(ctx, newInstance(g, "team", "svc", map[string]any{})))
 
 	t.Run("a missing external reference holds the instance in progress", func(t *testing.T) {

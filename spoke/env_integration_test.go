@@ -72,6 +72,23 @@ func installCRD(t testing.TB, c client.Client, g *graph.Graph) {
 	})
 }
 
+// servedOnOneSpoke starts a fleet of one spoke, installs the graph's CRD
+// there, creates namespace "team" and starts a Runtime serving the graph.
+// It returns a client for the spoke, the graph and the Runtime.
+func servedOnOneSpoke(t *testing.T, rgdYAML string) (client.Client, *graph.Graph, *spoke.Runtime) {
+	t.Helper()
+	fleet := fgtesting.StartFleet(t, 1)
+	g := compile(t, rgdYAML)
+	c := newClient(t, fleet.Spokes()[0].Config)
+	installCRD(t, c, g)
+	createNamespace(t, c, "team")
+	provider, err := fleet.NewProvider(context.Background())
+	require.NoError(t, err)
+	rt := startRuntime(t, fleet, provider, spoke.Options{})
+	require.NoError(t, rt.Serve(g))
+	return c, g, rt
+}
+
 // startRuntime starts a multicluster manager over provider with a Runtime
 // added, and stops it on cleanup.
 func startRuntime(t testing.TB, fleet *fgtesting.Fleet, provider *fgtesting.Provider, opts spoke.Options) *spoke.Runtime {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	"github.com/fleetgraph/fleetgraph/spoke"
-	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 // breakableRGD renders one ConfigMap whose name the API server rejects
@@ -43,16 +42,8 @@ spec:
 `
 
 func TestBadInputPutsTheInstanceInErrorUntilFixed(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
 	ctx := context.Background()
-	g := compile(t, breakableRGD)
-	c := newClient(t, fleet.Spokes()[0].Config)
-	installCRD(t, c, g)
-	createNamespace(t, c, "team")
-	provider, err := fleet.NewProvider(ctx)
-	require.NoError(t, err)
-	rt := startRuntime(t, fleet, provider, spoke.Options{})
-	require.NoError(t, rt.Serve(g))
+	c, g, _ := servedOnOneSpoke(t, breakableRGD)
 
 	t.Run("a child the API server rejects", func(t *testing.T) {
 		require.NoError(t, c.Create(ctx, newInstance(g, "team", "rejected", map[string]any{"name": "Not_A_DNS_Name"})))
