@@ -8,8 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
@@ -38,12 +36,10 @@ func (f *FanOut) applyAdmission(ctx context.Context, clusterName string, cl clus
 
 func (f *FanOut) applyPolicy(ctx context.Context, cl cluster.Cluster, g *graph.Graph) error {
 	for _, obj := range spoke.AdmissionPolicy(g) {
-		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		u, err := applyIntent(obj)
 		if err != nil {
-			return fmt.Errorf("converting %s: %w", obj.GetName(), err)
+			return err
 		}
-		u := &unstructured.Unstructured{Object: content}
-		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 		err = cl.GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 			client.FieldOwner(f.opts.FieldManager), client.ForceOwnership)
 		if err != nil {
@@ -56,23 +52,8 @@ func (f *FanOut) applyPolicy(ctx context.Context, cl cluster.Cluster, g *graph.G
 // servesAdmissionPolicies asks cl's discovery whether it serves
 // admissionregistration.k8s.io/v1 MutatingAdmissionPolicy.
 func servesAdmissionPolicies(cl cluster.Cluster) (bool, error) {
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cl.GetConfig(), cl.GetHTTPClient())
-	if err != nil {
-		return false, fmt.Errorf("discovery: %w", err)
-	}
-	list, err := dc.ServerResourcesForGroupVersion(admissionv1.SchemeGroupVersion.String())
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("discovering %s: %w", admissionv1.SchemeGroupVersion, err)
-	}
-	for _, r := range list.APIResources {
-		if r.Kind == "MutatingAdmissionPolicy" {
-			return true, nil
-		}
-	}
-	return false, nil
+	served, err := servedKinds(cl, admissionv1.SchemeGroupVersion)
+	return served["MutatingAdmissionPolicy"], err
 }
 
 // deleteAdmission removes g's admission policy and binding from cl.

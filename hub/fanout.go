@@ -172,13 +172,19 @@ func (f *FanOut) apply(ctx context.Context, cl cluster.Cluster, crd *apiextensio
 // ApplyObject renders crd as the intent to apply with server-side apply:
 // type meta set, and no status or server-owned metadata.
 func ApplyObject(crd *apiextensionsv1.CustomResourceDefinition) (*unstructured.Unstructured, error) {
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	crd = crd.DeepCopy()
+	crd.APIVersion, crd.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
+	return applyIntent(crd)
+}
+
+// applyIntent renders a typed object, its type meta set, as the intent to
+// apply with server-side apply: no status or server-owned metadata.
+func applyIntent(obj runtime.Object) (*unstructured.Unstructured, error) {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
-		return nil, fmt.Errorf("converting CRD %s: %w", crd.Name, err)
+		return nil, fmt.Errorf("converting %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, err)
 	}
 	u := &unstructured.Unstructured{Object: content}
-	u.SetAPIVersion(apiextensionsv1.SchemeGroupVersion.String())
-	u.SetKind("CustomResourceDefinition")
 	delete(u.Object, "status")
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	unstructured.RemoveNestedField(u.Object, "metadata", "resourceVersion")
@@ -245,25 +251,15 @@ func establishment(crd *apiextensionsv1.CustomResourceDefinition) (bool, string)
 // servesKinds asks cl's discovery, live, whether it serves every kind g's
 // resources use; a CRD installed a moment ago counts.
 func servesKinds(cl cluster.Cluster, g *graph.Graph) error {
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cl.GetConfig(), cl.GetHTTPClient())
-	if err != nil {
-		return fmt.Errorf("discovery: %w", err)
-	}
 	byGV := map[schema.GroupVersion][]string{}
 	for _, n := range g.Nodes {
 		byGV[n.GVK.GroupVersion()] = append(byGV[n.GVK.GroupVersion()], n.GVK.Kind)
 	}
 	var missing []string
 	for gv, kinds := range byGV {
-		served := map[string]bool{}
-		list, err := dc.ServerResourcesForGroupVersion(gv.String())
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("discovering %s: %w", gv, err)
-		}
-		if list != nil {
-			for _, r := range list.APIResources {
-				served[r.Kind] = true
-			}
+		served, err := servedKinds(cl, gv)
+		if err != nil {
+			return err
 		}
 		for _, k := range kinds {
 			if !served[k] {
@@ -276,6 +272,26 @@ func servesKinds(cl cluster.Cluster, g *graph.Graph) error {
 		return fmt.Errorf("%w: kinds not served: %s", ErrIncompatible, strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// servedKinds asks cl's discovery, live, which kinds it serves in gv; a
+// group version it does not serve has none.
+func servedKinds(cl cluster.Cluster, gv schema.GroupVersion) (map[string]bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cl.GetConfig(), cl.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	list, err := dc.ServerResourcesForGroupVersion(gv.String())
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("discovering %s: %w", gv, err)
+	}
+	served := map[string]bool{}
+	if list != nil {
+		for _, r := range list.APIResources {
+			served[r.Kind] = true
+		}
+	}
+	return served, nil
 }
 
 // classify maps Ensure's outcome to a state and a message for humans.

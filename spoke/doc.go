@@ -49,8 +49,9 @@
 // (LabelGraph, LabelNodeID, LabelInstanceUID, ...); the instance lists the
 // kinds its children may have (AnnotationChildKinds), so children of a kind
 // the graph dropped are still found, after a restart too, and pruned. Those
-// two drive pruning and deletion. Nothing uses owner references, so nothing depends on the
-// cluster's garbage collector, and no reference crosses clusters. A child is
+// two drive pruning and deletion. Nothing uses owner references, so nothing
+// depends on the cluster's garbage collector, and no reference crosses
+// clusters. A child is
 // pruned only after every desired child was applied without error; an
 // instance's children are deleted in reverse DAG waves behind Finalizer.
 //

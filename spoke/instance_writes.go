@@ -21,25 +21,24 @@ func (m *member) patchFinalizers(inst *unstructured.Unstructured, finalizers []s
 	return m.patchInstance(inst, patch, false)
 }
 
-// needsAdopt reports whether inst lacks our finalizer or one of the
-// graph's child kinds, which must be written before any child is applied.
-// Where the API server runs our admission policy (AdmissionPolicy), new
-// instances arrive with both.
-func (m *member) needsAdopt(inst *unstructured.Unstructured) bool {
-	return !slices.Contains(inst.GetFinalizers(), Finalizer) || len(m.missingKinds(inst)) > 0
-}
-
-// adopt adds our finalizer and the graph's child kinds in one write,
-// guarded by the resourceVersion read.
+// adopt writes our finalizer and the graph's child kinds, in one patch
+// guarded by the resourceVersion read, if the instance lacks either: both
+// must be in place before any child is applied. Where the API server runs
+// our admission policy (AdmissionPolicy), new instances arrive with both and
+// adopt writes nothing.
 func (m *member) adopt(inst *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	metadata := map[string]any{"resourceVersion": inst.GetResourceVersion()}
+	metadata := map[string]any{}
 	if !slices.Contains(inst.GetFinalizers(), Finalizer) {
 		metadata["finalizers"] = append(inst.GetFinalizers(), Finalizer)
 	}
-	if missing := m.missingKinds(inst); len(missing) > 0 {
-		metadata["annotations"] = map[string]any{
-			AnnotationChildKinds: EncodeChildKinds(append(childKinds(inst), missing...))}
+	have := childKinds(inst)
+	if missing := m.missingKinds(have); len(missing) > 0 {
+		metadata["annotations"] = map[string]any{AnnotationChildKinds: EncodeChildKinds(append(have, missing...))}
 	}
+	if len(metadata) == 0 {
+		return inst, nil
+	}
+	metadata["resourceVersion"] = inst.GetResourceVersion()
 	return m.patchInstance(inst, map[string]any{"metadata": metadata}, false)
 }
 

@@ -84,20 +84,20 @@ func childKinds(inst *unstructured.Unstructured) []schema.GroupVersionKind {
 
 func sortedKinds(kinds []schema.GroupVersionKind) []schema.GroupVersionKind {
 	kinds = slices.Clone(kinds)
-	slices.SortFunc(kinds, func(a, b schema.GroupVersionKind) int {
-		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Version, b.Version), cmp.Compare(a.Kind, b.Kind))
-	})
+	slices.SortFunc(kinds, compareKinds)
 	return slices.Compact(kinds)
 }
 
-// missingKinds returns the graph's kinds the instance does not list yet.
-func (m *member) missingKinds(inst *unstructured.Unstructured) []schema.GroupVersionKind {
-	have := childKinds(inst)
+func compareKinds(a, b schema.GroupVersionKind) int {
+	return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Version, b.Version), cmp.Compare(a.Kind, b.Kind))
+}
+
+// missingKinds returns the graph's kinds that have (sorted, as childKinds
+// returns them) lacks.
+func (m *member) missingKinds(have []schema.GroupVersionKind) []schema.GroupVersionKind {
 	var out []schema.GroupVersionKind
 	for _, k := range m.kinds {
-		if _, found := slices.BinarySearchFunc(have, k, func(a, b schema.GroupVersionKind) int {
-			return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Version, b.Version), cmp.Compare(a.Kind, b.Kind))
-		}); !found {
+		if _, found := slices.BinarySearchFunc(have, k, compareKinds); !found {
 			out = append(out, k)
 		}
 	}
@@ -109,7 +109,7 @@ func (m *member) missingKinds(inst *unstructured.Unstructured) []schema.GroupVer
 // and the cache has not shown yet. A kind the cluster no longer serves has
 // no children.
 func (m *member) inventory(inst *unstructured.Unstructured) ([]InventoryEntry, error) {
-	for _, k := range sortedKinds(append(childKinds(inst), m.kinds...)) {
+	for _, k := range append(childKinds(inst), m.kinds...) { // ensureWatch dedups
 		if err := m.ensureWatch(k, false); err != nil && !isNoMatch(err) {
 			return nil, err
 		}

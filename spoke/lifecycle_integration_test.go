@@ -441,5 +441,7 @@ func TestForEachItemsAreAppliedConcurrently(t *testing.T) {
 	for _, n := range names {
 		configMapData(t, c, "team", "demo-"+n.(string), "name", n.(string))
 	}
-	assert.Equal(t, 3, latency.max(), "six items are applied three at a time")
+	// Serial applies would never overlap; unbounded ones would reach six.
+	assert.GreaterOrEqual(t, latency.max(), 2, "the items are applied concurrently")
+	assert.LessOrEqual(t, latency.max(), 3, "at most ItemConcurrency at a time")
 }

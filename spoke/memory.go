@@ -126,14 +126,6 @@ func (m *member) childDeleted(key childKey) {
 	delete(m.children, key)
 }
 
-// childKnown reports whether we applied the child and saw no deletion since.
-func (m *member) childKnown(key childKey) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, ok := m.children[key]
-	return ok
-}
-
 func (m *member) forgetChild(key childKey) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -136,8 +136,8 @@ func (rt *Runtime) disengage(e *engagement) {
 // Serve starts serving g on every engaged cluster, current and future. If a
 // graph of the same name is served already it is replaced: its workers stop
 // and the new graph takes over its instances (children of nodes the new
-// graph no longer has are found by their labels and pruned). Serve does not wait for
-// any cluster.
+// graph no longer has are found by their labels and pruned). Serve does not
+// wait for any cluster.
 func (rt *Runtime) Serve(g *graph.Graph) error {
 	if g == nil || g.Name == "" || g.Instance.GVK.Kind == "" {
 		return fmt.Errorf("%w: a graph needs a name and an instance kind", ErrInvalidGraph)

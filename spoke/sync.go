@@ -16,11 +16,9 @@ import (
 // status and returned, so the request is retried with backoff.
 func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
 	key := keyOf(inst)
-	if m.needsAdopt(inst) {
-		var err error
-		if inst, err = m.adopt(inst); err != nil {
-			return 0, err
-		}
+	inst, err := m.adopt(inst)
+	if err != nil {
+		return 0, err
 	}
 	o := m.evaluate(inst)
 	m.setRefs(key, o.refs)

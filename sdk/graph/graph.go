@@ -115,15 +115,6 @@ func (n *Node) Render(vals Values, iteration map[string]any) (*unstructured.Unst
 	return n.program.render(vals, iteration)
 }
 
-// Identity evaluates only the template's metadata.namespace and
-// metadata.name for one iteration (nil for a non-collection): the child's
-// identity, often known before the resources it reads are observed. It
-// returns an error wrapping ErrPending when those fields need an absent
-// resource. An empty namespace means the template names none.
-func (n *Node) Identity(vals Values, iteration map[string]any) (namespace, name string, err error) {
-	return n.program.identity(vals, iteration)
-}
-
 // Ref evaluates an externalRef node's reference.
 func (n *Node) Ref(vals Values) (ExternalRef, error) { return n.program.ref(vals) }
 
