@@ -141,23 +141,8 @@ func (c *fakeCache) informerFor(key informerKey) (*fakeInformer, error) {
 	if err != nil {
 		return nil, err
 	}
-	lw := &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
-			list, err := c.newList(key)
-			if err != nil {
-				return nil, err
-			}
-			return list, c.client.List(ctx, list)
-		},
-		WatchFuncWithContext: func(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
-			list, err := c.newList(key)
-			if err != nil {
-				return nil, err
-			}
-			return c.client.Watch(ctx, list)
-		},
-	}
-	inf := &fakeInformer{SharedIndexInformer: toolscache.NewSharedIndexInformer(noWatchList{lw}, example, 0, toolscache.Indexers{
+	lw := &gaplessListWatch{newList: func() (client.ObjectList, error) { return c.newList(key) }, client: c.client}
+	inf := &fakeInformer{SharedIndexInformer: toolscache.NewSharedIndexInformer(lw.listWatch(), example, 0, toolscache.Indexers{
 		toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
 	})}
 	c.informers[key] = inf
@@ -219,6 +204,60 @@ func formOf(obj client.Object) string {
 		return "metadata"
 	}
 	return "typed"
+}
+
+// gaplessListWatch lists and watches one kind through the fake client
+// without losing a write made between the list and the watch: the fake
+// client's watches cannot resume from a resourceVersion, so each list first
+// opens the watch that the reflector's next Watch call returns. An object
+// both listed and then reported by that watch arrives as an update.
+type gaplessListWatch struct {
+	newList func() (client.ObjectList, error)
+	client  client.WithWatch
+
+	mu      sync.Mutex
+	pending watch.Interface // opened by the last list, not yet handed out
+}
+
+func (lw *gaplessListWatch) listWatch() noWatchList {
+	return noWatchList{&toolscache.ListWatch{ListWithContextFunc: lw.list, WatchFuncWithContext: lw.watch}}
+}
+
+func (lw *gaplessListWatch) list(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
+	list, err := lw.newList()
+	if err != nil {
+		return nil, err
+	}
+	w, err := lw.client.Watch(ctx, list)
+	if err != nil {
+		return nil, err
+	}
+	if err := lw.client.List(ctx, list); err != nil {
+		w.Stop()
+		return nil, err
+	}
+	lw.mu.Lock()
+	if lw.pending != nil {
+		lw.pending.Stop()
+	}
+	lw.pending = w
+	lw.mu.Unlock()
+	return list, nil
+}
+
+func (lw *gaplessListWatch) watch(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
+	lw.mu.Lock()
+	w := lw.pending
+	lw.pending = nil
+	lw.mu.Unlock()
+	if w != nil {
+		return w, nil
+	}
+	list, err := lw.newList()
+	if err != nil {
+		return nil, err
+	}
+	return lw.client.Watch(ctx, list)
 }
 
 // noWatchList tells client-go's reflector to list and then watch: the fake
