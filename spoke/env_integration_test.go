@@ -138,6 +138,22 @@ func installAdmissionPolicy(t testing.TB, c client.Client, g *graph.Graph, probe
 	})
 }
 
+// removeAdmissionPolicy deletes the graph's admission policy and waits
+// until the API server stops applying it.
+func removeAdmissionPolicy(t testing.TB, c client.Client, g *graph.Graph, probeSpec map[string]any) {
+	t.Helper()
+	for _, obj := range spoke.AdmissionPolicy(g) {
+		require.NoError(t, client.IgnoreNotFound(c.Delete(context.Background(), obj)))
+	}
+	eventually(t, func() (bool, string) {
+		probe := newInstance(g, "default", "admission-probe", probeSpec)
+		if err := c.Create(context.Background(), probe, client.DryRunAll); err != nil {
+			return false, err.Error()
+		}
+		return !slices.Contains(probe.GetFinalizers(), spoke.Finalizer), "admission policy still in effect"
+	})
+}
+
 // eventually polls cond until it holds, failing with its last reason.
 func eventually(t testing.TB, cond func() (bool, string)) {
 	t.Helper()
