@@ -66,8 +66,7 @@ func BenchmarkWebApp500(b *testing.B) { benchWebApp(b, "instances", runControlle
 // each instance created, its three children applied with our ownership
 // labels, its status written, with the admission policy installed; no
 // watches, no graph. Its ratio to the floor is the least any
-// implementation could reach here. Not part of `make bench`; run it with
-// -bench BenchmarkWebApp500WritesOnly.
+// implementation could reach here.
 func BenchmarkWebApp500WritesOnly(b *testing.B) { benchWebApp(b, "writes-only", runWritesOnly) }
 
 // runner makes 500 instances ACTIVE in namespace ns and returns the wall
