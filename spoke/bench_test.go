@@ -100,11 +100,11 @@ func benchWebApp(b *testing.B, what string, run runner) {
 	fmt.Printf("%s/floor ratio: %.2fx (median of %d rounds, each on a fresh API server)\n", what, median, len(ratios))
 }
 
-// round is one measurement on one fresh API server: the floor, the
-// controller, then the floor again. The machine's speed drifts by a fifth
-// within seconds (the same floor measured twice in a row differs by up to
-// 20%, in either order), so the controller is compared with the mean of
-// the floors on either side of it.
+// round is one measurement on one fresh API server: the floor, the run
+// under test (the controller, or the writes-only client), then the floor
+// again. The machine's speed drifts by a fifth within seconds (the same
+// floor measured twice in a row differs by up to 20%, in either order), so
+// the run is compared with the mean of the floors on either side of it.
 type round struct {
 	floor, wall       time.Duration
 	floors            [2]time.Duration
@@ -155,8 +155,8 @@ func benchRound(b *testing.B, g *graph.Graph, run runner) round {
 	return r
 }
 
-// deleteInstances deletes the instances and children the controller made,
-// once it has stopped: it releases the instances' finalizer itself.
+// deleteInstances deletes the instances and children a run made, once it
+// has stopped: it releases the instances' finalizer itself.
 func deleteInstances(b *testing.B, c client.Client, g *graph.Graph, ns string) {
 	release := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
 	parallel(b, benchInstances, func(i int) error {
