@@ -129,13 +129,7 @@ func installAdmissionPolicy(t testing.TB, c client.Client, g *graph.Graph, probe
 	for _, obj := range spoke.AdmissionPolicy(g) {
 		require.NoError(t, c.Create(context.Background(), obj))
 	}
-	eventually(t, func() (bool, string) {
-		probe := newInstance(g, "default", "admission-probe", probeSpec)
-		if err := c.Create(context.Background(), probe, client.DryRunAll); err != nil {
-			return false, err.Error()
-		}
-		return slices.Contains(probe.GetFinalizers(), spoke.Finalizer), "admission policy not in effect yet"
-	})
+	waitForAdmission(t, c, g, probeSpec, true)
 }
 
 // removeAdmissionPolicy deletes the graph's admission policy and waits
@@ -145,12 +139,20 @@ func removeAdmissionPolicy(t testing.TB, c client.Client, g *graph.Graph, probeS
 	for _, obj := range spoke.AdmissionPolicy(g) {
 		require.NoError(t, client.IgnoreNotFound(c.Delete(context.Background(), obj)))
 	}
+	waitForAdmission(t, c, g, probeSpec, false)
+}
+
+// waitForAdmission polls until a dry-run create of an instance with
+// probeSpec comes back stamped with our finalizer (stamped true) or not.
+func waitForAdmission(t testing.TB, c client.Client, g *graph.Graph, probeSpec map[string]any, stamped bool) {
+	t.Helper()
 	eventually(t, func() (bool, string) {
 		probe := newInstance(g, "default", "admission-probe", probeSpec)
 		if err := c.Create(context.Background(), probe, client.DryRunAll); err != nil {
 			return false, err.Error()
 		}
-		return !slices.Contains(probe.GetFinalizers(), spoke.Finalizer), "admission policy still in effect"
+		got := slices.Contains(probe.GetFinalizers(), spoke.Finalizer)
+		return got == stamped, fmt.Sprintf("admission policy in effect: %v, want %v", got, stamped)
 	})
 }
 
