@@ -19,15 +19,27 @@ mkdir -p "$dir"
 
 say() { echo "envtest-assets: $*" >&2; }
 
+# Two builds at once (two checkouts, or a helper and CI) must not break each
+# other: the second waits for the first under a lock, and every build writes
+# a temporary file of its own that is renamed into place atomically.
+exec 9>"$dir/.lock"
+if command -v flock >/dev/null; then
+	flock 9
+fi
+
 build() { # name, package, ldflags
 	local name=$1 pkg=$2 ldflags=$3
 	if [[ -x "$dir/$name" ]]; then
 		return
 	fi
 	say "building $name from $pkg into $dir (first time only; a few minutes on 2 cores)..."
-	local start=$SECONDS
-	(cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$dir/$name.tmp" "$pkg") >&2
-	mv "$dir/$name.tmp" "$dir/$name"
+	local start=$SECONDS tmp
+	tmp=$(mktemp "$dir/$name.XXXXXX")
+	trap 'rm -f "$tmp"' EXIT
+	(cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg") >&2
+	chmod 0755 "$tmp"
+	mv -f "$tmp" "$dir/$name"
+	trap - EXIT
 	say "built $name in $((SECONDS - start)) s"
 }
 
