@@ -106,3 +106,6 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.0 // indirect
 )
+
+// See hack/stubs/kcp-multicluster-provider-client/go.mod for why.
+replace github.com/kcp-dev/multicluster-provider/client => ./hack/stubs/kcp-multicluster-provider-client
