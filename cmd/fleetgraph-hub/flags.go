@@ -1,0 +1,80 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/fleetgraph/fleetgraph/providers/secret"
+)
+
+// The providers --provider accepts.
+const (
+	providerSecret        = "secret"
+	providerSingle        = "single"
+	providerKCPWorkspaces = "kcp-workspaces"
+)
+
+// options are the command's flags.
+type options struct {
+	provider          string
+	secretNamespace   string
+	kcpParent         string
+	kcpRecursive      bool
+	metricsAddr       string
+	probeAddr         string
+	leaderElect       bool
+	leaderElectionNS  string
+	leaderElectionID  string
+	installRGDCRD     bool
+	deleteCRDs        bool
+	workers           int
+	establishTimeout  time.Duration
+	allowExecKubeconf bool
+	zap               zap.Options
+}
+
+// parseFlags reads args into options. --kubeconfig is registered by
+// controller-runtime on flag.CommandLine; fs is that set in main.
+func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
+	var o options
+	fs.StringVar(&o.provider, "provider", providerSecret,
+		"where spokes come from: secret (kubeconfig Secrets on the hub), single (the hub cluster itself), kcp-workspaces (workspaces below --kcp-parent)")
+	fs.StringVar(&o.secretNamespace, "secret-namespace", secret.DefaultNamespace, "namespace of the spokes' kubeconfig Secrets (provider secret)")
+	fs.BoolVar(&o.allowExecKubeconf, "allow-exec-kubeconfigs", false,
+		"let spoke kubeconfigs run credential plugins and read local files (provider secret); off: such kubeconfigs are refused")
+	fs.StringVar(&o.kcpParent, "kcp-parent", "", "logical cluster path whose child workspaces are spokes, e.g. root:org (provider kcp-workspaces)")
+	fs.BoolVar(&o.kcpRecursive, "kcp-recursive", false, "engage the whole workspace tree below --kcp-parent (provider kcp-workspaces)")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `metrics endpoint address; "0" turns it off`)
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `/healthz and /readyz address; "0" turns them off`)
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "run as one of several replicas, only the leader serving")
+	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
+	fs.StringVar(&o.leaderElectionID, "leader-election-id", "fleetgraph-hub.fleetgraph.dev", "name of the leader-election Lease")
+	fs.BoolVar(&o.installRGDCRD, "install-rgd-crd", true, "install the kro.run/v1alpha1 ResourceGraphDefinition CRD on the hub if fleetgraph may")
+	fs.BoolVar(&o.deleteCRDs, "delete-crds-on-unregister", false, "remove a graph's CRD from spokes with no instances left when its RGD is deleted")
+	fs.IntVar(&o.workers, "workers", 0, "instances of one graph reconciled at once (0: the SDK's default)")
+	fs.DurationVar(&o.establishTimeout, "establish-timeout", 0, "bound on one wait for a CRD to be established on a spoke (0: the SDK's default)")
+	o.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	return o, o.validate()
+}
+
+func (o options) validate() error {
+	switch o.provider {
+	case providerSecret, providerSingle:
+	case providerKCPWorkspaces:
+		if o.kcpParent == "" {
+			return fmt.Errorf("--provider=%s needs --kcp-parent", o.provider)
+		}
+	default:
+		return fmt.Errorf("unknown --provider %q: want %s, %s or %s", o.provider, providerSecret, providerSingle, providerKCPWorkspaces)
+	}
+	if o.workers < 0 {
+		return fmt.Errorf("--workers must not be negative, got %d", o.workers)
+	}
+	return nil
+}

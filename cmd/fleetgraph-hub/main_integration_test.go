@@ -1,0 +1,164 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgraph/fleetgraph/providers/secret"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+// The binary, built and run as a user runs it, serves an RGD applied to the
+// hub on a spoke registered as a kubeconfig Secret, answers its probes and
+// exits cleanly on SIGTERM.
+func TestBinaryServesAnRGDOnASecretSpoke(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 1)
+	ctx := context.Background()
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "hub.kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, fleet.Hub.Kubeconfig, 0o600))
+	probe := freeAddr(t)
+
+	bin := buildBinary(t, dir)
+	p := startProcess(t, bin, "--kubeconfig", kubeconfig, "--metrics-bind-address=0",
+		"--health-probe-bind-address="+probe, "--leader-elect", "--leader-election-namespace=default")
+
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		res, err := probeClient.Get("http://" + probe + "/readyz")
+		require.NoError(ct, err)
+		defer res.Body.Close()
+		assert.Equal(ct, http.StatusOK, res.StatusCode)
+	}, time.Minute, 100*time.Millisecond, "readyz: %s", p.logs)
+
+	hub, err := client.New(fleet.Hub.Config, client.Options{Scheme: fgtesting.NewScheme()})
+	require.NoError(t, err)
+	spoke := fleet.Spokes()[0]
+	require.NoError(t, hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secret.DefaultNamespace}}))
+	require.NoError(t, hub.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: secret.DefaultNamespace, Name: spoke.Name,
+			Labels: map[string]string{secret.DefaultSecretLabel: "true"}},
+		Data: map[string][]byte{secret.DefaultDataKey: spoke.Kubeconfig},
+	}))
+	raw, err := os.ReadFile("../../examples/quickstart/webapp.yaml")
+	require.NoError(t, err)
+	rgd := &v1alpha1.ResourceGraphDefinition{}
+	require.NoError(t, yaml.UnmarshalStrict(raw, rgd))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.NoError(ct, client.IgnoreAlreadyExists(hub.Create(ctx, rgd.DeepCopy())))
+	}, time.Minute, 100*time.Millisecond, "the binary installs the RGD CRD: %s", p.logs)
+
+	sc, err := client.New(spoke.Config, client.Options{})
+	require.NoError(t, err)
+	app := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"name": "from-binary"}}}
+	app.SetAPIVersion("kro.run/v1alpha1")
+	app.SetKind("WebApp")
+	app.SetNamespace("default")
+	app.SetName("from-binary")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.NoError(ct, client.IgnoreAlreadyExists(sc.Create(ctx, app.DeepCopy())))
+	}, time.Minute, 100*time.Millisecond, "the spoke serves WebApp: %s", p.logs)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		got := app.DeepCopy()
+		require.NoError(ct, sc.Get(ctx, client.ObjectKeyFromObject(app), got))
+		state, _, _ := unstructured.NestedString(got.Object, "status", "state")
+		assert.Equal(ct, "ACTIVE", state)
+	}, time.Minute, 100*time.Millisecond, "instance ACTIVE: %s", p.logs)
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-p.done:
+		assert.NoError(t, p.err, "a SIGTERM ends the hub cleanly: %s", p.logs)
+	case <-time.After(time.Minute):
+		t.Fatalf("the hub did not stop within a minute of SIGTERM: %s", p.logs)
+	}
+}
+
+// A flag mistake is reported before anything connects.
+func TestBinaryRefusesAnUnknownProvider(t *testing.T) {
+	bin := buildBinary(t, t.TempDir())
+	out, err := exec.Command(bin, "--provider=nope").CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(out), `unknown --provider "nope"`)
+}
+
+var probeClient = &http.Client{Timeout: 5 * time.Second}
+
+func buildBinary(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "fleetgraph-hub")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+// process is the binary running, with its output collected.
+type process struct {
+	cmd  *exec.Cmd
+	logs *syncBuffer
+	done chan struct{} // closed when the process has exited
+	err  error         // its exit, once done is closed
+}
+
+func startProcess(t *testing.T, bin string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(bin, args...), logs: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's writes and the
+// test's reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return fmt.Sprintf("\n--- hub logs ---\n%s", b.buf.String())
+}
