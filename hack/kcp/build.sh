@@ -18,12 +18,22 @@ bin="$dir/kcp"
 
 say() { echo "kcp: $*" >&2; }
 
+mkdir -p "$dir"
+# Two builds at once must not break each other: the second waits for the
+# first under a lock, and a build renames its own temporary file into place.
+exec 9>"$dir/.lock"
+if command -v flock >/dev/null; then
+	flock 9
+fi
 if [[ ! -x "$bin" ]]; then
-	mkdir -p "$dir"
 	say "building kcp $KCP_VERSION into $dir (first time only; about 6.5 minutes on 2 cores)..."
 	start=$SECONDS
-	(cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin.tmp" github.com/kcp-dev/kcp/cmd/kcp) >&2
-	mv "$bin.tmp" "$bin"
+	tmp=$(mktemp "$bin.XXXXXX")
+	trap 'rm -f "$tmp"' EXIT
+	(cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp" github.com/kcp-dev/kcp/cmd/kcp) >&2
+	chmod 0755 "$tmp"
+	mv -f "$tmp" "$bin"
+	trap - EXIT
 	say "built kcp in $((SECONDS - start)) s"
 fi
 
