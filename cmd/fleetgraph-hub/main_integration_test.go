@@ -34,7 +34,6 @@ import (
 // exits cleanly on SIGTERM.
 func TestBinaryServesAnRGDOnASecretSpoke(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 1)
-	ctx := context.Background()
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "hub.kubeconfig")
 	require.NoError(t, os.WriteFile(kubeconfig, fleet.Hub.Kubeconfig, 0o600))
@@ -51,39 +50,14 @@ func TestBinaryServesAnRGDOnASecretSpoke(t *testing.T) {
 		assert.Equal(ct, http.StatusOK, res.StatusCode)
 	}, time.Minute, 100*time.Millisecond, "readyz: %s", p.logs)
 
-	hub, err := client.New(fleet.Hub.Config, client.Options{Scheme: fgtesting.NewScheme()})
+	admin, err := client.New(fleet.Hub.Config, client.Options{Scheme: fgtesting.NewScheme()})
 	require.NoError(t, err)
 	spoke := fleet.Spokes()[0]
-	require.NoError(t, hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secret.DefaultNamespace}}))
-	require.NoError(t, hub.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: secret.DefaultNamespace, Name: spoke.Name,
-			Labels: map[string]string{secret.DefaultSecretLabel: "true"}},
-		Data: map[string][]byte{secret.DefaultDataKey: spoke.Kubeconfig},
-	}))
-	raw, err := os.ReadFile("../../examples/quickstart/webapp.yaml")
-	require.NoError(t, err)
-	rgd := &v1alpha1.ResourceGraphDefinition{}
-	require.NoError(t, yaml.UnmarshalStrict(raw, rgd))
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.NoError(ct, client.IgnoreAlreadyExists(hub.Create(ctx, rgd.DeepCopy())))
-	}, time.Minute, 100*time.Millisecond, "the binary installs the RGD CRD: %s", p.logs)
-
+	registerSpoke(t, admin, spoke.Name, spoke.Kubeconfig)
+	applyWebAppRGD(t, admin, p)
 	sc, err := client.New(spoke.Config, client.Options{})
 	require.NoError(t, err)
-	app := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"name": "from-binary"}}}
-	app.SetAPIVersion("kro.run/v1alpha1")
-	app.SetKind("WebApp")
-	app.SetNamespace("default")
-	app.SetName("from-binary")
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.NoError(ct, client.IgnoreAlreadyExists(sc.Create(ctx, app.DeepCopy())))
-	}, time.Minute, 100*time.Millisecond, "the spoke serves WebApp: %s", p.logs)
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		got := app.DeepCopy()
-		require.NoError(ct, sc.Get(ctx, client.ObjectKeyFromObject(app), got))
-		state, _, _ := unstructured.NestedString(got.Object, "status", "state")
-		assert.Equal(ct, "ACTIVE", state)
-	}, time.Minute, 100*time.Millisecond, "instance ACTIVE: %s", p.logs)
+	createActiveWebApp(t, sc, "from-binary", p)
 
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	select {
@@ -100,6 +74,54 @@ func TestBinaryRefusesAnUnknownProvider(t *testing.T) {
 	out, err := exec.Command(bin, "--provider=nope").CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out), `unknown --provider "nope"`)
+}
+
+// registerSpoke makes a spoke known to the hub as a kubeconfig Secret.
+func registerSpoke(t *testing.T, hub client.Client, name string, kubeconfig []byte) {
+	t.Helper()
+	ctx := context.Background()
+	err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secret.DefaultNamespace}})
+	require.NoError(t, client.IgnoreAlreadyExists(err))
+	require.NoError(t, hub.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: secret.DefaultNamespace, Name: name,
+			Labels: map[string]string{secret.DefaultSecretLabel: "true"}},
+		Data: map[string][]byte{secret.DefaultDataKey: kubeconfig},
+	}))
+}
+
+// applyWebAppRGD creates the quickstart's RGD on the hub, once the hub
+// process has installed the RGD CRD.
+func applyWebAppRGD(t *testing.T, hub client.Client, p *process) {
+	t.Helper()
+	raw, err := os.ReadFile("../../examples/quickstart/webapp.yaml")
+	require.NoError(t, err)
+	rgd := &v1alpha1.ResourceGraphDefinition{}
+	require.NoError(t, yaml.UnmarshalStrict(raw, rgd))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.NoError(ct, client.IgnoreAlreadyExists(hub.Create(context.Background(), rgd.DeepCopy())))
+	}, time.Minute, 100*time.Millisecond, "the binary installs the RGD CRD: %s", p.logs)
+}
+
+// createActiveWebApp creates a WebApp on a spoke as soon as the spoke serves
+// the kind, and waits until it is ACTIVE.
+func createActiveWebApp(t *testing.T, spoke client.Client, name string, p *process) *unstructured.Unstructured {
+	t.Helper()
+	ctx := context.Background()
+	app := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"name": name}}}
+	app.SetAPIVersion("kro.run/v1alpha1")
+	app.SetKind("WebApp")
+	app.SetNamespace("default")
+	app.SetName(name)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.NoError(ct, client.IgnoreAlreadyExists(spoke.Create(ctx, app.DeepCopy())))
+	}, time.Minute, 100*time.Millisecond, "the spoke serves WebApp: %s", p.logs)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		got := app.DeepCopy()
+		require.NoError(ct, spoke.Get(ctx, client.ObjectKeyFromObject(app), got))
+		state, _, _ := unstructured.NestedString(got.Object, "status", "state")
+		assert.Equal(ct, "ACTIVE", state)
+	}, time.Minute, 100*time.Millisecond, "instance ACTIVE: %s", p.logs)
+	return app
 }
 
 var probeClient = &http.Client{Timeout: 5 * time.Second}

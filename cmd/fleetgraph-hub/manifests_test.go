@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	yamlutil "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// The Deployment runs this command with flags it accepts, and every role it
+// binds is one config/rbac defines.
+func TestDeployManifestMatchesTheBinaryAndRoles(t *testing.T) {
+	roles := map[string]bool{}
+	for _, obj := range decodeAll(t, "../../config/rbac/hub.yaml") {
+		roles[obj.GetKind()+"/"+obj.GetName()] = true
+	}
+	var deployments int
+	for _, obj := range decodeAll(t, "../../config/deploy/hub.yaml") {
+		switch obj.GetKind() {
+		case "ClusterRoleBinding", "RoleBinding":
+			kind, _, _ := unstructured.NestedString(obj.Object, "roleRef", "kind")
+			name, _, _ := unstructured.NestedString(obj.Object, "roleRef", "name")
+			assert.True(t, roles[kind+"/"+name], "%s %s binds %s %s, which config/rbac/hub.yaml does not define", obj.GetKind(), obj.GetName(), kind, name)
+		case "Deployment":
+			deployments++
+			containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+			require.Len(t, containers, 1)
+			args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+			_, err := parse(t, args...)
+			assert.NoError(t, err, "the Deployment's args must parse")
+		}
+	}
+	assert.Equal(t, 1, deployments)
+}
+
+func decodeAll(t *testing.T, file string) []*unstructured.Unstructured {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	dec := yamlutil.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		obj := &unstructured.Unstructured{}
+		err := dec.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		require.NoError(t, err, file)
+		if len(obj.Object) > 0 {
+			out = append(out, obj)
+		}
+	}
+}
