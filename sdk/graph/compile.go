@@ -157,7 +157,7 @@ func (c *compiler) buildEnvs() error {
 		vars[r.node.ID] = t
 	}
 	var err error
-	if c.kinds, err = kindsEnv(kinds); err != nil {
+	if c.kinds, err = kindsEnv(kinds, c.opts.Strict); err != nil {
 		return &Error{Err: errorf(ErrExpression, "declaring the child kinds' types: %v", err)}
 	}
 	if c.instance, err = extendTypes(c.kinds.env, []*apiservercel.DeclType{c.instanceDecl}, variables(vars)...); err != nil {

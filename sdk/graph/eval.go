@@ -166,7 +166,8 @@ func toJSON(v ref.Val) (any, error) {
 	case types.Bytes:
 		return base64.StdEncoding.EncodeToString(v), nil
 	case types.Timestamp:
-		return v.Time.UTC().Format(time.RFC3339Nano), nil
+		// RFC 3339 to the second, as kro (metav1.Time) writes it.
+		return v.Time.UTC().Format(time.RFC3339), nil
 	case types.Duration:
 		return v.Duration.String(), nil
 	case *types.Err:
