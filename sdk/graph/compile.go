@@ -80,6 +80,11 @@ func (c *compiler) run() (*Graph, error) {
 	if err := c.failed(); err != nil {
 		return nil, err
 	}
+	crd := c.buildCRD(*c.specSchema, statusSchema)
+	c.checkCRD(crd)
+	if err := c.failed(); err != nil {
+		return nil, err
+	}
 	nodes, levels, err := order(c.resources)
 	if err != nil {
 		return nil, err
@@ -87,7 +92,7 @@ func (c *compiler) run() (*Graph, error) {
 	g := &Graph{
 		Name:          c.rgd.Name,
 		Generation:    c.rgd.Generation,
-		CRD:           c.buildCRD(*c.specSchema, statusSchema),
+		CRD:           crd,
 		Nodes:         nodes,
 		Levels:        levels,
 		DeletionWaves: reversed(levels),

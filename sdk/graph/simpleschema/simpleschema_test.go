@@ -94,7 +94,9 @@ func TestMarkers(t *testing.T) {
 		"immutable": {`f: string | immutable=true`, map[string]any{"type": "string", "x-kubernetes-validations": []any{
 			map[string]any{"rule": "self == oldSelf", "message": "field is immutable"}}}},
 		"validation": {`f: integer | validation="self % 2 == 0" validation="self < 100"`, map[string]any{"type": "integer", "x-kubernetes-validations": []any{
-			map[string]any{"rule": "self % 2 == 0"}, map[string]any{"rule": "self < 100"}}}},
+			map[string]any{"rule": "self % 2 == 0", "message": "validation failed"}, map[string]any{"rule": "self < 100", "message": "validation failed"}}}},
+		"repeated marker: last wins":      {`f: string | default=a default=b`, map[string]any{"type": "string", "default": "b"}},
+		"repeated required: any true":     {`f: string | required=true required=false`, map[string]any{"type": "string"}},
 		"required leaves the field alone": {`f: string | required=true`, map[string]any{"type": "string"}},
 	}
 	for name, tt := range tests {
@@ -150,47 +152,52 @@ func TestErrorsNameTheField(t *testing.T) {
 		kind        error
 		msg         string
 	}{
-		"unknown type":             {spec: `f: strin`, path: "f", kind: simpleschema.ErrUnknownType, msg: `"strin"`},
-		"unknown nested type":      {spec: "a:\n  b: \"[]Nope\"", path: "a.b", kind: simpleschema.ErrUnknownType, msg: `"Nope"`},
-		"map key not string":       {spec: `f: "map[integer]string"`, path: "f", kind: simpleschema.ErrUnknownType, msg: "map keys must be string"},
-		"malformed map":            {spec: `f: "map[string"`, path: "f", kind: simpleschema.ErrUnknownType, msg: "malformed map type"},
-		"empty type":               {spec: `f: " | required=true"`, path: "f", kind: simpleschema.ErrSyntax, msg: "missing type"},
-		"unknown marker":           {spec: `f: string | requird=true`, path: "f", kind: simpleschema.ErrUnknownMarker, msg: `"requird"`},
-		"marker without value":     {spec: `f: string | required`, path: "f", kind: simpleschema.ErrSyntax, msg: "has no value"},
-		"unterminated quote":       {spec: `f: string | description="abc`, path: "f", kind: simpleschema.ErrSyntax, msg: "unterminated"},
-		"unbalanced default":       {spec: `f: '[]string | default=["a"'`, path: "f", kind: simpleschema.ErrSyntax, msg: "unterminated"},
-		"required not bool":        {spec: `f: string | required=yes`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "required"},
-		"default wrong type":       {spec: `f: integer | default=abc`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "not an integer"},
-		"default not boolean":      {spec: `f: boolean | default=1x`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "not a boolean"},
-		"default not float":        {spec: `f: float | default=x`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "not a number"},
-		"default list not json":    {spec: `f: '[]string | default={"a": 1}'`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "not a JSON array"},
-		"minimum on string":        {spec: `f: string | minimum=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for integer and float"},
-		"maximum not a number":     {spec: `f: integer | maximum=ten`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "not a number"},
-		"enum on boolean":          {spec: `f: boolean | enum="true"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for string, integer and float"},
-		"enum empty value":         {spec: `f: string | enum="a,,b"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "empty value"},
-		"enum bad integer":         {spec: `f: integer | enum="1,x"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "not an integer"},
-		"pattern invalid":          {spec: `f: string | pattern="a("`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "missing closing )"},
-		"pattern on integer":       {spec: `f: integer | pattern="a"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for string"},
-		"minLength on integer":     {spec: `f: integer | minLength=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for string"},
-		"maxLength negative":       {spec: `f: string | maxLength=-1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "non-negative"},
-		"minItems on string":       {spec: `f: string | minItems=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for array"},
-		"maxItems not integer":     {spec: `f: "[]string | maxItems=x"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "non-negative"},
-		"uniqueItems on string":    {spec: `f: string | uniqueItems=true`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for array"},
-		"uniqueItems on objects":   {spec: "f: \"[]P | uniqueItems=true\"", types: "P:\n  a: string", path: "f", kind: simpleschema.ErrInvalidMarker, msg: "scalar items"},
-		"listType unknown":         {spec: `f: "[]string | listType=bag"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "atomic, set or map"},
-		"listType map of strings":  {spec: `f: "[]string | listType=map listMapKey=a"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "object items"},
-		"listMapKey without map":   {spec: "f: \"[]P | listMapKey=a\"", types: "P:\n  a: string | required=true", path: "f", kind: simpleschema.ErrInvalidMarker, msg: "needs listType=map"},
-		"listType map without key": {spec: "f: \"[]P | listType=map\"", types: "P:\n  a: string", path: "f", kind: simpleschema.ErrInvalidMarker, msg: "needs listMapKey"},
-		"listMapKey unknown":       {spec: "f: \"[]P | listType=map listMapKey=b\"", types: "P:\n  a: string", path: "f", kind: simpleschema.ErrInvalidMarker, msg: `"b" is not a field`},
-		"listMapKey optional":      {spec: "f: \"[]P | listType=map listMapKey=a\"", types: "P:\n  a: string", path: "f", kind: simpleschema.ErrInvalidMarker, msg: "must be required or have a default"},
-		"immutable not bool":       {spec: `f: string | immutable=always`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "true or false"},
-		"validation empty":         {spec: `f: string | validation=""`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "empty rule"},
-		"duplicate marker":         {spec: `f: string | default=a default=b`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "given twice"},
-		"bad leaf value":           {spec: `f: 3`, path: "f", kind: simpleschema.ErrSyntax, msg: "want a type string"},
-		"list of two":              {spec: "f:\n- string\n- integer", path: "f", kind: simpleschema.ErrSyntax, msg: "exactly one element"},
-		"custom type cycle":        {spec: `f: A`, types: "A:\n  b: B\nB:\n  a: \"[]A\"", path: "types.A", kind: simpleschema.ErrTypeCycle, msg: "A -> B -> A"},
-		"self-referencing type":    {spec: `f: string`, types: "Node:\n  next: Node", path: "types.Node", kind: simpleschema.ErrTypeCycle, msg: "Node -> Node"},
-		"error inside a type":      {spec: `f: T`, types: "T:\n  num: integer | minimum=x", path: "types.T.num", kind: simpleschema.ErrInvalidMarker, msg: "not a number"},
+		"unknown type":              {spec: `f: strin`, path: "f", kind: simpleschema.ErrUnknownType, msg: `"strin"`},
+		"unknown nested type":       {spec: "a:\n  b: \"[]Nope\"", path: "a.b", kind: simpleschema.ErrUnknownType, msg: `"Nope"`},
+		"map key not string":        {spec: `f: "map[integer]string"`, path: "f", kind: simpleschema.ErrUnknownType, msg: "map keys must be string"},
+		"malformed map":             {spec: `f: "map[string"`, path: "f", kind: simpleschema.ErrUnknownType, msg: "malformed map type"},
+		"empty type":                {spec: `f: " | required=true"`, path: "f", kind: simpleschema.ErrSyntax, msg: "missing type"},
+		"unknown marker":            {spec: `f: string | requird=true`, path: "f", kind: simpleschema.ErrUnknownMarker, msg: `"requird"`},
+		"marker without value":      {spec: `f: string | required`, path: "f", kind: simpleschema.ErrSyntax, msg: "has no value"},
+		"unterminated quote":        {spec: `f: string | description="abc`, path: "f", kind: simpleschema.ErrSyntax, msg: "unterminated"},
+		"unbalanced default":        {spec: `f: '[]string | default=["a"'`, path: "f", kind: simpleschema.ErrSyntax, msg: "unterminated"},
+		"required not bool":         {spec: `f: string | required=yes`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "required"},
+		"default wrong type":        {spec: `f: integer | default=abc`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "not an integer"},
+		"default not boolean":       {spec: `f: boolean | default=1x`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "not a boolean"},
+		"default not float":         {spec: `f: float | default=x`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "not a number"},
+		"default list not json":     {spec: `f: '[]string | default={"a": 1}'`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "not a JSON array"},
+		"minimum on string":         {spec: `f: string | minimum=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for integer and float"},
+		"maximum not a number":      {spec: `f: integer | maximum=ten`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "not a number"},
+		"enum on boolean":           {spec: `f: boolean | enum="true"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for string, integer and float"},
+		"enum empty value":          {spec: `f: string | enum="a,,b"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "empty value"},
+		"enum bad integer":          {spec: `f: integer | enum="1,x"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "not an integer"},
+		"pattern invalid":           {spec: `f: string | pattern="a("`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "missing closing )"},
+		"pattern on integer":        {spec: `f: integer | pattern="a"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for string"},
+		"minLength on integer":      {spec: `f: integer | minLength=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for string"},
+		"maxLength negative":        {spec: `f: string | maxLength=-1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "non-negative"},
+		"minItems on string":        {spec: `f: string | minItems=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for array"},
+		"maxItems not integer":      {spec: `f: "[]string | maxItems=x"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "non-negative"},
+		"uniqueItems on string":     {spec: `f: string | uniqueItems=true`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for array"},
+		"uniqueItems on objects":    {spec: "f: \"[]P | uniqueItems=true\"", types: "P:\n  a: string", path: "f", kind: simpleschema.ErrInvalidMarker, msg: "scalar items"},
+		"listType unknown":          {spec: `f: "[]string | listType=bag"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "atomic, set or map"},
+		"listType map of strings":   {spec: `f: "[]string | listType=map listMapKey=a"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "object items"},
+		"listMapKey without map":    {spec: "f: \"[]P | listMapKey=a\"", types: "P:\n  a: string | required=true", path: "f", kind: simpleschema.ErrInvalidMarker, msg: "needs listType=map"},
+		"listType map without key":  {spec: "f: \"[]P | listType=map\"", types: "P:\n  a: string", path: "f", kind: simpleschema.ErrInvalidMarker, msg: "needs listMapKey"},
+		"listMapKey unknown":        {spec: "f: \"[]P | listType=map listMapKey=b\"", types: "P:\n  a: string", path: "f", kind: simpleschema.ErrInvalidMarker, msg: `"b" is not a field`},
+		"listMapKey optional":       {spec: "f: \"[]P | listType=map listMapKey=a\"", types: "P:\n  a: string", path: "f", kind: simpleschema.ErrInvalidMarker, msg: "must be required or have a default"},
+		"immutable not bool":        {spec: `f: string | immutable=always`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "true or false"},
+		"validation empty":          {spec: `f: string | validation=""`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "empty rule"},
+		"duplicate listMapKey":      {spec: "f: \"[]P | listType=map listMapKey=a listMapKey=a\"", types: "P:\n  a: string | required=true", path: "f", kind: simpleschema.ErrInvalidMarker, msg: `duplicate key "a"`},
+		"minimum above maximum":     {spec: `f: integer | minimum=5 maximum=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "minimum 5 is greater than maximum 1"},
+		"default below minimum":     {spec: `f: integer | default=0 minimum=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "default 0 is less than minimum 1"},
+		"default above maximum":     {spec: `f: float | maximum=1.5 default=2`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "default 2 is greater than maximum 1.5"},
+		"minLength above maxLength": {spec: `f: string | minLength=3 maxLength=2`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "minLength 3 is greater than maxLength 2"},
+		"minItems above maxItems":   {spec: `f: "[]string | minItems=3 maxItems=2"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "minItems 3 is greater than maxItems 2"},
+		"bad leaf value":            {spec: `f: 3`, path: "f", kind: simpleschema.ErrSyntax, msg: "want a type string"},
+		"list of two":               {spec: "f:\n- string\n- integer", path: "f", kind: simpleschema.ErrSyntax, msg: "exactly one element"},
+		"custom type cycle":         {spec: `f: A`, types: "A:\n  b: B\nB:\n  a: \"[]A\"", path: "types.A", kind: simpleschema.ErrTypeCycle, msg: "A -> B -> A"},
+		"self-referencing type":     {spec: `f: string`, types: "Node:\n  next: Node", path: "types.Node", kind: simpleschema.ErrTypeCycle, msg: "Node -> Node"},
+		"error inside a type":       {spec: `f: T`, types: "T:\n  num: integer | minimum=x", path: "types.T.num", kind: simpleschema.ErrInvalidMarker, msg: "not a number"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -251,4 +258,39 @@ func FuzzSimpleSchema(f *testing.F) {
 		}
 		var _ *apiextensionsv1.JSONSchemaProps = out
 	})
+}
+
+// As in kro, listMapKey repeats to name several keys.
+func TestRepeatedListMapKey(t *testing.T) {
+	out, err := convert(t, `ports: "[]Port | listType=map listMapKey=name listMapKey=port"`,
+		"Port:\n  name: string | required=true\n  port: integer | required=true")
+	require.NoError(t, err)
+	assert.Equal(t, []any{"name", "port"}, out["properties"].(map[string]any)["ports"].(map[string]any)["x-kubernetes-list-map-keys"])
+}
+
+// A custom type declared as a string with required=true makes every field
+// of that type required, as in kro.
+func TestRequiredCustomTypeIsKept(t *testing.T) {
+	out, err := convert(t, "a: Name\nb: Name | description=x\nc: \"[]Name\"", "Name: string | required=true")
+	require.NoError(t, err)
+	assert.Equal(t, []any{"a", "b"}, out["required"])
+}
+
+func TestExtensionsAreListed(t *testing.T) {
+	obj := map[string]any{
+		"n":     "number",
+		"list":  []any{"string"},
+		"e":     `float | enum="1.5,2"`,
+		"ports": `[]P | listType=map listMapKey="a,b"`,
+		"plain": "string | default=x",
+	}
+	types := map[string]any{"P": map[string]any{"a": "string | required=true", "b": "string | required=true"}}
+	_, exts, err := simpleschema.Convert("", obj, types)
+	require.NoError(t, err)
+	assert.Equal(t, []simpleschema.Extension{
+		{Path: "e", Feature: "enum on a float field"},
+		{Path: "list", Feature: "YAML list as a type"},
+		{Path: "n", Feature: "number type (kro spells it float)"},
+		{Path: "ports", Feature: "comma-separated listMapKey"},
+	}, exts)
 }
