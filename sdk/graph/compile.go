@@ -41,6 +41,7 @@ type compiler struct {
 	rgd  *v1alpha1.ResourceGraphDefinition
 	opts Options
 	errs []error
+	exts []Extension
 
 	specSchema   *apiextensionsv1.JSONSchemaProps
 	instanceDecl *apiservercel.DeclType
@@ -96,6 +97,7 @@ func (c *compiler) run() (*Graph, error) {
 		Nodes:         nodes,
 		Levels:        levels,
 		DeletionWaves: reversed(levels),
+		Extensions:    c.sortedExtensions(),
 		status:        status,
 		byID:          map[string]*Node{},
 	}
@@ -192,8 +194,9 @@ type programResult struct {
 }
 
 // compile compiles src in env once per Compile call; written is how the
-// expression appears at this use.
-func (c *compiler) compile(env *cel.Env, src, written string) (*program, error) {
+// expression appears at this use, in resource resID (empty for
+// spec.schema) at path.
+func (c *compiler) compile(env *cel.Env, src, written, resID, path string) (*program, error) {
 	key := programKey{env, src}
 	res, ok := c.programs[key]
 	if !ok {
@@ -202,6 +205,9 @@ func (c *compiler) compile(env *cel.Env, src, written string) (*program, error) 
 	}
 	if res.err != nil {
 		return nil, res.err
+	}
+	for _, feature := range res.p.extensions {
+		c.extension(resID, path, feature)
 	}
 	p := *res.p
 	p.written = written

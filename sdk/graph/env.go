@@ -243,6 +243,8 @@ type program struct {
 	// resource ids), sorted. Evaluation waits (ErrPending) until all are
 	// present.
 	refs []string
+	// extensions names the fleetgraph extensions the expression uses.
+	extensions []string
 }
 
 // compileExpr parses, type-checks and plans src in env.
@@ -259,7 +261,7 @@ func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool) 
 	if err != nil {
 		return nil, errorf(ErrExpression, "%v", err)
 	}
-	p := &program{written: written, prog: prog, out: ast.OutputType()}
+	p := &program{written: written, prog: prog, out: ast.OutputType(), extensions: celExtensions(ast)}
 	for _, id := range identifiers(ast) {
 		if valueNames[id] {
 			p.refs = append(p.refs, id)

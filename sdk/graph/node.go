@@ -214,7 +214,7 @@ func (c *compiler) compileIterators(r *resource, np *nodeProgram) *cel.Env {
 	}
 	vars := map[string]*cel.Type{}
 	for _, it := range r.iterators {
-		p, err := c.compile(c.graphEnv, it.src, it.written)
+		p, err := c.compile(c.graphEnv, it.src, it.written, r.node.ID, it.path)
 		if err != nil {
 			c.fail(&Error{ResourceID: r.node.ID, Path: it.path, Expression: it.written, Err: err})
 			vars[it.name] = cel.DynType
@@ -266,10 +266,13 @@ func (c *compiler) compileConditions(r *resource, field string, entries []string
 			fail(err)
 			continue
 		}
+		if !expr.HasExpr(written) {
+			c.extension(r.node.ID, path, "condition without ${}")
+		}
 		if field == "readyWhen" && !c.checkReadyRefs(r, env, src, fail) {
 			continue
 		}
-		p, err := c.compile(env, src, written)
+		p, err := c.compile(env, src, written, r.node.ID, path)
 		if err != nil {
 			fail(err)
 			continue

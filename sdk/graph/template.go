@@ -243,7 +243,7 @@ func (tc *templateCompiler) str(path, s string, want *apiservercel.DeclType) tmp
 }
 
 func (tc *templateCompiler) compile(path, src, written string) *program {
-	p, err := tc.c.compile(tc.env, src, written)
+	p, err := tc.c.compile(tc.env, src, written, tc.resourceID, path)
 	if err != nil {
 		tc.fail(path, written, err)
 		return nil
