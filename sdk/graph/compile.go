@@ -74,6 +74,7 @@ func (c *compiler) run() (*Graph, error) {
 	if err := c.buildEnvs(); err != nil {
 		return nil, err
 	}
+	c.checkIdentities()
 	for _, r := range c.resources {
 		c.compileResource(r)
 	}

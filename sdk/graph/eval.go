@@ -109,6 +109,16 @@ func (sc *scope) evalBool(p *program, path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	// As in kro, null and an empty optional read as false.
+	if o, isOpt := out.(*types.Optional); isOpt {
+		if !o.HasValue() {
+			return false, nil
+		}
+		out = o.GetValue()
+	}
+	if out == types.NullValue {
+		return false, nil
+	}
 	b, ok := out.(types.Bool)
 	if !ok {
 		return false, sc.wrap(path, p.written, errorf(ErrEvaluation, "want a bool, got %s", out.Type().TypeName()))
