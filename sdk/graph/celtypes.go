@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/apiserver/pkg/cel/openapi"
@@ -73,10 +74,34 @@ func objectDeclType(s common.Schema, name string, depth int) *apiservercel.DeclT
 		fields[field] = apiservercel.NewDeclField(field, t, required[field], nil, nil)
 	}
 	t := apiservercel.NewObjectType(name, fields)
-	if closed {
+	switch {
+	case closed:
 		t.Metadata = map[string]string{closedKey: "true"}
+	case s.IsXPreserveUnknownFields():
+		t.Metadata = map[string]string{openKey: "true"}
 	}
 	return t
+}
+
+// openKey marks, in DeclType.Metadata, an object type whose schema
+// preserves unknown fields: as in kro, reading a field its schema does not
+// list type-checks as dyn instead of failing.
+const openKey = "fleetgraph.dev/open"
+
+// openFieldsProvider types the fields an open object's schema does not
+// list as dyn (see openKey).
+type openFieldsProvider struct {
+	*apiservercel.DeclTypeProvider
+}
+
+func (p *openFieldsProvider) FindStructFieldType(typeName, field string) (*types.FieldType, bool) {
+	if ft, ok := p.DeclTypeProvider.FindStructFieldType(typeName, field); ok {
+		return ft, true
+	}
+	if t, ok := p.FindDeclType(typeName); ok && t.Metadata[openKey] == "true" {
+		return &types.FieldType{Type: cel.DynType}, true
+	}
+	return nil, false
 }
 
 // closedKey marks, in DeclType.Metadata, an object type that lists every

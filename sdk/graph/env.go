@@ -161,10 +161,12 @@ func (t *typedEnv) findDeclType(name string) (*apiservercel.DeclType, bool) {
 func extendTypes(env *cel.Env, decls []*apiservercel.DeclType, extra ...cel.EnvOption) (*typedEnv, error) {
 	provider := apiservercel.NewDeclTypeProvider(decls...)
 	provider.SetRecognizeKeywordAsFieldName(true)
-	opts, err := provider.EnvOptions(env.CELTypeProvider())
+	withTypes, err := provider.WithTypeProvider(env.CELTypeProvider())
 	if err != nil {
 		return nil, err
 	}
+	open := &openFieldsProvider{withTypes}
+	opts := []cel.EnvOption{cel.CustomTypeProvider(open), cel.CustomTypeAdapter(open)}
 	out, err := env.Extend(append(opts, extra...)...)
 	if err != nil {
 		return nil, err
