@@ -42,6 +42,8 @@ type compiler struct {
 	opts Options
 	errs []error
 	exts []Extension
+	// conditions are spec.schema.status.conditions, compiled.
+	conditions []conditionProgram
 
 	specSchema   *apiextensionsv1.JSONSchemaProps
 	instanceDecl *apiservercel.DeclType
@@ -100,6 +102,7 @@ func (c *compiler) run() (*Graph, error) {
 		DeletionWaves: reversed(levels),
 		Extensions:    c.sortedExtensions(),
 		status:        status,
+		conditions:    c.conditions,
 		byID:          map[string]*Node{},
 	}
 	g.Instance = Instance{

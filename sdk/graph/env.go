@@ -46,6 +46,7 @@ func kroLibraries() []cel.EnvOption {
 		cel.Lib(jsonLib{}),
 		cel.Lib(hashLib{}),
 		cel.Lib(indexListsLib{}),
+		cel.Lib(runtimeLib{}),
 	}
 }
 
@@ -83,14 +84,26 @@ func commonOptions() []cel.EnvOption {
 // Building it is expensive, so it is built once per process.
 var fullEnv = sync.OnceValues(func() (*cel.Env, error) {
 	opts := append(commonOptions(), kroLibraries()...)
-	return cel.NewEnv(append(opts, extensionLibraries()...)...)
+	return withConditionTypes(cel.NewEnv(append(opts, extensionLibraries()...)...))
 })
 
 // kroEnv is the environment of a strict compile: kro's libraries only.
 var kroEnv = sync.OnceValues(func() (*cel.Env, error) {
 	opts := append(commonOptions(), kroLibraries()...)
-	return cel.NewEnv(append(opts, library.SemverLib())...)
+	return withConditionTypes(cel.NewEnv(append(opts, library.SemverLib())...))
 })
+
+// withConditionTypes declares the object types of runtimeLib.
+func withConditionTypes(env *cel.Env, err error) (*cel.Env, error) {
+	if err != nil {
+		return nil, err
+	}
+	te, err := extendTypes(env, []*apiservercel.DeclType{conditionDecl, runtimeDecl})
+	if err != nil {
+		return nil, err
+	}
+	return te.env, nil
+}
 
 // baseEnv returns the environment Options.Strict selects.
 func baseEnv(strict bool) (*cel.Env, error) {

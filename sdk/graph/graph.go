@@ -51,8 +51,9 @@ type Graph struct {
 	// Always empty under Options.Strict, which refuses them instead.
 	Extensions []Extension
 
-	status *statusProgram
-	byID   map[string]*Node
+	status     *statusProgram
+	conditions []conditionProgram
+	byID       map[string]*Node
 }
 
 // Instance describes the generated kind.

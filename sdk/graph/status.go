@@ -2,6 +2,7 @@ package graph
 
 import (
 	"errors"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -59,7 +60,8 @@ func setPath(m map[string]any, path []string, v any) {
 }
 
 // reservedStatusFields are set by the runtime, not by projections.
-var reservedStatusFields = map[string]bool{"state": true, "conditions": true}
+// (conditions may hold the RGD's own conditions: see conditions.go.)
+var reservedStatusFields = map[string]bool{"state": true}
 
 // compileStatus compiles spec.schema.status and infers the OpenAPI schema
 // of each projected field from its expression's type.
@@ -69,6 +71,10 @@ func (c *compiler) compileStatus() (*statusProgram, apiextensionsv1.JSONSchemaPr
 	if err != nil {
 		c.fail(&Error{Path: "spec.schema.status", Err: errorf(ErrInvalid, "%v", err)})
 		return sp, apiextensionsv1.JSONSchemaProps{}
+	}
+	if conds, ok := obj["conditions"]; ok {
+		c.conditions = c.compileConditionList(conds)
+		delete(obj, "conditions")
 	}
 	for k := range obj {
 		if reservedStatusFields[k] {
@@ -116,10 +122,45 @@ func (c *compiler) statusField(sp *statusProgram, path []string, v any) (apiexte
 			c.fail(&Error{Path: where, Expression: v, Err: errorf(ErrInvalid, "a status field must be a ${} expression")})
 		}
 		return apiextensionsv1.JSONSchemaProps{}, false
+	case []any:
+		return c.statusList(sp, path, where, v)
 	default:
 		c.fail(&Error{Path: where, Err: errorf(ErrInvalid, "a status field must be a ${} expression or an object of them, got %T", v)})
 		return apiextensionsv1.JSONSchemaProps{}, false
 	}
+}
+
+// statusList compiles a list of expressions projected as one field; its
+// items' schema is their common type (any value when they differ).
+func (c *compiler) statusList(sp *statusProgram, path []string, where string, v []any) (apiextensionsv1.JSONSchemaProps, bool) {
+	tc := &templateCompiler{c: c, env: c.graphEnv}
+	t, ok := tc.value(where, v, nil).(*tmplList)
+	if !ok {
+		c.fail(&Error{Path: where, Err: errorf(ErrInvalid, "a status field must hold ${} expressions")})
+		return apiextensionsv1.JSONSchemaProps{}, false
+	}
+	sp.leaves = append(sp.leaves, statusLeaf{path: path, t: t})
+	var items *apiextensionsv1.JSONSchemaProps
+	for _, item := range t.items {
+		s := c.schemaOfTemplate(item)
+		if items != nil && !reflect.DeepEqual(*items, s) {
+			items = ptr(anyValue())
+			break
+		}
+		items = &s
+	}
+	return apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: items}}, true
+}
+
+// schemaOfTemplate is the schema of what a compiled status value yields.
+func (c *compiler) schemaOfTemplate(t tmpl) apiextensionsv1.JSONSchemaProps {
+	switch t := t.(type) {
+	case *tmplExpr:
+		return c.schemaOfType(t.p.out, 0)
+	case *tmplConcat:
+		return apiextensionsv1.JSONSchemaProps{Type: "string"}
+	}
+	return anyValue()
 }
 
 // maxStatusDepth bounds how much of an object type is spelled out in the

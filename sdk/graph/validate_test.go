@@ -96,8 +96,8 @@ func TestSchemaValidation(t *testing.T) {
 			kind: graph.ErrInvalid, want: `spec.schema.status.state: status.state is reserved`},
 		"status literal": {schema: "apiVersion: v1\nkind: App\nstatus:\n  x: hello", resources: ok,
 			kind: graph.ErrInvalid, want: `spec.schema.status.x: hello: a status field must be a ${} expression`},
-		"status list": {schema: "apiVersion: v1\nkind: App\nstatus:\n  x: [a]", resources: ok,
-			kind: graph.ErrInvalid, want: `spec.schema.status.x: a status field must be a ${} expression or an object`},
+		"status list without expressions": {schema: "apiVersion: v1\nkind: App\nstatus:\n  x: [a]", resources: ok,
+			kind: graph.ErrInvalid, want: `spec.schema.status.x: a status field must hold ${} expressions`},
 		"status expression error": {schema: "apiVersion: v1\nkind: App\nspec:\n  nm: string\nstatus:\n  x: ${schema.spec.nm + 1}", resources: ok,
 			kind: graph.ErrExpression, want: `spec.schema.status.x: ${schema.spec.nm + 1}: found no matching overload for '_+_'`},
 		"status unknown resource": {schema: "apiVersion: v1\nkind: App\nstatus:\n  x: ${nope.metadata.name}", resources: ok,
@@ -250,9 +250,9 @@ func TestConditionsMustBeTypedBool(t *testing.T) {
 			kind: graph.ErrType, want: `must return a bool, got string`},
 	})
 	for _, entry := range []string{
-		"readyWhen: ['${a.data.ready}']",                                   // untyped kind: dyn allowed
-		"includeWhen: ['${schema.spec.?flag}']",                              // optional(bool)
-		"includeWhen: ['${schema.spec.flag}']", // bool
+		"readyWhen: ['${a.data.ready}']",        // untyped kind: dyn allowed
+		"includeWhen: ['${schema.spec.?flag}']", // optional(bool)
+		"includeWhen: ['${schema.spec.flag}']",  // bool
 	} {
 		_, err := graph.Compile(parseRGD(t, rgdDoc(schema, "resources:\n"+cm("a", entry, ""))), graph.Options{})
 		assert.NoError(t, err, entry)
