@@ -168,19 +168,31 @@ func (c *compiler) schemaOfTemplate(t tmpl) apiextensionsv1.JSONSchemaProps {
 const maxStatusDepth = 12
 
 // schemaOfType returns the OpenAPI schema for values of CEL type t.
+//
+// It follows kro's inference word for word where kro's shows on the wire:
+// an optional or any other type it does not know is "unknown CEL type: T"
+// accepting any value, null is "null type - any value allowed", an object
+// type it cannot spell out accepts any properties.
 func (c *compiler) schemaOfType(t *cel.Type, depth int) apiextensionsv1.JSONSchemaProps {
-	t = unwrapOptional(t)
+	if t == nil {
+		return anyValue()
+	}
 	switch t.Kind() {
+	case types.DynKind, types.AnyKind:
+		return anyValue()
+	case types.NullTypeKind:
+		return apiextensionsv1.JSONSchemaProps{Description: "null type - any value allowed", XPreserveUnknownFields: ptr(true)}
 	case types.BoolKind:
 		return apiextensionsv1.JSONSchemaProps{Type: "boolean"}
 	case types.IntKind, types.UintKind:
-		return apiextensionsv1.JSONSchemaProps{Type: "integer", Format: "int64"}
+		return apiextensionsv1.JSONSchemaProps{Type: "integer"}
 	case types.DoubleKind:
 		return apiextensionsv1.JSONSchemaProps{Type: "number"}
-	case types.StringKind, types.DurationKind:
+	case types.StringKind:
 		return apiextensionsv1.JSONSchemaProps{Type: "string"}
 	case types.TimestampKind:
-		return apiextensionsv1.JSONSchemaProps{Type: "string", Format: "date-time"}
+		// kro's description, word for word: it is on the wire.
+		return apiextensionsv1.JSONSchemaProps{Type: "string", Format: "date-time", Description: "Timestamp representing a creation time"}
 	case types.BytesKind:
 		return apiextensionsv1.JSONSchemaProps{Type: "string", Format: "byte"}
 	case types.ListKind:
@@ -193,9 +205,9 @@ func (c *compiler) schemaOfType(t *cel.Type, depth int) apiextensionsv1.JSONSche
 		if decl, ok := c.findDeclType(t.TypeName()); ok && depth < maxStatusDepth {
 			return c.schemaOfDecl(decl, depth)
 		}
-		return freeObject()
+		return apiextensionsv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true}}
 	}
-	return anyValue()
+	return apiextensionsv1.JSONSchemaProps{Description: "unknown CEL type: " + t.String(), XPreserveUnknownFields: ptr(true)}
 }
 
 func (c *compiler) schemaOfDecl(d *apiservercel.DeclType, depth int) apiextensionsv1.JSONSchemaProps {
@@ -224,13 +236,13 @@ func anyValue() apiextensionsv1.JSONSchemaProps {
 // statusBase is the status every instance has: kro's state and conditions.
 func statusBase() map[string]apiextensionsv1.JSONSchemaProps {
 	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	// kro's shape exactly: no formats, nothing required.
 	cond := apiextensionsv1.JSONSchemaProps{
-		Type:     "object",
-		Required: []string{"type", "status"},
+		Type: "object",
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"type": str, "status": str, "reason": str, "message": str,
-			"lastTransitionTime": {Type: "string", Format: "date-time"},
-			"observedGeneration": {Type: "integer", Format: "int64"},
+			"lastTransitionTime": str,
+			"observedGeneration": {Type: "integer"},
 		},
 	}
 	// The conditions list is atomic, as in kro's CRDs: the runtime always

@@ -97,6 +97,8 @@ func TestTypedChecksLiteralValues(t *testing.T) {
 			kind: graph.ErrType, want: `resource "web": spec.replicas: the number 1.5 does not fit a field of type int`},
 		"list into an object field": {resources: "resources:\n" + deployment("web", "", "selector: [a]\ntemplate: {}"), opts: typed,
 			kind: graph.ErrType, want: `resource "web": spec.selector: a list does not fit a field of type`},
+		"bytes into a string field, as kro refuses": {resources: "resources:\n" + cm("a", "", "x: ${hash.md5(schema.spec.name)}"), opts: typed,
+			kind: graph.ErrType, want: `resource "a": data.x: ${hash.md5(schema.spec.name)}: expression returns bytes but the field is string`},
 		"number into a string map": {resources: "resources:\n" + cm("a", "", "port: 80"), opts: typed,
 			kind: graph.ErrType, want: `resource "a": data.port: the number 80 does not fit a field of type string`},
 	})
