@@ -40,7 +40,7 @@ func declTypeOf(s common.Schema, name string, depth int) *apiservercel.DeclType 
 		}
 		return apiservercel.NewListType(declTypeOf(s.Items(), name+"@items", depth+1), -1)
 	case "string":
-		return apiservercel.StringType
+		return stringDecl(s.Format())
 	case "integer":
 		return apiservercel.IntType
 	case "number":
@@ -49,6 +49,24 @@ func declTypeOf(s common.Schema, name string, depth int) *apiservercel.DeclType 
 		return apiservercel.BoolType
 	}
 	return apiservercel.DynType
+}
+
+// Strings with a format are typed string in expressions (see declTypeOf)
+// but keep, in these distinct declarations, what kro's status inference
+// makes of them: kro types them timestamp, duration or bytes.
+var (
+	timeLikeString = apiservercel.NewSimpleTypeWithMinSize("string", cel.StringType, types.String(""), 0)
+	bytesString    = apiservercel.NewSimpleTypeWithMinSize("string", cel.StringType, types.String(""), 0)
+)
+
+func stringDecl(format string) *apiservercel.DeclType {
+	switch format {
+	case "date-time", "date", "duration":
+		return timeLikeString
+	case "byte":
+		return bytesString
+	}
+	return apiservercel.StringType
 }
 
 func objectDeclType(s common.Schema, name string, depth int) *apiservercel.DeclType {

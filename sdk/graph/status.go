@@ -211,6 +211,19 @@ func (c *compiler) schemaOfType(t *cel.Type, depth int) apiextensionsv1.JSONSche
 }
 
 func (c *compiler) schemaOfDecl(d *apiservercel.DeclType, depth int) apiextensionsv1.JSONSchemaProps {
+	switch d {
+	case timeLikeString: // kro: a timestamp or duration field, any value
+		return anyValue()
+	case bytesString:
+		return apiextensionsv1.JSONSchemaProps{Type: "string", Format: "byte"}
+	}
+	if depth < maxStatusDepth && d.ElemType != nil && (d.IsList() || d.IsMap()) {
+		elem := c.schemaOfDecl(d.ElemType, depth+1)
+		if d.IsList() {
+			return apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &elem}}
+		}
+		return apiextensionsv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &elem}}
+	}
 	if !d.IsObject() {
 		return c.schemaOfType(d.CelType(), depth)
 	}
