@@ -144,26 +144,12 @@ func lookupCondition(args ...ref.Val) ref.Val {
 	if !ok {
 		return types.NewErr("runtime.condition: type must be a string")
 	}
-	empty := map[string]string{"type": "", "status": "", "reason": "", "message": ""}
-	obj, ok := args[1].(traits.Mapper)
-	if !ok {
-		return types.NewErr("runtime.condition: obj must be an object, got %s", args[1].Type().TypeName())
+	conds, errVal := conditionsOf(args[1])
+	if errVal != nil {
+		return errVal
 	}
-	status, found := obj.Find(types.String("status"))
-	if !found {
-		return types.NewStringStringMap(types.DefaultTypeAdapter, empty)
-	}
-	sm, ok := status.(traits.Mapper)
-	if !ok {
-		return types.NewErr("runtime.condition: obj.status must be an object")
-	}
-	list, found := sm.Find(types.String("conditions"))
-	if !found {
-		return types.NewStringStringMap(types.DefaultTypeAdapter, empty)
-	}
-	conds, ok := list.(traits.Lister)
-	if !ok {
-		return types.NewErr("runtime.condition: obj.status.conditions must be a list")
+	if conds == nil {
+		conds = types.NewDynamicList(types.DefaultTypeAdapter, []any{})
 	}
 	for it := conds.Iterator(); it.HasNext() == types.True; {
 		c, ok := it.Next().(traits.Mapper)
@@ -174,7 +160,28 @@ func lookupCondition(args ...ref.Val) ref.Val {
 			return conditionOf(c)
 		}
 	}
-	return types.NewStringStringMap(types.DefaultTypeAdapter, empty)
+	return types.NewStringStringMap(types.DefaultTypeAdapter, map[string]string{"type": "", "status": "", "reason": "", "message": ""})
+}
+
+// conditionsOf returns obj.status.conditions; nil when absent.
+func conditionsOf(obj ref.Val) (traits.Lister, ref.Val) {
+	cur, path := obj, "obj"
+	for _, key := range []string{"status", "conditions"} {
+		m, ok := cur.(traits.Mapper)
+		if !ok {
+			return nil, types.NewErr("runtime.condition: %s must be an object", path)
+		}
+		next, found := m.Find(types.String(key))
+		if !found {
+			return nil, nil
+		}
+		cur, path = next, path+"."+key
+	}
+	l, ok := cur.(traits.Lister)
+	if !ok {
+		return nil, types.NewErr("runtime.condition: obj.status.conditions must be a list")
+	}
+	return l, nil
 }
 
 func conditionOf(m traits.Mapper) ref.Val {

@@ -105,3 +105,26 @@ func TestCustomConditionErrorsAreReported(t *testing.T) {
 	assert.Contains(t, err.Error(), `status must be one of True, False, Unknown (got "maybe")`)
 	assert.Equal(t, []map[string]any{{"type": "B", "status": "True", "reason": "", "message": ""}}, conds)
 }
+
+// runtime.condition reads any object's conditions; a missing one (or a
+// missing status) gives an empty condition.
+func TestRuntimeConditionOnChildren(t *testing.T) {
+	schema := "apiVersion: v1alpha1\nkind: App\nspec:\n  name: string | default=\"a\"\nstatus:\n  conditions:\n" +
+		"  - \"${runtime.newCondition({type: 'WebOK', status: runtime.condition(web, 'Available').status == 'True' ? 'True' : 'Unknown', reason: runtime.condition(web, 'Available').reason})}\""
+	g, err := graph.Compile(parseRGD(t, rgdDoc(schema, "resources:\n"+cm("web", "", ""))), graph.Options{})
+	require.NoError(t, err)
+	for name, tt := range map[string]struct {
+		web  map[string]any
+		want map[string]any
+	}{
+		"no status": {map[string]any{}, map[string]any{"type": "WebOK", "status": "Unknown", "reason": "", "message": ""}},
+		"no such condition": {map[string]any{"status": map[string]any{"conditions": []any{map[string]any{"type": "Other", "status": "True"}}}},
+			map[string]any{"type": "WebOK", "status": "Unknown", "reason": "", "message": ""}},
+		"found": {map[string]any{"status": map[string]any{"conditions": []any{map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicas"}}}},
+			map[string]any{"type": "WebOK", "status": "True", "reason": "MinimumReplicas", "message": ""}},
+	} {
+		conds, err := g.Conditions(graph.Values{"schema": instance("x", map[string]any{}), "web": tt.web})
+		require.NoError(t, err, name)
+		assert.Equal(t, []map[string]any{tt.want}, conds, name)
+	}
+}
