@@ -41,6 +41,9 @@ type compiler struct {
 	rgd  *v1alpha1.ResourceGraphDefinition
 	opts Options
 	errs []error
+	exts []Extension
+	// conditions are spec.schema.status.conditions, compiled.
+	conditions []conditionProgram
 
 	specSchema   *apiextensionsv1.JSONSchemaProps
 	instanceDecl *apiservercel.DeclType
@@ -73,10 +76,16 @@ func (c *compiler) run() (*Graph, error) {
 	if err := c.buildEnvs(); err != nil {
 		return nil, err
 	}
+	c.checkIdentities()
 	for _, r := range c.resources {
 		c.compileResource(r)
 	}
 	status, statusSchema := c.compileStatus()
+	if err := c.failed(); err != nil {
+		return nil, err
+	}
+	crd := c.buildCRD(*c.specSchema, statusSchema)
+	c.checkCRD(crd)
 	if err := c.failed(); err != nil {
 		return nil, err
 	}
@@ -87,11 +96,13 @@ func (c *compiler) run() (*Graph, error) {
 	g := &Graph{
 		Name:          c.rgd.Name,
 		Generation:    c.rgd.Generation,
-		CRD:           c.buildCRD(*c.specSchema, statusSchema),
+		CRD:           crd,
 		Nodes:         nodes,
 		Levels:        levels,
 		DeletionWaves: reversed(levels),
+		Extensions:    c.sortedExtensions(),
 		status:        status,
+		conditions:    c.conditions,
 		byID:          map[string]*Node{},
 	}
 	g.Instance = Instance{
@@ -157,7 +168,7 @@ func (c *compiler) buildEnvs() error {
 		vars[r.node.ID] = t
 	}
 	var err error
-	if c.kinds, err = kindsEnv(kinds); err != nil {
+	if c.kinds, err = kindsEnv(kinds, c.opts.Strict); err != nil {
 		return &Error{Err: errorf(ErrExpression, "declaring the child kinds' types: %v", err)}
 	}
 	if c.instance, err = extendTypes(c.kinds.env, []*apiservercel.DeclType{c.instanceDecl}, variables(vars)...); err != nil {
@@ -187,8 +198,9 @@ type programResult struct {
 }
 
 // compile compiles src in env once per Compile call; written is how the
-// expression appears at this use.
-func (c *compiler) compile(env *cel.Env, src, written string) (*program, error) {
+// expression appears at this use, in resource resID (empty for
+// spec.schema) at path.
+func (c *compiler) compile(env *cel.Env, src, written, resID, path string) (*program, error) {
 	key := programKey{env, src}
 	res, ok := c.programs[key]
 	if !ok {
@@ -197,6 +209,9 @@ func (c *compiler) compile(env *cel.Env, src, written string) (*program, error) 
 	}
 	if res.err != nil {
 		return nil, res.err
+	}
+	for _, feature := range res.p.extensions {
+		c.extension(resID, path, feature)
 	}
 	p := *res.p
 	p.written = written

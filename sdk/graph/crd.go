@@ -86,9 +86,9 @@ func instanceSchema(spec, status apiextensionsv1.JSONSchemaProps) *apiextensions
 			"metadata":   {Type: "object"},
 		},
 	}
-	if len(spec.Required) > 0 {
-		root.Required = []string{"spec"}
-	} else if hasDefaults(spec) {
+	// Like kro, spec is not required at the root even when it has required
+	// fields: an instance without spec is admitted.
+	if len(spec.Required) == 0 && hasDefaults(spec) {
 		spec.Default = &apiextensionsv1.JSON{Raw: []byte("{}")}
 	}
 	root.Properties["spec"] = spec
@@ -109,7 +109,8 @@ func hasDefaults(s apiextensionsv1.JSONSchemaProps) bool {
 	return false
 }
 
-// printerColumns are the RGD's, or kro's defaults: State, Ready, Age.
+// printerColumns are the RGD's, or kro's defaults: State, Ready, Age, with
+// kro's descriptions word for word (they are part of the CRD on the wire).
 func (c *compiler) printerColumns() []apiextensionsv1.CustomResourceColumnDefinition {
 	if cols := c.rgd.Spec.Schema.AdditionalPrinterColumns; len(cols) > 0 {
 		out := make([]apiextensionsv1.CustomResourceColumnDefinition, len(cols))
@@ -119,8 +120,8 @@ func (c *compiler) printerColumns() []apiextensionsv1.CustomResourceColumnDefini
 		return out
 	}
 	return []apiextensionsv1.CustomResourceColumnDefinition{
-		{Name: "State", Type: "string", JSONPath: ".status.state"},
-		{Name: "Ready", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`},
-		{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		{Name: "State", Type: "string", JSONPath: ".status.state", Description: "The state of a ResourceGraphDefinition instance"},
+		{Name: "Ready", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`, Description: "Whether a ResourceGraphDefinition instance is ready"},
+		{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp", Description: "Age of the resource"},
 	}
 }

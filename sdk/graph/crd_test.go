@@ -56,7 +56,7 @@ func TestGeneratedCRDShape(t *testing.T) {
 	assert.Equal(t, []string{"State", "Ready", "Age"}, columnNames(v.AdditionalPrinterColumns))
 
 	root := v.Schema.OpenAPIV3Schema
-	assert.Equal(t, []string{"spec"}, root.Required, "spec has a required field")
+	assert.Empty(t, root.Required, "as in kro, spec is not required at the root")
 	spec := root.Properties["spec"]
 	assert.Equal(t, []string{"image"}, spec.Required)
 	assert.Equal(t, `{}`, string(spec.Properties["ingress"].Default.Raw))
@@ -102,4 +102,32 @@ func columnNames(cols []apiextensionsv1.CustomResourceColumnDefinition) []string
 		out[i] = c.Name
 	}
 	return out
+}
+
+// The default columns carry kro's descriptions word for word.
+func TestDefaultPrinterColumnsMatchKro(t *testing.T) {
+	g := compileFile(t, "webapp", graph.Options{})
+	cols := g.CRD.Spec.Versions[0].AdditionalPrinterColumns
+	require.Len(t, cols, 3)
+	assert.Equal(t, "The state of a ResourceGraphDefinition instance", cols[0].Description)
+	assert.Equal(t, "Whether a ResourceGraphDefinition instance is ready", cols[1].Description)
+	assert.Equal(t, "Age of the resource", cols[2].Description)
+}
+
+// A validation= rule is CEL the API server compiles when the CRD is
+// applied; a rule that does not compile fails Compile instead.
+func TestValidationRulesAreCompiled(t *testing.T) {
+	schema := "apiVersion: v1alpha1\nkind: App\nspec:\n  port: integer | validation=\"self > 0 && self < 65536\""
+	g, err := graph.Compile(parseRGD(t, rgdDoc(schema, "resources:\n"+cm("a", "", ""))), graph.Options{})
+	require.NoError(t, err)
+	rules := g.CRD.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["port"].XValidations
+	require.Len(t, rules, 1)
+	assert.Equal(t, "validation failed", rules[0].Message)
+
+	runFailCases(t, map[string]failCase{
+		"rule does not compile": {schema: "apiVersion: v1alpha1\nkind: App\nspec:\n  port: integer | validation=\"self.size() > 0\"",
+			resources: "resources:\n" + cm("a", "", ""), kind: graph.ErrSchema, want: "spec.schema.spec.port.x-kubernetes-validations[0].rule: Invalid value"},
+		"default breaks a pattern": {schema: "apiVersion: v1alpha1\nkind: App\nspec:\n  name: string | pattern=\"^[a-z]+$\" default=\"A\"",
+			resources: "resources:\n" + cm("a", "", ""), kind: graph.ErrSchema, want: "spec.schema.spec.name.default"},
+	})
 }

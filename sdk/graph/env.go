@@ -21,41 +21,97 @@ const (
 	varEach   = "each"   // one item of a collection, in readyWhen
 )
 
-// baseEnv is the CEL environment every graph starts from: the standard
-// library, optional types, and the libraries the Kubernetes API server
-// offers CRD validation rules (lists, regex, URLs, quantity, IP, CIDR,
-// format, semver, sets, strings, two-variable comprehensions), plus
-// encoders, math and bindings. Unlike the API server it allows
-// heterogeneous list and map literals ({"name": "x", "port": 80}), as kro
-// does. Building it is expensive, so it is built once per process.
-var baseEnv = sync.OnceValues(func() (*cel.Env, error) {
-	return cel.NewEnv(
-		cel.EagerlyValidateDeclarations(true),
-		cel.DefaultUTCTimeZone(true),
-		cel.CrossTypeNumericComparisons(true),
-		cel.OptionalTypes(),
-		ext.Strings(ext.StringsVersion(2)),
-		ext.Sets(),
-		ext.Lists(ext.ListsVersion(3)),
+// kroLibraries are the CEL libraries kro v0.9.3 offers in every
+// expression (pkg/cel/environment.go BaseDeclarations), in the same
+// versions: the standard library, optional types, cel-go's lists, strings,
+// encoders, bindings and two-variable comprehensions, the Kubernetes
+// libraries (lists, URLs, regex, quantity, IP, CIDR, semver) and kro's own
+// (random, maps, json, hash, list editing).
+func kroLibraries() []cel.EnvOption {
+	return []cel.EnvOption{
 		ext.TwoVarComprehensions(),
-		ext.Encoders(),
-		ext.Math(),
+		ext.Lists(),
+		ext.Strings(),
 		ext.Bindings(),
+		cel.OptionalTypes(),
+		ext.Encoders(),
+		library.Lists(),
 		library.URLs(),
 		library.Regex(),
-		library.Lists(),
 		library.Quantity(),
 		library.IP(),
 		library.CIDR(),
+		cel.Lib(randomLib{}),
+		cel.Lib(mapsLib{}),
+		cel.Lib(jsonLib{}),
+		cel.Lib(hashLib{}),
+		cel.Lib(indexListsLib{}),
+		cel.Lib(runtimeLib{}),
+	}
+}
+
+// extensionLibraries are what fleetgraph offers beyond kro (see
+// extensions.go): cel-go's sets and math, the Kubernetes format library,
+// semver's normalize overloads, and comparisons across numeric types.
+func extensionLibraries() []cel.EnvOption {
+	return []cel.EnvOption{
+		ext.Sets(),
+		ext.Math(),
 		library.Format(),
 		library.SemverLib(library.SemverVersion(1)),
+		cel.CrossTypeNumericComparisons(true),
+	}
+}
+
+// commonOptions apply to both environments. The literal validators reject
+// a malformed duration, timestamp or regex literal when the RGD is
+// compiled, where kro fails on it at every evaluation.
+func commonOptions() []cel.EnvOption {
+	return []cel.EnvOption{
+		cel.EagerlyValidateDeclarations(true),
+		cel.DefaultUTCTimeZone(true),
 		cel.ASTValidators(
 			cel.ValidateDurationLiterals(),
 			cel.ValidateTimestampLiterals(),
 			cel.ValidateRegexLiterals(),
 		),
-	)
+	}
+}
+
+// fullEnv is the environment of a default compile: kro's libraries plus
+// our extensions. Like kro, and unlike the API server, it allows
+// heterogeneous list and map literals ({"name": "x", "port": 80}).
+// Building it is expensive, so it is built once per process.
+var fullEnv = sync.OnceValues(func() (*cel.Env, error) {
+	opts := append(commonOptions(), kroLibraries()...)
+	return withConditionTypes(cel.NewEnv(append(opts, extensionLibraries()...)...))
 })
+
+// kroEnv is the environment of a strict compile: kro's libraries only.
+var kroEnv = sync.OnceValues(func() (*cel.Env, error) {
+	opts := append(commonOptions(), kroLibraries()...)
+	return withConditionTypes(cel.NewEnv(append(opts, library.SemverLib())...))
+})
+
+// withConditionTypes declares the object types of runtimeLib.
+func withConditionTypes(env *cel.Env, err error) (*cel.Env, error) {
+	if err != nil {
+		return nil, err
+	}
+	te, err := extendTypes(env, []*apiservercel.DeclType{conditionDecl, runtimeDecl})
+	if err != nil {
+		return nil, err
+	}
+	return te.env, nil
+}
+
+// baseEnv returns the environment Options.Strict selects.
+func baseEnv(strict bool) (*cel.Env, error) {
+	if strict {
+		return kroEnv()
+	}
+	return fullEnv()
+}
 
 // planner turns checked expressions into interpretables sharing one
 // function dispatcher. cel.Env.Program builds a fresh dispatcher holding
@@ -67,7 +123,7 @@ type planner struct {
 }
 
 var sharedPlanner = sync.OnceValues(func() (*planner, error) {
-	env, err := baseEnv()
+	env, err := fullEnv()
 	if err != nil {
 		return nil, err
 	}
@@ -118,10 +174,12 @@ func (t *typedEnv) findDeclType(name string) (*apiservercel.DeclType, bool) {
 func extendTypes(env *cel.Env, decls []*apiservercel.DeclType, extra ...cel.EnvOption) (*typedEnv, error) {
 	provider := apiservercel.NewDeclTypeProvider(decls...)
 	provider.SetRecognizeKeywordAsFieldName(true)
-	opts, err := provider.EnvOptions(env.CELTypeProvider())
+	withTypes, err := provider.WithTypeProvider(env.CELTypeProvider())
 	if err != nil {
 		return nil, err
 	}
+	open := &openFieldsProvider{withTypes}
+	opts := []cel.EnvOption{cel.CustomTypeProvider(open), cel.CustomTypeAdapter(open)}
 	out, err := env.Extend(append(opts, extra...)...)
 	if err != nil {
 		return nil, err
@@ -142,12 +200,13 @@ const kindEnvsSize = 64
 
 // kindsEnv returns the base environment extended with decls, cached by the
 // identity of decls (which cachedDeclType keeps stable).
-func kindsEnv(decls []*apiservercel.DeclType) (*typedEnv, error) {
-	keys := make([]string, len(decls))
+func kindsEnv(decls []*apiservercel.DeclType, strict bool) (*typedEnv, error) {
+	keys := make([]string, len(decls), len(decls)+1)
 	for i, d := range decls {
 		keys[i] = fmt.Sprintf("%p", d)
 	}
 	sort.Strings(keys)
+	keys = append(keys, fmt.Sprint(strict))
 	key := strings.Join(keys, ",")
 	kindEnvs.Lock()
 	te, ok := kindEnvs.m[key]
@@ -155,7 +214,7 @@ func kindsEnv(decls []*apiservercel.DeclType) (*typedEnv, error) {
 	if ok {
 		return te, nil
 	}
-	base, err := baseEnv()
+	base, err := baseEnv(strict)
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +258,8 @@ type program struct {
 	// resource ids), sorted. Evaluation waits (ErrPending) until all are
 	// present.
 	refs []string
+	// extensions names the fleetgraph extensions the expression uses.
+	extensions []string
 }
 
 // compileExpr parses, type-checks and plans src in env.
@@ -215,7 +276,7 @@ func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool) 
 	if err != nil {
 		return nil, errorf(ErrExpression, "%v", err)
 	}
-	p := &program{written: written, prog: prog, out: ast.OutputType()}
+	p := &program{written: written, prog: prog, out: ast.OutputType(), extensions: celExtensions(ast)}
 	for _, id := range identifiers(ast) {
 		if valueNames[id] {
 			p.refs = append(p.refs, id)

@@ -33,6 +33,13 @@ type Options struct {
 	//
 	// Defaults to false: an unknown kind is a compile error.
 	DynamicUnknownKinds bool
+
+	// Strict compiles as kro v0.9.3 does: every fleetgraph extension (see
+	// Graph.Extensions) is an error instead of being allowed and listed.
+	//
+	// Defaults to false: extensions are allowed, and listed in
+	// Graph.Extensions.
+	Strict bool
 }
 
 // SchemaResolver looks up the OpenAPI v3 schema of a kind. Its method set

@@ -42,24 +42,23 @@ func Markers() []string {
 	return names
 }
 
-// applyMarkers applies markers to s and reports whether the field is
-// required. Every marker but validation may appear once.
-func applyMarkers(s *apiextensionsv1.JSONSchemaProps, markers []Marker) (bool, error) {
+// applyMarkers applies markers to s, in order, and reports whether the
+// field is required. As in kro, a marker may repeat: validation and
+// listMapKey accumulate, required=true anywhere makes the field required,
+// and for the others the last one wins. ext is told about each use of
+// syntax kro does not accept.
+func applyMarkers(s *apiextensionsv1.JSONSchemaProps, markers []Marker, ext func(string)) (bool, error) {
 	required := false
-	seen := map[string]bool{}
 	for _, m := range markers {
-		if seen[m.Name] && m.Name != "validation" {
-			return false, fmt.Errorf("%w: %s given twice", ErrInvalidMarker, m.Name)
-		}
-		seen[m.Name] = true
 		if m.Name == "required" {
 			b, err := parseBool(m)
 			if err != nil {
 				return false, err
 			}
-			required = b
+			required = required || b
 			continue
 		}
+		noteMarkerExtension(s, m, ext)
 		apply, ok := markerFuncs[m.Name]
 		if !ok {
 			return false, fmt.Errorf("%w %q (known: %s)", ErrUnknownMarker, m.Name, strings.Join(Markers(), ", "))
@@ -68,7 +67,21 @@ func applyMarkers(s *apiextensionsv1.JSONSchemaProps, markers []Marker) (bool, e
 			return false, fmt.Errorf("%w: %s=%q: %w", ErrInvalidMarker, m.Name, m.Value, err)
 		}
 	}
+	if err := checkBounds(s); err != nil {
+		return false, err
+	}
 	return required, checkListMap(s)
+}
+
+// noteMarkerExtension reports marker uses kro v0.9.3 rejects or reads
+// differently: an enum on a float field, several keys in one listMapKey.
+func noteMarkerExtension(s *apiextensionsv1.JSONSchemaProps, m Marker, ext func(string)) {
+	switch {
+	case m.Name == "enum" && s.Type == "number":
+		ext("enum on a float field")
+	case m.Name == "listMapKey" && strings.Contains(m.Value, ","):
+		ext("comma-separated listMapKey")
+	}
 }
 
 func parseBool(m Marker) (bool, error) {
@@ -229,6 +242,9 @@ func applyListMapKey(s *apiextensionsv1.JSONSchemaProps, v string) error {
 		if key == "" {
 			return fmt.Errorf("empty key")
 		}
+		if slices.Contains(s.XListMapKeys, key) {
+			return fmt.Errorf("duplicate key %q", key)
+		}
 		s.XListMapKeys = append(s.XListMapKeys, key)
 	}
 	return nil
@@ -275,6 +291,7 @@ func applyValidation(s *apiextensionsv1.JSONSchemaProps, v string) error {
 	if strings.TrimSpace(v) == "" {
 		return fmt.Errorf("empty rule")
 	}
-	s.XValidations = append(s.XValidations, apiextensionsv1.ValidationRule{Rule: v})
+	// kro's message, word for word: it is what users see when the rule fails.
+	s.XValidations = append(s.XValidations, apiextensionsv1.ValidationRule{Rule: v, Message: "validation failed"})
 	return nil
 }

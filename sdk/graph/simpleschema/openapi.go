@@ -41,19 +41,44 @@ func (e *PathError) Unwrap() error { return e.Err }
 // paths of errors, e.g. "spec". All errors are returned, joined; each is a
 // *PathError.
 func ToOpenAPI(root string, obj map[string]any, types map[string]any) (*apiextensionsv1.JSONSchemaProps, error) {
-	c := &converter{defs: types, done: map[string]*apiextensionsv1.JSONSchemaProps{}}
+	out, _, err := Convert(root, obj, types)
+	return out, err
+}
+
+// Extension is one use of SimpleSchema syntax that fleetgraph accepts and
+// kro v0.9.3 rejects (or reads differently).
+type Extension struct {
+	// Path is where it is used, as in PathError.
+	Path string
+	// Feature names the syntax, e.g. "number type".
+	Feature string
+}
+
+// Convert is ToOpenAPI that also lists the extensions the schema uses, in
+// path order.
+func Convert(root string, obj map[string]any, types map[string]any) (*apiextensionsv1.JSONSchemaProps, []Extension, error) {
+	c := &converter{defs: types, done: map[string]*apiextensionsv1.JSONSchemaProps{}, required: map[string]bool{}}
 	for _, name := range sortedKeys(types) {
 		c.custom(name)
 	}
 	out := c.object(root, obj)
-	return out, errors.Join(c.errs...)
+	slices.SortStableFunc(c.exts, func(a, b Extension) int { return strings.Compare(a.Path, b.Path) })
+	return out, c.exts, errors.Join(c.errs...)
 }
 
 type converter struct {
 	defs  map[string]any
 	done  map[string]*apiextensionsv1.JSONSchemaProps // nil value: failed
 	stack []string                                    // custom types being resolved
-	errs  []error
+	// required holds the custom types declared as a string with
+	// required=true: a field of such a type is required, as in kro.
+	required map[string]bool
+	errs     []error
+	exts     []Extension
+}
+
+func (c *converter) ext(path, feature string) {
+	c.exts = append(c.exts, Extension{Path: path, Feature: feature})
 }
 
 func (c *converter) fail(path string, err error) {
@@ -86,6 +111,7 @@ func (c *converter) field(path string, v any) (*apiextensionsv1.JSONSchemaProps,
 	case string:
 		return c.leaf(path, v)
 	case []any:
+		c.ext(path, "YAML list as a type")
 		if len(v) != 1 {
 			c.fail(path, fmt.Errorf("%w: a list must hold exactly one element, the item type", ErrSyntax))
 			return nil, false
@@ -122,38 +148,44 @@ func (c *converter) leaf(path, s string) (*apiextensionsv1.JSONSchemaProps, bool
 		c.fail(path, err)
 		return nil, false
 	}
-	out, err := c.typeSchema(f.Type)
+	out, err := c.typeSchema(path, f.Type)
 	if err != nil {
 		c.fail(path, err)
 		return nil, false
 	}
-	required, err := applyMarkers(out, f.Markers)
+	required, err := applyMarkers(out, f.Markers, func(feature string) { c.ext(path, feature) })
 	if err != nil {
 		c.fail(path, err)
 		return nil, false
+	}
+	if _, isCustom := c.defs[f.Type]; isCustom && c.required[f.Type] {
+		required = true
 	}
 	return out, required
 }
 
 // typeSchema returns a fresh schema for a type expression.
-func (c *converter) typeSchema(t string) (*apiextensionsv1.JSONSchemaProps, error) {
+func (c *converter) typeSchema(path, t string) (*apiextensionsv1.JSONSchemaProps, error) {
 	switch t {
 	case "string", "integer", "boolean":
 		return &apiextensionsv1.JSONSchemaProps{Type: t}, nil
-	case "float", "number":
+	case "number":
+		c.ext(path, "number type (kro spells it float)")
+		fallthrough
+	case "float":
 		return &apiextensionsv1.JSONSchemaProps{Type: "number"}, nil
 	case "object":
 		return &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}, nil
 	}
 	if elem, ok := strings.CutPrefix(t, "[]"); ok {
-		items, err := c.typeSchema(elem)
+		items, err := c.typeSchema(path, elem)
 		if err != nil {
 			return nil, err
 		}
 		return &apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: items}}, nil
 	}
 	if rest, ok := strings.CutPrefix(t, "map["); ok {
-		return c.mapSchema(t, rest)
+		return c.mapSchema(path, t, rest)
 	}
 	if _, ok := c.defs[t]; ok {
 		def := c.custom(t)
@@ -165,7 +197,7 @@ func (c *converter) typeSchema(t string) (*apiextensionsv1.JSONSchemaProps, erro
 	return nil, fmt.Errorf("%w %q", ErrUnknownType, t)
 }
 
-func (c *converter) mapSchema(t, rest string) (*apiextensionsv1.JSONSchemaProps, error) {
+func (c *converter) mapSchema(path, t, rest string) (*apiextensionsv1.JSONSchemaProps, error) {
 	key, elem, ok := strings.Cut(rest, "]")
 	if !ok || elem == "" {
 		return nil, fmt.Errorf("%w: malformed map type %q (want map[string]T)", ErrUnknownType, t)
@@ -173,7 +205,7 @@ func (c *converter) mapSchema(t, rest string) (*apiextensionsv1.JSONSchemaProps,
 	if key != "string" {
 		return nil, fmt.Errorf("%w: map keys must be string, got %q", ErrUnknownType, key)
 	}
-	values, err := c.typeSchema(elem)
+	values, err := c.typeSchema(path, elem)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +231,8 @@ func (c *converter) custom(name string) *apiextensionsv1.JSONSchemaProps {
 	defer func() { c.stack = c.stack[:len(c.stack)-1] }()
 
 	before := len(c.errs)
-	s, _ := c.field("types."+name, c.defs[name])
+	s, required := c.field("types."+name, c.defs[name])
+	c.required[name] = required
 	if _, failed := c.done[name]; failed || len(c.errs) > before {
 		s = nil
 	}

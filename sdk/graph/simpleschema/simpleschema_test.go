@@ -94,7 +94,9 @@ func TestMarkers(t *testing.T) {
 		"immutable": {`f: string | immutable=true`, map[string]any{"type": "string", "x-kubernetes-validations": []any{
 			map[string]any{"rule": "self == oldSelf", "message": "field is immutable"}}}},
 		"validation": {`f: integer | validation="self % 2 == 0" validation="self < 100"`, map[string]any{"type": "integer", "x-kubernetes-validations": []any{
-			map[string]any{"rule": "self % 2 == 0"}, map[string]any{"rule": "self < 100"}}}},
+			map[string]any{"rule": "self % 2 == 0", "message": "validation failed"}, map[string]any{"rule": "self < 100", "message": "validation failed"}}}},
+		"repeated marker: last wins":      {`f: string | default=a default=b`, map[string]any{"type": "string", "default": "b"}},
+		"repeated required: any true":     {`f: string | required=true required=false`, map[string]any{"type": "string"}},
 		"required leaves the field alone": {`f: string | required=true`, map[string]any{"type": "string"}},
 	}
 	for name, tt := range tests {
@@ -185,7 +187,9 @@ func TestErrorsNameTheField(t *testing.T) {
 		"listMapKey optional":      {spec: "f: \"[]P | listType=map listMapKey=a\"", types: "P:\n  a: string", path: "f", kind: simpleschema.ErrInvalidMarker, msg: "must be required or have a default"},
 		"immutable not bool":       {spec: `f: string | immutable=always`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "true or false"},
 		"validation empty":         {spec: `f: string | validation=""`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "empty rule"},
-		"duplicate marker":         {spec: `f: string | default=a default=b`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "given twice"},
+		"duplicate listMapKey":     {spec: "f: \"[]P | listType=map listMapKey=a listMapKey=a\"", types: "P:\n  a: string | required=true", path: "f", kind: simpleschema.ErrInvalidMarker, msg: `duplicate key "a"`},
+		"default below minimum":    {spec: `f: integer | default=0 minimum=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "default 0 is less than minimum 1"},
+		"default above maximum":    {spec: `f: float | maximum=1.5 default=2`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "default 2 is greater than maximum 1.5"},
 		"bad leaf value":           {spec: `f: 3`, path: "f", kind: simpleschema.ErrSyntax, msg: "want a type string"},
 		"list of two":              {spec: "f:\n- string\n- integer", path: "f", kind: simpleschema.ErrSyntax, msg: "exactly one element"},
 		"custom type cycle":        {spec: `f: A`, types: "A:\n  b: B\nB:\n  a: \"[]A\"", path: "types.A", kind: simpleschema.ErrTypeCycle, msg: "A -> B -> A"},
@@ -251,4 +255,45 @@ func FuzzSimpleSchema(f *testing.F) {
 		}
 		var _ *apiextensionsv1.JSONSchemaProps = out
 	})
+}
+
+// As in kro and the API server, bounds no value meets are accepted.
+func TestUnsatisfiableBoundsAreAccepted(t *testing.T) {
+	_, err := convert(t, "a: integer | minimum=5 maximum=1\nb: string | minLength=3 maxLength=2\nc: \"[]string | minItems=3 maxItems=2\"", "")
+	assert.NoError(t, err)
+}
+
+// As in kro, listMapKey repeats to name several keys.
+func TestRepeatedListMapKey(t *testing.T) {
+	out, err := convert(t, `ports: "[]Port | listType=map listMapKey=name listMapKey=port"`,
+		"Port:\n  name: string | required=true\n  port: integer | required=true")
+	require.NoError(t, err)
+	assert.Equal(t, []any{"name", "port"}, out["properties"].(map[string]any)["ports"].(map[string]any)["x-kubernetes-list-map-keys"])
+}
+
+// A custom type declared as a string with required=true makes every field
+// of that type required, as in kro.
+func TestRequiredCustomTypeIsKept(t *testing.T) {
+	out, err := convert(t, "a: Name\nb: Name | description=x\nc: \"[]Name\"", "Name: string | required=true")
+	require.NoError(t, err)
+	assert.Equal(t, []any{"a", "b"}, out["required"])
+}
+
+func TestExtensionsAreListed(t *testing.T) {
+	obj := map[string]any{
+		"n":     "number",
+		"list":  []any{"string"},
+		"e":     `float | enum="1.5,2"`,
+		"ports": `[]P | listType=map listMapKey="a,b"`,
+		"plain": "string | default=x",
+	}
+	types := map[string]any{"P": map[string]any{"a": "string | required=true", "b": "string | required=true"}}
+	_, exts, err := simpleschema.Convert("", obj, types)
+	require.NoError(t, err)
+	assert.Equal(t, []simpleschema.Extension{
+		{Path: "e", Feature: "enum on a float field"},
+		{Path: "list", Feature: "YAML list as a type"},
+		{Path: "n", Feature: "number type (kro spells it float)"},
+		{Path: "ports", Feature: "comma-separated listMapKey"},
+	}, exts)
 }

@@ -1,0 +1,54 @@
+package graph
+
+import (
+	"context"
+	"regexp"
+	"strings"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	crdvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
+)
+
+// checkCRD runs the API server's own validation of a CustomResourceDefinition
+// on the generated one, so that what the API server would refuse when the
+// CRD is applied (a validation rule that does not compile, a default that
+// breaks its own schema...) is a compile error that points at the RGD. kro
+// finds these only when it applies the CRD.
+func (c *compiler) checkCRD(crd *apiextensionsv1.CustomResourceDefinition) {
+	internal := &apiextensions.CustomResourceDefinition{}
+	if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(crd, internal, nil); err != nil {
+		c.fail(&Error{Path: "spec.schema", Err: errorf(ErrSchema, "generated CRD: %v", err)})
+		return
+	}
+	// The status the API server keeps is not ours to check.
+	internal.Status.StoredVersions = []string{crd.Spec.Versions[0].Name}
+	for _, e := range crdvalidation.ValidateCustomResourceDefinition(context.Background(), internal) {
+		msg := e.Type.String()
+		if detail, _, _ := strings.Cut(e.Detail, "\n"); detail != "" {
+			msg += ": " + strings.TrimSpace(detail)
+		}
+		c.fail(&Error{Path: crdFieldPath(e.Field), Err: errorf(ErrSchema, "%s", msg)})
+	}
+}
+
+var crdProperty = regexp.MustCompile(`\.properties\[([^\]]+)\]`)
+
+// crdFieldPath turns a path inside the generated CRD
+// ("spec.validation.openAPIV3Schema.properties[spec].properties[port].default")
+// into the RGD's ("spec.schema.spec.port.default").
+func crdFieldPath(p string) string {
+	const root = "spec.validation.openAPIV3Schema"
+	rest, ok := strings.CutPrefix(p, root)
+	if !ok {
+		if _, after, found := strings.Cut(p, "schema.openAPIV3Schema"); found {
+			rest, ok = after, true
+		}
+	}
+	if !ok {
+		return "spec.schema"
+	}
+	rest = crdProperty.ReplaceAllString(rest, ".$1")
+	r := strings.NewReplacer(".items", "[]", ".additionalProperties", "[*]")
+	return "spec.schema" + r.Replace(rest)
+}
