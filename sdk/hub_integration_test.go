@@ -74,8 +74,10 @@ func TestHubServesAFleetFromRGDObjects(t *testing.T) {
 		assert.Empty(t, h.FleetStatus("broken").Clusters, "an invalid graph is never fanned out")
 	})
 
-	t.Run("deleting the RGD stops serving it", func(t *testing.T) {
+	t.Run("deleting the RGD stops serving it once its instances are gone", func(t *testing.T) {
 		require.NoError(t, hubClient.Delete(context.Background(), readRGD(t, "testdata/cache-rgd.yaml")))
+		spoke1 := newClient(t, fleet.Spoke("spoke-1").Config)
+		require.NoError(t, spoke1.Delete(context.Background(), instance(cacheGVK, "c1", nil)))
 		require.Eventually(t, func() bool { return len(h.FleetStatus("cache").Clusters) == 0 }, wait, tick)
 		assert.NotContains(t, h.Graphs(), "cache")
 	})

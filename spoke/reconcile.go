@@ -2,6 +2,7 @@ package spoke
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,11 +37,13 @@ func (m *member) reconcile(key types.NamespacedName) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	if suspended(inst) {
-		return 0, nil
-	}
+	// Deletion comes first, as in kro: a suspended instance is still
+	// deleted when asked, and a graph being removed serves deletions only.
 	if inst.GetDeletionTimestamp() != nil {
 		return m.finalize(inst)
+	}
+	if suspended(inst) || m.g.FinalizeOnly {
+		return 0, nil
 	}
 	return m.sync(inst)
 }
@@ -58,7 +61,17 @@ func (m *member) instance(key types.NamespacedName) (*unstructured.Unstructured,
 	return m.fresher(u), nil
 }
 
+// suspended reports whether the instance asks not to be reconciled: either
+// annotation set to "suspended" or kro's legacy "disabled", in any case, as
+// kro v0.9.3 accepts them.
 func suspended(u *unstructured.Unstructured) bool {
 	a := u.GetAnnotations()
-	return a[AnnotationReconcile] == ReconcileSuspended || a[AnnotationKroReconcile] == ReconcileSuspended
+	return isSuspendValue(a[AnnotationReconcile]) || isSuspendValue(a[AnnotationKroReconcile])
 }
+
+func isSuspendValue(v string) bool {
+	return strings.EqualFold(v, ReconcileSuspended) || strings.EqualFold(v, reconcileLegacyDisabled)
+}
+
+// reconcileLegacyDisabled is kro's legacy alias of ReconcileSuspended.
+const reconcileLegacyDisabled = "disabled"

@@ -46,6 +46,11 @@ type Graph struct {
 	// DeletionWaves is Levels reversed: delete wave 0 first, and each wave
 	// only after the previous one is gone.
 	DeletionWaves [][]*Node
+	// FinalizeOnly is never set by the compiler. The hub sets it on a copy
+	// of a graph being removed: the spoke runtime then only finalizes
+	// instances being deleted (their children are deleted, the finalizer
+	// released) and reconciles nothing else.
+	FinalizeOnly bool
 
 	status *statusProgram
 	byID   map[string]*Node
