@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -38,28 +37,6 @@ func HeldInstances(ctx context.Context, cl cluster.Cluster, g *graph.Graph, fina
 		}
 	}
 	return n, nil
-}
-
-// ReleaseInstances takes finalizer off every instance of g on cl, leaving
-// everything else (children included) as it is.
-func ReleaseInstances(ctx context.Context, cl cluster.Cluster, g *graph.Graph, finalizer string) error {
-	items, err := listInstances(ctx, cl, g)
-	if err != nil {
-		return err
-	}
-	for i := range items {
-		obj := &items[i]
-		if !slices.Contains(obj.Finalizers, finalizer) {
-			continue
-		}
-		orig := obj.DeepCopy()
-		obj.Finalizers = slices.DeleteFunc(slices.Clone(obj.Finalizers), func(f string) bool { return f == finalizer })
-		err := cl.GetClient().Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("releasing %s %s/%s: %w", g.Instance.GVK.Kind, obj.Namespace, obj.Name, err)
-		}
-	}
-	return nil
 }
 
 // listInstances reads the metadata of every instance of g on cl, live.

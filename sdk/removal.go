@@ -26,16 +26,21 @@ const (
 	// removalTimeout bounds one step on one cluster, so that a dead spoke
 	// delays only itself.
 	removalTimeout = 30 * time.Second
+	// policySettle is how long a removal keeps serving after the admission
+	// policy is deleted from a cluster: the API server stops applying a
+	// deleted policy only once its own informer sees the deletion, and an
+	// instance created meanwhile still gets the finalizer.
+	policySettle = 5 * time.Second
 )
 
-// errHeld says that instances still hold the runtime's finalizer.
+// errHeld says that instances still hold the runtime's finalizer, or
+// might still get it.
 var errHeld = errors.New("instances still hold the finalizer")
 
 // removal is a graph being unregistered. Until it is done, the graph's
 // kind stays taken and its name cannot be registered by the other source.
 type removal struct {
 	reg    *registration
-	orphan bool
 	uid    types.UID // of the RGD, when it came from one
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -48,18 +53,17 @@ func (h *Hub) startRemovalLocked(name string, orphan bool, uid types.UID) {
 	reg := h.graphs[name]
 	delete(h.graphs, name)
 	ctx, cancel := context.WithCancel(h.ctx)
-	rm := &removal{reg: reg, orphan: orphan, uid: uid, cancel: cancel, done: make(chan struct{})}
+	rm := &removal{reg: reg, uid: uid, cancel: cancel, done: make(chan struct{})}
 	h.removals[name] = rm
 	h.mu.Unlock()
 
+	removing := *reg.graph
+	removing.Removal = graph.RemovalFinalize
 	if orphan {
-		h.runtime.Stop(name)
-	} else {
-		finalizeOnly := *reg.graph
-		finalizeOnly.FinalizeOnly = true
-		if err := h.runtime.Serve(&finalizeOnly); err != nil {
-			h.opts.Logger.Error(err, "serving deletions of a removed graph", "graph", name)
-		}
+		removing.Removal = graph.RemovalRelease
+	}
+	if err := h.runtime.Serve(&removing); err != nil {
+		h.opts.Logger.Error(err, "serving a graph being removed", "graph", name)
 	}
 	h.opts.Logger.Info("graph unregistered; removing it from every cluster", "graph", name, "orphan", orphan)
 	go h.runRemoval(ctx, name, rm)
@@ -93,7 +97,7 @@ func (h *Hub) takeBackRemoval(name string, src source) error {
 // finds nothing left to do or ctx ends.
 func (h *Hub) runRemoval(ctx context.Context, name string, rm *removal) {
 	defer close(rm.done)
-	cleaned := map[*engaged]bool{}
+	cleaned := map[*engaged]time.Time{}
 	delay := removalRetry
 	for {
 		err := h.removalStep(ctx, name, rm, cleaned)
@@ -105,7 +109,7 @@ func (h *Hub) runRemoval(ctx context.Context, name string, rm *removal) {
 		}
 		if errors.Is(err, errHeld) {
 			delay = removalPoll
-			h.opts.Logger.V(1).Info("removal waits for instances to be deleted", "graph", name, "reason", err.Error())
+			h.opts.Logger.V(1).Info("removal waits for instances", "graph", name, "reason", err.Error())
 		} else {
 			h.opts.Logger.Info("removal step failed; retrying", "graph", name, "reason", err.Error(), "retry", delay)
 		}
@@ -133,39 +137,41 @@ func (h *Hub) runRemoval(ctx context.Context, name string, rm *removal) {
 }
 
 // removalStep takes the admission policy off every engaged cluster not
-// cleaned yet (and, when orphaning, the finalizer off its instances), then
-// checks that no instance holds the finalizer any more and, if asked,
-// deletes the unused CRDs. It returns errHeld (wrapped) while instances
-// remain.
-func (h *Hub) removalStep(ctx context.Context, name string, rm *removal, cleaned map[*engaged]bool) error {
+// cleaned yet, then checks that no instance holds the runtime's finalizer
+// any more (the runtime finalizes or releases them meanwhile) and, if
+// asked, deletes the unused CRDs. It returns errHeld (wrapped) while
+// instances remain or a policy was deleted less than policySettle ago.
+func (h *Hub) removalStep(ctx context.Context, name string, rm *removal, cleaned map[*engaged]time.Time) error {
 	g := rm.reg.graph
 	clusters := h.engagedClusters()
-
 	errs := make([]error, len(clusters))
 	done := make([]bool, len(clusters))
 	held := make([]int, len(clusters))
 	var wg sync.WaitGroup
 	for i, e := range clusters {
-		wasCleaned := cleaned[e]
+		_, wasCleaned := cleaned[e]
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, removalTimeout)
 			defer cancel()
-			done[i], held[i], errs[i] = h.removeFromCluster(cctx, e, g, rm.orphan, wasCleaned)
+			done[i], held[i], errs[i] = removeFromCluster(cctx, e, g, wasCleaned)
 		})
 	}
 	wg.Wait()
-	total := 0
+	total, settled := 0, true
 	for i, e := range clusters {
-		if done[i] {
-			cleaned[e] = true
+		if _, ok := cleaned[e]; done[i] && !ok {
+			cleaned[e] = time.Now()
+		}
+		if at, ok := cleaned[e]; !ok || time.Since(at) < policySettle {
+			settled = false
 		}
 		total += held[i]
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if total > 0 {
-		return fmt.Errorf("%w: %d instances of %s", errHeld, total, name)
+	if total > 0 || !settled {
+		return fmt.Errorf("%w: %d instances of %s (policy removal settled: %t)", errHeld, total, name, settled)
 	}
 	if !h.opts.DeleteCRDsOnUnregister {
 		return nil
@@ -178,6 +184,21 @@ func (h *Hub) removalStep(ctx context.Context, name string, rm *removal, cleaned
 	return hub.DeleteUnusedCRDs(ctx, list, g)
 }
 
+// removeFromCluster is one removal step on one cluster. It reports whether
+// the policy is off, and how many instances still hold the finalizer.
+func removeFromCluster(ctx context.Context, e *engaged, g *graph.Graph, cleaned bool) (bool, int, error) {
+	if !cleaned {
+		if err := hub.RemoveAdmission(ctx, e.cl, g); err != nil {
+			return false, 0, fmt.Errorf("cluster %q: %w", e.name, err)
+		}
+	}
+	n, err := hub.HeldInstances(ctx, e.cl, g, spoke.Finalizer)
+	if err != nil {
+		return true, 0, fmt.Errorf("cluster %q: %w", e.name, err)
+	}
+	return true, n, nil
+}
+
 func (h *Hub) engagedClusters() []*engaged {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -188,29 +209,6 @@ func (h *Hub) engagedClusters() []*engaged {
 	return out
 }
 
-// removeFromCluster is one removal step on one cluster. It reports whether
-// the policy (and, when orphaning, the instances' finalizer) is off, and
-// how many instances still hold the finalizer.
-func (h *Hub) removeFromCluster(ctx context.Context, e *engaged, g *graph.Graph, orphan, cleaned bool) (bool, int, error) {
-	if !cleaned {
-		if err := hub.RemoveAdmission(ctx, e.cl, g); err != nil {
-			return false, 0, fmt.Errorf("cluster %q: %w", e.name, err)
-		}
-		if orphan {
-			if err := hub.ReleaseInstances(ctx, e.cl, g, spoke.Finalizer); err != nil {
-				return false, 0, fmt.Errorf("cluster %q: %w", e.name, err)
-			}
-		}
-	}
-	if orphan {
-		return true, 0, nil
-	}
-	n, err := hub.HeldInstances(ctx, e.cl, g, spoke.Finalizer)
-	if err != nil {
-		return true, 0, fmt.Errorf("cluster %q: %w", e.name, err)
-	}
-	return true, n, nil
-}
 
 // stopRemovals ends every background removal and waits for it; the
 // manager is stopping.

@@ -178,10 +178,10 @@ func managers(obj metav1.Object) []string {
 // gate is the spoke runtime's Gate: before a graph is served on a cluster,
 // its CRD is put there and established.
 //
-// A graph being removed (FinalizeOnly) is served where its CRD already is:
-// nothing is applied, so its admission policy is not put back.
+// A graph being removed is served where its CRD already is: nothing is
+// applied, so its admission policy is not put back.
 func (h *Hub) gate(ctx context.Context, name multicluster.ClusterName, g *graph.Graph) error {
-	if g.FinalizeOnly {
+	if g.Removal != "" {
 		return nil
 	}
 	h.mu.Lock()

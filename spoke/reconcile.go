@@ -2,12 +2,15 @@ package spoke
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 // reconcileSafely runs reconcile, turning a panic into an error so that a
@@ -37,15 +40,32 @@ func (m *member) reconcile(key types.NamespacedName) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	if m.g.Removal == graph.RemovalRelease {
+		return m.release(inst)
+	}
 	// Deletion comes first, as in kro: a suspended instance is still
 	// deleted when asked, and a graph being removed serves deletions only.
 	if inst.GetDeletionTimestamp() != nil {
 		return m.finalize(inst)
 	}
-	if suspended(inst) || m.g.FinalizeOnly {
+	if suspended(inst) || m.g.Removal == graph.RemovalFinalize {
 		return 0, nil
 	}
 	return m.sync(inst)
+}
+
+// release takes our finalizer off the instance and forgets it, leaving its
+// children in place: the graph is being removed with its instances
+// orphaned.
+func (m *member) release(inst *unstructured.Unstructured) (time.Duration, error) {
+	if slices.Contains(inst.GetFinalizers(), Finalizer) {
+		rest := slices.DeleteFunc(slices.Clone(inst.GetFinalizers()), func(f string) bool { return f == Finalizer })
+		if _, err := m.patchFinalizers(inst, rest); err != nil {
+			return 0, err
+		}
+	}
+	m.forgetInstance(keyOf(inst), inst.GetUID())
+	return 0, nil
 }
 
 // instance reads the instance from the cache, or our own newer copy.

@@ -46,15 +46,26 @@ type Graph struct {
 	// DeletionWaves is Levels reversed: delete wave 0 first, and each wave
 	// only after the previous one is gone.
 	DeletionWaves [][]*Node
-	// FinalizeOnly is never set by the compiler. The hub sets it on a copy
-	// of a graph being removed: the spoke runtime then only finalizes
-	// instances being deleted (their children are deleted, the finalizer
-	// released) and reconciles nothing else.
-	FinalizeOnly bool
+	// Removal is never set by the compiler. The hub sets it on a copy of a
+	// graph being removed, to tell the spoke runtime how to serve it until
+	// the removal is done. Empty means the graph is served normally.
+	Removal RemovalMode
 
 	status *statusProgram
 	byID   map[string]*Node
 }
+
+// RemovalMode is how the spoke runtime serves a graph being removed.
+type RemovalMode string
+
+const (
+	// RemovalFinalize: instances being deleted are finalized (children
+	// deleted, then the finalizer released); nothing else is reconciled.
+	RemovalFinalize RemovalMode = "Finalize"
+	// RemovalRelease: every instance holding the runtime's finalizer is
+	// released (the finalizer is taken off, children are left in place).
+	RemovalRelease RemovalMode = "Release"
+)
 
 // Instance describes the generated kind.
 type Instance struct {
