@@ -382,3 +382,40 @@ func TestSharingAHubWithKro(t *testing.T) {
 		assert.NotEqual(t, "fleetgraph", mf.Manager)
 	}
 }
+
+// A hub that restarts while an RGD is being deleted finishes the removal:
+// the RGD's finalizer holds it until then.
+func TestRGDRemovalResumesAfterRestart(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 1)
+	ctx := context.Background()
+	hubClient := newClient(t, fleet.Hub.Config)
+	spokeClient := newClient(t, fleet.Spoke("spoke-1").Config)
+	gvk := noteGVK("ResumeNote")
+
+	t.Run("the first hub serves the RGD and stops", func(t *testing.T) {
+		provider, err := fleet.NewProvider(ctx)
+		require.NoError(t, err)
+		startHub(t, fleet.Hub.Config, provider, sdk.Options{InstallRGDCRD: true})
+		require.NoError(t, hubClient.Create(ctx, noteRGD(t, "resume", "ResumeNote")))
+		createWhenServed(t, spokeClient, instance(gvk, "x", map[string]any{}))
+		requireState(t, spokeClient, gvk, "x", "ACTIVE")
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			assert.NotEmpty(ct, policies(ct, spokeClient, "resume"))
+		}, wait, tick)
+	})
+
+	require.NoError(t, hubClient.Delete(ctx, noteRGD(t, "resume", "")))
+	assert.False(t, rgdGone(hubClient, "resume"), "the finalizer holds the RGD while no hub runs")
+
+	provider, err := fleet.NewProvider(ctx)
+	require.NoError(t, err)
+	startHub(t, fleet.Hub.Config, provider, sdk.Options{InstallRGDCRD: true})
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Empty(ct, policies(ct, spokeClient, "resume"))
+	}, wait, tick, "the restarted hub takes the policy off")
+	assert.False(t, rgdGone(hubClient, "resume"), "an instance still holds the finalizer")
+	requireDeleted(t, spokeClient, instance(gvk, "x", nil))
+	_, err = childNote(spokeClient, "x", "resume")
+	assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "the instance was finalized: its children are gone")
+	require.Eventually(t, func() bool { return rgdGone(hubClient, "resume") }, wait, tick)
+}

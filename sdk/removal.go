@@ -209,7 +209,6 @@ func (h *Hub) engagedClusters() []*engaged {
 	return out
 }
 
-
 // stopRemovals ends every background removal and waits for it; the
 // manager is stopping.
 func (h *Hub) stopRemovals() {
