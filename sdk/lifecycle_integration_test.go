@@ -93,6 +93,20 @@ func policies(t require.TestingT, c client.Client, graphName string) []string {
 	return out
 }
 
+// requireGraphAccepted waits until the RGD's GraphAccepted condition has
+// status and reason, and returns it.
+func requireGraphAccepted(t *testing.T, c client.Client, name string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	t.Helper()
+	var got *metav1.Condition
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		got = rgdCondition(c, name, v1alpha1.ConditionGraphAccepted)
+		require.NotNil(ct, got)
+		assert.Equal(ct, status, got.Status)
+		assert.Equal(ct, reason, got.Reason)
+	}, wait, tick, "GraphAccepted of RGD %s", name)
+	return got
+}
+
 func rgdGone(c client.Client, name string) bool {
 	err := c.Get(context.Background(), client.ObjectKey{Name: name}, &v1alpha1.ResourceGraphDefinition{})
 	return client.IgnoreNotFound(err) == nil && err != nil
@@ -144,11 +158,7 @@ func TestGraphSourcesCoexist(t *testing.T) {
 		for i := 0; time.Since(start) < 30*time.Second; i++ {
 			name := fmt.Sprintf("churn-%d", i)
 			require.NoError(t, hubClient.Create(ctx, noteRGD(t, name, fmt.Sprintf("Churn%d", i))))
-			require.EventuallyWithT(t, func(ct *assert.CollectT) {
-				c := rgdCondition(hubClient, name, v1alpha1.ConditionGraphAccepted)
-				require.NotNil(ct, c)
-				assert.Equal(ct, metav1.ConditionTrue, c.Status)
-			}, wait, tick)
+			requireGraphAccepted(t, hubClient, name, metav1.ConditionTrue, "Valid")
 			require.NoError(t, hubClient.Delete(ctx, noteRGD(t, name, "")))
 			require.Eventually(t, func() bool { return rgdGone(hubClient, name) }, wait, tick)
 		}
@@ -158,20 +168,11 @@ func TestGraphSourcesCoexist(t *testing.T) {
 
 	t.Run("a name is refused from the other source", func(t *testing.T) {
 		require.NoError(t, hubClient.Create(ctx, noteRGD(t, "from-go", "OtherNote")))
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			c := rgdCondition(hubClient, "from-go", v1alpha1.ConditionGraphAccepted)
-			require.NotNil(ct, c)
-			assert.Equal(ct, metav1.ConditionFalse, c.Status)
-			assert.Equal(ct, "NameTaken", c.Reason)
-			assert.Contains(ct, c.Message, "Go")
-		}, wait, tick)
+		c := requireGraphAccepted(t, hubClient, "from-go", metav1.ConditionFalse, "NameTaken")
+		assert.Contains(t, c.Message, "Go")
 
 		require.NoError(t, hubClient.Create(ctx, noteRGD(t, "from-rgd", "RGDNote")))
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			c := rgdCondition(hubClient, "from-rgd", v1alpha1.ConditionGraphAccepted)
-			require.NotNil(ct, c)
-			assert.Equal(ct, metav1.ConditionTrue, c.Status)
-		}, wait, tick)
+		requireGraphAccepted(t, hubClient, "from-rgd", metav1.ConditionTrue, "Valid")
 		err := h.RegisterGraph(ctx, noteRGD(t, "from-rgd", "RGDNote"))
 		assert.ErrorIs(t, err, sdk.ErrNameTaken)
 		assert.ErrorIs(t, h.UnregisterGraph(ctx, "from-rgd"), sdk.ErrNameTaken)
@@ -184,12 +185,9 @@ func TestGraphSourcesCoexist(t *testing.T) {
 
 	t.Run("a second graph for a served kind is refused and the first keeps serving", func(t *testing.T) {
 		require.NoError(t, hubClient.Create(ctx, noteRGD(t, "rgd-twin", "RGDNote")))
+		c := requireGraphAccepted(t, hubClient, "rgd-twin", metav1.ConditionFalse, "KindTaken")
+		assert.Contains(t, c.Message, `"from-rgd"`)
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			c := rgdCondition(hubClient, "rgd-twin", v1alpha1.ConditionGraphAccepted)
-			require.NotNil(ct, c)
-			assert.Equal(ct, metav1.ConditionFalse, c.Status)
-			assert.Equal(ct, "KindTaken", c.Reason)
-			assert.Contains(ct, c.Message, `"from-rgd"`)
 			ready := rgdCondition(hubClient, "rgd-twin", v1alpha1.ConditionReady)
 			require.NotNil(ct, ready)
 			assert.Equal(ct, metav1.ConditionFalse, ready.Status)
