@@ -417,3 +417,40 @@ func TestRGDRemovalResumesAfterRestart(t *testing.T) {
 	assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "the instance was finalized: its children are gone")
 	require.Eventually(t, func() bool { return rgdGone(hubClient, "resume") }, wait, tick)
 }
+
+// A spoke that cannot be reached holds a removal, which keeps retrying it;
+// the other spokes are cleaned at once, and the removal completes when the
+// dead spoke leaves the fleet.
+func TestADeadSpokeHoldsARemovalOnlyUntilItLeaves(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 2)
+	ctx := context.Background()
+	provider, err := fleet.NewProvider(ctx)
+	require.NoError(t, err)
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+	require.NoError(t, h.RegisterGraph(ctx, noteRGD(t, "doomed", "DoomedNote")))
+	c1 := newClient(t, fleet.Spoke("spoke-1").Config)
+	c2 := newClient(t, fleet.Spoke("spoke-2").Config)
+	for _, c := range []client.Client{c1, c2} {
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			assert.NotEmpty(ct, policies(ct, c, "doomed"))
+		}, wait, tick)
+	}
+
+	require.NoError(t, fleet.StopSpoke("spoke-2"))
+	require.NoError(t, h.UnregisterGraph(ctx, "doomed"))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Empty(ct, policies(ct, c1, "doomed"))
+	}, wait, tick, "the live spoke is cleaned at once")
+	twin := noteRGD(t, "twin", "DoomedNote")
+	err = h.RegisterGraph(ctx, twin)
+	assert.ErrorIs(t, err, sdk.ErrKindTaken)
+	assert.Contains(t, err.Error(), "being removed")
+	// Longer than the removal's own settling time after the live spoke was
+	// cleaned: only the dead spoke can still hold it.
+	assert.Never(t, func() bool { return h.RegisterGraph(ctx, twin) == nil }, 10*time.Second, 250*time.Millisecond,
+		"the removal is not done while a spoke was not cleaned")
+
+	provider.Remove("spoke-2")
+	require.Eventually(t, func() bool { return h.RegisterGraph(ctx, twin) == nil }, wait, tick,
+		"the removal completes once the dead spoke leaves")
+}
