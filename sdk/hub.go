@@ -67,7 +67,7 @@ type Hub struct {
 	recorder events.EventRecorder
 	graphs   map[string]*registration
 	removals map[string]*removal
-	removed  map[types.UID]bool // RGDs whose removal finished in this process
+	removed  map[string]types.UID // per RGD name, the UID whose removal finished; forgotten when the RGD is gone
 	clusters map[string]*engaged
 
 	// ctx bounds background removals; stop ends it when the manager stops.
@@ -110,7 +110,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		changed:  make(chan string, 64),
 		graphs:   map[string]*registration{},
 		removals: map[string]*removal{},
-		removed:  map[types.UID]bool{},
+		removed:  map[string]types.UID{},
 		clusters: map[string]*engaged{},
 		ctx:      ctx,
 		stop:     stop,

@@ -18,8 +18,9 @@ type Options struct {
 	// DisableRGDController turns off the controller that watches
 	// ResourceGraphDefinition objects on the hub cluster and registers them.
 	// Defaults to false: the controller runs whenever the hub cluster serves
-	// the kro.run/v1alpha1 ResourceGraphDefinition kind (see InstallRGDCRD).
-	// Graphs can always be registered from Go with RegisterGraph.
+	// the kro.run/v1alpha1 ResourceGraphDefinition kind (see InstallRGDCRD),
+	// and claims the RGDs RGDSelector picks. Graphs can always be registered
+	// from Go with RegisterGraph; the controller never removes those.
 	DisableRGDController bool
 	// InstallRGDCRD applies the ResourceGraphDefinition CRD to the hub
 	// cluster when the Hub is set up, labelled as managed by fleetgraph. A

@@ -129,7 +129,7 @@ func (h *Hub) runRemoval(ctx context.Context, name string, rm *removal) {
 		delete(h.removals, name)
 	}
 	if rm.uid != "" {
-		h.removed[rm.uid] = true
+		h.removed[name] = rm.uid
 	}
 	h.mu.Unlock()
 	h.opts.Logger.Info("graph removed from every cluster", "graph", name)
@@ -252,7 +252,10 @@ func (r rgdRegistry) Remove(_ context.Context, rgd *v1alpha1.ResourceGraphDefini
 	h.mu.Lock()
 	rm := h.removals[rgd.Name]
 	reg := h.graphs[rgd.Name]
-	finished := rgd.UID != "" && h.removed[rgd.UID]
+	finished := rgd.UID != "" && h.removed[rgd.Name] == rgd.UID
+	if rgd.UID == "" {
+		delete(h.removed, rgd.Name) // the object is gone
+	}
 	h.mu.Unlock()
 	switch {
 	case rm != nil:
