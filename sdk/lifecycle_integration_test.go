@@ -422,16 +422,8 @@ func TestRGDRemovalResumesAfterRestart(t *testing.T) {
 // the other spokes are cleaned at once, and the removal completes when the
 // dead spoke leaves the fleet.
 func TestADeadSpokeHoldsARemovalOnlyUntilItLeaves(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 2)
+	fleet, provider, h := startHubWithDeadSpoke(t)
 	ctx := context.Background()
-	provider, err := fleet.NewProvider(ctx)
-	require.NoError(t, err)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
-	require.Eventually(t, func() bool { return len(provider.ClusterNames()) == 2 }, wait, tick,
-		"both spokes engaged before one dies")
-	// Stopped before anything watches it: an API server with open watches
-	// can be slow to stop on a loaded machine.
-	require.NoError(t, fleet.StopSpoke("spoke-2"))
 	require.NoError(t, h.RegisterGraph(ctx, noteRGD(t, "doomed", "DoomedNote")))
 	c1 := newClient(t, fleet.Spoke("spoke-1").Config)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -443,7 +435,7 @@ func TestADeadSpokeHoldsARemovalOnlyUntilItLeaves(t *testing.T) {
 		assert.Empty(ct, policies(ct, c1, "doomed"))
 	}, wait, tick, "the live spoke is cleaned at once")
 	twin := noteRGD(t, "twin", "DoomedNote")
-	err = h.RegisterGraph(ctx, twin)
+	err := h.RegisterGraph(ctx, twin)
 	assert.ErrorIs(t, err, sdk.ErrKindTaken)
 	assert.Contains(t, err.Error(), "being removed")
 	// Longer than the removal's own settling time after the live spoke was
