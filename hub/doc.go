@@ -11,8 +11,12 @@
 //   - Tracker keeps each graph's state per cluster; GraphStatus.Summary
 //     condenses it into the bounded form written on the RGD.
 //   - RGDReconciler watches ResourceGraphDefinitions on the hub cluster only
-//     and drives a Registry (sdk.Hub) with them, writing GraphAccepted,
-//     Ready, the topological order and the fleet summary back.
+//     and drives a Registry (sdk.Hub) with the ones its selector claims,
+//     writing kro's conditions (GraphAccepted, KindReady, ControllerReady,
+//     Ready), the topological order and the fleet summary back. Claimed RGDs
+//     carry a finalizer until their graph is removed from every cluster.
+//   - RemoveAdmission and HeldInstances are the per-cluster steps of
+//     removing a graph; sdk.Hub orders and retries them.
 //
 // Metrics are registered in controller-runtime's registry, labelled with
 // the cluster.

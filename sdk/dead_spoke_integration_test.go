@@ -17,15 +17,8 @@ import (
 // the others get the CRD and serve instances, the dead one is reported with
 // an error and retried, and it drops out once its provider removes it.
 func TestADeadSpokeDelaysOnlyItself(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 2)
+	fleet, provider, h := startHubWithDeadSpoke(t)
 	ctx := context.Background()
-	provider, err := fleet.NewProvider(ctx)
-	require.NoError(t, err)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
-	require.Eventually(t, func() bool { return len(provider.ClusterNames()) == 2 }, wait, tick,
-		"both spokes engaged before one dies")
-
-	require.NoError(t, fleet.StopSpoke("spoke-2"))
 	require.NoError(t, h.RegisterGraph(ctx, readRGD(t, "testdata/webapp-rgd.yaml")))
 
 	c1 := newClient(t, fleet.Spoke("spoke-1").Config)
@@ -41,4 +34,20 @@ func TestADeadSpokeDelaysOnlyItself(t *testing.T) {
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		assert.Equal(ct, map[string]string{"spoke-1": "Established 1/1"}, clusterStates(h, "webapp"))
 	}, wait, tick)
+}
+
+// startHubWithDeadSpoke runs a hub (RGD controller off) on a fleet of two
+// spokes and stops spoke-2's API server once both are engaged, before
+// anything watches it (an API server with open watches can be slow to stop
+// on a loaded machine). The provider keeps spoke-2 until it is removed.
+func startHubWithDeadSpoke(t *testing.T) (*fgtesting.Fleet, *fgtesting.Provider, *sdk.Hub) {
+	t.Helper()
+	fleet := fgtesting.StartFleet(t, 2)
+	provider, err := fleet.NewProvider(context.Background())
+	require.NoError(t, err)
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+	require.Eventually(t, func() bool { return len(provider.ClusterNames()) == 2 }, wait, tick,
+		"both spokes engaged before one dies")
+	require.NoError(t, fleet.StopSpoke("spoke-2"))
+	return fleet, provider, h
 }

@@ -19,4 +19,11 @@
 // registered graph's CRD is applied there and must be established before
 // that graph's watches start there; when its engagement context ends,
 // everything started for it stops and it leaves the fleet status.
+//
+// A graph has one source, Go (RegisterGraph) or an RGD object the RGD
+// controller claims (Options.RGDSelector), and only that source replaces or
+// removes it; one graph serves a given instance kind. Removing a graph
+// never strands an instance: its admission policy leaves every spoke first,
+// then the instances it holds are finalized when deleted (or, with the
+// orphan option, released), retried until done.
 package sdk

@@ -134,11 +134,18 @@ func TestFanOutGuardsServedSchemas(t *testing.T) {
 	}, wait, tick)
 
 	require.NoError(t, h.UnregisterGraph(ctx, "webapp"))
+	require.Eventually(t, func() bool {
+		return !policyExists(t, fleet.Spoke("spoke-1")) && !policyExists(t, fleet.Spoke("spoke-2"))
+	}, wait, tick, "the policy leaves every spoke at once")
 	assert.True(t, crdExists(t, fleet.Spoke("spoke-1"), "webapps.kro.run"), "a CRD with instances left stays")
-	require.Eventually(t, func() bool { return !crdExists(t, fleet.Spoke("spoke-2"), "webapps.kro.run") }, wait, tick,
-		"an unused CRD is deleted on request (the API server removes it after its cleanup finalizer)")
-	assert.True(t, policyExists(t, fleet.Spoke("spoke-1")), "the policy stays with the CRD")
-	assert.False(t, policyExists(t, fleet.Spoke("spoke-2")), "the policy goes with the CRD")
+	assert.True(t, crdExists(t, fleet.Spoke("spoke-2"), "webapps.kro.run"), "CRDs go once the removal is otherwise done")
+	require.NoError(t, c1.Delete(ctx, instance(webAppGVK, "keep", nil)))
+	for _, s := range []string{"spoke-1", "spoke-2"} {
+		require.Eventually(t, func() bool { return !crdExists(t, fleet.Spoke(s), "webapps.kro.run") }, wait, tick,
+			"an unused CRD is deleted on request once the last instance is finalized (%s)", s)
+	}
+	_, err = configMapData(c1, "keep-config")
+	assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "the last instance was finalized: its children are gone")
 }
 
 func policyExists(t *testing.T, c *fgtesting.Cluster) bool {

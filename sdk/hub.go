@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -25,7 +26,21 @@ import (
 // lives in one manager.
 var ErrAlreadySetUp = errors.New("fleetgraph: hub is already set up with a manager")
 
-var _ hub.Registry = &Hub{}
+// Errors RegisterGraph and UnregisterGraph return when another registration
+// holds what the call needs; match them with errors.Is. The RGD controller
+// reports the same refusals on the RGD as GraphAccepted=False.
+var (
+	// ErrNameTaken: the name is registered from the other source (an RGD
+	// object on the hub, or Go). Only the source that registered a graph
+	// replaces or removes it.
+	ErrNameTaken = hub.ErrNameTaken
+	// ErrKindTaken: another registered graph already serves the graph's
+	// instance kind (group and kind); the first keeps serving.
+	ErrKindTaken = hub.ErrKindTaken
+	// ErrRemoving: the graph of that name that the other source registered
+	// is still being removed (see UnregisterGraph); retry later.
+	ErrRemoving = hub.ErrRemoving
+)
 
 // Hub compiles ResourceGraphDefinitions, puts each generated CRD on every
 // engaged cluster and reconciles the graph's instances in each of them. Its
@@ -51,8 +66,22 @@ type Hub struct {
 	mgr      mcmanager.Manager
 	recorder events.EventRecorder
 	graphs   map[string]*registration
+	removals map[string]*removal
+	removed  map[string]types.UID // per RGD name, the UID whose removal finished; forgotten when the RGD is gone
 	clusters map[string]*engaged
+
+	// ctx bounds background removals; stop ends it when the manager stops.
+	ctx  context.Context
+	stop context.CancelFunc
 }
+
+// source is where a registration came from; only its source removes it.
+type source string
+
+const (
+	fromGo  source = "Go (RegisterGraph)"
+	fromRGD source = "a ResourceGraphDefinition object"
+)
 
 // registration is a graph as served, with what it was compiled from.
 type registration struct {
@@ -60,6 +89,7 @@ type registration struct {
 	spec          v1alpha1.ResourceGraphDefinitionSpec
 	allowBreaking bool
 	rgd           *v1alpha1.ResourceGraphDefinition // for events; nil when registered from Go
+	source        source
 }
 
 // engaged is one cluster the manager engaged, as the hub knows it.
@@ -73,12 +103,17 @@ type engaged struct {
 // spoke, served by the same code.
 func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 	opts = opts.withDefaults()
+	ctx, stop := context.WithCancel(context.Background())
 	h := &Hub{
 		provider: provider,
 		opts:     opts,
 		changed:  make(chan string, 64),
 		graphs:   map[string]*registration{},
+		removals: map[string]*removal{},
+		removed:  map[string]types.UID{},
 		clusters: map[string]*engaged{},
+		ctx:      ctx,
+		stop:     stop,
 	}
 	h.tracker = &hub.Tracker{OnChange: h.notifyChanged}
 	h.fanOut = hub.NewFanOut(h.tracker, hub.FanOutOptions{
@@ -103,19 +138,31 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 // starts and returns without waiting for any cluster: watch FleetStatus for
 // progress. A compile error is returned as a *graph.Error (several may be
 // joined) and leaves any graph served under that name in place.
+//
+// A name the RGD controller registered is refused with ErrNameTaken, and a
+// graph whose instance kind another graph serves with ErrKindTaken. The RGD
+// controller never removes a graph registered here. Registering a graph
+// whose UnregisterGraph is still cleaning up stops that cleanup and serves
+// the graph again (its admission policy is put back).
 func (h *Hub) RegisterGraph(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) error {
-	_, err := h.Register(ctx, rgd)
+	_, err := h.register(ctx, rgd, fromGo)
 	return err
 }
 
-// Register is RegisterGraph returning the compiled graph; it implements
-// hub.Registry for the RGD controller.
-func (h *Hub) Register(_ context.Context, rgd *v1alpha1.ResourceGraphDefinition) (*graph.Graph, error) {
+func (h *Hub) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, src source) (*graph.Graph, error) {
 	h.regMu.Lock()
 	defer h.regMu.Unlock()
+	if err := h.takeBackRemoval(rgd.Name, src); err != nil {
+		return nil, err
+	}
 	allow := rgd.Annotations[v1alpha1.AnnotationAllowBreakingChanges] == "true"
 	h.mu.Lock()
-	if reg, ok := h.graphs[rgd.Name]; ok && reg.allowBreaking == allow && equality.Semantic.DeepEqual(reg.spec, rgd.Spec) {
+	reg, ok := h.graphs[rgd.Name]
+	if ok && reg.source != src {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("%w: graph %q is registered from %s", ErrNameTaken, rgd.Name, reg.source)
+	}
+	if ok && reg.allowBreaking == allow && equality.Semantic.DeepEqual(reg.spec, rgd.Spec) {
 		reg.rgd = eventTarget(rgd)
 		h.mu.Unlock()
 		return reg.graph, nil
@@ -127,13 +174,37 @@ func (h *Hub) Register(_ context.Context, rgd *v1alpha1.ResourceGraphDefinition)
 		return nil, err
 	}
 	h.mu.Lock()
-	h.graphs[rgd.Name] = &registration{graph: g, spec: *rgd.Spec.DeepCopy(), allowBreaking: allow, rgd: eventTarget(rgd)}
+	if err := h.kindFreeLocked(g); err != nil {
+		h.mu.Unlock()
+		return nil, err
+	}
+	h.graphs[rgd.Name] = &registration{graph: g, spec: *rgd.Spec.DeepCopy(), allowBreaking: allow, rgd: eventTarget(rgd), source: src}
 	h.mu.Unlock()
 	if err := h.runtime.Serve(g); err != nil {
 		return nil, fmt.Errorf("serving graph %s: %w", rgd.Name, err)
 	}
-	h.opts.Logger.Info("graph registered", "graph", rgd.Name, "kind", g.Instance.GVK.String(), "resources", len(g.Nodes))
+	h.opts.Logger.Info("graph registered", "graph", rgd.Name, "kind", g.Instance.GVK.String(), "resources", len(g.Nodes), "source", src)
 	return g, nil
+}
+
+// kindFreeLocked refuses g when another graph, served or being removed,
+// has its instance kind: two graphs must never reconcile one instance.
+func (h *Hub) kindFreeLocked(g *graph.Graph) error {
+	gk := g.Instance.GVK.GroupKind()
+	holds := func(other *registration) bool {
+		return other.graph.Name != g.Name && other.graph.Instance.GVK.GroupKind() == gk
+	}
+	for _, other := range h.graphs {
+		if holds(other) {
+			return fmt.Errorf("%w: %s is served by graph %q (from %s)", ErrKindTaken, gk, other.graph.Name, other.source)
+		}
+	}
+	for _, rm := range h.removals {
+		if holds(rm.reg) {
+			return fmt.Errorf("%w: %s is served by graph %q, which is being removed", ErrKindTaken, gk, rm.reg.graph.Name)
+		}
+	}
+	return nil
 }
 
 // eventTarget keeps what an event needs to point at the RGD object; RGDs
@@ -149,41 +220,36 @@ func eventTarget(rgd *v1alpha1.ResourceGraphDefinition) *v1alpha1.ResourceGraphD
 	return t
 }
 
-// UnregisterGraph stops serving the named graph on every cluster. Instances
-// and children are left as they are, and so are the CRDs unless
-// Options.DeleteCRDsOnUnregister is set. Unregistering an unknown graph is a
-// no-op.
-func (h *Hub) UnregisterGraph(ctx context.Context, name string) error {
-	return h.Unregister(ctx, name)
-}
-
-// Unregister implements hub.Registry.
-func (h *Hub) Unregister(ctx context.Context, name string) error {
-	reg, clusters := h.forget(name)
-	if reg == nil || !h.opts.DeleteCRDsOnUnregister {
-		return nil
-	}
-	// Outside regMu: a dead spoke must not hold up other registrations.
-	return hub.DeleteUnusedCRDs(ctx, clusters, reg.graph)
-}
-
-// forget stops serving the named graph and returns what it was, with the
-// clusters engaged at that moment.
-func (h *Hub) forget(name string) (*registration, []hub.Cluster) {
+// UnregisterGraph stops serving the named graph, registered with
+// RegisterGraph, and removes it from every cluster in the background: the
+// admission policy goes from every spoke at once, so no new instance gets
+// the runtime's finalizer. Then, by default, instances already holding it
+// keep being finalized when deleted (their children are deleted; nothing
+// else is reconciled) until none is left; with Options.OrphanInstances they
+// are released instead (the finalizer is taken off, children stay). With
+// Options.DeleteCRDsOnUnregister, the CRD is then deleted from every spoke
+// that has no instance left. A spoke that cannot be reached is retried
+// with backoff until it is done or the manager stops.
+//
+// UnregisterGraph returns once the removal has started. Removals live in
+// memory: if the process ends before one is done, register and unregister
+// the graph again after the restart to finish it. Unregistering an unknown
+// graph is a no-op; a graph the RGD controller registered is refused with
+// ErrNameTaken (delete its RGD instead).
+func (h *Hub) UnregisterGraph(_ context.Context, name string) error {
 	h.regMu.Lock()
 	defer h.regMu.Unlock()
 	h.mu.Lock()
 	reg, ok := h.graphs[name]
-	delete(h.graphs, name)
-	clusters := h.clusterList()
 	h.mu.Unlock()
 	if !ok {
-		return nil, nil
+		return nil
 	}
-	h.runtime.Stop(name)
-	h.tracker.DropGraph(name)
-	h.opts.Logger.Info("graph unregistered", "graph", name)
-	return reg, clusters
+	if reg.source != fromGo {
+		return fmt.Errorf("%w: graph %q is registered from %s", ErrNameTaken, name, reg.source)
+	}
+	h.startRemovalLocked(name, h.opts.OrphanInstances, "")
+	return nil
 }
 
 // FleetStatus returns the named graph's state on every engaged cluster: CRD
@@ -195,9 +261,6 @@ func (h *Hub) FleetStatus(name string) hub.GraphStatus {
 	}
 	return h.tracker.Snapshot(name, counts)
 }
-
-// Status implements hub.Registry.
-func (h *Hub) Status(name string) hub.GraphStatus { return h.FleetStatus(name) }
 
 // Graphs returns the names of the registered graphs.
 func (h *Hub) Graphs() []string {

@@ -42,9 +42,17 @@ func TestHubServesAFleetFromRGDObjects(t *testing.T) {
 			assert.Equal(ct, []string{"config", "deployment"}, rgd.Status.TopologicalOrder)
 			assert.Equal(ct, v1alpha1.StateActive, rgd.Status.State)
 		}, wait, tick)
-		ready := rgdCondition(hubClient, "webapp", v1alpha1.ConditionReady)
-		require.NotNil(t, ready)
-		assert.Equal(t, metav1.ConditionTrue, ready.Status)
+		for typ, reason := range map[string]string{
+			v1alpha1.ConditionGraphAccepted:   "Valid",
+			v1alpha1.ConditionKindReady:       "Ready",
+			v1alpha1.ConditionControllerReady: "Running",
+			v1alpha1.ConditionReady:           "Ready",
+		} {
+			c := rgdCondition(hubClient, "webapp", typ)
+			require.NotNil(t, c, typ)
+			assert.Equal(t, metav1.ConditionTrue, c.Status, typ)
+			assert.Equal(t, reason, c.Reason, typ)
+		}
 	})
 
 	t.Run("a conflict is reported on the RGD", func(t *testing.T) {
@@ -59,6 +67,14 @@ func TestHubServesAFleetFromRGDObjects(t *testing.T) {
 			events := &eventsv1.EventList{}
 			require.NoError(ct, hubClient.List(context.Background(), events))
 			assert.True(ct, hasEvent(events, "cache", "CRDConflict"), "an event on the RGD names the conflict")
+			kind := rgdCondition(hubClient, "cache", v1alpha1.ConditionKindReady)
+			require.NotNil(ct, kind)
+			assert.Equal(ct, metav1.ConditionFalse, kind.Status)
+			ready := rgdCondition(hubClient, "cache", v1alpha1.ConditionReady)
+			require.NotNil(ct, ready)
+			assert.Equal(ct, metav1.ConditionFalse, ready.Status)
+			assert.Equal(ct, kind.Reason, ready.Reason, "Ready carries the failing condition's reason, as in kro")
+			assert.Equal(ct, v1alpha1.StateInactive, rgd.Status.State, "as in kro, Active only when Ready")
 		}, wait, tick)
 	})
 
@@ -74,8 +90,10 @@ func TestHubServesAFleetFromRGDObjects(t *testing.T) {
 		assert.Empty(t, h.FleetStatus("broken").Clusters, "an invalid graph is never fanned out")
 	})
 
-	t.Run("deleting the RGD stops serving it", func(t *testing.T) {
+	t.Run("deleting the RGD stops serving it once its instances are gone", func(t *testing.T) {
 		require.NoError(t, hubClient.Delete(context.Background(), readRGD(t, "testdata/cache-rgd.yaml")))
+		spoke1 := newClient(t, fleet.Spoke("spoke-1").Config)
+		require.NoError(t, spoke1.Delete(context.Background(), instance(cacheGVK, "c1", nil)))
 		require.Eventually(t, func() bool { return len(h.FleetStatus("cache").Clusters) == 0 }, wait, tick)
 		assert.NotContains(t, h.Graphs(), "cache")
 	})

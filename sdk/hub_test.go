@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,4 +48,24 @@ func TestAFailedRegistrationKeepsTheServedGraph(t *testing.T) {
 	require.NoError(t, h.UnregisterGraph(ctx, "webapp"))
 	assert.Empty(t, h.Graphs())
 	require.NoError(t, h.UnregisterGraph(ctx, "webapp"), "unregistering an unknown graph is a no-op")
+}
+
+// One graph serves a kind: a second is refused, naming the first, until
+// the first is removed.
+func TestOneGraphPerKind(t *testing.T) {
+	h, err := sdk.NewHub(nil, sdk.Options{DisableRGDController: true})
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, h.RegisterGraph(ctx, readRGD(t, "testdata/webapp-rgd.yaml")))
+
+	twin := readRGD(t, "testdata/webapp-rgd.yaml")
+	twin.Name = "webapp-twin"
+	err = h.RegisterGraph(ctx, twin)
+	require.ErrorIs(t, err, sdk.ErrKindTaken)
+	assert.Contains(t, err.Error(), `"webapp"`)
+	assert.Equal(t, []string{"webapp"}, h.Graphs())
+
+	require.NoError(t, h.UnregisterGraph(ctx, "webapp"))
+	require.Eventually(t, func() bool { return h.RegisterGraph(ctx, twin) == nil }, 10*time.Second, 10*time.Millisecond,
+		"the kind is free once the removal is done (no cluster engaged here)")
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fleetgraph/fleetgraph/hub"
@@ -17,13 +18,33 @@ type Options struct {
 	// DisableRGDController turns off the controller that watches
 	// ResourceGraphDefinition objects on the hub cluster and registers them.
 	// Defaults to false: the controller runs whenever the hub cluster serves
-	// the kro.run/v1alpha1 ResourceGraphDefinition kind (see InstallRGDCRD).
-	// Graphs can always be registered from Go with RegisterGraph.
+	// the kro.run/v1alpha1 ResourceGraphDefinition kind (see InstallRGDCRD),
+	// and claims the RGDs RGDSelector picks. Graphs can always be registered
+	// from Go with RegisterGraph; the controller never removes those.
 	DisableRGDController bool
 	// InstallRGDCRD applies the ResourceGraphDefinition CRD to the hub
-	// cluster when the Hub is set up. Defaults to false: installing APIs is
-	// left to the platform.
+	// cluster when the Hub is set up, labelled as managed by fleetgraph. A
+	// CRD of that name that another manager installed (kro's, for one) is
+	// never overwritten: it is logged and used as it is. Defaults to false:
+	// installing APIs is left to the platform.
 	InstallRGDCRD bool
+	// RGDSelector picks, by label, the ResourceGraphDefinition objects on
+	// the hub this Hub claims: it registers them, puts its finalizer on
+	// them and writes their status. Others are never written, so a hub
+	// cluster can be shared with kro or another Hub (give each a disjoint
+	// selector, e.g. a label such as fleetgraph.dev/hub=<name>). Defaults to
+	// nil: every RGD is claimed. An RGD that stops matching is released
+	// like a deleted one.
+	RGDSelector labels.Selector
+	// OrphanInstances makes the removal of a graph (UnregisterGraph, or
+	// deleting or no longer claiming its RGD) release its instances: the
+	// runtime's finalizer is taken off them and their children are left in
+	// place. Defaults to false: instances that hold the finalizer keep
+	// being finalized (children deleted) when deleted, and the removal
+	// (and the RGD's finalizer) waits until none is left. An RGD can ask
+	// for orphaning alone with the annotation fleetgraph.dev/orphan-instances
+	// set to "true" (v1alpha1.AnnotationOrphanInstances).
+	OrphanInstances bool
 	// Workers is the number of instances of one graph reconciled at once,
 	// across all clusters. Defaults to spoke.DefaultWorkers.
 	Workers int
@@ -36,8 +57,9 @@ type Options struct {
 	// schema is always fully typed).
 	SchemaResolver graph.SchemaResolver
 	// DeleteCRDsOnUnregister removes a graph's CRD from every spoke that has
-	// no instance of it left when the graph is unregistered. Defaults to
-	// false: CRDs stay, so no instance can be lost by accident.
+	// no instance of it left once the graph's removal is otherwise done
+	// (see UnregisterGraph); a spoke that cannot be reached is retried.
+	// Defaults to false: CRDs stay, so no instance can be lost by accident.
 	DeleteCRDsOnUnregister bool
 	// EstablishTimeout bounds one wait for a CRD to become established on a
 	// spoke; the attempt is then retried with backoff. Defaults to

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -41,6 +43,13 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	if err := mgr.Add(h.runtime); err != nil {
 		return fmt.Errorf("adding instance runtime: %w", err)
 	}
+	if err := mgr.GetLocalManager().Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		h.stopRemovals()
+		return nil
+	})); err != nil {
+		return fmt.Errorf("adding the removal stopper: %w", err)
+	}
 	if h.provider == nil {
 		if err := mgr.GetLocalManager().Add(manager.RunnableFunc(h.serveLocal)); err != nil {
 			return fmt.Errorf("adding single-cluster runnable: %w", err)
@@ -73,7 +82,7 @@ func (h *Hub) setupRGDController(local manager.Manager) error {
 		}
 	}
 	if h.opts.InstallRGDCRD {
-		if err := installRGDCRD(local); err != nil {
+		if err := installRGDCRD(local, h.opts); err != nil {
 			return err
 		}
 	} else if !servesRGDs(local) {
@@ -83,8 +92,9 @@ func (h *Hub) setupRGDController(local manager.Manager) error {
 	}
 	r := &hub.RGDReconciler{
 		Client:   local.GetClient(),
-		Registry: h,
+		Registry: rgdRegistry{h},
 		Recorder: h.recorder,
+		Selector: h.opts.RGDSelector,
 		Resync:   h.opts.StatusResync,
 		Changed:  h.changed,
 	}
@@ -97,9 +107,11 @@ func servesRGDs(local manager.Manager) bool {
 	return err == nil
 }
 
-// installRGDCRD creates or updates the RGD CRD with a direct client: the
-// manager's cache is not running yet.
-func installRGDCRD(local manager.Manager) error {
+// installRGDCRD creates or updates the RGD CRD with a direct client (the
+// manager's cache is not running yet). A CRD that another manager installed
+// (kro's, say) is left alone: it is logged, and the RGD controller serves
+// the kind as that CRD defines it.
+func installRGDCRD(local manager.Manager, opts Options) error {
 	crd, err := v1alpha1.CRD()
 	if err != nil {
 		return err
@@ -108,21 +120,70 @@ func installRGDCRD(local manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("client for the hub: %w", err)
 	}
+	ctx := context.Background()
+	existing := &apiextensionsv1.CustomResourceDefinition{}
+	switch err := c.Get(ctx, client.ObjectKey{Name: crd.Name}, existing); {
+	case err == nil && !installedByUs(existing, opts.FieldManager):
+		opts.Logger.Info("not installing the ResourceGraphDefinition CRD: another manager owns the one on the hub",
+			"crd", crd.Name, "managers", managers(existing))
+		return nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading the ResourceGraphDefinition CRD: %w", err)
+	}
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	crd.Labels = map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByFleetgraph}
 	u, err := hub.ApplyObject(crd)
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("fleetgraph"), client.ForceOwnership); err != nil {
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(opts.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("installing the ResourceGraphDefinition CRD: %w", err)
 	}
 	return hub.WaitEstablished(ctx, c, crd.Name)
 }
 
+// installedByUs reports whether fleetgraph installed crd: it carries our
+// managed-by label, or every manager of its spec is our field manager (an
+// install from before the label).
+func installedByUs(crd *apiextensionsv1.CustomResourceDefinition, fieldManager string) bool {
+	if crd.Labels[v1alpha1.LabelManagedBy] == v1alpha1.ManagedByFleetgraph {
+		return true
+	}
+	if crd.Labels[v1alpha1.LabelManagedBy] != "" {
+		return false
+	}
+	spec := 0
+	for _, mf := range crd.ManagedFields {
+		if mf.Subresource != "" {
+			continue
+		}
+		spec++
+		if mf.Manager != fieldManager {
+			return false
+		}
+	}
+	return spec > 0
+}
+
+func managers(obj metav1.Object) []string {
+	var out []string
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Subresource == "" {
+			out = append(out, mf.Manager)
+		}
+	}
+	return out
+}
+
 // gate is the spoke runtime's Gate: before a graph is served on a cluster,
 // its CRD is put there and established.
+//
+// A graph being removed is served where its CRD already is: nothing is
+// applied, so its admission policy is not put back.
 func (h *Hub) gate(ctx context.Context, name multicluster.ClusterName, g *graph.Graph) error {
+	if g.Removal != "" {
+		return nil
+	}
 	h.mu.Lock()
 	e := h.clusters[string(name)]
 	h.mu.Unlock()
@@ -164,14 +225,6 @@ func (h *Hub) notifyChanged(graphName string) {
 	case h.changed <- graphName:
 	default:
 	}
-}
-
-func (h *Hub) clusterList() []hub.Cluster {
-	out := make([]hub.Cluster, 0, len(h.clusters))
-	for _, e := range h.clusters {
-		out = append(out, hub.Cluster{Name: e.name, Cluster: e.cl})
-	}
-	return out
 }
 
 // clusterTracker records the clusters the manager engages, for the gate,

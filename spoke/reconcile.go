@@ -2,11 +2,15 @@ package spoke
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 // reconcileSafely runs reconcile, turning a panic into an error so that a
@@ -36,13 +40,32 @@ func (m *member) reconcile(key types.NamespacedName) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	if suspended(inst) {
-		return 0, nil
+	if m.g.Removal == graph.RemovalRelease {
+		return m.release(inst)
 	}
+	// Deletion comes first, as in kro: a suspended instance is still
+	// deleted when asked, and a graph being removed serves deletions only.
 	if inst.GetDeletionTimestamp() != nil {
 		return m.finalize(inst)
 	}
+	if suspended(inst) || m.g.Removal == graph.RemovalFinalize {
+		return 0, nil
+	}
 	return m.sync(inst)
+}
+
+// release takes our finalizer off the instance and forgets it, leaving its
+// children in place: the graph is being removed with its instances
+// orphaned.
+func (m *member) release(inst *unstructured.Unstructured) (time.Duration, error) {
+	if slices.Contains(inst.GetFinalizers(), Finalizer) {
+		rest := slices.DeleteFunc(slices.Clone(inst.GetFinalizers()), func(f string) bool { return f == Finalizer })
+		if _, err := m.patchFinalizers(inst, rest); err != nil {
+			return 0, err
+		}
+	}
+	m.forgetInstance(keyOf(inst), inst.GetUID())
+	return 0, nil
 }
 
 // instance reads the instance from the cache, or our own newer copy.
@@ -58,7 +81,17 @@ func (m *member) instance(key types.NamespacedName) (*unstructured.Unstructured,
 	return m.fresher(u), nil
 }
 
+// suspended reports whether the instance asks not to be reconciled: either
+// annotation set to "suspended" or kro's legacy "disabled", in any case, as
+// kro v0.9.3 accepts them.
 func suspended(u *unstructured.Unstructured) bool {
 	a := u.GetAnnotations()
-	return a[AnnotationReconcile] == ReconcileSuspended || a[AnnotationKroReconcile] == ReconcileSuspended
+	return isSuspendValue(a[AnnotationReconcile]) || isSuspendValue(a[AnnotationKroReconcile])
 }
+
+func isSuspendValue(v string) bool {
+	return strings.EqualFold(v, ReconcileSuspended) || strings.EqualFold(v, reconcileLegacyDisabled)
+}
+
+// reconcileLegacyDisabled is kro's legacy alias of ReconcileSuspended.
+const reconcileLegacyDisabled = "disabled"

@@ -50,11 +50,27 @@ type Graph struct {
 	// v0.9.3 does not, sorted; empty for an RGD that kro accepts as is.
 	// Always empty under Options.Strict, which refuses them instead.
 	Extensions []Extension
+	// Removal is never set by the compiler. The hub sets it on a copy of a
+	// graph being removed, to tell the spoke runtime how to serve it until
+	// the removal is done. Empty means the graph is served normally.
+	Removal RemovalMode
 
 	status     *statusProgram
 	conditions []conditionProgram
 	byID       map[string]*Node
 }
+
+// RemovalMode is how the spoke runtime serves a graph being removed.
+type RemovalMode string
+
+const (
+	// RemovalFinalize: instances being deleted are finalized (children
+	// deleted, then the finalizer released); nothing else is reconciled.
+	RemovalFinalize RemovalMode = "Finalize"
+	// RemovalRelease: every instance holding the runtime's finalizer is
+	// released (the finalizer is taken off, children are left in place).
+	RemovalRelease RemovalMode = "Release"
+)
 
 // Instance describes the generated kind.
 type Instance struct {

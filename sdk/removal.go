@@ -1,0 +1,296 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/spoke"
+)
+
+const (
+	// removalPoll is how often a removal checks whether instances still
+	// hold the runtime's finalizer.
+	removalPoll = time.Second
+	// removalRetry and removalRetryMax shape the backoff of a failed step.
+	removalRetry    = 500 * time.Millisecond
+	removalRetryMax = 30 * time.Second
+	// removalTimeout bounds one step on one cluster, so that a dead spoke
+	// delays only itself.
+	removalTimeout = 30 * time.Second
+	// policySettle is how long a removal keeps serving after the admission
+	// policy is deleted from a cluster: the API server stops applying a
+	// deleted policy only once its own informer sees the deletion, and an
+	// instance created meanwhile still gets the finalizer.
+	policySettle = 5 * time.Second
+)
+
+// errHeld says that instances still hold the runtime's finalizer, or
+// might still get it.
+var errHeld = errors.New("instances still hold the finalizer")
+
+// removal is a graph being unregistered. Until it is done, the graph's
+// kind stays taken and its name cannot be registered by the other source.
+type removal struct {
+	reg    *registration
+	uid    types.UID // of the RGD, when it came from one
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startRemovalLocked stops serving the named graph normally and removes it
+// from every cluster in the background. The caller holds regMu.
+func (h *Hub) startRemovalLocked(name string, orphan bool, uid types.UID) {
+	h.mu.Lock()
+	reg := h.graphs[name]
+	delete(h.graphs, name)
+	ctx, cancel := context.WithCancel(h.ctx)
+	rm := &removal{reg: reg, uid: uid, cancel: cancel, done: make(chan struct{})}
+	h.removals[name] = rm
+	h.mu.Unlock()
+
+	removing := *reg.graph
+	removing.Removal = graph.RemovalFinalize
+	if orphan {
+		removing.Removal = graph.RemovalRelease
+	}
+	if err := h.runtime.Serve(&removing); err != nil {
+		h.opts.Logger.Error(err, "serving a graph being removed", "graph", name)
+	}
+	h.opts.Logger.Info("graph unregistered; removing it from every cluster", "graph", name, "orphan", orphan)
+	go h.runRemoval(ctx, name, rm)
+}
+
+// takeBackRemoval ends a removal of the named graph so that src can
+// register it again: a source takes back its own graph (Go re-registering,
+// or an RGD claimed again); the other source has to wait. The caller holds
+// regMu.
+func (h *Hub) takeBackRemoval(name string, src source) error {
+	h.mu.Lock()
+	rm := h.removals[name]
+	h.mu.Unlock()
+	if rm == nil {
+		return nil
+	}
+	if rm.reg.source != src {
+		return fmt.Errorf("%w: graph %q", ErrRemoving, name)
+	}
+	rm.cancel()
+	<-rm.done
+	h.mu.Lock()
+	if h.removals[name] == rm {
+		delete(h.removals, name)
+	}
+	h.mu.Unlock()
+	return nil
+}
+
+// runRemoval repeats removal steps, with backoff on errors, until one
+// finds nothing left to do or ctx ends.
+func (h *Hub) runRemoval(ctx context.Context, name string, rm *removal) {
+	defer close(rm.done)
+	cleaned := map[*engaged]time.Time{}
+	delay := removalRetry
+	for {
+		err := h.removalStep(ctx, name, rm, cleaned)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, errHeld) {
+			delay = removalPoll
+			h.opts.Logger.V(1).Info("removal waits for instances", "graph", name, "reason", err.Error())
+		} else {
+			h.opts.Logger.Info("removal step failed; retrying", "graph", name, "reason", err.Error(), "retry", delay)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		if !errors.Is(err, errHeld) {
+			delay = min(2*delay, removalRetryMax)
+		}
+	}
+	h.runtime.Stop(name)
+	h.tracker.DropGraph(name)
+	h.mu.Lock()
+	if h.removals[name] == rm {
+		delete(h.removals, name)
+	}
+	if rm.uid != "" {
+		h.removed[name] = rm.uid
+	}
+	h.mu.Unlock()
+	h.opts.Logger.Info("graph removed from every cluster", "graph", name)
+	h.notifyChanged(name)
+}
+
+// removalStep takes the admission policy off every engaged cluster not
+// cleaned yet, then checks that no instance holds the runtime's finalizer
+// any more (the runtime finalizes or releases them meanwhile) and, if
+// asked, deletes the unused CRDs. It returns errHeld (wrapped) while
+// instances remain or a policy was deleted less than policySettle ago.
+func (h *Hub) removalStep(ctx context.Context, name string, rm *removal, cleaned map[*engaged]time.Time) error {
+	g := rm.reg.graph
+	clusters := h.engagedClusters()
+	errs := make([]error, len(clusters))
+	done := make([]bool, len(clusters))
+	held := make([]int, len(clusters))
+	var wg sync.WaitGroup
+	for i, e := range clusters {
+		_, wasCleaned := cleaned[e]
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, removalTimeout)
+			defer cancel()
+			done[i], held[i], errs[i] = removeFromCluster(cctx, e, g, wasCleaned)
+		})
+	}
+	wg.Wait()
+	total, settled := 0, true
+	for i, e := range clusters {
+		if _, ok := cleaned[e]; done[i] && !ok {
+			cleaned[e] = time.Now()
+		}
+		if at, ok := cleaned[e]; !ok || time.Since(at) < policySettle {
+			settled = false
+		}
+		total += held[i]
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if total > 0 || !settled {
+		return fmt.Errorf("%w: %d instances of %s (policy removal settled: %t)", errHeld, total, name, settled)
+	}
+	if !h.opts.DeleteCRDsOnUnregister {
+		return nil
+	}
+	h.runtime.Stop(name) // its instance watch would hold the CRD's informer
+	list := make([]hub.Cluster, 0, len(clusters))
+	for _, e := range clusters {
+		list = append(list, hub.Cluster{Name: e.name, Cluster: e.cl})
+	}
+	return hub.DeleteUnusedCRDs(ctx, list, g)
+}
+
+// removeFromCluster is one removal step on one cluster. It reports whether
+// the policy is off, and how many instances still hold the finalizer.
+func removeFromCluster(ctx context.Context, e *engaged, g *graph.Graph, cleaned bool) (bool, int, error) {
+	if !cleaned {
+		if err := hub.RemoveAdmission(ctx, e.cl, g); err != nil {
+			return false, 0, fmt.Errorf("cluster %q: %w", e.name, err)
+		}
+	}
+	n, err := hub.HeldInstances(ctx, e.cl, g, spoke.Finalizer)
+	if err != nil {
+		return true, 0, fmt.Errorf("cluster %q: %w", e.name, err)
+	}
+	return true, n, nil
+}
+
+func (h *Hub) engagedClusters() []*engaged {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*engaged, 0, len(h.clusters))
+	for _, e := range h.clusters {
+		out = append(out, e)
+	}
+	return out
+}
+
+// stopRemovals ends every background removal and waits for it; the
+// manager is stopping.
+func (h *Hub) stopRemovals() {
+	h.stop()
+	h.mu.Lock()
+	pending := make([]*removal, 0, len(h.removals))
+	for _, rm := range h.removals {
+		pending = append(pending, rm)
+	}
+	h.mu.Unlock()
+	for _, rm := range pending {
+		<-rm.done
+	}
+}
+
+// rgdRegistry is the Hub as the RGD controller sees it: every graph it
+// registers comes from an RGD object, and it removes only those.
+type rgdRegistry struct{ h *Hub }
+
+var _ hub.Registry = rgdRegistry{}
+
+func (r rgdRegistry) Register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) (*graph.Graph, error) {
+	return r.h.register(ctx, rgd, fromRGD)
+}
+
+func (r rgdRegistry) Serving(name string) *graph.Graph {
+	r.h.mu.Lock()
+	defer r.h.mu.Unlock()
+	if reg := r.h.graphs[name]; reg != nil && reg.source == fromRGD {
+		return reg.graph
+	}
+	return nil
+}
+
+func (r rgdRegistry) Status(name string) hub.GraphStatus { return r.h.FleetStatus(name) }
+
+func (r rgdRegistry) Remove(_ context.Context, rgd *v1alpha1.ResourceGraphDefinition) (bool, error) {
+	h := r.h
+	h.regMu.Lock()
+	defer h.regMu.Unlock()
+	h.mu.Lock()
+	rm := h.removals[rgd.Name]
+	reg := h.graphs[rgd.Name]
+	finished := rgd.UID != "" && h.removed[rgd.Name] == rgd.UID
+	if rgd.UID == "" {
+		delete(h.removed, rgd.Name) // the object is gone
+	}
+	h.mu.Unlock()
+	switch {
+	case rm != nil:
+		return rm.reg.source != fromRGD, nil
+	case reg != nil && reg.source != fromRGD:
+		return true, nil // not ours to remove
+	case reg != nil:
+		h.startRemovalLocked(rgd.Name, r.orphans(rgd), rgd.UID)
+		return false, nil
+	case finished || !controllerutil.ContainsFinalizer(rgd, v1alpha1.FinalizerRGD):
+		return true, nil
+	}
+	return r.resumeLocked(rgd)
+}
+
+// resumeLocked restarts the removal of an RGD's graph that this process
+// never served, e.g. after a restart: the RGD still carries our finalizer,
+// so its cleanup may not have finished.
+func (r rgdRegistry) resumeLocked(rgd *v1alpha1.ResourceGraphDefinition) (bool, error) {
+	h := r.h
+	g, err := graph.Compile(rgd, graph.Options{Resolver: h.opts.SchemaResolver})
+	if err != nil {
+		return true, nil // never compiled, so never served
+	}
+	h.mu.Lock()
+	if h.kindFreeLocked(g) != nil {
+		h.mu.Unlock()
+		return true, nil // its policy, if any, belongs to the graph serving the kind
+	}
+	h.graphs[rgd.Name] = &registration{graph: g, spec: *rgd.Spec.DeepCopy(), source: fromRGD}
+	h.mu.Unlock()
+	h.startRemovalLocked(rgd.Name, r.orphans(rgd), rgd.UID)
+	return false, nil
+}
+
+func (r rgdRegistry) orphans(rgd *v1alpha1.ResourceGraphDefinition) bool {
+	return r.h.opts.OrphanInstances || rgd.Annotations[v1alpha1.AnnotationOrphanInstances] == "true"
+}
