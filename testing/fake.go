@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,13 +23,17 @@ var _ cluster.Cluster = &FakeCluster{}
 
 // FakeClusterOptions configures a FakeCluster.
 type FakeClusterOptions struct {
-	// Scheme knows the typed objects the cluster serves. Unstructured
-	// objects of any kind work without it. Defaults to client-go's scheme.
+	// Scheme knows the typed objects the cluster serves; its kinds are what
+	// discovery and the REST mapper report, with those of the CRDs stored
+	// in the cluster. Unstructured objects of any kind can be stored
+	// without it. Defaults to a new scheme holding client-go's types.
 	Scheme *runtime.Scheme
-	// Objects are present when the cluster is created. Defaults to none.
+	// Objects are present when the cluster is created. CRDs among them are
+	// established at once. Defaults to none.
 	Objects []client.Object
 	// Build, if set, customises the fake client before it is built, e.g.
-	// WithStatusSubresource or WithIndex. Defaults to nil.
+	// WithStatusSubresource or WithIndex. It must not replace the object
+	// tracker (WithObjectTracker) or the REST mapper. Defaults to nil.
 	Build func(*fake.ClientBuilder)
 	// EventBuffer is how many events each recorder keeps for inspection.
 	// Defaults to 100.
@@ -35,43 +41,84 @@ type FakeClusterOptions struct {
 }
 
 // FakeCluster is an in-memory cluster.Cluster backed by controller-runtime's
-// fake client, for unit tests that must run in milliseconds.
+// fake client, for unit tests that must run in milliseconds. sdk.Hub and
+// the spoke runtime serve graphs on it as on a real cluster.
 //
-// Its limits, plainly: there is no API server, so no admission, no
-// validation against OpenAPI schemas, no CRD establishment (any kind can be
-// stored, as if its CRD existed), no garbage collection of owned objects, and
-// no server-side apply field ownership beyond what the fake client emulates.
-// Watches are real in the sense that informers get events for every write
-// made through the cluster's client, but reads through the cache go to the
-// object store directly, so they are never stale. Field indexes must be
-// declared through Build (WithIndex); IndexField on the cache records
-// nothing. GetConfig returns an empty rest.Config: nothing can connect to a
-// fake cluster.
+// It does what an API server does where a controller would notice:
+//   - discovery: GetConfig and GetHTTPClient point at an HTTP server on
+//     loopback, started on first use and stopped by Close or when Start
+//     returns, that answers legacy discovery (/api, /apis and each group
+//     version), /version and /readyz from the scheme's kinds and those of
+//     the CRDs stored in the cluster. It serves nothing else: objects are
+//     reached through GetClient only;
+//   - a CRD written to the cluster is Established at once (NamesAccepted
+//     and Established conditions, accepted names, stored versions) and its
+//     served kinds become known to discovery and to the REST mapper; a
+//     deleted CRD's kinds are forgotten (its objects are kept);
+//   - objects get a UID, a creation timestamp and a generation (bumped when
+//     anything but metadata and status changes, or deletion begins), and a
+//     resourceVersion on every write; deleting an object that has
+//     finalizers sets its deletionTimestamp;
+//   - the status subresource of CRD-defined kinds that declare it: main
+//     writes keep the stored status and status writes change only the
+//     status (the fake client does the same for built-in kinds);
+//   - defaults from a CRD's structural schema, on every write;
+//   - background garbage collection: when an object is gone, the objects
+//     whose owner references all point at gone objects are deleted;
+//   - informers in every form the controller-runtime cache offers (typed,
+//     unstructured and metadata-only PartialObjectMetadata), fed by the
+//     fake client's watches.
+//
+// Its limits, plainly: no admission (webhooks and admission policies are
+// neither run nor advertised in discovery), no validation against OpenAPI
+// schemas and no pruning of unknown fields, no CEL validation rules, no
+// conversion between CRD versions, no foreground deletion or
+// blockOwnerDeletion, no aggregated discovery and no OpenAPI documents
+// (a SchemaResolver cannot read a fake cluster), a CRD is Established
+// synchronously (a real one takes a moment), every kind gets a generation
+// (real built-in kinds without spec do not), and server-side apply field
+// ownership is what the fake client emulates. Cache reads go to the object
+// store directly, so they are never stale. Field indexes must be declared
+// through Build (WithIndex); IndexField on the cache records nothing.
 type FakeCluster struct {
-	client   client.WithWatch
+	client   *fakeAPIClient
 	scheme   *runtime.Scheme
+	api      *fakeAPI
 	cache    *fakeCache
 	recorder *record.FakeRecorder
 	events   *events.FakeRecorder
+
+	srvMu  sync.Mutex
+	srv    *httptest.Server
+	closed bool
 }
 
 // NewFakeCluster returns a FakeCluster holding opts.Objects.
 func NewFakeCluster(opts FakeClusterOptions) *FakeCluster {
 	if opts.Scheme == nil {
-		opts.Scheme = clientgoscheme.Scheme
+		opts.Scheme = runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(opts.Scheme); err != nil {
+			panic(fmt.Sprintf("fake cluster: client-go scheme: %v", err))
+		}
 	}
 	if opts.EventBuffer == 0 {
 		opts.EventBuffer = 100
 	}
-	b := fake.NewClientBuilder().WithScheme(opts.Scheme).WithObjects(opts.Objects...)
+	api := newFakeAPI(opts.Scheme)
+	store := &fakeStore{scheme: opts.Scheme, api: api}
+	b := fake.NewClientBuilder().WithScheme(opts.Scheme).
+		WithObjectTracker(newFieldManagedStore(opts.Scheme, store)).
+		WithRESTMapper(fakeMapper{api: api}).
+		WithObjects(opts.Objects...)
 	if opts.Build != nil {
 		opts.Build(b)
 	}
-	c := b.Build()
+	c := newFakeAPIClient(b.Build(), store)
 	return &FakeCluster{
 		client:   c,
 		scheme:   opts.Scheme,
-		cache:    newFakeCache(c, opts.Scheme),
+		api:      api,
+		cache:    newFakeCache(c.WithWatch, opts.Scheme),
 		recorder: record.NewFakeRecorder(opts.EventBuffer),
 		events:   events.NewFakeRecorder(opts.EventBuffer),
 	}
@@ -84,11 +131,37 @@ func (c *FakeCluster) Recorder() *record.FakeRecorder { return c.recorder }
 // EventRecorder returns the recorder behind GetEventRecorder.
 func (c *FakeCluster) EventRecorder() *events.FakeRecorder { return c.events }
 
-// GetHTTPClient returns http.DefaultClient; nothing is served over HTTP.
-func (c *FakeCluster) GetHTTPClient() *http.Client { return http.DefaultClient }
+// GetHTTPClient returns a client for the cluster's discovery server,
+// starting it if needed.
+func (c *FakeCluster) GetHTTPClient() *http.Client { return c.server().Client() }
 
-// GetConfig returns an empty config: a fake cluster has no address.
-func (c *FakeCluster) GetConfig() *rest.Config { return &rest.Config{} }
+// GetConfig returns a config for the cluster's discovery server, starting
+// it if needed: enough for client-go's discovery client, nothing more.
+func (c *FakeCluster) GetConfig() *rest.Config { return &rest.Config{Host: c.server().URL} }
+
+// server returns the discovery server, started on first use.
+func (c *FakeCluster) server() *httptest.Server {
+	c.srvMu.Lock()
+	defer c.srvMu.Unlock()
+	if c.srv == nil {
+		c.srv = httptest.NewServer(discoveryHandler(c.api))
+		if c.closed {
+			c.srv.Close()
+		}
+	}
+	return c.srv
+}
+
+// Close stops the discovery server, if it was started. The cluster's
+// client keeps working. Safe to call more than once, e.g. from t.Cleanup.
+func (c *FakeCluster) Close() {
+	c.srvMu.Lock()
+	defer c.srvMu.Unlock()
+	c.closed = true
+	if c.srv != nil {
+		c.srv.Close()
+	}
+}
 
 // GetCache returns the cluster's cache, whose informers are fed by the fake
 // client's watches.
@@ -103,7 +176,8 @@ func (c *FakeCluster) GetClient() client.Client { return c.client }
 // GetFieldIndexer returns the cache; see FakeCluster for the index limits.
 func (c *FakeCluster) GetFieldIndexer() client.FieldIndexer { return c.cache }
 
-// GetRESTMapper returns the fake client's REST mapper.
+// GetRESTMapper returns a REST mapper that knows the scheme's kinds and
+// those of the CRDs stored in the cluster, as they come and go.
 func (c *FakeCluster) GetRESTMapper() meta.RESTMapper { return c.client.RESTMapper() }
 
 // GetAPIReader returns the fake client.
@@ -117,8 +191,10 @@ func (c *FakeCluster) GetEventRecorderFor(string) record.EventRecorder { return 
 // EventRecorder.
 func (c *FakeCluster) GetEventRecorder(string) events.EventRecorder { return c.events }
 
-// Start runs the cluster's informers until ctx is cancelled.
+// Start runs the cluster's informers until ctx is cancelled, then closes
+// the discovery server.
 func (c *FakeCluster) Start(ctx context.Context) error {
+	defer c.Close()
 	if err := c.cache.Start(ctx); err != nil {
 		return fmt.Errorf("fake cluster cache: %w", err)
 	}

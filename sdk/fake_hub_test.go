@@ -1,0 +1,145 @@
+package sdk_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/sdk"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+// fakeWait bounds each step of the fake-cluster tests; a step takes
+// milliseconds, the bound only keeps a broken build from hanging.
+const fakeWait = 10 * time.Second
+
+var fakeWebAppGVK = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "WebApp"}
+
+// startFakeFleet runs a Hub over two fake clusters, a and b, in a
+// multicluster manager whose own cluster is never contacted (the RGD
+// controller is off; graphs are registered from Go).
+func startFakeFleet(t *testing.T) (*sdk.Hub, map[string]*fgtesting.FakeCluster) {
+	t.Helper()
+	ctx := context.Background()
+	provider := fgtesting.NewFakeProvider()
+	clusters := map[string]*fgtesting.FakeCluster{}
+	for _, name := range []string{"a", "b"} {
+		cl, err := provider.AddCluster(ctx, name, fgtesting.FakeClusterOptions{})
+		require.NoError(t, err)
+		t.Cleanup(cl.Close)
+		clusters[name] = cl
+	}
+	h, err := sdk.NewHub(provider, sdk.Options{DisableRGDController: true})
+	require.NoError(t, err)
+	mgr, err := mcmanager.New(&rest.Config{Host: "https://127.0.0.1:1"}, provider, manager.Options{
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	})
+	require.NoError(t, err)
+	require.NoError(t, h.SetupWithManager(mgr))
+	fgtesting.Start(t, mgr.Start)
+	return h, clusters
+}
+
+func fakeWebApp(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"name": name}}}
+	u.SetGroupVersionKind(fakeWebAppGVK)
+	u.SetNamespace("default")
+	u.SetName(name)
+	return u
+}
+
+func fakeGet(c client.Client, gvk schema.GroupVersionKind, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u, c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, u)
+}
+
+// The quickstart WebApp graph, served by a real Hub on two fake clusters:
+// its CRD is established on both, an instance becomes ACTIVE with its
+// children and the CRD's defaults, a changed child is put back, and
+// deleting the instance removes it and its children. No API server runs.
+func TestFakeFleetServesTheWebAppGraph(t *testing.T) {
+	h, clusters := startFakeFleet(t)
+	ctx := context.Background()
+	start := time.Now()
+	require.NoError(t, h.RegisterGraph(ctx, readRGD(t, "../examples/quickstart/webapp.yaml")))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		st := h.FleetStatus("webapp")
+		assert.Len(ct, st.Clusters, 2)
+		for _, c := range st.Clusters {
+			assert.Equal(ct, hub.CRDEstablished, c.CRD, "cluster %s", c.Cluster)
+		}
+	}, fakeWait, time.Millisecond, "the WebApp CRD is established on both fake clusters")
+	t.Logf("established on both clusters after %v", time.Since(start))
+
+	for _, cl := range clusters {
+		require.NoError(t, cl.GetClient().Create(ctx, fakeWebApp("shop")))
+	}
+	for name, cl := range clusters {
+		c := cl.GetClient()
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			u, err := fakeGet(c, fakeWebAppGVK, "shop")
+			require.NoError(ct, err)
+			state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+			assert.Equal(ct, "ACTIVE", state)
+			dep, _, _ := unstructured.NestedString(u.Object, "status", "deployment")
+			assert.Equal(ct, "shop", dep)
+		}, fakeWait, time.Millisecond, "the instance on %s becomes ACTIVE", name)
+		inst, err := fakeGet(c, fakeWebAppGVK, "shop")
+		require.NoError(t, err)
+		image, _, _ := unstructured.NestedString(inst.Object, "spec", "image")
+		assert.Equal(t, "nginx", image, "the CRD's default is applied")
+		assert.NotEmpty(t, inst.GetUID())
+		cm := &corev1.ConfigMap{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "shop-config"}, cm))
+		assert.Equal(t, map[string]string{"image": "nginx", "port": "80"}, cm.Data)
+	}
+	t.Logf("ACTIVE on both clusters after %v", time.Since(start))
+
+	// Drift on a: someone edits the ConfigMap; the runtime puts it back.
+	a := clusters["a"].GetClient()
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, a.Get(ctx, client.ObjectKey{Namespace: "default", Name: "shop-config"}, cm))
+	cm.Data["image"] = "evil"
+	require.NoError(t, a.Update(ctx, cm))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		got := &corev1.ConfigMap{}
+		require.NoError(ct, a.Get(ctx, client.ObjectKey{Namespace: "default", Name: "shop-config"}, got))
+		assert.Equal(ct, "nginx", got.Data["image"])
+	}, fakeWait, time.Millisecond, "the drifted child is restored")
+	t.Logf("drift repaired after %v", time.Since(start))
+
+	for _, cl := range clusters {
+		require.NoError(t, cl.GetClient().Delete(ctx, fakeWebApp("shop")))
+	}
+	for name, cl := range clusters {
+		c := cl.GetClient()
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			_, err := fakeGet(c, fakeWebAppGVK, "shop")
+			assert.True(ct, apierrors.IsNotFound(err), "instance: %v", err)
+			for _, obj := range []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}} {
+				name := "shop"
+				if _, ok := obj.(*corev1.ConfigMap); ok {
+					name = "shop-config"
+				}
+				err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, obj)
+				assert.True(ct, apierrors.IsNotFound(err), "%T %s: %v", obj, name, err)
+			}
+		}, fakeWait, time.Millisecond, "the instance on %s and its children are gone", name)
+	}
+	t.Logf("registered, ACTIVE, repaired and deleted on two fake clusters in %v", time.Since(start))
+}

@@ -1,0 +1,165 @@
+package testing
+
+import (
+	"context"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+var _ client.WithWatch = &fakeAPIClient{}
+
+// fakeAPIClient is the fake client with the status subresource of
+// CRD-defined kinds, which the fake client only knows for kinds declared
+// when it is built. A status write of such a kind goes to the store as a
+// main write marked as a status write (fakeStore.statusWrite); writes are
+// serialised so that the mark names exactly one write. It also runs the
+// store's garbage collection.
+type fakeAPIClient struct {
+	client.WithWatch
+	store *fakeStore
+
+	writeMu sync.Mutex
+}
+
+func newFakeAPIClient(inner client.WithWatch, store *fakeStore) *fakeAPIClient {
+	c := &fakeAPIClient{WithWatch: inner, store: store}
+	store.collect = c.collect
+	return c
+}
+
+func (c *fakeAPIClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.WithWatch.Create(ctx, obj, opts...)
+}
+
+func (c *fakeAPIClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.WithWatch.Update(ctx, obj, opts...)
+}
+
+func (c *fakeAPIClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.WithWatch.Patch(ctx, obj, patch, opts...)
+}
+
+func (c *fakeAPIClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.WithWatch.Apply(ctx, obj, opts...)
+}
+
+func (c *fakeAPIClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.WithWatch.Delete(ctx, obj, opts...)
+}
+
+func (c *fakeAPIClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.WithWatch.DeleteAllOf(ctx, obj, opts...)
+}
+
+func (c *fakeAPIClient) Status() client.SubResourceWriter { return c.SubResource("status") }
+
+func (c *fakeAPIClient) SubResource(name string) client.SubResourceClient {
+	return &fakeSubResource{SubResourceClient: c.WithWatch.SubResource(name), c: c, name: name}
+}
+
+// dynamicStatus reports whether obj is of a CRD-defined kind with the
+// status subresource.
+func (c *fakeAPIClient) dynamicStatus(obj client.Object) bool {
+	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+	if err != nil {
+		return false
+	}
+	k, ok := c.store.api.kind(gvk)
+	return ok && k.status
+}
+
+// asStatusWrite runs write, a main write of obj, marked as a status write.
+// c.writeMu must be held.
+func (c *fakeAPIClient) asStatusWrite(obj client.Object, write func() error) error {
+	c.store.statusWrite = &objectRef{namespace: obj.GetNamespace(), name: obj.GetName()}
+	defer func() { c.store.statusWrite = nil }()
+	return write()
+}
+
+// collect deletes, in the background as the garbage collector does,
+// dependents of a deleted owner that have no owner left.
+func (c *fakeAPIClient) collect(_ types.UID, dependents []objectRef) {
+	ctx := context.Background()
+	for _, ref := range dependents {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(ref.gvk)
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ref.namespace, Name: ref.name}, obj); err != nil {
+			continue
+		}
+		var owners []types.UID
+		for _, o := range obj.OwnerReferences {
+			owners = append(owners, o.UID)
+		}
+		if !c.store.ownersGone(owners) {
+			continue
+		}
+		err := c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if err != nil && !apierrors.IsNotFound(err) {
+			continue
+		}
+	}
+}
+
+// fakeSubResource routes status writes of CRD-defined kinds through the
+// store's status handling and serialises every subresource write.
+type fakeSubResource struct {
+	client.SubResourceClient
+	c    *fakeAPIClient
+	name string
+}
+
+func (s *fakeSubResource) dynamic(obj client.Object) bool {
+	return s.name == "status" && s.c.dynamicStatus(obj)
+}
+
+func (s *fakeSubResource) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
+	s.c.writeMu.Lock()
+	defer s.c.writeMu.Unlock()
+	return s.SubResourceClient.Create(ctx, obj, sub, opts...)
+}
+
+func (s *fakeSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	s.c.writeMu.Lock()
+	defer s.c.writeMu.Unlock()
+	if !s.dynamic(obj) {
+		return s.SubResourceClient.Update(ctx, obj, opts...)
+	}
+	o := &client.SubResourceUpdateOptions{}
+	o.ApplyOptions(opts)
+	return s.c.asStatusWrite(obj, func() error { return s.c.WithWatch.Update(ctx, obj, &o.UpdateOptions) })
+}
+
+func (s *fakeSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	s.c.writeMu.Lock()
+	defer s.c.writeMu.Unlock()
+	if !s.dynamic(obj) {
+		return s.SubResourceClient.Patch(ctx, obj, patch, opts...)
+	}
+	o := &client.SubResourcePatchOptions{}
+	o.ApplyOptions(opts)
+	return s.c.asStatusWrite(obj, func() error { return s.c.WithWatch.Patch(ctx, obj, patch, &o.PatchOptions) })
+}
+
+func (s *fakeSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	s.c.writeMu.Lock()
+	defer s.c.writeMu.Unlock()
+	return s.SubResourceClient.Apply(ctx, obj, opts...)
+}
