@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"sync"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -26,7 +27,9 @@ type FakeClusterOptions struct {
 	// Scheme knows the typed objects the cluster serves; its kinds are what
 	// discovery and the REST mapper report, with those of the CRDs stored
 	// in the cluster. Unstructured objects of any kind can be stored
-	// without it. Defaults to a new scheme holding client-go's types.
+	// without it; typed CRDs need apiextensions/v1 in it (unstructured ones
+	// do not). Defaults to a new scheme holding client-go's types and
+	// apiextensions/v1.
 	Scheme *runtime.Scheme
 	// Objects are present when the cluster is created. CRDs among them are
 	// established at once. Defaults to none.
@@ -100,6 +103,9 @@ func NewFakeCluster(opts FakeClusterOptions) *FakeCluster {
 		if err := clientgoscheme.AddToScheme(opts.Scheme); err != nil {
 			panic(fmt.Sprintf("fake cluster: client-go scheme: %v", err))
 		}
+		if err := apiextensionsv1.AddToScheme(opts.Scheme); err != nil {
+			panic(fmt.Sprintf("fake cluster: apiextensions scheme: %v", err))
+		}
 	}
 	if opts.EventBuffer == 0 {
 		opts.EventBuffer = 100
@@ -118,7 +124,7 @@ func NewFakeCluster(opts FakeClusterOptions) *FakeCluster {
 		client:   c,
 		scheme:   opts.Scheme,
 		api:      api,
-		cache:    newFakeCache(c.WithWatch, opts.Scheme),
+		cache:    newFakeCache(c, opts.Scheme),
 		recorder: record.NewFakeRecorder(opts.EventBuffer),
 		events:   events.NewFakeRecorder(opts.EventBuffer),
 	}

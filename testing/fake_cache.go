@@ -244,6 +244,7 @@ type gaplessListWatch struct {
 	client  client.WithWatch
 	// convert puts a watched object in the informer's form: the fake
 	// client's watches send objects as stored, whatever the list asked for.
+	// Nil passes them on as they are.
 	convert func(runtime.Object) (runtime.Object, error)
 
 	mu      sync.Mutex
@@ -278,6 +279,9 @@ func (lw *gaplessListWatch) list(ctx context.Context, _ metav1.ListOptions) (run
 
 // converted passes w's events on in the informer's form.
 func (lw *gaplessListWatch) converted(w watch.Interface) watch.Interface {
+	if lw.convert == nil {
+		return w
+	}
 	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
 		if e.Type == watch.Error || e.Object == nil {
 			return e, true

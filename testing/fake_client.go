@@ -2,12 +2,16 @@ package testing
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
@@ -25,12 +29,59 @@ type fakeAPIClient struct {
 	store *fakeStore
 
 	writeMu sync.Mutex
+
+	primeMu sync.Mutex
+	primed  map[schema.GroupVersionKind]bool
 }
 
 func newFakeAPIClient(inner client.WithWatch, store *fakeStore) *fakeAPIClient {
-	c := &fakeAPIClient{WithWatch: inner, store: store}
+	c := &fakeAPIClient{WithWatch: inner, store: store, primed: map[schema.GroupVersionKind]bool{}}
 	store.collect = c.collect
 	return c
+}
+
+func (c *fakeAPIClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.prime(ctx, obj)
+	return c.WithWatch.Get(ctx, key, obj, opts...)
+}
+
+func (c *fakeAPIClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c.prime(ctx, list)
+	return c.WithWatch.List(ctx, list, opts...)
+}
+
+func (c *fakeAPIClient) Watch(ctx context.Context, list client.ObjectList, opts ...client.ListOption) (watch.Interface, error) {
+	c.prime(ctx, list)
+	return c.WithWatch.Watch(ctx, list, opts...)
+}
+
+// prime makes the fake client register a kind it does not know as
+// unstructured before a metadata-only read of it: the fake client registers
+// an unknown kind as the type it first sees it in, and would then store
+// objects of a kind first read as metadata as metadata only.
+func (c *fakeAPIClient) prime(ctx context.Context, obj runtime.Object) {
+	var gvk schema.GroupVersionKind
+	switch o := obj.(type) {
+	case *metav1.PartialObjectMetadata:
+		gvk = o.GroupVersionKind()
+	case *metav1.PartialObjectMetadataList:
+		gvk = o.GroupVersionKind()
+		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	default:
+		return
+	}
+	c.primeMu.Lock()
+	defer c.primeMu.Unlock()
+	if c.primed[gvk] {
+		return
+	}
+	c.primed[gvk] = true
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	_ = c.WithWatch.Get(ctx, client.ObjectKey{Name: "fake-cluster-prime"}, u)
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	_ = c.WithWatch.List(ctx, l)
 }
 
 func (c *fakeAPIClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
@@ -78,9 +129,12 @@ func (c *fakeAPIClient) SubResource(name string) client.SubResourceClient {
 // dynamicStatus reports whether obj is of a CRD-defined kind with the
 // status subresource.
 func (c *fakeAPIClient) dynamicStatus(obj client.Object) bool {
-	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
-	if err != nil {
-		return false
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Empty() {
+		var err error
+		if gvk, err = apiutil.GVKForObject(obj, c.Scheme()); err != nil {
+			return false
+		}
 	}
 	k, ok := c.store.api.kind(gvk)
 	return ok && k.status

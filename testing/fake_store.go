@@ -1,6 +1,7 @@
 package testing
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	clientgoapplyconfigurations "k8s.io/client-go/applyconfigurations"
@@ -151,13 +153,13 @@ func (s *fakeStore) admit(old, obj runtime.Object, initial bool) error {
 	if err != nil {
 		return err
 	}
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	u, err := decoded(obj)
 	if err != nil {
 		return fmt.Errorf("fake cluster: %s: %w", gvk, err)
 	}
 	var prev map[string]any
 	if old != nil {
-		if prev, err = runtime.DefaultUnstructuredConverter.ToUnstructured(old); err != nil {
+		if prev, err = decoded(old); err != nil {
 			return fmt.Errorf("fake cluster: %s: %w", gvk, err)
 		}
 	}
@@ -178,6 +180,20 @@ func (s *fakeStore) admit(old, obj runtime.Object, initial bool) error {
 		return nil
 	}
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj)
+}
+
+// decoded returns obj's content as an API server decodes it from JSON:
+// typed nil maps and slices become null, whole numbers int64.
+func decoded(obj runtime.Object) (map[string]any, error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	if err := utiljson.Unmarshal(data, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // subresources keeps the status of a kind that has the status subresource
