@@ -50,10 +50,12 @@ type FakeClusterOptions struct {
 // It does what an API server does where a controller would notice:
 //   - discovery: GetConfig and GetHTTPClient point at an HTTP server on
 //     loopback, started on first use and stopped by Close or when Start
-//     returns, that answers legacy discovery (/api, /apis and each group
-//     version), /version and /readyz from the scheme's kinds and those of
-//     the CRDs stored in the cluster. It serves nothing else: objects are
-//     reached through GetClient only;
+//     returns, that answers discovery (/api and /apis, aggregated or
+//     legacy as the client asks, and each group version), /version and
+//     /readyz from the scheme's kinds and those of the CRDs stored in the
+//     cluster, so client-go's discovery client and controller-runtime's
+//     dynamic REST mapper work against it. It serves nothing else: objects
+//     are reached through GetClient only;
 //   - a CRD written to the cluster is Established at once (NamesAccepted
 //     and Established conditions, accepted names, stored versions) and its
 //     served kinds become known to discovery and to the REST mapper; a
@@ -76,8 +78,8 @@ type FakeClusterOptions struct {
 // neither run nor advertised in discovery), no validation against OpenAPI
 // schemas and no pruning of unknown fields, no CEL validation rules, no
 // conversion between CRD versions, no foreground deletion or
-// blockOwnerDeletion, no aggregated discovery and no OpenAPI documents
-// (a SchemaResolver cannot read a fake cluster), a CRD is Established
+// blockOwnerDeletion, no OpenAPI documents (a SchemaResolver cannot read a
+// fake cluster), a CRD is Established
 // synchronously (a real one takes a moment), every kind gets a generation
 // (real built-in kinds without spec do not), and server-side apply field
 // ownership is what the fake client emulates. Cache reads go to the object

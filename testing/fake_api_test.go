@@ -2,6 +2,7 @@ package testing_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"sync"
 	"testing"
@@ -9,9 +10,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,6 +22,7 @@ import (
 	"k8s.io/client-go/discovery"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
@@ -113,6 +117,26 @@ func TestFakeClusterDiscoveryFollowsCRDs(t *testing.T) {
 	groups, err := dc.ServerGroups()
 	require.NoError(t, err)
 	assert.Contains(t, fakeGroupNames(groups), "example.com")
+	_, all, err := dc.ServerGroupsAndResources()
+	require.NoError(t, err, "aggregated discovery")
+	assert.Contains(t, fakeResourceNames(all), "example.com/v1 widgets/status")
+	assert.Contains(t, fakeResourceNames(all), "v1 configmaps")
+	legacy := &metav1.APIGroupList{}
+	getJSON(t, cl, "/apis", "application/json", legacy)
+	assert.Contains(t, fakeGroupNames(legacy), "example.com", "legacy discovery")
+	agg := &apidiscoveryv2.APIGroupDiscoveryList{}
+	getJSON(t, cl, "/apis", discovery.AcceptV2, agg)
+	var aggGroups []string
+	for _, g := range agg.Items {
+		aggGroups = append(aggGroups, g.Name)
+	}
+	assert.Contains(t, aggGroups, "example.com", "aggregated discovery")
+	// A discovery-backed mapper, as a manager builds from GetConfig, agrees.
+	dynamic, err := apiutil.NewDynamicRESTMapper(cl.GetConfig(), cl.GetHTTPClient())
+	require.NoError(t, err)
+	dm, err := dynamic.RESTMapping(fakeWidgetGVK.GroupKind(), fakeWidgetGVK.Version)
+	require.NoError(t, err)
+	assert.Equal(t, meta.RESTScopeNameNamespace, dm.Scope.Name())
 	mapping, err := cl.GetRESTMapper().RESTMapping(fakeWidgetGVK.GroupKind(), fakeWidgetGVK.Version)
 	require.NoError(t, err)
 	assert.Equal(t, "widgets", mapping.Resource.Resource)
@@ -340,6 +364,29 @@ func fakeKindsIn(l *metav1.APIResourceList) []string {
 		out = append(out, r.Kind)
 	}
 	return out
+}
+
+func fakeResourceNames(lists []*metav1.APIResourceList) []string {
+	var out []string
+	for _, l := range lists {
+		for _, r := range l.APIResources {
+			out = append(out, l.GroupVersion+" "+r.Name)
+		}
+	}
+	return out
+}
+
+func getJSON(t *testing.T, cl *fgtesting.FakeCluster, path, accept string, into any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, cl.GetConfig().Host+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", accept)
+	resp, err := cl.GetHTTPClient().Do(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, accept, resp.Header.Get("Content-Type"))
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(into))
 }
 
 func fakeGroupNames(l *metav1.APIGroupList) []string {

@@ -2,9 +2,12 @@ package testing
 
 import (
 	"encoding/json"
+	"mime"
 	"net/http"
 	"sort"
+	"strings"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -17,10 +20,10 @@ var (
 	statusVerbs = metav1.Verbs{"get", "patch", "update"}
 )
 
-// discoveryHandler answers the legacy (unaggregated) discovery endpoints,
-// /version and the health checks from what api serves. client-go's
-// discovery client falls back to legacy discovery when a server does not
-// answer in the aggregated format, as old API servers do not.
+// discoveryHandler answers discovery (/api and /apis aggregated, in the
+// apidiscovery.k8s.io/v2 format, when the client accepts it, legacy
+// otherwise; each group version's resource list), /version and the health
+// checks, from what api serves.
 func discoveryHandler(api *fakeAPI) http.Handler {
 	mux := http.NewServeMux()
 	for _, p := range []string{"/readyz", "/healthz", "/livez"} {
@@ -28,6 +31,10 @@ func discoveryHandler(api *fakeAPI) http.Handler {
 	}
 	mux.HandleFunc("/version", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, fakeVersionInfo()) })
 	mux.HandleFunc("/api", func(w http.ResponseWriter, r *http.Request) {
+		if acceptsAggregated(r) {
+			writeAggregated(w, aggregated(api.all(), true))
+			return
+		}
 		writeJSON(w, &metav1.APIVersions{
 			TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
 			Versions: []string{"v1"},
@@ -36,7 +43,13 @@ func discoveryHandler(api *fakeAPI) http.Handler {
 			},
 		})
 	})
-	mux.HandleFunc("/apis", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, groupList(api.all())) })
+	mux.HandleFunc("/apis", func(w http.ResponseWriter, r *http.Request) {
+		if acceptsAggregated(r) {
+			writeAggregated(w, aggregated(api.all(), false))
+			return
+		}
+		writeJSON(w, groupList(api.all()))
+	})
 	mux.HandleFunc("/api/{version}", func(w http.ResponseWriter, r *http.Request) {
 		serveResources(w, api, schema.GroupVersion{Version: r.PathValue("version")})
 	})
@@ -118,4 +131,85 @@ func serveResources(w http.ResponseWriter, api *fakeAPI, gv schema.GroupVersion)
 	}
 	sort.Slice(list.APIResources, func(i, j int) bool { return list.APIResources[i].Name < list.APIResources[j].Name })
 	writeJSON(w, list)
+}
+
+// aggregatedContentType is the media type of aggregated discovery, v2.
+const aggregatedContentType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+func acceptsAggregated(r *http.Request) bool {
+	for _, accept := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(accept, ",") {
+			base, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err == nil && base == "application/json" && params["g"] == apidiscoveryv2.SchemeGroupVersion.Group &&
+				params["v"] == apidiscoveryv2.SchemeGroupVersion.Version && params["as"] == "APIGroupDiscoveryList" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func writeAggregated(w http.ResponseWriter, list *apidiscoveryv2.APIGroupDiscoveryList) {
+	w.Header().Set("Content-Type", aggregatedContentType)
+	_ = json.NewEncoder(w).Encode(list)
+}
+
+// aggregated is /api (core only) or /apis (named groups) in the aggregated
+// format: every group, its versions highest priority first, their
+// resources and status subresources.
+func aggregated(kinds []apiKind, core bool) *apidiscoveryv2.APIGroupDiscoveryList {
+	byGroup := map[string]map[string][]apiKind{}
+	for _, k := range kinds {
+		if (k.gvk.Group == "") != core {
+			continue
+		}
+		if byGroup[k.gvk.Group] == nil {
+			byGroup[k.gvk.Group] = map[string][]apiKind{}
+		}
+		byGroup[k.gvk.Group][k.gvk.Version] = append(byGroup[k.gvk.Group][k.gvk.Version], k)
+	}
+	list := &apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{
+		Kind: "APIGroupDiscoveryList", APIVersion: apidiscoveryv2.SchemeGroupVersion.String(),
+	}}
+	for group, versions := range byGroup {
+		g := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: group}}
+		for _, v := range sortedVersions(versions) {
+			g.Versions = append(g.Versions, apidiscoveryv2.APIVersionDiscovery{
+				Version: v, Resources: resourceDiscovery(versions[v]), Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent,
+			})
+		}
+		list.Items = append(list.Items, g)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	return list
+}
+
+func sortedVersions(versions map[string][]apiKind) []string {
+	out := make([]string, 0, len(versions))
+	for v := range versions {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return version.CompareKubeAwareVersionStrings(out[i], out[j]) > 0 })
+	return out
+}
+
+func resourceDiscovery(kinds []apiKind) []apidiscoveryv2.APIResourceDiscovery {
+	out := make([]apidiscoveryv2.APIResourceDiscovery, 0, len(kinds))
+	for _, k := range kinds {
+		gvk := metav1.GroupVersionKind{Group: k.gvk.Group, Version: k.gvk.Version, Kind: k.gvk.Kind}
+		scope := apidiscoveryv2.ScopeCluster
+		if k.namespaced {
+			scope = apidiscoveryv2.ScopeNamespace
+		}
+		r := apidiscoveryv2.APIResourceDiscovery{
+			Resource: k.plural, SingularResource: k.singular, ResponseKind: &gvk, Scope: scope,
+			Verbs: objectVerbs, ShortNames: k.shortNames,
+		}
+		if k.status {
+			r.Subresources = []apidiscoveryv2.APISubresourceDiscovery{{Subresource: "status", ResponseKind: &gvk, Verbs: statusVerbs}}
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
+	return out
 }
