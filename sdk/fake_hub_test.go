@@ -62,6 +62,16 @@ func fakeWebApp(name string) *unstructured.Unstructured {
 	return u
 }
 
+// eventuallyOnEach waits until check passes on every cluster.
+func eventuallyOnEach(t *testing.T, clusters map[string]*fgtesting.FakeCluster, what string,
+	check func(ct *assert.CollectT, c client.Client)) {
+	t.Helper()
+	for name, cl := range clusters {
+		require.EventuallyWithT(t, func(ct *assert.CollectT) { check(ct, cl.GetClient()) },
+			fakeWait, time.Millisecond, "cluster %s: %s", name, what)
+	}
+}
+
 func fakeGet(c client.Client, gvk schema.GroupVersionKind, name string) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
@@ -89,16 +99,16 @@ func TestFakeFleetServesTheWebAppGraph(t *testing.T) {
 	for _, cl := range clusters {
 		require.NoError(t, cl.GetClient().Create(ctx, fakeWebApp("shop")))
 	}
-	for name, cl := range clusters {
+	eventuallyOnEach(t, clusters, "the instance becomes ACTIVE", func(ct *assert.CollectT, c client.Client) {
+		u, err := fakeGet(c, fakeWebAppGVK, "shop")
+		require.NoError(ct, err)
+		state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+		assert.Equal(ct, "ACTIVE", state)
+		dep, _, _ := unstructured.NestedString(u.Object, "status", "deployment")
+		assert.Equal(ct, "shop", dep)
+	})
+	for _, cl := range clusters {
 		c := cl.GetClient()
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			u, err := fakeGet(c, fakeWebAppGVK, "shop")
-			require.NoError(ct, err)
-			state, _, _ := unstructured.NestedString(u.Object, "status", "state")
-			assert.Equal(ct, "ACTIVE", state)
-			dep, _, _ := unstructured.NestedString(u.Object, "status", "deployment")
-			assert.Equal(ct, "shop", dep)
-		}, fakeWait, time.Millisecond, "the instance on %s becomes ACTIVE", name)
 		inst, err := fakeGet(c, fakeWebAppGVK, "shop")
 		require.NoError(t, err)
 		image, _, _ := unstructured.NestedString(inst.Object, "spec", "image")
@@ -126,20 +136,16 @@ func TestFakeFleetServesTheWebAppGraph(t *testing.T) {
 	for _, cl := range clusters {
 		require.NoError(t, cl.GetClient().Delete(ctx, fakeWebApp("shop")))
 	}
-	for name, cl := range clusters {
-		c := cl.GetClient()
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			_, err := fakeGet(c, fakeWebAppGVK, "shop")
-			assert.True(ct, apierrors.IsNotFound(err), "instance: %v", err)
-			for _, obj := range []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}} {
-				name := "shop"
-				if _, ok := obj.(*corev1.ConfigMap); ok {
-					name = "shop-config"
-				}
-				err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, obj)
-				assert.True(ct, apierrors.IsNotFound(err), "%T %s: %v", obj, name, err)
-			}
-		}, fakeWait, time.Millisecond, "the instance on %s and its children are gone", name)
-	}
+	eventuallyOnEach(t, clusters, "the instance and its children are gone", func(ct *assert.CollectT, c client.Client) {
+		_, err := fakeGet(c, fakeWebAppGVK, "shop")
+		assert.True(ct, apierrors.IsNotFound(err), "instance: %v", err)
+		children := map[string]client.Object{"shop-config": &corev1.ConfigMap{}, "shop": &appsv1.Deployment{}}
+		for name, obj := range children {
+			err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, obj)
+			assert.True(ct, apierrors.IsNotFound(err), "%T %s: %v", obj, name, err)
+		}
+		err = c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "shop"}, &corev1.Service{})
+		assert.True(ct, apierrors.IsNotFound(err), "Service shop: %v", err)
+	})
 	t.Logf("registered, ACTIVE, repaired and deleted on two fake clusters in %v", time.Since(start))
 }

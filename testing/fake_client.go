@@ -85,39 +85,34 @@ func (c *fakeAPIClient) prime(ctx context.Context, obj runtime.Object) {
 }
 
 func (c *fakeAPIClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	return c.WithWatch.Create(ctx, obj, opts...)
+	return c.locked(func() error { return c.WithWatch.Create(ctx, obj, opts...) })
 }
 
 func (c *fakeAPIClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	return c.WithWatch.Update(ctx, obj, opts...)
+	return c.locked(func() error { return c.WithWatch.Update(ctx, obj, opts...) })
 }
 
 func (c *fakeAPIClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	return c.WithWatch.Patch(ctx, obj, patch, opts...)
+	return c.locked(func() error { return c.WithWatch.Patch(ctx, obj, patch, opts...) })
 }
 
 func (c *fakeAPIClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	return c.WithWatch.Apply(ctx, obj, opts...)
+	return c.locked(func() error { return c.WithWatch.Apply(ctx, obj, opts...) })
 }
 
 func (c *fakeAPIClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	return c.WithWatch.Delete(ctx, obj, opts...)
+	return c.locked(func() error { return c.WithWatch.Delete(ctx, obj, opts...) })
 }
 
 func (c *fakeAPIClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	return c.locked(func() error { return c.WithWatch.DeleteAllOf(ctx, obj, opts...) })
+}
+
+// locked runs write under the write lock.
+func (c *fakeAPIClient) locked(write func() error) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	return c.WithWatch.DeleteAllOf(ctx, obj, opts...)
+	return write()
 }
 
 func (c *fakeAPIClient) Status() client.SubResourceWriter { return c.SubResource("status") }
@@ -185,35 +180,35 @@ func (s *fakeSubResource) dynamic(obj client.Object) bool {
 }
 
 func (s *fakeSubResource) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
-	s.c.writeMu.Lock()
-	defer s.c.writeMu.Unlock()
-	return s.SubResourceClient.Create(ctx, obj, sub, opts...)
+	return s.c.locked(func() error { return s.SubResourceClient.Create(ctx, obj, sub, opts...) })
 }
 
 func (s *fakeSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	s.c.writeMu.Lock()
-	defer s.c.writeMu.Unlock()
-	if !s.dynamic(obj) {
-		return s.SubResourceClient.Update(ctx, obj, opts...)
-	}
 	o := &client.SubResourceUpdateOptions{}
 	o.ApplyOptions(opts)
-	return s.c.asStatusWrite(obj, func() error { return s.c.WithWatch.Update(ctx, obj, &o.UpdateOptions) })
+	return s.write(obj, func() error { return s.SubResourceClient.Update(ctx, obj, opts...) },
+		func() error { return s.c.WithWatch.Update(ctx, obj, &o.UpdateOptions) })
 }
 
 func (s *fakeSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	s.c.writeMu.Lock()
-	defer s.c.writeMu.Unlock()
-	if !s.dynamic(obj) {
-		return s.SubResourceClient.Patch(ctx, obj, patch, opts...)
-	}
 	o := &client.SubResourcePatchOptions{}
 	o.ApplyOptions(opts)
-	return s.c.asStatusWrite(obj, func() error { return s.c.WithWatch.Patch(ctx, obj, patch, &o.PatchOptions) })
+	return s.write(obj, func() error { return s.SubResourceClient.Patch(ctx, obj, patch, opts...) },
+		func() error { return s.c.WithWatch.Patch(ctx, obj, patch, &o.PatchOptions) })
+}
+
+// write runs a subresource write of obj: as the fake client does it, or,
+// for the status of a CRD-defined kind, as main, a main write marked as a
+// status write.
+func (s *fakeSubResource) write(obj client.Object, plain, main func() error) error {
+	return s.c.locked(func() error {
+		if !s.dynamic(obj) {
+			return plain()
+		}
+		return s.c.asStatusWrite(obj, main)
+	})
 }
 
 func (s *fakeSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	s.c.writeMu.Lock()
-	defer s.c.writeMu.Unlock()
-	return s.SubResourceClient.Apply(ctx, obj, opts...)
+	return s.c.locked(func() error { return s.SubResourceClient.Apply(ctx, obj, opts...) })
 }

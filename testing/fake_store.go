@@ -79,43 +79,30 @@ func newFieldManagedStore(scheme *runtime.Scheme, store *fakeStore) clienttestin
 }
 
 func (s *fakeStore) Add(obj runtime.Object) error {
-	if err := s.admit(nil, obj, true); err != nil {
-		return err
-	}
-	if err := s.ObjectTracker.Add(obj); err != nil {
-		return err
-	}
-	s.stored(obj)
-	return nil
+	return s.write(obj, func() error { return s.admit(nil, obj, true) }, func() error { return s.ObjectTracker.Add(obj) })
 }
 
 func (s *fakeStore) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.CreateOptions) error {
-	if err := s.admit(nil, obj, false); err != nil {
-		return err
-	}
-	if err := s.ObjectTracker.Create(gvr, obj, ns, opts...); err != nil {
-		return err
-	}
-	s.stored(obj)
-	return nil
+	return s.write(obj, func() error { return s.admit(nil, obj, false) },
+		func() error { return s.ObjectTracker.Create(gvr, obj, ns, opts...) })
 }
 
 func (s *fakeStore) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.UpdateOptions) error {
-	if err := s.admitUpdate(gvr, obj, ns); err != nil {
-		return err
-	}
-	if err := s.ObjectTracker.Update(gvr, obj, ns, opts...); err != nil {
-		return err
-	}
-	s.stored(obj)
-	return nil
+	return s.write(obj, func() error { return s.admitUpdate(gvr, obj, ns) },
+		func() error { return s.ObjectTracker.Update(gvr, obj, ns, opts...) })
 }
 
 func (s *fakeStore) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
-	if err := s.admitUpdate(gvr, obj, ns); err != nil {
+	return s.write(obj, func() error { return s.admitUpdate(gvr, obj, ns) },
+		func() error { return s.ObjectTracker.Patch(gvr, obj, ns, opts...) })
+}
+
+// write admits obj, stores it and records what storing it changed.
+func (s *fakeStore) write(obj runtime.Object, admit, store func() error) error {
+	if err := admit(); err != nil {
 		return err
 	}
-	if err := s.ObjectTracker.Patch(gvr, obj, ns, opts...); err != nil {
+	if err := store(); err != nil {
 		return err
 	}
 	s.stored(obj)
