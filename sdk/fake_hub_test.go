@@ -10,6 +10,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/sdk"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -148,4 +151,49 @@ func TestFakeFleetServesTheWebAppGraph(t *testing.T) {
 		assert.True(ct, apierrors.IsNotFound(err), "Service shop: %v", err)
 	})
 	t.Logf("registered, ACTIVE, repaired and deleted on two fake clusters in %v", time.Since(start))
+}
+
+// The hub cluster can be a fake one too: an RGD written to it is compiled
+// by the RGD controller and served on the fake spokes, and its status
+// reports the fleet.
+func TestFakeHubClusterRunsTheRGDController(t *testing.T) {
+	ctx := context.Background()
+	rgdCRD, err := v1alpha1.CRD()
+	require.NoError(t, err)
+	hubCluster := fgtesting.NewFakeCluster(fgtesting.FakeClusterOptions{
+		Scheme: fgtesting.NewScheme(), Objects: []client.Object{rgdCRD},
+	})
+	t.Cleanup(hubCluster.Close)
+	provider := fgtesting.NewFakeProvider()
+	spoke, err := provider.AddCluster(ctx, "a", fgtesting.FakeClusterOptions{})
+	require.NoError(t, err)
+	t.Cleanup(spoke.Close)
+
+	h, err := sdk.NewHub(provider, sdk.Options{})
+	require.NoError(t, err)
+	mgr, err := mcmanager.New(hubCluster.GetConfig(), provider, hubCluster.ManagerOptions(manager.Options{
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	}))
+	require.NoError(t, err)
+	require.NoError(t, h.SetupWithManager(mgr))
+	fgtesting.Start(t, mgr.Start)
+
+	start := time.Now()
+	require.NoError(t, hubCluster.GetClient().Create(ctx, readRGD(t, "../examples/quickstart/webapp.yaml")))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		rgd := &v1alpha1.ResourceGraphDefinition{}
+		require.NoError(ct, hubCluster.GetClient().Get(ctx, client.ObjectKey{Name: "webapp"}, rgd))
+		ready := meta.FindStatusCondition(rgd.Status.Conditions, v1alpha1.ConditionReady)
+		require.NotNil(ct, ready, "conditions: %v", rgd.Status.Conditions)
+		assert.Equal(ct, metav1.ConditionTrue, ready.Status, "%s: %s", ready.Reason, ready.Message)
+	}, fakeWait, time.Millisecond, "the RGD on the fake hub cluster becomes Ready")
+	require.NoError(t, spoke.GetClient().Create(ctx, fakeWebApp("shop")))
+	eventuallyOnEach(t, map[string]*fgtesting.FakeCluster{"a": spoke}, "the instance becomes ACTIVE",
+		func(ct *assert.CollectT, c client.Client) {
+			u, err := fakeGet(c, fakeWebAppGVK, "shop")
+			require.NoError(ct, err)
+			state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+			assert.Equal(ct, "ACTIVE", state)
+		})
+	t.Logf("RGD Ready and instance ACTIVE after %v", time.Since(start))
 }

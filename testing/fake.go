@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
 var _ cluster.Cluster = &FakeCluster{}
@@ -207,6 +208,22 @@ func (c *FakeCluster) Start(ctx context.Context) error {
 		return fmt.Errorf("fake cluster cache: %w", err)
 	}
 	return nil
+}
+
+// ManagerOptions returns opts with the cluster as the manager's own (hub)
+// cluster: its scheme, client, cache and REST mapper. Give the result, with
+// GetConfig, to manager.New or mcmanager.New to run controllers on the hub
+// cluster, e.g. sdk.Hub's RGD controller, without an API server. What the
+// manager builds from the config alone does not reach the cluster's
+// objects: GetAPIReader answers from the discovery server (NotFound), and
+// events the manager's recorders send are dropped with a logged error.
+// Start the manager, not the cluster: the manager starts the cache.
+func (c *FakeCluster) ManagerOptions(opts manager.Options) manager.Options {
+	opts.Scheme = c.scheme
+	opts.NewClient = func(*rest.Config, client.Options) (client.Client, error) { return c.client, nil }
+	opts.NewCache = func(*rest.Config, cache.Options) (cache.Cache, error) { return c.cache, nil }
+	opts.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return c.GetRESTMapper(), nil }
+	return opts
 }
 
 // FakeProvider is a Provider whose clusters are FakeClusters: the same
