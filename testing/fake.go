@@ -75,17 +75,24 @@ type FakeClusterOptions struct {
 //     unstructured and metadata-only PartialObjectMetadata), fed by the
 //     fake client's watches.
 //
-// Its limits, plainly: no admission (webhooks and admission policies are
-// neither run nor advertised in discovery), no validation against OpenAPI
-// schemas and no pruning of unknown fields, no CEL validation rules, no
-// conversion between CRD versions, no foreground deletion or
-// blockOwnerDeletion, no OpenAPI documents (a SchemaResolver cannot read a
-// fake cluster), a CRD is Established
-// synchronously (a real one takes a moment), every kind gets a generation
-// (real built-in kinds without spec do not), and server-side apply field
-// ownership is what the fake client emulates. Cache reads go to the object
-// store directly, so they are never stale. Field indexes must be declared
-// through Build (WithIndex); IndexField on the cache records nothing.
+// ManagerOptions makes a fake cluster a manager's own (hub) cluster.
+//
+// Its limits, plainly:
+//   - no admission: webhooks and admission policies are neither run nor
+//     advertised in discovery;
+//   - no validation against OpenAPI schemas, no pruning of unknown fields,
+//     no CEL validation rules, no conversion between CRD versions;
+//   - no OpenAPI documents, so a SchemaResolver cannot read a fake cluster;
+//   - a CRD's names are always accepted (no conflict checks), and it is
+//     Established synchronously (a real one takes a moment); objects in
+//     Options.Objects get no defaults from a CRD listed after them;
+//   - no foreground deletion or blockOwnerDeletion;
+//   - every kind gets a generation (real built-in kinds without a spec do
+//     not);
+//   - server-side apply field ownership is what the fake client emulates;
+//   - cache reads go to the object store directly, so they are never
+//     stale; field indexes must be declared through Build (WithIndex):
+//     IndexField on the cache records nothing.
 type FakeCluster struct {
 	client   *fakeAPIClient
 	scheme   *runtime.Scheme

@@ -69,7 +69,8 @@ func newFieldManagedStore(scheme *runtime.Scheme, store *fakeStore) clienttestin
 		multiTypeConverter{clientgoapplyconfigurations.NewTypeConverter(clientGoScheme), managedfields.NewDeducedTypeConverter()})
 	store.ObjectTracker = clienttesting.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())
 	// The field-managed tracker embeds the plain tracker it writes to; put
-	// the store there. Checked by TestFakeStoreIsUnderTheFieldManager.
+	// the store there (TestFakeClusterStampsMetadataAndDefaults sees an
+	// applied object get its UID through it).
 	inner := reflect.ValueOf(managed).Elem().FieldByName("ObjectTracker")
 	if !inner.IsValid() || !inner.CanSet() {
 		panic("fake cluster: client-go's field-managed tracker no longer embeds an ObjectTracker")
