@@ -2,6 +2,7 @@ package testing
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -141,7 +142,8 @@ func (c *fakeCache) informerFor(key informerKey) (*fakeInformer, error) {
 	if err != nil {
 		return nil, err
 	}
-	lw := &gaplessListWatch{newList: func() (client.ObjectList, error) { return c.newList(key) }, client: c.client}
+	lw := &gaplessListWatch{newList: func() (client.ObjectList, error) { return c.newList(key) }, client: c.client,
+		convert: converterFor(key)}
 	inf := &fakeInformer{SharedIndexInformer: toolscache.NewSharedIndexInformer(lw.listWatch(), example, 0, toolscache.Indexers{
 		toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
 	})}
@@ -196,6 +198,32 @@ func (c *fakeCache) newList(key informerKey) (client.ObjectList, error) {
 	return list, nil
 }
 
+// converterFor returns how a watched object becomes one of key's form:
+// metadata only, unstructured, or as stored (typed).
+func converterFor(key informerKey) func(runtime.Object) (runtime.Object, error) {
+	var newObj func() runtime.Object
+	switch key.form {
+	case "metadata":
+		newObj = func() runtime.Object { return &metav1.PartialObjectMetadata{} }
+	case "unstructured":
+		newObj = func() runtime.Object { return &unstructured.Unstructured{} }
+	default:
+		return func(obj runtime.Object) (runtime.Object, error) { return obj, nil }
+	}
+	return func(obj runtime.Object) (runtime.Object, error) {
+		data, err := json.Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("fake cache: encoding %s: %w", key.gvk, err)
+		}
+		out := newObj()
+		if err := json.Unmarshal(data, out); err != nil {
+			return nil, fmt.Errorf("fake cache: decoding %s: %w", key.gvk, err)
+		}
+		out.GetObjectKind().SetGroupVersionKind(key.gvk)
+		return out, nil
+	}
+}
+
 func formOf(obj client.Object) string {
 	switch obj.(type) {
 	case runtime.Unstructured:
@@ -214,6 +242,10 @@ func formOf(obj client.Object) string {
 type gaplessListWatch struct {
 	newList func() (client.ObjectList, error)
 	client  client.WithWatch
+	// convert puts a watched object in the informer's form: the fake
+	// client's watches send objects as stored, whatever the list asked for.
+	// Nil passes them on as they are.
+	convert func(runtime.Object) (runtime.Object, error)
 
 	mu      sync.Mutex
 	pending watch.Interface // opened by the last list, not yet handed out
@@ -240,9 +272,29 @@ func (lw *gaplessListWatch) list(ctx context.Context, _ metav1.ListOptions) (run
 	if lw.pending != nil {
 		lw.pending.Stop()
 	}
-	lw.pending = w
+	lw.pending = lw.converted(w)
 	lw.mu.Unlock()
 	return list, nil
+}
+
+// converted passes w's events on in the informer's form.
+func (lw *gaplessListWatch) converted(w watch.Interface) watch.Interface {
+	if lw.convert == nil {
+		return w
+	}
+	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+		if e.Type == watch.Error || e.Object == nil {
+			return e, true
+		}
+		obj, err := lw.convert(e.Object)
+		if err != nil {
+			return watch.Event{Type: watch.Error, Object: &metav1.Status{
+				Status: metav1.StatusFailure, Message: err.Error(), Reason: metav1.StatusReasonInternalError,
+			}}, true
+		}
+		e.Object = obj
+		return e, true
+	})
 }
 
 func (lw *gaplessListWatch) watch(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
@@ -257,7 +309,11 @@ func (lw *gaplessListWatch) watch(ctx context.Context, _ metav1.ListOptions) (wa
 	if err != nil {
 		return nil, err
 	}
-	return lw.client.Watch(ctx, list)
+	w, err = lw.client.Watch(ctx, list)
+	if err != nil {
+		return nil, err
+	}
+	return lw.converted(w), nil
 }
 
 // noWatchList tells client-go's reflector to list and then watch: the fake
