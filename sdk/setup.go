@@ -7,6 +7,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -116,7 +117,14 @@ func installRGDCRD(local manager.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	c, err := client.New(local.GetConfig(), client.Options{})
+	// A scheme of its own: the manager's (client-go's global one by
+	// default) need not know CRDs, and a process that never imported
+	// apiextensions must still be able to read one.
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("building the CRD scheme: %w", err)
+	}
+	c, err := client.New(local.GetConfig(), client.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("client for the hub: %w", err)
 	}
