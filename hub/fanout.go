@@ -110,7 +110,7 @@ func (f *FanOut) Ensure(ctx context.Context, clusterName string, cl cluster.Clus
 	if ctx.Err() != nil && err != nil {
 		return err // disengaged or stopped: nothing worth recording
 	}
-	if f.tracker.Set(g.Name, clusterName, state, msg) && f.opts.OnTransition != nil {
+	if f.tracker.Record(ctx, g.Name, clusterName, g.Generation, state, msg) && f.opts.OnTransition != nil {
 		f.opts.OnTransition(g.Name, clusterName, state, msg)
 	}
 	fanOutDuration.WithLabelValues(clusterName, g.Name, string(state)).Observe(time.Since(start).Seconds())
@@ -130,7 +130,7 @@ func (f *FanOut) ensure(ctx context.Context, clusterName string, cl cluster.Clus
 	if err := f.apply(ctx, cl, g.CRD); err != nil {
 		return err
 	}
-	f.tracker.Set(g.Name, clusterName, CRDApplied, "")
+	f.tracker.Record(ctx, g.Name, clusterName, g.Generation, CRDApplied, "")
 	f.applyAdmission(ctx, clusterName, cl, g) // while the CRD is being established
 	return f.waitEstablished(ctx, cl, g.CRD.Name)
 }

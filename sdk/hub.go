@@ -80,7 +80,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		graphs:   map[string]*registration{},
 		clusters: map[string]*engaged{},
 	}
-	h.tracker = &hub.Tracker{OnChange: h.notifyChanged}
+	h.tracker = &hub.Tracker{OnChange: h.notifyChanged, Failures: hub.FailuresOf(provider)}
 	h.fanOut = hub.NewFanOut(h.tracker, hub.FanOutOptions{
 		FieldManager:     opts.FieldManager,
 		EstablishTimeout: opts.EstablishTimeout,
@@ -190,8 +190,10 @@ func (h *Hub) forget(name string) (*registration, []hub.Cluster) {
 // state and instance counts. It is empty for a graph not registered.
 func (h *Hub) FleetStatus(name string) hub.GraphStatus {
 	counts := map[string]hub.InstanceCount{}
+	served := h.runtime.Served(name)
 	for cl, c := range h.runtime.Counts(name) {
-		counts[string(cl)] = hub.InstanceCount{Total: c.Total, Ready: c.Ready}
+		gen, serving := served[cl]
+		counts[string(cl)] = hub.InstanceCount{Total: c.Total, Ready: c.Ready, Serving: serving, Generation: gen}
 	}
 	return h.tracker.Snapshot(name, counts)
 }

@@ -41,6 +41,9 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	if err := mgr.Add(h.runtime); err != nil {
 		return fmt.Errorf("adding instance runtime: %w", err)
 	}
+	if err := h.setupProber(mgr); err != nil {
+		return err
+	}
 	if h.provider == nil {
 		if err := mgr.GetLocalManager().Add(manager.RunnableFunc(h.serveLocal)); err != nil {
 			return fmt.Errorf("adding single-cluster runnable: %w", err)
