@@ -52,6 +52,9 @@ type Hub struct {
 	recorder events.EventRecorder
 	graphs   map[string]*registration
 	clusters map[string]*engaged
+	// revisions records every served spec on the hub; nil until
+	// SetupWithManager (see versions.go).
+	revisions *hub.Revisions
 }
 
 // registration is a graph as served, with what it was compiled from.
@@ -110,7 +113,7 @@ func (h *Hub) RegisterGraph(ctx context.Context, rgd *v1alpha1.ResourceGraphDefi
 
 // Register is RegisterGraph returning the compiled graph; it implements
 // hub.Registry for the RGD controller.
-func (h *Hub) Register(_ context.Context, rgd *v1alpha1.ResourceGraphDefinition) (*graph.Graph, error) {
+func (h *Hub) Register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) (*graph.Graph, error) {
 	h.regMu.Lock()
 	defer h.regMu.Unlock()
 	allow := rgd.Annotations[v1alpha1.AnnotationAllowBreakingChanges] == "true"
@@ -126,6 +129,7 @@ func (h *Hub) Register(_ context.Context, rgd *v1alpha1.ResourceGraphDefinition)
 	if err != nil {
 		return nil, err
 	}
+	h.recordRevision(ctx, rgd, g)
 	h.mu.Lock()
 	h.graphs[rgd.Name] = &registration{graph: g, spec: *rgd.Spec.DeepCopy(), allowBreaking: allow, rgd: eventTarget(rgd)}
 	h.mu.Unlock()

@@ -44,6 +44,9 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	if err := h.setupProber(mgr); err != nil {
 		return err
 	}
+	if err := h.setupRevisions(mgr.GetLocalManager()); err != nil {
+		return err
+	}
 	if h.provider == nil {
 		if err := mgr.GetLocalManager().Add(manager.RunnableFunc(h.serveLocal)); err != nil {
 			return fmt.Errorf("adding single-cluster runnable: %w", err)

@@ -4,6 +4,7 @@ package sdk_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,10 +13,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/sdk"
+	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -119,13 +126,14 @@ func served(h *sdk.Hub, graph string) map[string]hub.ClusterStatus {
 // An update a cluster cannot take (a breaking change without the opt-in, a
 // child kind the cluster lacks) leaves the previous version serving there:
 // instances are created, repaired and deleted by it, and FleetStatus names
-// both versions. Clusters that can take the update move on.
+// both versions. Clusters that can take the update move on. A new hub on the
+// same clusters finds the served versions again from the hub's records.
 func TestRefusedUpdateKeepsPreviousVersionServing(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 2)
 	require.NoError(t, fleet.Spoke("spoke-1").InstallCRDs(widgetCRD()))
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+	h, stopHub := startStoppableHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
 	ctx := context.Background()
 	c1 := newClient(t, fleet.Spoke("spoke-1").Config)
 	c2 := newClient(t, fleet.Spoke("spoke-2").Config)
@@ -175,6 +183,60 @@ func TestRefusedUpdateKeepsPreviousVersionServing(t *testing.T) {
 		w.SetGroupVersionKind(schema.GroupVersionKind{Group: "test.fleetgraph.dev", Version: "v1", Kind: "Widget"})
 		assert.NoError(ct, c1.Get(ctx, client.ObjectKey{Namespace: "default", Name: "with-widget"}, w))
 	}, wait, tick, "generation 3 made the Widget on spoke-1")
+
+	// The hub keeps a numbered record of every spec it was given.
+	hubClient := newClient(t, fleet.Hub.Config)
+	for rev, gen := range map[int64]int64{1: 1, 2: 2, 3: 3} {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind("GraphRevision"))
+		require.NoError(t, hubClient.Get(ctx, client.ObjectKey{Name: fgv1alpha1.RevisionName("paint", rev)}, u))
+		got, _, _ := unstructured.NestedInt64(u.Object, "spec", "snapshot", "generation")
+		assert.Equal(t, gen, got, "revision %d records generation %d", rev, gen)
+	}
+
+	// A new hub on the same clusters, given only the latest RGD, finds the
+	// revision each cluster served: spoke-2 keeps generation 1.
+	stopHub()
+	provider2, err := fleet.NewProvider(ctx)
+	require.NoError(t, err)
+	h2, _ := startStoppableHub(t, fleet.Hub.Config, provider2, sdk.Options{DisableRGDController: true})
+	require.NoError(t, h2.RegisterGraph(ctx, rgdFromString(t, paintWidgetRGD)))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		st := served(h2, "paint")
+		assert.Equal(ct, hub.CRDEstablished, st["spoke-1"].CRD)
+		assert.Equal(ct, int64(3), st["spoke-1"].ServedGeneration)
+		assert.Equal(ct, hub.CRDIncompatible, st["spoke-2"].CRD)
+		assert.True(ct, st["spoke-2"].Serving)
+		assert.Equal(ct, int64(1), st["spoke-2"].ServedGeneration)
+	}, wait, tick)
+	requireServedBy(t, c2, "after-restart", "1")
+	requireServedBy(t, c1, "after-restart", "3")
+}
+
+// startStoppableHub is startHub with a function that stops the hub's
+// manager and waits for it, as a hub process that exits.
+func startStoppableHub(t *testing.T, cfg *rest.Config, provider multicluster.Provider, opts sdk.Options) (*sdk.Hub, func()) {
+	t.Helper()
+	h, err := sdk.NewHub(provider, opts)
+	require.NoError(t, err)
+	mgr, err := mcmanager.New(cfg, provider, manager.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	require.NoError(t, err)
+	require.NoError(t, h.SetupWithManager(mgr))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			assert.NoError(t, <-done)
+		})
+	}
+	t.Cleanup(stop)
+	return h, stop
 }
 
 // requireServedBy creates an instance, waits until it is ACTIVE with its

@@ -55,6 +55,7 @@ type Runtime struct {
 	graphs      map[string]*graph.Graph
 	controllers map[string]*controller // the latest version of each graph
 	versions    map[string]*versions
+	fallback    FallbackFunc
 	serial      int
 }
 

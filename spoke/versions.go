@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 // errSuperseded is what the gate of a version returns once a newer version
@@ -70,6 +72,9 @@ func (rt *Runtime) switchLock(c *controller, cluster multicluster.ClusterName) *
 // named cluster and, once that passes, makes c the version serving the
 // cluster, retiring the one that served it before.
 func (rt *Runtime) pass(ctx context.Context, c *controller, cluster multicluster.ClusterName, gate GateFunc) error {
+	if rt.designated(c, cluster) {
+		return nil // a fallback: its CRD is what the cluster serves already
+	}
 	l := rt.switchLock(c, cluster)
 	if l == nil {
 		return errSuperseded
@@ -79,6 +84,9 @@ func (rt *Runtime) pass(ctx context.Context, c *controller, cluster multicluster
 	if gate != nil {
 		gctx, cancel := either(ctx, c.ctx)
 		err := gate(gctx, cluster, c.g)
+		if err != nil {
+			rt.fallBack(gctx, c, cluster)
+		}
 		cancel()
 		if err != nil {
 			return err
@@ -160,4 +168,63 @@ func (c eitherCtx) Err() error {
 		return err
 	}
 	return c.Context.Err()
+}
+
+// FallbackFunc finds the version of a graph a cluster served before, for a
+// cluster that the latest version (latest) cannot be served on yet and that
+// no version serves, typically right after the hub restarted. It returns
+// nil (and no error) when there is none. The returned graph must have been
+// compiled from an earlier spec of the same graph whose CRD is the one on
+// the cluster: it is served there without passing the gate, until latest's
+// gate passes.
+type FallbackFunc func(ctx context.Context, cluster multicluster.ClusterName, latest *graph.Graph) (*graph.Graph, error)
+
+// SetFallback sets the function that finds the version to serve on a
+// cluster the latest version cannot take yet. Call it before Start.
+// Defaults to none: such a cluster is not served until the gate passes.
+func (rt *Runtime) SetFallback(f FallbackFunc) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.fallback = f
+}
+
+// designated reports whether c, an older version, was chosen as the
+// fallback serving the named cluster.
+func (rt *Runtime) designated(c *controller, cluster multicluster.ClusterName) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	v := rt.versions[c.g.Name]
+	return v != nil && !rt.latestLocked(c) && v.serving[cluster] == c
+}
+
+// fallBack serves the version the fallback finds on the named cluster, if
+// no version serves it: latest, c, could not pass the gate there.
+func (rt *Runtime) fallBack(ctx context.Context, c *controller, cluster multicluster.ClusterName) {
+	rt.mu.Lock()
+	f, e := rt.fallback, rt.clusters[cluster]
+	v := rt.versions[c.g.Name]
+	idle := v != nil && v.serving[cluster] == nil
+	rt.mu.Unlock()
+	if f == nil || e == nil || !idle {
+		return
+	}
+	old, err := f(ctx, cluster, c.g)
+	if err != nil || old == nil || old.Name != c.g.Name {
+		if err != nil {
+			c.log.Info("no previous version to serve meanwhile", "cluster", cluster.String(), "reason", err.Error())
+		}
+		return
+	}
+	rt.mu.Lock()
+	if !rt.latestLocked(c) || v.serving[cluster] != nil || rt.clusters[cluster] != e {
+		rt.mu.Unlock()
+		return
+	}
+	oc := rt.newControllerLocked(old)
+	v.older = append(v.older, oc)
+	v.serving[cluster] = oc
+	rt.mu.Unlock()
+	c.log.Info("serving a previous version meanwhile", "cluster", cluster.String(),
+		"generation", old.Generation, "revision", old.Revision)
+	oc.attach(e)
 }
