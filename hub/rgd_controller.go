@@ -141,6 +141,7 @@ func (r *RGDReconciler) status(rgd *v1alpha1.ResourceGraphDefinition, g *graph.G
 	}
 	st.State = v1alpha1.StateActive
 	st.TopologicalOrder, st.Resources = order(g)
+	st.LastIssuedRevision = max(st.LastIssuedRevision, g.Revision)
 	setCondition(&st, v1alpha1.ConditionGraphAccepted, true, "Compiled", "graph compiled", rgd.Generation)
 	fleet := r.Registry.Status(rgd.Name).Summary()
 	st.Fleet = fleet

@@ -4,7 +4,6 @@ package sdk_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,6 +22,7 @@ import (
 	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -215,7 +215,7 @@ func TestRefusedUpdateKeepsPreviousVersionServing(t *testing.T) {
 
 // startStoppableHub is startHub with a function that stops the hub's
 // manager and waits for it, as a hub process that exits.
-func startStoppableHub(t *testing.T, cfg *rest.Config, provider multicluster.Provider, opts sdk.Options) (*sdk.Hub, func()) {
+func startStoppableHub(t testing.TB, cfg *rest.Config, provider multicluster.Provider, opts sdk.Options) (*sdk.Hub, func()) {
 	t.Helper()
 	h, err := sdk.NewHub(provider, opts)
 	require.NoError(t, err)
@@ -225,18 +225,7 @@ func startStoppableHub(t *testing.T, cfg *rest.Config, provider multicluster.Pro
 	})
 	require.NoError(t, err)
 	require.NoError(t, h.SetupWithManager(mgr))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			assert.NoError(t, <-done)
-		})
-	}
-	t.Cleanup(stop)
-	return h, stop
+	return h, fgtesting.StartStoppable(t, mgr.Start)
 }
 
 // requireServedBy creates an instance, waits until it is ACTIVE with its
@@ -275,4 +264,43 @@ func requireServedBy(t *testing.T, c client.Client, name, version string) {
 		_, err := configMapData(c, name+"-paint")
 		assert.True(ct, apierrors.IsNotFound(err), "ConfigMap gone")
 	}, wait, tick, "deleting %s", name)
+}
+
+// An RGD object's revisions are numbered on the hub, owned by the RGD, and
+// the latest number is on its status as lastIssuedRevision.
+func TestRGDStatusNamesTheLastIssuedRevision(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 1)
+	provider, err := fleet.NewProvider(context.Background())
+	require.NoError(t, err)
+	startHub(t, fleet.Hub.Config, provider, sdk.Options{InstallRGDCRD: true})
+	ctx := context.Background()
+	hubClient := newClient(t, fleet.Hub.Config)
+	rgd := rgdFromString(t, paintRGD)
+	rgd.Generation = 0
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.NoError(ct, hubClient.Create(ctx, rgd.DeepCopy()))
+	}, wait, tick, "the RGD CRD is installed")
+
+	lastIssued := func(ct *assert.CollectT) int64 {
+		got := &v1alpha1.ResourceGraphDefinition{}
+		require.NoError(ct, hubClient.Get(ctx, client.ObjectKey{Name: "paint"}, got))
+		return got.Status.LastIssuedRevision
+	}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.EqualValues(ct, 1, lastIssued(ct)) }, wait, tick)
+
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		got := &v1alpha1.ResourceGraphDefinition{}
+		require.NoError(ct, hubClient.Get(ctx, client.ObjectKey{Name: "paint"}, got))
+		got.Spec = rgdFromString(t, paintWidgetRGD).Spec
+		assert.NoError(ct, hubClient.Update(ctx, got))
+	}, wait, tick)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.EqualValues(ct, 2, lastIssued(ct)) }, wait, tick)
+
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind("GraphRevision"))
+	require.NoError(t, hubClient.Get(ctx, client.ObjectKey{Name: "paint-r00002"}, u))
+	require.Len(t, u.GetOwnerReferences(), 1)
+	assert.Equal(t, "paint", u.GetOwnerReferences()[0].Name)
+	gen, _, _ := unstructured.NestedInt64(u.Object, "spec", "snapshot", "generation")
+	assert.EqualValues(t, 2, gen)
 }

@@ -113,6 +113,10 @@ func (c *controller) detach(m *member) {
 func (c *controller) member(name multicluster.ClusterName) *member {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.liveLocked(name)
+}
+
+func (c *controller) liveLocked(name multicluster.ClusterName) *member {
 	m := c.members[name]
 	if m == nil || m.ctx.Err() != nil {
 		return nil
@@ -125,11 +129,10 @@ func (c *controller) member(name multicluster.ClusterName) *member {
 func (c *controller) acquire(name multicluster.ClusterName) *member {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m := c.members[name]
-	if m == nil || m.ctx.Err() != nil {
-		return nil
+	m := c.liveLocked(name)
+	if m != nil {
+		c.busy[m]++
 	}
-	c.busy[m]++
 	return m
 }
 

@@ -9,4 +9,8 @@
 // the kind. A hub that restarts reads the records back to find, and
 // recompile, the revision each cluster was serving; rollouts build on the
 // revision numbers.
+//
+// The CRD is built in Go (GraphRevisionCRD), not by controller-gen.
+//
+// +kubebuilder:skip
 package v1alpha1
