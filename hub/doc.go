@@ -8,8 +8,18 @@
 //     (Incompatible). Its Ensure method is the gate the spoke runtime
 //     consults per graph and cluster, so instance watches start only where
 //     the CRD is established, and a slow or dead spoke delays only itself.
-//   - Tracker keeps each graph's state per cluster; GraphStatus.Summary
-//     condenses it into the bounded form written on the RGD.
+//   - Tracker keeps each graph's state per cluster (the latest version's CRD
+//     state, the version served, reachability, and clusters the provider
+//     could not engage); GraphStatus.Summary condenses it into the bounded
+//     form written on the RGD.
+//   - Prober asks each engaged cluster's /readyz on an interval with a
+//     timeout, so a spoke that stops answering turns Unreachable within
+//     Interval+Timeout and back when it answers. Providers that implement
+//     EngagementReporter have the clusters they could not engage shown too.
+//   - Revisions keeps an immutable, numbered GraphRevision record of every
+//     accepted spec on the hub (fleetgraph.dev/v1alpha1, "<rgd>-r00001");
+//     FanOut labels each spoke CRD with the revision it was applied from, so
+//     a hub that restarts recompiles the revision a cluster still serves.
 //   - RGDReconciler watches ResourceGraphDefinitions on the hub cluster only
 //     and drives a Registry (sdk.Hub) with the ones its selector claims,
 //     writing kro's conditions (GraphAccepted, KindReady, ControllerReady,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -110,7 +112,7 @@ func (f *FanOut) Ensure(ctx context.Context, clusterName string, cl cluster.Clus
 	if ctx.Err() != nil && err != nil {
 		return err // disengaged or stopped: nothing worth recording
 	}
-	if f.tracker.Set(g.Name, clusterName, state, msg) && f.opts.OnTransition != nil {
+	if f.tracker.Record(ctx, g.Name, clusterName, g.Generation, state, msg) && f.opts.OnTransition != nil {
 		f.opts.OnTransition(g.Name, clusterName, state, msg)
 	}
 	fanOutDuration.WithLabelValues(clusterName, g.Name, string(state)).Observe(time.Since(start).Seconds())
@@ -127,10 +129,10 @@ func (f *FanOut) ensure(ctx context.Context, clusterName string, cl cluster.Clus
 	if err := f.checkExisting(ctx, cl, g); err != nil {
 		return err
 	}
-	if err := f.apply(ctx, cl, g.CRD); err != nil {
+	if err := f.apply(ctx, cl, g); err != nil {
 		return err
 	}
-	f.tracker.Set(g.Name, clusterName, CRDApplied, "")
+	f.tracker.Record(ctx, g.Name, clusterName, g.Generation, CRDApplied, "")
 	f.applyAdmission(ctx, clusterName, cl, g) // while the CRD is being established
 	return f.waitEstablished(ctx, cl, g.CRD.Name)
 }
@@ -156,10 +158,21 @@ func (f *FanOut) checkExisting(ctx context.Context, cl cluster.Cluster, g *graph
 	return nil
 }
 
-func (f *FanOut) apply(ctx context.Context, cl cluster.Cluster, crd *apiextensionsv1.CustomResourceDefinition) error {
+// apply applies g's CRD, labelled with the revision it comes from, so that
+// a hub that restarts knows which revision the cluster serves.
+func (f *FanOut) apply(ctx context.Context, cl cluster.Cluster, g *graph.Graph) error {
+	crd := g.CRD
 	u, err := ApplyObject(crd)
 	if err != nil {
 		return err
+	}
+	if g.Revision > 0 {
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[fgv1alpha1.LabelGraphRevision] = strconv.FormatInt(g.Revision, 10)
+		u.SetLabels(labels)
 	}
 	err = cl.GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(f.opts.FieldManager), client.ForceOwnership)

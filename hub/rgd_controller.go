@@ -218,6 +218,7 @@ func (r *RGDReconciler) status(rgd *v1alpha1.ResourceGraphDefinition, g *graph.G
 		setCondition(&st, v1alpha1.ConditionControllerReady, metav1.ConditionFalse, "FailedToStart", "no graph is served for this RGD", gen)
 	} else {
 		st.TopologicalOrder, st.Resources = order(g)
+		st.LastIssuedRevision = max(st.LastIssuedRevision, g.Revision)
 		fleet := r.Registry.Status(rgd.Name).Summary()
 		st.Fleet = fleet
 		kind := g.Instance.GVK.Kind

@@ -15,7 +15,8 @@ import (
 
 // A spoke whose API server died after it was engaged delays only itself:
 // the others get the CRD and serve instances, the dead one is reported with
-// an error and retried, and it drops out once its provider removes it.
+// as Unreachable (the hub's probe) and retried, and it drops out once its
+// provider removes it.
 func TestADeadSpokeDelaysOnlyItself(t *testing.T) {
 	fleet, provider, h := startHubWithDeadSpoke(t)
 	ctx := context.Background()
@@ -27,7 +28,7 @@ func TestADeadSpokeDelaysOnlyItself(t *testing.T) {
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		st := clusterStates(h, "webapp")
 		assert.Equal(ct, "Established 1/1", st["spoke-1"])
-		assert.Equal(ct, "Error 0/0", st["spoke-2"], "the dead spoke is reported, not hidden")
+		assert.Equal(ct, "Unreachable 0/0", st["spoke-2"], "the dead spoke is reported, not hidden")
 	}, wait, tick)
 
 	provider.Remove("spoke-2")

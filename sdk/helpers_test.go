@@ -16,9 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
@@ -40,15 +37,7 @@ var (
 // at cfg and runs it until the test ends.
 func startHub(t testing.TB, cfg *rest.Config, provider multicluster.Provider, opts sdk.Options) *sdk.Hub {
 	t.Helper()
-	h, err := sdk.NewHub(provider, opts)
-	require.NoError(t, err)
-	mgr, err := mcmanager.New(cfg, provider, manager.Options{
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
-	require.NoError(t, err)
-	require.NoError(t, h.SetupWithManager(mgr))
-	fgtesting.Start(t, mgr.Start)
+	h, _ := startStoppableHub(t, cfg, provider, opts)
 	return h
 }
 

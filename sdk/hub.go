@@ -69,6 +69,9 @@ type Hub struct {
 	removals map[string]*removal
 	removed  map[string]types.UID // per RGD name, the UID whose removal finished; forgotten when the RGD is gone
 	clusters map[string]*engaged
+	// revisions records every served spec on the hub; nil until
+	// SetupWithManager (see versions.go).
+	revisions *hub.Revisions
 
 	// ctx bounds background removals; stop ends it when the manager stops.
 	ctx  context.Context
@@ -115,7 +118,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		ctx:      ctx,
 		stop:     stop,
 	}
-	h.tracker = &hub.Tracker{OnChange: h.notifyChanged}
+	h.tracker = &hub.Tracker{OnChange: h.notifyChanged, Failures: hub.FailuresOf(provider)}
 	h.fanOut = hub.NewFanOut(h.tracker, hub.FanOutOptions{
 		FieldManager:     opts.FieldManager,
 		EstablishTimeout: opts.EstablishTimeout,
@@ -173,6 +176,7 @@ func (h *Hub) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinitio
 	if err != nil {
 		return nil, err
 	}
+	h.recordRevision(ctx, rgd, g)
 	h.mu.Lock()
 	if err := h.kindFreeLocked(g); err != nil {
 		h.mu.Unlock()
@@ -256,8 +260,10 @@ func (h *Hub) UnregisterGraph(_ context.Context, name string) error {
 // state and instance counts. It is empty for a graph not registered.
 func (h *Hub) FleetStatus(name string) hub.GraphStatus {
 	counts := map[string]hub.InstanceCount{}
+	served := h.runtime.Served(name)
 	for cl, c := range h.runtime.Counts(name) {
-		counts[string(cl)] = hub.InstanceCount{Total: c.Total, Ready: c.Ready}
+		gen, serving := served[cl]
+		counts[string(cl)] = hub.InstanceCount{Total: c.Total, Ready: c.Ready, Serving: serving, Generation: gen}
 	}
 	return h.tracker.Snapshot(name, counts)
 }

@@ -68,6 +68,11 @@ type Options struct {
 	// StatusResync is how often each RGD's fleet status is refreshed.
 	// Defaults to hub.DefaultResync.
 	StatusResync time.Duration
+	// Probe configures the reachability probe of every engaged spoke: one
+	// that stops answering is reported Unreachable in FleetStatus and on
+	// the RGD within Probe.Interval+Probe.Timeout. Defaults to
+	// hub.DefaultProbeInterval and hub.DefaultProbeTimeout.
+	Probe hub.ProberOptions
 	// Logger defaults to controller-runtime's log.Log named "fleetgraph".
 	Logger logr.Logger
 }

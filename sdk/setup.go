@@ -51,6 +51,12 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	})); err != nil {
 		return fmt.Errorf("adding the removal stopper: %w", err)
 	}
+	if err := h.setupProber(mgr); err != nil {
+		return err
+	}
+	if err := h.setupRevisions(mgr.GetLocalManager()); err != nil {
+		return err
+	}
 	if h.provider == nil {
 		if err := mgr.GetLocalManager().Add(manager.RunnableFunc(h.serveLocal)); err != nil {
 			return fmt.Errorf("adding single-cluster runnable: %w", err)

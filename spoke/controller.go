@@ -30,7 +30,12 @@ type controller struct {
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
+	idle    *sync.Cond // on mu: a member's busy count dropped
 	members map[multicluster.ClusterName]*member
+	busy    map[*member]int // reconciles in flight per member
+	// onEmpty, if set, is called (in a goroutine) whenever the last member
+	// detaches; the Runtime uses it to stop versions nobody serves anymore.
+	onEmpty func()
 }
 
 func newController(parent context.Context, name string, g *graph.Graph, opts Options) *controller {
@@ -47,7 +52,9 @@ func newController(parent context.Context, name string, g *graph.Graph, opts Opt
 		ctx:     ctx,
 		cancel:  cancel,
 		members: map[multicluster.ClusterName]*member{},
+		busy:    map[*member]int{},
 	}
+	c.idle = sync.NewCond(&c.mu)
 	for range opts.Workers {
 		c.wg.Go(c.work)
 	}
@@ -95,13 +102,21 @@ func (c *controller) detach(m *member) {
 	if c.members[m.cluster] == m {
 		delete(c.members, m.cluster)
 	}
+	empty := len(c.members) == 0
 	c.mu.Unlock()
 	m.cleanup()
+	if empty && c.onEmpty != nil {
+		go c.onEmpty()
+	}
 }
 
 func (c *controller) member(name multicluster.ClusterName) *member {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.liveLocked(name)
+}
+
+func (c *controller) liveLocked(name multicluster.ClusterName) *member {
 	m := c.members[name]
 	if m == nil || m.ctx.Err() != nil {
 		return nil
@@ -109,11 +124,67 @@ func (c *controller) member(name multicluster.ClusterName) *member {
 	return m
 }
 
+// acquire returns the live member for name and counts a reconcile in flight
+// on it until release; nil if there is none.
+func (c *controller) acquire(name multicluster.ClusterName) *member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.liveLocked(name)
+	if m != nil {
+		c.busy[m]++
+	}
+	return m
+}
+
+func (c *controller) release(m *member) {
+	c.mu.Lock()
+	if c.busy[m]--; c.busy[m] <= 0 {
+		delete(c.busy, m)
+		c.idle.Broadcast()
+	}
+	c.mu.Unlock()
+}
+
+// retire ends the member serving the named cluster, if any, and waits until
+// no reconcile of it is in flight, so that a newer version taking the
+// cluster over never writes next to this one.
+func (c *controller) retire(name multicluster.ClusterName) {
+	c.mu.Lock()
+	m := c.members[name]
+	c.mu.Unlock()
+	if m == nil {
+		return
+	}
+	m.cancel() // acquire hands it out no more
+	c.mu.Lock()
+	for c.busy[m] > 0 {
+		c.idle.Wait()
+	}
+	c.mu.Unlock()
+}
+
+// retireExcept ends every member whose cluster keep does not name, without
+// waiting: none of them has passed the gate, so none reconciles.
+func (c *controller) retireExcept(keep func(multicluster.ClusterName) bool) (left int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, m := range c.members {
+		if keep(name) {
+			left++
+			continue
+		}
+		m.cancel()
+	}
+	return left
+}
+
 func (c *controller) counts() map[multicluster.ClusterName]Count {
 	c.mu.Lock()
 	members := make([]*member, 0, len(c.members))
 	for _, m := range c.members {
-		members = append(members, m)
+		if m.ctx.Err() == nil { // a member that ended is no longer counted
+			members = append(members, m)
+		}
 	}
 	c.mu.Unlock()
 	out := make(map[multicluster.ClusterName]Count, len(members))
@@ -137,11 +208,12 @@ func (c *controller) work() {
 // on error, after a delay when asked, else forgets the request's failures.
 func (c *controller) process(req mcreconcile.Request) {
 	defer c.queue.Done(req)
-	m := c.member(req.ClusterName)
+	m := c.acquire(req.ClusterName)
 	if m == nil {
 		c.queue.Forget(req)
 		return
 	}
+	defer c.release(m)
 	start := time.Now()
 	after, err := m.reconcileSafely(req.NamespacedName)
 	cluster := req.ClusterName.String()

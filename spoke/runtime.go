@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -38,7 +39,13 @@ type Count struct {
 // caller engages the local cluster under the empty name). Graphs come in
 // through Serve and go with Stop. Each graph is served on each engaged
 // cluster, once Options.Gate allows it, until the cluster's engagement
-// context is cancelled, the graph is stopped or replaced, or Start returns.
+// context is cancelled, the graph is stopped, or Start returns.
+//
+// Each cluster serves exactly one version of a graph at a time. A graph
+// given to Serve under a name already served replaces the previous version
+// on a cluster only once its gate passes there; until then the previous
+// version keeps serving that cluster (reconcile, drift repair, deletion), so
+// an update one cluster refuses stops nothing there. See versions.go.
 type Runtime struct {
 	opts Options
 
@@ -46,7 +53,9 @@ type Runtime struct {
 	ctx         context.Context // set by Start; nil before
 	clusters    map[multicluster.ClusterName]*engagement
 	graphs      map[string]*graph.Graph
-	controllers map[string]*controller
+	controllers map[string]*controller // the latest version of each graph
+	versions    map[string]*versions
+	fallback    FallbackFunc
 	serial      int
 }
 
@@ -66,6 +75,7 @@ func New(opts Options) *Runtime {
 		clusters:    map[multicluster.ClusterName]*engagement{},
 		graphs:      map[string]*graph.Graph{},
 		controllers: map[string]*controller{},
+		versions:    map[string]*versions{},
 	}
 }
 
@@ -93,8 +103,13 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	<-ctx.Done()
 
 	rt.mu.Lock()
-	all := rt.controllers
+	var all []*controller
+	for name, c := range rt.controllers {
+		all = append(all, c)
+		all = append(all, rt.versions[name].older...)
+	}
 	rt.controllers = map[string]*controller{}
+	rt.versions = map[string]*versions{}
 	rt.mu.Unlock()
 	for _, c := range all {
 		c.stop()
@@ -134,10 +149,11 @@ func (rt *Runtime) disengage(e *engagement) {
 }
 
 // Serve starts serving g on every engaged cluster, current and future. If a
-// graph of the same name is served already it is replaced: its workers stop
-// and the new graph takes over its instances (children of nodes the new
-// graph no longer has are found by their labels and pruned). Serve does not
-// wait for any cluster.
+// graph of the same name is served already, g replaces it cluster by
+// cluster: on each cluster the previous version keeps serving until g's gate
+// passes there, then stops, and g takes over its instances (children of
+// nodes g no longer has are found by their labels and pruned). Serve does
+// not wait for any cluster.
 func (rt *Runtime) Serve(g *graph.Graph) error {
 	if g == nil || g.Name == "" || g.Instance.GVK.Kind == "" {
 		return fmt.Errorf("%w: a graph needs a name and an instance kind", ErrInvalidGraph)
@@ -151,40 +167,84 @@ func (rt *Runtime) Serve(g *graph.Graph) error {
 	old := rt.controllers[g.Name]
 	c := rt.newControllerLocked(g)
 	rt.controllers[g.Name] = c
+	v := rt.versionsLocked(g.Name)
+	if old != nil {
+		v.older = append(v.older, old)
+	}
+	older := append([]*controller(nil), v.older...)
 	clusters := rt.clusterListLocked()
 	rt.mu.Unlock()
 
-	if old != nil {
-		old.stop()
+	for _, o := range older {
+		rt.dropUnserved(g.Name, o)
 	}
 	c.attachAll(clusters)
 	return nil
 }
 
-// Stop stops serving the named graph everywhere and waits for its workers.
-// Children and instances are left as they are. Stopping an unknown graph is
-// a no-op.
+// Stop stops serving the named graph everywhere, every version of it, and
+// waits for their workers. Children and instances are left as they are.
+// Stopping an unknown graph is a no-op.
 func (rt *Runtime) Stop(graphName string) {
 	rt.mu.Lock()
 	delete(rt.graphs, graphName)
-	c := rt.controllers[graphName]
+	var all []*controller
+	if c := rt.controllers[graphName]; c != nil {
+		all = append(all, c)
+	}
+	if v := rt.versions[graphName]; v != nil {
+		all = append(all, v.older...)
+	}
 	delete(rt.controllers, graphName)
+	delete(rt.versions, graphName)
 	rt.mu.Unlock()
-	if c != nil {
+	for _, c := range all {
 		c.stop()
 	}
 }
 
-// Counts returns, per cluster serving the named graph, how many instances it
-// holds and how many of them are ACTIVE. It is nil for a graph not served.
+// Counts returns, per cluster the named graph is attached to, how many
+// instances it holds and how many of them are ACTIVE, as counted by the
+// version serving the cluster. It is nil for a graph not served.
 func (rt *Runtime) Counts(graphName string) map[multicluster.ClusterName]Count {
-	rt.mu.Lock()
-	c := rt.controllers[graphName]
-	rt.mu.Unlock()
+	c, serving := rt.serving(graphName)
 	if c == nil {
 		return nil
 	}
-	return c.counts()
+	out := c.counts()
+	for name, sc := range serving {
+		if m := sc.member(name); m != nil {
+			out[name] = m.count()
+		}
+	}
+	return out
+}
+
+// Served returns, per cluster a version of the named graph serves, the
+// Generation of that version. It lags the graph last given to Serve on a
+// cluster where that one's gate has not passed: the previous version serves
+// there meanwhile.
+func (rt *Runtime) Served(graphName string) map[multicluster.ClusterName]int64 {
+	_, serving := rt.serving(graphName)
+	out := make(map[multicluster.ClusterName]int64, len(serving))
+	for name, sc := range serving {
+		if sc.member(name) != nil {
+			out[name] = sc.g.Generation
+		}
+	}
+	return out
+}
+
+// serving returns the latest version of the named graph and the version
+// serving each cluster.
+func (rt *Runtime) serving(graphName string) (*controller, map[multicluster.ClusterName]*controller) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	var serving map[multicluster.ClusterName]*controller
+	if v := rt.versions[graphName]; v != nil {
+		serving = maps.Clone(v.serving)
+	}
+	return rt.controllers[graphName], serving
 }
 
 // Clusters returns the names of the clusters currently engaged, in no
@@ -202,7 +262,15 @@ func (rt *Runtime) Clusters() []multicluster.ClusterName {
 func (rt *Runtime) newControllerLocked(g *graph.Graph) *controller {
 	rt.serial++
 	name := fmt.Sprintf("fleetgraph-%s-%d-%d", g.Name, g.Generation, rt.serial)
-	return newController(rt.ctx, name, g, rt.opts)
+	var c *controller
+	opts := rt.opts
+	inner := opts.Gate
+	opts.Gate = func(ctx context.Context, cluster multicluster.ClusterName, g *graph.Graph) error {
+		return rt.pass(ctx, c, cluster, inner)
+	}
+	c = newController(rt.ctx, name, g, opts)
+	c.onEmpty = func() { rt.reap(c) }
+	return c
 }
 
 func (rt *Runtime) clusterListLocked() []*engagement {

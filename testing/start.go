@@ -2,6 +2,7 @@ package testing
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -14,18 +15,31 @@ const StopTimeout = time.Minute
 // that does not stop when asked leaks into the next test.
 func Start(t TestingT, start func(ctx context.Context) error) {
 	t.Helper()
+	StartStoppable(t, start)
+}
+
+// StartStoppable is Start returning a function that stops start before the
+// test ends, e.g. to restart a hub, with the same checks; calling it again,
+// or the cleanup after it, does nothing more.
+func StartStoppable(t TestingT, start func(ctx context.Context) error) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("stopping: %v", err)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("stopping: %v", err)
+				}
+			case <-time.After(StopTimeout):
+				t.Fatalf("did not stop within %s of its context ending", StopTimeout)
 			}
-		case <-time.After(StopTimeout):
-			t.Fatalf("did not stop within %s of its context ending", StopTimeout)
-		}
-	})
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }

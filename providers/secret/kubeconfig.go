@@ -25,6 +25,11 @@ var (
 	// ErrMissingKubeconfig means a Secret has no data under the kubeconfig
 	// key, or the data is empty.
 	ErrMissingKubeconfig = errors.New("missing kubeconfig")
+
+	// ErrDuplicateServer means a Secret's kubeconfig points at an API server
+	// (same URL and CA) that another Secret's cluster holds already: the
+	// same cluster is never engaged twice under two names.
+	ErrDuplicateServer = errors.New("API server registered twice")
 )
 
 // Safety says which kubeconfig features a Provider accepts. The zero value

@@ -148,7 +148,9 @@ type Provider struct {
 	aware   multicluster.Aware
 	hub     hub
 
-	claims claims // which Secret holds which cluster name
+	claims   claims   // which Secret holds which cluster name
+	servers  servers  // which cluster name holds which API server
+	failures failures // why clusters are not engaged
 
 	lock   sync.RWMutex
 	gen    uint64
@@ -172,6 +174,8 @@ func New(opts Options) *Provider {
 		started:  make(chan struct{}),
 		byName:   map[multicluster.ClusterName]*engagement{},
 		claims:   claims{byName: map[multicluster.ClusterName]types.NamespacedName{}},
+		servers:  servers{byServer: map[string]multicluster.ClusterName{}},
+		failures: failures{byName: map[multicluster.ClusterName]string{}},
 	}
 	p.clusters.WaitCacheTimeout = p.opts.CacheSyncTimeout
 	p.clusters.ErrorHandler = p.log.Error

@@ -30,6 +30,7 @@ const (
 	ReasonUnreachable       = "ClusterUnreachable"
 	ReasonDuplicateName     = "DuplicateClusterName"
 	ReasonEngageFailed      = "EngageFailed"
+	ReasonDuplicateServer   = "DuplicateServer"
 )
 
 const (
@@ -69,25 +70,31 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			fmt.Errorf("cluster name %q is already used by Secret %s", clusterName(s), owner))
 		return ctrl.Result{RequeueAfter: duplicateRetry}, nil // until the other Secret goes
 	}
-	return ctrl.Result{}, p.reconcileSecret(ctx, s)
+	return p.reconcileSecret(ctx, s)
 }
 
-func (p *Provider) reconcileSecret(ctx context.Context, s *corev1.Secret) error {
+func (p *Provider) reconcileSecret(ctx context.Context, s *corev1.Secret) (ctrl.Result, error) {
 	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
 	name := clusterName(s)
 	log := p.log.WithValues("secret", key.String(), "cluster", name)
 	data := s.Data[p.opts.DataKey]
 	hash := fmt.Sprintf("%x", sha256.Sum256(data))
 	if p.updateIfCurrent(name, hash, clusterLabels(s)) {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	rc, err := p.opts.Safety.restConfig(data)
 	if err != nil {
 		p.disengage(name)
+		p.servers.release(name)
 		p.report(s, log, reasonFor(err), err)
-		return nil
+		return ctrl.Result{}, nil
 	}
-	return p.connect(ctx, s, log, engagement{hash: hash, labels: clusterLabels(s)}, p.withLimits(rc))
+	if owner, ok := p.servers.claim(serverIdentity(rc), name); !ok {
+		p.disengage(name)
+		p.report(s, log, ReasonDuplicateServer, fmt.Errorf("%w: its server is engaged already as cluster %q", ErrDuplicateServer, owner))
+		return ctrl.Result{RequeueAfter: duplicateRetry}, nil // until the other Secret goes
+	}
+	return ctrl.Result{}, p.connect(ctx, s, log, engagement{hash: hash, labels: clusterLabels(s)}, p.withLimits(rc))
 }
 
 // connect checks the server, creates the cluster and engages it in place of
@@ -117,6 +124,7 @@ func (p *Provider) connect(ctx context.Context, s *corev1.Secret, log logr.Logge
 		return fmt.Errorf("engaging cluster %q: %w", name, err)
 	}
 	log.Info("Engaged cluster")
+	p.failures.clear(name)
 	p.hub.recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonEngaged, "Engage", "cluster %q engaged", name)
 	return nil
 }
@@ -199,6 +207,8 @@ func (p *Provider) stop(name multicluster.ClusterName, e *engagement) {
 func (p *Provider) forgetSecret(key types.NamespacedName) {
 	for _, name := range p.claims.release(key) {
 		p.disengage(name)
+		p.servers.release(name)
+		p.failures.clear(name)
 	}
 }
 
@@ -219,6 +229,7 @@ func (p *Provider) updateIfCurrent(name multicluster.ClusterName, hash string, l
 // built in this package never carry credentials.
 func (p *Provider) report(s *corev1.Secret, log logr.Logger, reason string, err error) {
 	log.Info("Kubeconfig Secret skipped", "reason", reason, "error", err.Error())
+	p.failures.set(clusterName(s), reason+": "+err.Error())
 	p.hub.recorder.Eventf(s, nil, corev1.EventTypeWarning, reason, "Engage", "%s", err.Error())
 }
 

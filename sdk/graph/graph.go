@@ -32,6 +32,10 @@ type Graph struct {
 	Name string
 	// Generation is the RGD's metadata.generation that was compiled.
 	Generation int64
+	// Revision is the number of the hub's GraphRevision record of this
+	// spec, set by the hub after compiling and before serving; 0 when the
+	// hub keeps no record.
+	Revision int64
 	// Instance describes the kind the generated CRD serves.
 	Instance Instance
 	// CRD is the generated CustomResourceDefinition, ready to apply.

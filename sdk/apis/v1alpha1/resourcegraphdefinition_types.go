@@ -260,6 +260,12 @@ type ResourceGraphDefinitionStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// LastIssuedRevision is the highest revision number the hub issued for
+	// this RGD (GraphRevision records, fleetgraph.dev/v1alpha1, named
+	// "<rgd>-r00001"), as kro's field of the same name.
+	// +optional
+	LastIssuedRevision int64 `json:"lastIssuedRevision,omitempty"`
+
 	// TopologicalOrder lists resource ids in creation order.
 	// +optional
 	TopologicalOrder []string `json:"topologicalOrder,omitempty"`

@@ -1,0 +1,26 @@
+package sdk
+
+import (
+	"fmt"
+
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	"github.com/fleetgraph/fleetgraph/hub"
+)
+
+// setupProber probes every engaged spoke, so that one that stops answering
+// turns Unreachable in FleetStatus (see Options.Probe). In single-cluster
+// mode the hub is its only spoke: if it stops answering, so does the hub.
+func (h *Hub) setupProber(mgr mcmanager.Manager) error {
+	if h.provider == nil {
+		return nil
+	}
+	probe := h.opts.Probe
+	if probe.Logger.GetSink() == nil {
+		probe.Logger = h.opts.Logger.WithName("prober")
+	}
+	if err := mgr.Add(hub.NewProber(h.tracker, probe)); err != nil {
+		return fmt.Errorf("adding cluster prober: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// setupRevisions keeps GraphRevision records on the hub cluster, for RGD
+// objects and Go graphs alike, and lets the runtime serve the revision a
+// cluster served before on a cluster the latest one cannot take yet.
+func (h *Hub) setupRevisions(local manager.Manager) error {
+	c, err := client.New(local.GetConfig(), client.Options{})
+	if err != nil {
+		return fmt.Errorf("client for the hub: %w", err)
+	}
+	h.mu.Lock()
+	h.revisions = hub.NewRevisions(c, h.opts.FieldManager)
+	h.mu.Unlock()
+	h.runtime.SetFallback(h.previousRevision)
+	return nil
+}
+
+// recordRevision numbers g with the revision the hub records for rgd's
+// spec. Without a record (the Hub is not set up yet, or the hub cluster
+// refuses) g is served unnumbered and a restart cannot find it again.
+func (h *Hub) recordRevision(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, g *graph.Graph) {
+	h.mu.Lock()
+	revs := h.revisions
+	h.mu.Unlock()
+	if revs == nil {
+		return
+	}
+	rev, err := revs.Issue(ctx, rgd)
+	if err != nil {
+		h.opts.Logger.Error(err, "graph served without a revision record", "graph", rgd.Name)
+		return
+	}
+	g.Revision = rev
+}
+
+// previousRevision is the runtime's fallback: it reads which revision the
+// cluster's CRD was applied from and compiles that revision's record.
+func (h *Hub) previousRevision(ctx context.Context, name multicluster.ClusterName, latest *graph.Graph) (*graph.Graph, error) {
+	h.mu.Lock()
+	e, revs := h.clusters[string(name)], h.revisions
+	h.mu.Unlock()
+	if e == nil || revs == nil {
+		return nil, nil
+	}
+	rev, err := hub.ServedRevision(ctx, e.cl.GetAPIReader(), latest.CRD.Name)
+	if err != nil || rev == 0 || rev == latest.Revision {
+		return nil, err
+	}
+	rec, err := revs.Get(ctx, latest.Name, rev)
+	if err != nil {
+		return nil, err
+	}
+	g, err := graph.Compile(hub.RGD(rec), graph.Options{Resolver: h.opts.SchemaResolver})
+	if err != nil {
+		return nil, fmt.Errorf("compiling revision %d of graph %s: %w", rev, latest.Name, err)
+	}
+	g.Revision = rev
+	return g, nil
+}
