@@ -40,11 +40,23 @@ type member struct {
 	owned    map[childKey]ownedChild
 	byOwner  map[types.UID]map[childKey]struct{}
 	kinds    []schema.GroupVersionKind // GraphKinds(g)
-	owners   map[types.UID]types.NamespacedName
-	refs     map[types.NamespacedName][]resolvedRef
-	written  map[types.NamespacedName]*writtenInstance
-	lastSeen map[types.NamespacedName]string // resourceVersion the watch last delivered
-	states   map[types.NamespacedName]string
+	// graphLabel is the value of LabelGraph on our children.
+	graphLabel string
+	owners     map[types.UID]types.NamespacedName
+	refs       map[types.NamespacedName][]resolvedRef
+	written    map[types.NamespacedName]*writtenInstance
+	lastSeen   map[types.NamespacedName]seenInstance
+	states     map[types.NamespacedName]string
+	resyncAt   map[types.NamespacedName]time.Time
+	// listed records, per instance UID, the kinds outside the graph that
+	// were listed for its children (see extraKinds).
+	listed map[types.UID]map[schema.GroupVersionKind]bool
+}
+
+// seenInstance is what the instance watch last delivered for a name.
+type seenInstance struct {
+	uid types.UID
+	rv  string
 }
 
 func newMember(c *controller, e *engagement) *member {
@@ -64,12 +76,15 @@ func newMember(c *controller, e *engagement) *member {
 		children: map[childKey]*childState{},
 		owned:    map[childKey]ownedChild{},
 		byOwner:  map[types.UID]map[childKey]struct{}{},
-		kinds:    GraphKinds(c.g),
-		owners:   map[types.UID]types.NamespacedName{},
-		refs:     map[types.NamespacedName][]resolvedRef{},
-		written:  map[types.NamespacedName]*writtenInstance{},
-		lastSeen: map[types.NamespacedName]string{},
-		states:   map[types.NamespacedName]string{},
+		kinds:      GraphKinds(c.g),
+		graphLabel: labelValue(c.g.Name),
+		owners:     map[types.UID]types.NamespacedName{},
+		refs:       map[types.NamespacedName][]resolvedRef{},
+		written:    map[types.NamespacedName]*writtenInstance{},
+		lastSeen:   map[types.NamespacedName]seenInstance{},
+		states:     map[types.NamespacedName]string{},
+		resyncAt:   map[types.NamespacedName]time.Time{},
+		listed:     map[types.UID]map[schema.GroupVersionKind]bool{},
 	}
 	m.cleanups = append(m.cleanups, func() { stop() })
 	return m

@@ -144,7 +144,7 @@ func (m *member) remember(u *unstructured.Unstructured) {
 	key := keyOf(u)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.lastSeen[key] == u.GetResourceVersion() {
+	if m.lastSeen[key].rv == u.GetResourceVersion() {
 		delete(m.written, key)
 		return
 	}
@@ -157,8 +157,11 @@ func (m *member) observeInstance(u *unstructured.Unstructured) {
 	key := keyOf(u)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if old, ok := m.lastSeen[key]; ok && old.uid != u.GetUID() {
+		delete(m.owners, old.uid) // the name was given to a new instance
+	}
 	m.owners[u.GetUID()] = key
-	m.lastSeen[key] = u.GetResourceVersion()
+	m.lastSeen[key] = seenInstance{uid: u.GetUID(), rv: u.GetResourceVersion()}
 	if w := m.written[key]; w != nil && w.obj.GetResourceVersion() == u.GetResourceVersion() {
 		delete(m.written, key)
 	}
@@ -193,6 +196,14 @@ func (m *member) ownerOf(l map[string]string) (types.NamespacedName, bool) {
 	}
 	name := l[LabelInstanceName]
 	return types.NamespacedName{Namespace: l[LabelInstanceNamespace], Name: name}, name != ""
+}
+
+// instanceOf returns the instance known under uid.
+func (m *member) instanceOf(uid types.UID) (types.NamespacedName, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key, ok := m.owners[uid]
+	return key, ok
 }
 
 // resolvedRef is an external reference as last evaluated for an instance.
@@ -238,15 +249,20 @@ func (m *member) referrers(gvk schema.GroupVersionKind, u *unstructured.Unstruct
 	return out
 }
 
-// forgetInstance drops everything remembered for an instance that is gone.
+// forgetInstance drops everything remembered for an instance that is gone,
+// by uid and by the UID the watch last delivered under its name.
 func (m *member) forgetInstance(key types.NamespacedName, uid types.UID) {
 	m.mu.Lock()
+	for _, u := range []types.UID{uid, m.lastSeen[key].uid} {
+		if u != "" && m.owners[u] == key {
+			delete(m.owners, u)
+		}
+		delete(m.listed, u)
+	}
 	delete(m.refs, key)
 	delete(m.written, key)
 	delete(m.lastSeen, key)
-	if uid != "" {
-		delete(m.owners, uid)
-	}
+	delete(m.resyncAt, key)
 	for k, st := range m.children {
 		if st.owner == key && st.inflight == 0 {
 			delete(m.children, k)

@@ -106,9 +106,9 @@ func TestOurOwnInstanceWritesDoNotRequeue(t *testing.T) {
 
 func TestOwnedIndexFollowsOwnerChanges(t *testing.T) {
 	m := testMember()
-	m.recordChild(cmKey, "uid-a", "config")
+	m.recordChild(cmKey, "uid-a", "config", "cm-1")
 	assert.Equal(t, []InventoryEntry{entryOf(cmKey, "config")}, m.ownedBy("uid-a"))
-	m.recordChild(cmKey, "uid-b", "config")
+	m.recordChild(cmKey, "uid-b", "config", "cm-1")
 	assert.Empty(t, m.ownedBy("uid-a"), "a child relabelled to another instance moves")
 	assert.Len(t, m.ownedBy("uid-b"), 1)
 	m.dropChild(cmKey)
