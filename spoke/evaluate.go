@@ -43,10 +43,10 @@ type nodeResult struct {
 
 // outcome is the result of evaluating the whole graph for one instance.
 type outcome struct {
-	vals    graph.Values
-	nodes   map[string]*nodeResult
-	applied []InventoryEntry
-	refs    []resolvedRef
+	vals     graph.Values
+	nodes    map[string]*nodeResult
+	applied  []InventoryEntry
+	refs     []resolvedRef
 	failed   *nodeResult // first failure in DAG order
 	waiting  []string    // messages of nodes not ready, pending, deleting or blocked
 	deleting []string    // messages of nodes waiting for a child being deleted
