@@ -51,6 +51,8 @@ type member struct {
 	// listed records, per instance UID, the kinds outside the graph that
 	// were listed for its children (see extraKinds).
 	listed map[types.UID]map[schema.GroupVersionKind]bool
+	// crdUID is the UID of the graph's CRD as last seen (crd.go).
+	crdUID types.UID
 }
 
 // seenInstance is what the instance watch last delivered for a name.
@@ -118,7 +120,11 @@ func (m *member) open() error {
 	}
 	inst := &unstructured.Unstructured{}
 	inst.SetGroupVersionKind(m.g.Instance.GVK)
-	return m.watch(inst, instanceHandler{m})
+	if err := m.watch(inst, instanceHandler{m}); err != nil {
+		return err
+	}
+	m.watchCRD()
+	return nil
 }
 
 // addCleanup registers f to run when the member ends; if it has ended
