@@ -91,4 +91,3 @@ func (m *member) rewatchInstances() {
 		delay = min(2*delay, m.c.opts.GateRetryMax)
 	}
 }
-
