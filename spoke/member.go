@@ -44,6 +44,7 @@ type member struct {
 	graphLabel string
 	owners     map[types.UID]types.NamespacedName
 	refs       map[types.NamespacedName][]resolvedRef
+	refIndex   map[refKey]map[types.NamespacedName]struct{} // see referrers
 	written    map[types.NamespacedName]*writtenInstance
 	lastSeen   map[types.NamespacedName]seenInstance
 	states     map[types.NamespacedName]string
@@ -82,6 +83,7 @@ func newMember(c *controller, e *engagement) *member {
 		graphLabel: labelValue(c.g.Name),
 		owners:     map[types.UID]types.NamespacedName{},
 		refs:       map[types.NamespacedName][]resolvedRef{},
+		refIndex:   map[refKey]map[types.NamespacedName]struct{}{},
 		written:    map[types.NamespacedName]*writtenInstance{},
 		lastSeen:   map[types.NamespacedName]seenInstance{},
 		states:     map[types.NamespacedName]string{},
