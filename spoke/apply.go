@@ -46,7 +46,7 @@ func (m *member) applyChild(inst *unstructured.Unstructured, n *graph.Node, u *u
 	if observed, ok := m.appliedChild(key, hash); ok && !full {
 		return observed, entry, deleting(n, key, observed)
 	}
-	if err := m.ensureWatch(gvk, false); err != nil {
+	if err := m.ensureWatch(gvk); err != nil {
 		return nil, entry, err
 	}
 	if err := m.claim(inst, n, key); err != nil {

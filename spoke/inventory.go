@@ -112,7 +112,7 @@ func (m *member) missingKinds(have []schema.GroupVersionKind) []schema.GroupVers
 // A kind the cluster no longer serves has no children.
 func (m *member) inventory(inst *unstructured.Unstructured) ([]InventoryEntry, error) {
 	for _, k := range m.kinds {
-		if err := m.ensureWatch(k, false); err != nil && !isNoMatch(err) {
+		if err := m.ensureWatch(k); err != nil && !isNoMatch(err) {
 			return nil, err
 		}
 	}

@@ -35,7 +35,7 @@ type member struct {
 
 	mu       sync.Mutex
 	cleanups []func()
-	watches  map[watchKey]*watch
+	watches  map[any]*watch // watchKey, scopeKey
 	children map[childKey]*childState
 	owned    map[childKey]ownedChild
 	byOwner  map[types.UID]map[childKey]struct{}
@@ -45,6 +45,7 @@ type member struct {
 	owners     map[types.UID]types.NamespacedName
 	refs       map[types.NamespacedName][]resolvedRef
 	refIndex   map[refKey]map[types.NamespacedName]struct{} // see referrers
+	scoped     map[scopeKey]*scoped                         // external_watch.go
 	written    map[types.NamespacedName]*writtenInstance
 	lastSeen   map[types.NamespacedName]seenInstance
 	states     map[types.NamespacedName]string
@@ -75,7 +76,7 @@ func newMember(c *controller, e *engagement) *member {
 		ctx:        ctx,
 		cancel:     cancel,
 		ready:      make(chan struct{}),
-		watches:    map[watchKey]*watch{},
+		watches:    map[any]*watch{},
 		children:   map[childKey]*childState{},
 		owned:      map[childKey]ownedChild{},
 		byOwner:    map[types.UID]map[childKey]struct{}{},
@@ -84,6 +85,7 @@ func newMember(c *controller, e *engagement) *member {
 		owners:     map[types.UID]types.NamespacedName{},
 		refs:       map[types.NamespacedName][]resolvedRef{},
 		refIndex:   map[refKey]map[types.NamespacedName]struct{}{},
+		scoped:     map[scopeKey]*scoped{},
 		written:    map[types.NamespacedName]*writtenInstance{},
 		lastSeen:   map[types.NamespacedName]seenInstance{},
 		states:     map[types.NamespacedName]string{},

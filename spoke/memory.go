@@ -230,6 +230,7 @@ func (r resolvedRef) matches(gvk schema.GroupVersionKind, u *unstructured.Unstru
 func (m *member) setRefs(key types.NamespacedName, refs []resolvedRef) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.useScopesLocked(key, m.refs[key], refs)
 	m.unindexRefsLocked(key)
 	if len(refs) == 0 {
 		return
@@ -310,6 +311,7 @@ func (m *member) forgetInstance(key types.NamespacedName, uid types.UID) {
 			}
 		}
 	}
+	m.useScopesLocked(key, m.refs[key], nil)
 	m.unindexRefsLocked(key)
 	delete(m.written, key)
 	delete(m.lastSeen, key)
