@@ -25,34 +25,15 @@ func AdmissionPolicyName(g *graph.Graph) string {
 // with them a new instance costs only its children and its status.
 //
 // The policy ignores its own failures (an instance it could not stamp is
-// stamped by the Runtime), so it never blocks a create. It needs the
-// admissionregistration.k8s.io/v1 MutatingAdmissionPolicy API (Kubernetes
-// 1.36, or earlier with the feature enabled); hub.FanOut installs it next
-// to the CRD where the API is served.
+// stamped by the Runtime). It needs the admissionregistration.k8s.io/v1
+// MutatingAdmissionPolicy API (Kubernetes 1.36, or earlier with the feature
+// enabled). Bound too early, right after the CRD's group/version appears,
+// it makes the API server refuse creates (see AdmissionProbe), so
+// hub.FanOut binds it only once a probe shows that it refuses none.
 func AdmissionPolicy(g *graph.Graph) []client.Object {
-	name := AdmissionPolicyName(g)
-	labels := map[string]string{LabelManagedBy: ManagedBy, LabelGraph: labelValue(g.Name)}
 	stamp := fmt.Sprintf(`Object{metadata: Object.metadata{finalizers: [%q], annotations: {%q: %q}}}`,
 		Finalizer, AnnotationChildKinds, EncodeChildKinds(GraphKinds(g)))
-	policy := &admissionv1.MutatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec: admissionv1.MutatingAdmissionPolicySpec{
-			MatchConstraints: instanceCreates(g),
-			Mutations: []admissionv1.Mutation{{
-				PatchType:          admissionv1.PatchTypeApplyConfiguration,
-				ApplyConfiguration: &admissionv1.ApplyConfiguration{Expression: stamp},
-			}},
-			FailurePolicy:      ptr.To(admissionv1.Ignore),
-			ReinvocationPolicy: admissionv1.NeverReinvocationPolicy,
-		},
-	}
-	binding := &admissionv1.MutatingAdmissionPolicyBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicyBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec:       admissionv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
-	}
-	return []client.Object{policy, binding}
+	return policyAndBinding(g, AdmissionPolicyName(g), stamp, admissionv1.Ignore, nil)
 }
 
 // LabelAdmissionProbe marks the dry-run objects that AdmissionProbe's
@@ -78,7 +59,19 @@ func AdmissionProbeName(g *graph.Graph) string {
 // that 503 while the API server is not ready, and with the probe's own
 // error (so the schema was found) once it is.
 func AdmissionProbe(g *graph.Graph) []client.Object {
-	name := AdmissionProbeName(g)
+	// Fails at evaluation, after the schema lookup that 503s.
+	fail := `Object{metadata: Object.metadata{labels: {"probe": string(int(object.metadata.name))}}}`
+	probes := &admissionv1.MatchResources{
+		ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelAdmissionProbe: "true"}},
+	}
+	return policyAndBinding(g, AdmissionProbeName(g), fail, admissionv1.Fail, probes)
+}
+
+// policyAndBinding returns a MutatingAdmissionPolicy named name that applies
+// the apply configuration expression to every new instance of g, and its
+// binding, which narrows it to match when set.
+func policyAndBinding(g *graph.Graph, name, expression string, failure admissionv1.FailurePolicyType,
+	match *admissionv1.MatchResources) []client.Object {
 	labels := map[string]string{LabelManagedBy: ManagedBy, LabelGraph: labelValue(g.Name)}
 	policy := &admissionv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
@@ -86,25 +79,17 @@ func AdmissionProbe(g *graph.Graph) []client.Object {
 		Spec: admissionv1.MutatingAdmissionPolicySpec{
 			MatchConstraints: instanceCreates(g),
 			Mutations: []admissionv1.Mutation{{
-				PatchType: admissionv1.PatchTypeApplyConfiguration,
-				// Fails at evaluation, after the schema lookup that 503s.
-				ApplyConfiguration: &admissionv1.ApplyConfiguration{
-					Expression: `Object{metadata: Object.metadata{labels: {"probe": string(int(object.metadata.name))}}}`,
-				},
+				PatchType:          admissionv1.PatchTypeApplyConfiguration,
+				ApplyConfiguration: &admissionv1.ApplyConfiguration{Expression: expression},
 			}},
-			FailurePolicy:      ptr.To(admissionv1.Fail),
+			FailurePolicy:      ptr.To(failure),
 			ReinvocationPolicy: admissionv1.NeverReinvocationPolicy,
 		},
 	}
 	binding := &admissionv1.MutatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicyBinding"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec: admissionv1.MutatingAdmissionPolicyBindingSpec{
-			PolicyName: name,
-			MatchResources: &admissionv1.MatchResources{
-				ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelAdmissionProbe: "true"}},
-			},
-		},
+		Spec:       admissionv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name, MatchResources: match},
 	}
 	return []client.Object{policy, binding}
 }
