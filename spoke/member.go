@@ -159,6 +159,12 @@ func (m *member) enqueue(key types.NamespacedName) {
 	m.c.queue.Add(mcreconcile.Request{ClusterName: m.cluster, Request: reconcileRequest(key)})
 }
 
+// enqueueAfter adds the instance to the queue after d (a scheduled resync:
+// the queue keeps only the earliest time for one request).
+func (m *member) enqueueAfter(key types.NamespacedName, d time.Duration) {
+	m.c.queue.AddAfter(mcreconcile.Request{ClusterName: m.cluster, Request: reconcileRequest(key)}, d)
+}
+
 // setState records an instance's state for Counts and the instances gauge.
 // An empty state forgets the instance.
 func (m *member) setState(key types.NamespacedName, state string) {

@@ -14,8 +14,8 @@ import (
 // sync reconciles a live instance: finalizer and child kinds, children in
 // DAG order, prune, status. An evaluation or apply failure is written to
 // status and returned, so the request is retried with backoff. On success
-// it asks to be run again at the instance's next resync, or after
-// Options.DeletionPoll while a child is being deleted.
+// the instance's next resync is scheduled, and while a child is being
+// deleted sync asks to run again after Options.DeletionPoll.
 func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
 	key := keyOf(inst)
 	inst, err := m.adopt(inst)
@@ -45,11 +45,13 @@ func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
 	if pruneErr != nil {
 		return 0, pruneErr
 	}
-	after := m.scheduleResync(key, full)
-	if len(o.deleting) > 0 && (after == 0 || after > m.c.opts.DeletionPoll) {
-		after = m.c.opts.DeletionPoll
+	if next := m.scheduleResync(key, full); next > 0 {
+		m.enqueueAfter(key, next)
 	}
-	return after, nil
+	if len(o.deleting) > 0 {
+		return m.c.opts.DeletionPoll, nil
+	}
+	return 0, nil
 }
 
 // prune deletes children no longer desired. Errors are joined; a child
