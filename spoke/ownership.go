@@ -89,11 +89,13 @@ func (m *member) claim(inst *unstructured.Unstructured, n *graph.Node, key child
 	if existing.DeletionTimestamp != nil {
 		return &deletingError{node: n.ID, object: objectName(key)}
 	}
-	if m.recordsOwn(key, inst.GetUID(), existing.UID) {
-		return nil
-	}
 	l := existing.Labels
-	if l[LabelInstanceUID] == "" && m.c.opts.AdoptUnowned {
+	switch {
+	case m.recordsOwn(key, inst.GetUID(), existing.UID):
+		return nil
+	case l[LabelGraph] == m.graphLabel && l[LabelInstanceUID] == string(inst.GetUID()):
+		return nil // labelled ours; the index learns it from the same event
+	case l[LabelInstanceUID] == "" && m.c.opts.AdoptUnowned:
 		return nil
 	}
 	return &conflictError{kind: key.gvk.Kind, object: objectName(key), owner: ownerOfObject(existing)}
