@@ -2,13 +2,8 @@ package hub
 
 import (
 	"context"
-	"fmt"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -35,18 +30,7 @@ func (f *FanOut) applyAdmission(ctx context.Context, clusterName string, cl clus
 }
 
 func (f *FanOut) applyPolicy(ctx context.Context, cl cluster.Cluster, g *graph.Graph) error {
-	for _, obj := range spoke.AdmissionPolicy(g) {
-		u, err := applyIntent(obj)
-		if err != nil {
-			return err
-		}
-		err = cl.GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-			client.FieldOwner(f.opts.FieldManager), client.ForceOwnership)
-		if err != nil {
-			return fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
-		}
-	}
-	return nil
+	return f.applyObjects(ctx, cl, spoke.AdmissionPolicy(g))
 }
 
 // servesAdmissionPolicies asks cl's discovery whether it serves
@@ -56,16 +40,8 @@ func servesAdmissionPolicies(cl cluster.Cluster) (bool, error) {
 	return served["MutatingAdmissionPolicy"], err
 }
 
-// deleteAdmission removes g's admission policy and binding from cl.
+// deleteAdmission removes g's admission policy and binding from cl, and
+// the probe of admission_activate.go if one was left.
 func deleteAdmission(ctx context.Context, cl cluster.Cluster, g *graph.Graph) error {
-	for _, obj := range spoke.AdmissionPolicy(g) {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(admissionv1.SchemeGroupVersion.WithKind(obj.GetObjectKind().GroupVersionKind().Kind))
-		u.SetName(obj.GetName())
-		err := cl.GetClient().Delete(ctx, u)
-		if err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
-			return fmt.Errorf("deleting %s %s: %w", u.GetKind(), u.GetName(), err)
-		}
-	}
-	return nil
+	return deleteObjects(ctx, cl, append(spoke.AdmissionPolicy(g), spoke.AdmissionProbe(g)...))
 }

@@ -61,6 +61,12 @@ type FanOutOptions struct {
 	// OnTransition is called when a graph's CRD state on a cluster changes,
 	// e.g. to emit an event. Defaults to nothing.
 	OnTransition func(graph, cluster string, state CRDState, msg string)
+	// DisableAdmissionPolicy leaves spoke.AdmissionPolicy off the clusters:
+	// the spoke runtime then stamps every new instance itself, one write
+	// more per instance. Defaults to false: the policy is bound where the
+	// cluster serves MutatingAdmissionPolicy, once a probe shows that it
+	// refuses no create (admission_activate.go).
+	DisableAdmissionPolicy bool
 	// Logger defaults to controller-runtime's log.Log named "fanout".
 	Logger logr.Logger
 }
@@ -126,36 +132,48 @@ func (f *FanOut) ensure(ctx context.Context, clusterName string, cl cluster.Clus
 	if err := servesKinds(cl, g); err != nil {
 		return err
 	}
-	if err := f.checkExisting(ctx, cl, g); err != nil {
+	existed, err := f.checkExisting(ctx, cl, g)
+	if err != nil {
 		return err
+	}
+	if !existed && !f.opts.DisableAdmissionPolicy {
+		if err := retractAdmission(ctx, cl, g); err != nil {
+			return err
+		}
 	}
 	if err := f.apply(ctx, cl, g); err != nil {
 		return err
 	}
 	f.tracker.Record(ctx, g.Name, clusterName, g.Generation, CRDApplied, "")
-	f.applyAdmission(ctx, clusterName, cl, g) // while the CRD is being established
-	return f.waitEstablished(ctx, cl, g.CRD.Name)
+	if err := f.waitEstablished(ctx, cl, g.CRD.Name); err != nil {
+		return err
+	}
+	if !f.opts.DisableAdmissionPolicy {
+		go f.activateAdmission(ctx, clusterName, cl, g) // admission_activate.go
+	}
+	return nil
 }
 
 // checkExisting refuses a CRD we do not own and a breaking change to ours.
-func (f *FanOut) checkExisting(ctx context.Context, cl cluster.Cluster, g *graph.Graph) error {
+// It reports whether the CRD exists already.
+func (f *FanOut) checkExisting(ctx context.Context, cl cluster.Cluster, g *graph.Graph) (bool, error) {
 	existing, err := getCRD(ctx, cl.GetAPIReader(), g.CRD.Name)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil
+		return false, nil
 	case err != nil:
-		return fmt.Errorf("reading CRD %s: %w", g.CRD.Name, err)
+		return false, fmt.Errorf("reading CRD %s: %w", g.CRD.Name, err)
 	case existing.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByFleetgraph:
-		return fmt.Errorf("%w: %s (label %s=%q)", ErrConflict, g.CRD.Name,
+		return true, fmt.Errorf("%w: %s (label %s=%q)", ErrConflict, g.CRD.Name,
 			v1alpha1.LabelManagedBy, existing.Labels[v1alpha1.LabelManagedBy])
 	case f.opts.AllowBreaking(g.Name):
-		return nil
+		return true, nil
 	}
 	if err := graph.CheckCompatible(existing, g.CRD); err != nil {
-		return fmt.Errorf("%w: %w (annotate the RGD %s=true to allow)", ErrIncompatible, err,
-			v1alpha1.AnnotationAllowBreakingChanges)
+		return true, fmt.Errorf("%w: %w (annotate the RGD %s=true or %s=true to allow)", ErrIncompatible, err,
+			v1alpha1.AnnotationKroAllowBreakingChanges, v1alpha1.AnnotationAllowBreakingChanges)
 	}
-	return nil
+	return true, nil
 }
 
 // apply applies g's CRD, labelled with the revision it comes from, so that

@@ -158,7 +158,7 @@ func (h *Hub) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinitio
 	if err := h.takeBackRemoval(rgd.Name, src); err != nil {
 		return nil, err
 	}
-	allow := rgd.Annotations[v1alpha1.AnnotationAllowBreakingChanges] == "true"
+	allow := v1alpha1.AllowsBreakingChanges(rgd)
 	h.mu.Lock()
 	reg, ok := h.graphs[rgd.Name]
 	if ok && reg.source != src {

@@ -19,8 +19,10 @@ import (
 // the object as the API server answered, which is what dependents and
 // readyWhen see. If the desired form is unchanged since our last apply and
 // nobody touched the child since, the remembered answer is returned and no
-// request is made.
-func (m *member) applyChild(inst *unstructured.Unstructured, n *graph.Node, u *unstructured.Unstructured) (map[string]any, InventoryEntry, error) {
+// request is made, unless full (a periodic resync) asks for the apply
+// regardless. An existing object that is not the instance's is refused
+// (claim).
+func (m *member) applyChild(inst *unstructured.Unstructured, n *graph.Node, u *unstructured.Unstructured, full bool) (map[string]any, InventoryEntry, error) {
 	gvk := u.GroupVersionKind()
 	entry := InventoryEntry{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(), Node: n.ID}
 	namespaced, err := m.namespaced(gvk)
@@ -41,10 +43,13 @@ func (m *member) applyChild(inst *unstructured.Unstructured, n *graph.Node, u *u
 	if err != nil {
 		return nil, entry, err
 	}
-	if observed, ok := m.appliedChild(key, hash); ok {
-		return observed, entry, nil
+	if observed, ok := m.appliedChild(key, hash); ok && !full {
+		return observed, entry, deleting(n, key, observed)
 	}
-	if err := m.ensureWatch(gvk, false); err != nil {
+	if err := m.ensureWatch(gvk); err != nil {
+		return nil, entry, err
+	}
+	if err := m.claim(inst, n, key); err != nil {
 		return nil, entry, err
 	}
 	owner := keyOf(inst)
@@ -57,7 +62,10 @@ func (m *member) applyChild(inst *unstructured.Unstructured, n *graph.Node, u *u
 	if err != nil {
 		return nil, entry, err
 	}
-	m.recordChild(key, inst.GetUID(), n.ID)
+	m.recordChild(key, inst.GetUID(), n.ID, u.GetUID())
+	if err := deleting(n, key, u.Object); err != nil {
+		return nil, entry, err // deleted while we applied
+	}
 	return u.Object, entry, nil
 }
 
@@ -68,21 +76,12 @@ func (m *member) ownership(inst *unstructured.Unstructured, n *graph.Node, l map
 		out = map[string]string{}
 	}
 	out[LabelManagedBy] = ManagedBy
-	out[LabelGraph] = m.g.Name
-	out[LabelNodeID] = n.ID
+	out[LabelGraph] = m.graphLabel
+	out[LabelNodeID] = labelValue(n.ID)
 	out[LabelInstanceUID] = string(inst.GetUID())
 	out[LabelInstanceName] = labelValue(inst.GetName())
 	out[LabelInstanceNamespace] = inst.GetNamespace()
 	return out
-}
-
-// labelValue truncates s to a label value's 63 characters; owners are
-// found by UID, the name label is for people.
-func labelValue(s string) string {
-	if len(s) > 63 {
-		return s[:63]
-	}
-	return s
 }
 
 func (m *member) namespaced(gvk schema.GroupVersionKind) (bool, error) {

@@ -55,6 +55,25 @@
 // pruned only after every desired child was applied without error; an
 // instance's children are deleted in reverse DAG waves behind Finalizer.
 //
+// Nothing that is not ours is written or deleted. Before a child is first
+// applied, the metadata cache of its kind is consulted: an existing object
+// that our records (the owned index, which remembers each child's UID) or
+// its labels do not give to this instance is left alone, and the instance
+// goes to ERROR with reason OwnershipConflict naming the object and its
+// owner (kro calls this an ApplySet conflict). Options.AdoptUnowned lets an
+// instance take over objects without an owner label. Deletes carry the
+// child's UID as a precondition. A child being deleted is not applied to:
+// the instance waits, IN_PROGRESS with kro's ResourceDeleting reason. Child
+// kinds are watched cluster-wide (metadata only) precisely so that objects
+// without our labels are seen before they are overwritten.
+//
+// # Drift
+//
+// Events drive reconciling, and each instance also has a full resync every
+// Options.Resync (jittered) that applies every child regardless of the
+// memory, which puts back drift no event reported. External references are
+// watched no wider than they name (one object, or a label selector).
+//
 // # Wiring
 //
 //	rt := spoke.New(spoke.Options{})

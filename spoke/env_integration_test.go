@@ -77,6 +77,12 @@ func installCRD(t testing.TB, c client.Client, g *graph.Graph) {
 // It returns a client for the spoke, the graph and the Runtime.
 func servedOnOneSpoke(t *testing.T, rgdYAML string) (client.Client, *graph.Graph, *spoke.Runtime) {
 	t.Helper()
+	return servedOnOneSpokeWith(t, rgdYAML, spoke.Options{})
+}
+
+// servedOnOneSpokeWith is servedOnOneSpoke with the Runtime's options.
+func servedOnOneSpokeWith(t *testing.T, rgdYAML string, opts spoke.Options) (client.Client, *graph.Graph, *spoke.Runtime) {
+	t.Helper()
 	fleet := fgtesting.StartFleet(t, 1)
 	g := compile(t, rgdYAML)
 	c := newClient(t, fleet.Spokes()[0].Config)
@@ -84,7 +90,7 @@ func servedOnOneSpoke(t *testing.T, rgdYAML string) (client.Client, *graph.Graph
 	createNamespace(t, c, "team")
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
-	rt := startRuntime(t, fleet, provider, spoke.Options{})
+	rt := startRuntime(t, fleet, provider, opts)
 	require.NoError(t, rt.Serve(g))
 	return c, g, rt
 }
@@ -158,6 +164,13 @@ func waitForAdmission(t testing.TB, c client.Client, g *graph.Graph, probeSpec m
 
 // eventually polls cond until it holds, failing with its last reason.
 func eventually(t testing.TB, cond func() (bool, string)) {
+	t.Helper()
+	eventuallyWithin(t, wait, cond)
+}
+
+// eventuallyWithin is eventually with a deadline of its own, for tests
+// whose subject is how soon something happens.
+func eventuallyWithin(t testing.TB, wait time.Duration, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	why := ""

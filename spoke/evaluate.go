@@ -19,6 +19,7 @@ const (
 	nodeNotReady                  // applied, readyWhen not yet true
 	nodeExcluded                  // includeWhen false, or a dependency excluded
 	nodePending                   // waits for data (ErrPending, missing external)
+	nodeDeleting                  // a child is being deleted; waits until it is gone
 	nodeBlocked                   // a dependency is not ready yet
 	nodeFailed                    // evaluation or apply error
 )
@@ -42,18 +43,23 @@ type nodeResult struct {
 
 // outcome is the result of evaluating the whole graph for one instance.
 type outcome struct {
-	vals    graph.Values
-	nodes   map[string]*nodeResult
-	applied []InventoryEntry
-	refs    []resolvedRef
-	failed  *nodeResult // first failure in DAG order
-	waiting []string    // messages of nodes not ready, pending or blocked
+	vals     graph.Values
+	nodes    map[string]*nodeResult
+	applied  []InventoryEntry
+	refs     []resolvedRef
+	failed   *nodeResult // first failure in DAG order
+	waiting  []string    // messages of nodes not ready, pending, deleting or blocked
+	deleting []string    // messages of nodes waiting for a child being deleted
+	// full asks every child to be applied, even one the memory says is
+	// unchanged: a periodic resync.
+	full bool
 }
 
 // evaluate walks the graph level by level, applying the nodes of one level
-// in parallel. A node runs only when every dependency is ready.
-func (m *member) evaluate(inst *unstructured.Unstructured) *outcome {
-	out := &outcome{vals: graph.Values{"schema": inst.Object}, nodes: map[string]*nodeResult{}}
+// in parallel. A node runs only when every dependency is ready. full
+// bypasses the memory of unchanged applies.
+func (m *member) evaluate(inst *unstructured.Unstructured, full bool) *outcome {
+	out := &outcome{vals: graph.Values{"schema": inst.Object}, nodes: map[string]*nodeResult{}, full: full}
 	for _, level := range m.g.Levels {
 		results := make([]*nodeResult, len(level))
 		if len(level) == 1 {
@@ -86,6 +92,9 @@ func (o *outcome) record(n *graph.Node, r *nodeResult) {
 		}
 	case nodeNotReady, nodePending, nodeBlocked:
 		o.waiting = append(o.waiting, r.message)
+	case nodeDeleting:
+		o.waiting = append(o.waiting, r.message)
+		o.deleting = append(o.deleting, r.message)
 	}
 }
 
@@ -122,7 +131,7 @@ func (m *member) evalNode(inst *unstructured.Unstructured, n *graph.Node, o *out
 	if n.External {
 		return m.evalExternal(inst, n, o.vals)
 	}
-	return m.evalChildren(inst, n, o.vals)
+	return m.evalChildren(inst, n, o.vals, o.full)
 }
 
 // gate holds a node back while a dependency is excluded or not ready.
@@ -148,7 +157,7 @@ func gate(n *graph.Node, done map[string]*nodeResult) *nodeResult {
 }
 
 // evalChildren renders and applies every iteration of a node.
-func (m *member) evalChildren(inst *unstructured.Unstructured, n *graph.Node, vals graph.Values) *nodeResult {
+func (m *member) evalChildren(inst *unstructured.Unstructured, n *graph.Node, vals graph.Values, full bool) *nodeResult {
 	iterations, err := n.Iterations(vals)
 	if err != nil {
 		return evalError(n, "forEach", err)
@@ -161,20 +170,38 @@ func (m *member) evalChildren(inst *unstructured.Unstructured, n *graph.Node, va
 		}
 		desired = append(desired, u)
 	}
-	applied := m.applyAll(inst, n, desired)
+	applied := m.applyAll(inst, n, desired, full)
 	r := &nodeResult{state: nodeReady}
 	items := make([]any, 0, len(desired))
 	for _, a := range applied {
 		if a.err != nil {
-			r.state, r.reason, r.err = nodeFailed, reasonApplyFailed, a.err
-			r.message = fmt.Sprintf("%s: applying %s %s: %v", n.ID, a.entry.Kind, a.entry.objectName(), a.err)
-			return r
+			return applyFailure(n, a, r)
 		}
 		r.entries = append(r.entries, a.entry)
 		items = append(items, a.observed)
 	}
 	r.observed = observedValue(n.Collection, items)
 	return m.readiness(n, vals, r, items)
+}
+
+// applyFailure turns a child's apply error into the node's result: a
+// child being deleted is waited for, one that belongs to someone else is a
+// conflict, anything else an apply failure. Children applied before the
+// failure stay in r.entries so that they are not pruned.
+func applyFailure(n *graph.Node, a appliedChild, r *nodeResult) *nodeResult {
+	r.err = a.err
+	switch {
+	case errors.Is(a.err, errChildDeleting):
+		r.state, r.reason = nodeDeleting, reasonResourceDeleting
+		r.message = fmt.Sprintf("%s: %v", n.ID, a.err)
+	case errors.Is(a.err, ErrNotOwned):
+		r.state, r.reason = nodeFailed, reasonOwnershipConflict
+		r.message = fmt.Sprintf("%s: %v", n.ID, a.err)
+	default:
+		r.state, r.reason = nodeFailed, reasonApplyFailed
+		r.message = fmt.Sprintf("%s: applying %s %s: %v", n.ID, a.entry.Kind, a.entry.objectName(), a.err)
+	}
+	return r
 }
 
 // appliedChild is the answer to one child's apply.
@@ -186,10 +213,10 @@ type appliedChild struct {
 
 // applyAll applies a node's children, up to Options.ItemConcurrency at
 // once, and returns the answers in the children's order.
-func (m *member) applyAll(inst *unstructured.Unstructured, n *graph.Node, desired []*unstructured.Unstructured) []appliedChild {
+func (m *member) applyAll(inst *unstructured.Unstructured, n *graph.Node, desired []*unstructured.Unstructured, full bool) []appliedChild {
 	out := make([]appliedChild, len(desired))
 	if len(desired) == 1 {
-		out[0] = m.applySafely(inst, n, desired[0])
+		out[0] = m.applySafely(inst, n, desired[0], full)
 		return out
 	}
 	sem := make(chan struct{}, m.c.opts.ItemConcurrency)
@@ -198,7 +225,7 @@ func (m *member) applyAll(inst *unstructured.Unstructured, n *graph.Node, desire
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			out[i] = m.applySafely(inst, n, u)
+			out[i] = m.applySafely(inst, n, u, full)
 		})
 	}
 	wg.Wait()
@@ -206,14 +233,14 @@ func (m *member) applyAll(inst *unstructured.Unstructured, n *graph.Node, desire
 }
 
 // applySafely is applyChild with a panic turned into the child's error.
-func (m *member) applySafely(inst *unstructured.Unstructured, n *graph.Node, u *unstructured.Unstructured) (a appliedChild) {
+func (m *member) applySafely(inst *unstructured.Unstructured, n *graph.Node, u *unstructured.Unstructured, full bool) (a appliedChild) {
 	defer func() {
 		if p := recover(); p != nil {
 			a.entry = InventoryEntry{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Node: n.ID}
 			a.err = panicError("applying "+u.GetKind()+" "+u.GetName(), p)
 		}
 	}()
-	a.observed, a.entry, a.err = m.applyChild(inst, n, u)
+	a.observed, a.entry, a.err = m.applyChild(inst, n, u, full)
 	return a
 }
 

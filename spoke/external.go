@@ -1,13 +1,12 @@
 package spoke
 
 import (
+	"errors"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -42,7 +41,7 @@ func (m *member) evalExternal(inst *unstructured.Unstructured, n *graph.Node, va
 		resolved.selector = sel
 	}
 	r := &nodeResult{state: nodeReady, refs: []resolvedRef{resolved}}
-	if err := m.ensureWatch(ref.GVK, true); err != nil {
+	if err := m.ensureScoped(resolved); err != nil {
 		return failed(n, reasonEvaluationFailed, err)
 	}
 	items, err := m.readExternal(resolved)
@@ -61,33 +60,24 @@ func (m *member) evalExternal(inst *unstructured.Unstructured, n *graph.Node, va
 	return m.readiness(n, vals, r, items)
 }
 
-// readExternal returns the referenced objects from the cache: nil when a
-// reference by name finds nothing.
+// readExternal returns the referenced objects from the reference's scoped
+// informer: nil when a reference by name finds nothing.
 func (m *member) readExternal(ref resolvedRef) ([]any, error) {
-	if ref.selector == nil {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(ref.gvk)
-		err := m.cl.GetCache().Get(m.ctx, types.NamespacedName{Namespace: ref.namespace, Name: ref.name}, u)
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		if err != nil {
+	items, err := m.scopedItems(ref)
+	if errors.Is(err, errNotWatched) {
+		if err := m.ensureScoped(ref); err != nil {
 			return nil, err
 		}
-		return []any{u.Object}, nil
+		items, err = m.scopedItems(ref)
 	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(ref.gvk.GroupVersion().WithKind(ref.gvk.Kind + "List"))
-	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: ref.selector}}
-	if ref.namespace != "" {
-		opts = append(opts, client.InNamespace(ref.namespace))
-	}
-	if err := m.cl.GetCache().List(m.ctx, list, opts...); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	items := make([]any, 0, len(list.Items))
-	for i := range list.Items {
-		items = append(items, list.Items[i].Object)
+	if ref.selector == nil && len(items) == 0 {
+		return nil, nil
+	}
+	if items == nil {
+		items = []any{}
 	}
 	return items, nil
 }

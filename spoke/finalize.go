@@ -87,6 +87,12 @@ func (m *member) deleteIfPresent(e InventoryEntry) (bool, error) {
 	if !m.owns(e.key()) {
 		return true, nil
 	}
+	if !m.graphKind(e.gvk()) {
+		// Not watched (see extraKinds): the accepted delete is all we see.
+		err := m.deleteChild(e)
+		m.dropChild(e.key())
+		return err == nil, err
+	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(e.gvk())
 	err := m.cl.GetCache().Get(m.ctx, types.NamespacedName{Namespace: e.Namespace, Name: e.Name}, obj)

@@ -63,7 +63,10 @@ func instanceChanged(o, n *unstructured.Unstructured) bool {
 }
 
 // childHandler turns events on our children (metadata only) into requeues
-// of their owner, unless the event merely echoes our own apply.
+// of their owner, unless the event merely echoes our own apply. A child is
+// ours if it carries our graph's labels, or if our records say so: a child
+// whose labels somebody stripped is still ours, and the change is drift to
+// put back.
 type childHandler struct {
 	m   *member
 	gvk schema.GroupVersionKind
@@ -74,37 +77,55 @@ func (h childHandler) OnAdd(obj any, _ bool) { h.observed(obj) }
 func (h childHandler) OnUpdate(_, newObj any) { h.observed(newObj) }
 
 func (h childHandler) OnDelete(obj any) {
-	meta, owner, ok := h.ours(tombstone(obj))
+	meta, ok := tombstone(obj).(*metav1.PartialObjectMetadata)
 	if !ok {
 		return
 	}
-	key := childKey{gvk: h.gvk, namespace: meta.Namespace, name: meta.Name}
+	key := h.key(meta)
+	owner, ok := h.owner(key, meta)
+	if !ok {
+		return
+	}
 	h.m.childDeleted(key)
 	h.m.dropChild(key)
 	h.m.enqueue(owner)
 }
 
 func (h childHandler) observed(obj any) {
-	meta, owner, ok := h.ours(obj)
+	meta, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return
 	}
-	key := childKey{gvk: h.gvk, namespace: meta.Namespace, name: meta.Name}
-	h.m.recordChild(key, types.UID(meta.Labels[LabelInstanceUID]), meta.Labels[LabelNodeID])
-	if h.m.childObserved(key, meta.ResourceVersion) {
+	key := h.key(meta)
+	if h.labelled(meta) {
+		h.m.recordChild(key, types.UID(meta.Labels[LabelInstanceUID]), meta.Labels[LabelNodeID], meta.UID)
+	}
+	owner, ok := h.owner(key, meta)
+	if ok && h.m.childObserved(key, meta.ResourceVersion) {
 		h.m.enqueue(owner)
 	}
 }
 
-// ours returns the object and its owning instance if it belongs to this
-// member's graph.
-func (h childHandler) ours(obj any) (*metav1.PartialObjectMetadata, types.NamespacedName, bool) {
-	meta, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok || meta.Labels[LabelGraph] != h.m.g.Name {
-		return nil, types.NamespacedName{}, false
+func (h childHandler) key(meta *metav1.PartialObjectMetadata) childKey {
+	return childKey{gvk: h.gvk, namespace: meta.Namespace, name: meta.Name}
+}
+
+// labelled reports whether the object carries our graph's owner labels.
+func (h childHandler) labelled(meta *metav1.PartialObjectMetadata) bool {
+	return meta.Labels[LabelGraph] == h.m.graphLabel && meta.Labels[LabelInstanceUID] != ""
+}
+
+// owner returns the instance the object belongs to, by its labels or else
+// by our records of that very object (same UID).
+func (h childHandler) owner(key childKey, meta *metav1.PartialObjectMetadata) (types.NamespacedName, bool) {
+	if h.labelled(meta) {
+		return h.m.ownerOf(meta.Labels)
 	}
-	owner, ok := h.m.ownerOf(meta.Labels)
-	return meta, owner, ok
+	c, ok := h.m.indexed(key)
+	if !ok || (c.uid != "" && c.uid != meta.UID) {
+		return types.NamespacedName{}, false
+	}
+	return h.m.instanceOf(c.owner)
 }
 
 // externalHandler requeues the instances whose external references match

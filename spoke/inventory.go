@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -104,17 +106,68 @@ func (m *member) missingKinds(have []schema.GroupVersionKind) []schema.GroupVers
 	return out
 }
 
-// inventory returns the instance's children: those the caches of its
-// listed kinds (and the graph's) show with its UID, plus those we applied
-// and the cache has not shown yet. A kind the cluster no longer serves has
-// no children.
+// inventory returns the instance's children: those the caches of the
+// graph's kinds show with its UID, those we applied and the cache has not
+// shown yet, and those of the other kinds the instance lists (extraKinds).
+// A kind the cluster no longer serves has no children.
 func (m *member) inventory(inst *unstructured.Unstructured) ([]InventoryEntry, error) {
-	for _, k := range append(childKinds(inst), m.kinds...) { // ensureWatch dedups
-		if err := m.ensureWatch(k, false); err != nil && !isNoMatch(err) {
+	for _, k := range m.kinds {
+		if err := m.ensureWatch(k); err != nil && !isNoMatch(err) {
 			return nil, err
 		}
 	}
+	if err := m.extraKinds(inst); err != nil {
+		return nil, err
+	}
 	return m.ownedBy(inst.GetUID()), nil
+}
+
+// extraKinds finds the instance's children of kinds it lists in
+// AnnotationChildKinds that the graph no longer has (a kind a former
+// version of the graph rendered). The annotation is user-editable, so those
+// kinds are never watched: each is listed once per instance, selecting on
+// the graph's and the instance's labels, and what is found is recorded in
+// the owned index to be pruned.
+func (m *member) extraKinds(inst *unstructured.Unstructured) error {
+	uid := inst.GetUID()
+	for _, k := range childKinds(inst) {
+		if m.graphKind(k) || m.wasListed(uid, k) {
+			continue
+		}
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(k.GroupVersion().WithKind(k.Kind + "List"))
+		err := m.cl.GetAPIReader().List(m.ctx, list,
+			client.MatchingLabels{LabelGraph: m.graphLabel, LabelInstanceUID: string(uid)})
+		if err != nil && !isNoMatch(err) {
+			return fmt.Errorf("listing children of kind %s: %w", k, err)
+		}
+		for _, o := range list.Items {
+			m.recordChild(childKey{gvk: k, namespace: o.Namespace, name: o.Name}, uid, o.Labels[LabelNodeID], o.UID)
+		}
+		m.markListed(uid, k)
+	}
+	return nil
+}
+
+// graphKind reports whether the graph renders children of kind k.
+func (m *member) graphKind(k schema.GroupVersionKind) bool {
+	_, found := slices.BinarySearchFunc(m.kinds, k, compareKinds)
+	return found
+}
+
+func (m *member) wasListed(uid types.UID, k schema.GroupVersionKind) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.listed[uid][k]
+}
+
+func (m *member) markListed(uid types.UID, k schema.GroupVersionKind) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.listed[uid] == nil {
+		m.listed[uid] = map[schema.GroupVersionKind]bool{}
+	}
+	m.listed[uid][k] = true
 }
 
 // toPrune returns the current children this reconcile's outcome no longer

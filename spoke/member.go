@@ -35,41 +35,62 @@ type member struct {
 
 	mu       sync.Mutex
 	cleanups []func()
-	watches  map[watchKey]*watch
+	watches  map[any]*watch // watchKey, scopeKey
 	children map[childKey]*childState
 	owned    map[childKey]ownedChild
 	byOwner  map[types.UID]map[childKey]struct{}
 	kinds    []schema.GroupVersionKind // GraphKinds(g)
-	owners   map[types.UID]types.NamespacedName
-	refs     map[types.NamespacedName][]resolvedRef
-	written  map[types.NamespacedName]*writtenInstance
-	lastSeen map[types.NamespacedName]string // resourceVersion the watch last delivered
-	states   map[types.NamespacedName]string
+	// graphLabel is the value of LabelGraph on our children.
+	graphLabel string
+	owners     map[types.UID]types.NamespacedName
+	refs       map[types.NamespacedName][]resolvedRef
+	refIndex   map[refKey]map[types.NamespacedName]struct{} // see referrers
+	scoped     map[scopeKey]*scoped                         // external_watch.go
+	written    map[types.NamespacedName]*writtenInstance
+	lastSeen   map[types.NamespacedName]seenInstance
+	states     map[types.NamespacedName]string
+	resyncAt   map[types.NamespacedName]time.Time
+	// listed records, per instance UID, the kinds outside the graph that
+	// were listed for its children (see extraKinds).
+	listed map[types.UID]map[schema.GroupVersionKind]bool
+	// crdUID is the UID of the graph's CRD as last seen (crd.go).
+	crdUID types.UID
+}
+
+// seenInstance is what the instance watch last delivered for a name.
+type seenInstance struct {
+	uid types.UID
+	rv  string
 }
 
 func newMember(c *controller, e *engagement) *member {
 	ctx, cancel := context.WithCancel(e.ctx)
 	stop := context.AfterFunc(c.ctx, cancel)
 	m := &member{
-		c:        c,
-		g:        c.g,
-		cluster:  e.name,
-		cl:       e.cl,
-		recorder: e.cl.GetEventRecorder("fleetgraph"),
-		log:      c.log.WithValues("cluster", e.name.String()),
-		ctx:      ctx,
-		cancel:   cancel,
-		ready:    make(chan struct{}),
-		watches:  map[watchKey]*watch{},
-		children: map[childKey]*childState{},
-		owned:    map[childKey]ownedChild{},
-		byOwner:  map[types.UID]map[childKey]struct{}{},
-		kinds:    GraphKinds(c.g),
-		owners:   map[types.UID]types.NamespacedName{},
-		refs:     map[types.NamespacedName][]resolvedRef{},
-		written:  map[types.NamespacedName]*writtenInstance{},
-		lastSeen: map[types.NamespacedName]string{},
-		states:   map[types.NamespacedName]string{},
+		c:          c,
+		g:          c.g,
+		cluster:    e.name,
+		cl:         e.cl,
+		recorder:   e.cl.GetEventRecorder("fleetgraph"),
+		log:        c.log.WithValues("cluster", e.name.String()),
+		ctx:        ctx,
+		cancel:     cancel,
+		ready:      make(chan struct{}),
+		watches:    map[any]*watch{},
+		children:   map[childKey]*childState{},
+		owned:      map[childKey]ownedChild{},
+		byOwner:    map[types.UID]map[childKey]struct{}{},
+		kinds:      GraphKinds(c.g),
+		graphLabel: labelValue(c.g.Name),
+		owners:     map[types.UID]types.NamespacedName{},
+		refs:       map[types.NamespacedName][]resolvedRef{},
+		refIndex:   map[refKey]map[types.NamespacedName]struct{}{},
+		scoped:     map[scopeKey]*scoped{},
+		written:    map[types.NamespacedName]*writtenInstance{},
+		lastSeen:   map[types.NamespacedName]seenInstance{},
+		states:     map[types.NamespacedName]string{},
+		resyncAt:   map[types.NamespacedName]time.Time{},
+		listed:     map[types.UID]map[schema.GroupVersionKind]bool{},
 	}
 	m.cleanups = append(m.cleanups, func() { stop() })
 	return m
@@ -103,7 +124,11 @@ func (m *member) open() error {
 	}
 	inst := &unstructured.Unstructured{}
 	inst.SetGroupVersionKind(m.g.Instance.GVK)
-	return m.watch(inst, instanceHandler{m})
+	if err := m.watch(inst, instanceHandler{m}); err != nil {
+		return err
+	}
+	m.watchCRD()
+	return nil
 }
 
 // addCleanup registers f to run when the member ends; if it has ended
@@ -132,6 +157,12 @@ func (m *member) cleanup() {
 
 func (m *member) enqueue(key types.NamespacedName) {
 	m.c.queue.Add(mcreconcile.Request{ClusterName: m.cluster, Request: reconcileRequest(key)})
+}
+
+// enqueueAfter adds the instance to the queue after d (a scheduled resync:
+// the queue keeps only the earliest time for one request).
+func (m *member) enqueueAfter(key types.NamespacedName, d time.Duration) {
+	m.c.queue.AddAfter(mcreconcile.Request{ClusterName: m.cluster, Request: reconcileRequest(key)}, d)
 }
 
 // setState records an instance's state for Counts and the instances gauge.

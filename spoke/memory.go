@@ -76,6 +76,9 @@ func (m *member) endApply(key childKey, hash string, obj *unstructured.Unstructu
 	st.inflight--
 	if err != nil {
 		st.hash = ""
+		if st.rv == "" && st.inflight == 0 {
+			delete(m.children, key) // never applied: nothing to remember
+		}
 		return false
 	}
 	st.hash, st.rv, st.observed = hash, obj.GetResourceVersion(), obj.Object
@@ -144,7 +147,7 @@ func (m *member) remember(u *unstructured.Unstructured) {
 	key := keyOf(u)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.lastSeen[key] == u.GetResourceVersion() {
+	if m.lastSeen[key].rv == u.GetResourceVersion() {
 		delete(m.written, key)
 		return
 	}
@@ -157,8 +160,11 @@ func (m *member) observeInstance(u *unstructured.Unstructured) {
 	key := keyOf(u)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if old, ok := m.lastSeen[key]; ok && old.uid != u.GetUID() {
+		delete(m.owners, old.uid) // the name was given to a new instance
+	}
 	m.owners[u.GetUID()] = key
-	m.lastSeen[key] = u.GetResourceVersion()
+	m.lastSeen[key] = seenInstance{uid: u.GetUID(), rv: u.GetResourceVersion()}
 	if w := m.written[key]; w != nil && w.obj.GetResourceVersion() == u.GetResourceVersion() {
 		delete(m.written, key)
 	}
@@ -195,6 +201,14 @@ func (m *member) ownerOf(l map[string]string) (types.NamespacedName, bool) {
 	return types.NamespacedName{Namespace: l[LabelInstanceNamespace], Name: name}, name != ""
 }
 
+// instanceOf returns the instance known under uid.
+func (m *member) instanceOf(uid types.UID) (types.NamespacedName, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key, ok := m.owners[uid]
+	return key, ok
+}
+
 // resolvedRef is an external reference as last evaluated for an instance.
 type resolvedRef struct {
 	gvk       schema.GroupVersionKind
@@ -216,20 +230,62 @@ func (r resolvedRef) matches(gvk schema.GroupVersionKind, u *unstructured.Unstru
 func (m *member) setRefs(key types.NamespacedName, refs []resolvedRef) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.useScopesLocked(key, m.refs[key], refs)
+	m.unindexRefsLocked(key)
 	if len(refs) == 0 {
-		delete(m.refs, key)
 		return
 	}
 	m.refs[key] = refs
+	for _, r := range refs {
+		set := m.refIndex[r.indexKey()]
+		if set == nil {
+			set = map[types.NamespacedName]struct{}{}
+			m.refIndex[r.indexKey()] = set
+		}
+		set[key] = struct{}{}
+	}
 }
 
+// unindexRefsLocked forgets key's references.
+func (m *member) unindexRefsLocked(key types.NamespacedName) {
+	for _, r := range m.refs[key] {
+		ik := r.indexKey()
+		delete(m.refIndex[ik], key)
+		if len(m.refIndex[ik]) == 0 {
+			delete(m.refIndex, ik)
+		}
+	}
+	delete(m.refs, key)
+}
+
+// refKey indexes references: by kind, namespace and name for a reference
+// by name; by kind alone (empty namespace and name, selector set) for one
+// by selector, which must be matched against each object.
+type refKey struct {
+	gvk             schema.GroupVersionKind
+	namespace, name string
+	selector        bool
+}
+
+func (r resolvedRef) indexKey() refKey {
+	if r.selector != nil {
+		return refKey{gvk: r.gvk, selector: true}
+	}
+	return refKey{gvk: r.gvk, namespace: r.namespace, name: r.name}
+}
+
+// referrers returns the instances whose references match u: a lookup for
+// references by name, a match of each selector reference of u's kind.
 func (m *member) referrers(gvk schema.GroupVersionKind, u *unstructured.Unstructured) []types.NamespacedName {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []types.NamespacedName
-	for key, refs := range m.refs {
-		for _, r := range refs {
-			if r.matches(gvk, u) {
+	for key := range m.refIndex[refKey{gvk: gvk, namespace: u.GetNamespace(), name: u.GetName()}] {
+		out = append(out, key)
+	}
+	for key := range m.refIndex[refKey{gvk: gvk, selector: true}] {
+		for _, r := range m.refs[key] {
+			if r.selector != nil && r.matches(gvk, u) {
 				out = append(out, key)
 				break
 			}
@@ -238,20 +294,28 @@ func (m *member) referrers(gvk schema.GroupVersionKind, u *unstructured.Unstruct
 	return out
 }
 
-// forgetInstance drops everything remembered for an instance that is gone.
+// forgetInstance drops everything remembered for an instance that is gone,
+// by uid and by the UID the watch last delivered under its name. Its
+// children's apply memory is found through the owned index, not by a scan,
+// so that deleting many instances costs each only its own children.
 func (m *member) forgetInstance(key types.NamespacedName, uid types.UID) {
 	m.mu.Lock()
-	delete(m.refs, key)
-	delete(m.written, key)
-	delete(m.lastSeen, key)
-	if uid != "" {
-		delete(m.owners, uid)
-	}
-	for k, st := range m.children {
-		if st.owner == key && st.inflight == 0 {
-			delete(m.children, k)
+	for _, u := range []types.UID{uid, m.lastSeen[key].uid} {
+		if u != "" && m.owners[u] == key {
+			delete(m.owners, u)
+		}
+		delete(m.listed, u)
+		for k := range m.byOwner[u] {
+			if st := m.children[k]; st != nil && st.owner == key && st.inflight == 0 {
+				delete(m.children, k)
+			}
 		}
 	}
+	m.useScopesLocked(key, m.refs[key], nil)
+	m.unindexRefsLocked(key)
+	delete(m.written, key)
+	delete(m.lastSeen, key)
+	delete(m.resyncAt, key)
 	m.mu.Unlock()
 	m.setState(key, "")
 }

@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -106,9 +108,9 @@ func TestOurOwnInstanceWritesDoNotRequeue(t *testing.T) {
 
 func TestOwnedIndexFollowsOwnerChanges(t *testing.T) {
 	m := testMember()
-	m.recordChild(cmKey, "uid-a", "config")
+	m.recordChild(cmKey, "uid-a", "config", "cm-1")
 	assert.Equal(t, []InventoryEntry{entryOf(cmKey, "config")}, m.ownedBy("uid-a"))
-	m.recordChild(cmKey, "uid-b", "config")
+	m.recordChild(cmKey, "uid-b", "config", "cm-1")
 	assert.Empty(t, m.ownedBy("uid-a"), "a child relabelled to another instance moves")
 	assert.Len(t, m.ownedBy("uid-b"), 1)
 	m.dropChild(cmKey)
@@ -127,4 +129,57 @@ func TestChildKindsRoundTrip(t *testing.T) {
 	inst := &unstructured.Unstructured{Object: map[string]any{}}
 	inst.SetAnnotations(map[string]string{AnnotationChildKinds: value + ",garbage,/x,y/"})
 	assert.Equal(t, sortedKinds(kinds), childKinds(inst), "unparsable entries are skipped")
+}
+
+func TestForgettingAnInstanceForgetsItsOwnerAndChildren(t *testing.T) {
+	m := testMember()
+	m.owners, m.lastSeen, m.states = map[types.UID]types.NamespacedName{}, map[types.NamespacedName]seenInstance{}, map[types.NamespacedName]string{}
+	owner := types.NamespacedName{Namespace: "ns", Name: "demo"}
+	inst := &unstructured.Unstructured{Object: map[string]any{}}
+	inst.SetNamespace("ns")
+	inst.SetName("demo")
+	inst.SetUID("uid-a")
+	m.observeInstance(inst)
+	m.beginApply(cmKey, owner)
+	m.endApply(cmKey, "h", applied("5"), nil)
+	m.recordChild(cmKey, "uid-a", "config", "cm-1")
+
+	m.forgetInstance(owner, "") // gone without our finalize path: no UID at hand
+	assert.Empty(t, m.owners, "the UID is forgotten by the name it was seen under")
+	assert.Empty(t, m.children, "the apply memory of its children is dropped")
+	assert.Empty(t, m.lastSeen)
+}
+
+func TestAFailedFirstApplyLeavesNoMemory(t *testing.T) {
+	m := testMember()
+	m.beginApply(cmKey, types.NamespacedName{Name: "owner"})
+	m.endApply(cmKey, "h", applied(""), assert.AnError)
+	assert.Empty(t, m.children)
+}
+
+func TestReferrersAreFoundByNameOrSelector(t *testing.T) {
+	m := testMember()
+	m.refs, m.refIndex = map[types.NamespacedName][]resolvedRef{}, map[refKey]map[types.NamespacedName]struct{}{}
+	secret := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	byName := types.NamespacedName{Namespace: "ns", Name: "by-name"}
+	bySelector := types.NamespacedName{Namespace: "ns", Name: "by-selector"}
+	m.setRefs(byName, []resolvedRef{{gvk: secret, namespace: "ns", name: "creds"}})
+	sel, err := labels.Parse("app=web")
+	require.NoError(t, err)
+	m.setRefs(bySelector, []resolvedRef{{gvk: secret, namespace: "ns", selector: sel}})
+
+	obj := func(name string, l map[string]string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		u.SetNamespace("ns")
+		u.SetName(name)
+		u.SetLabels(l)
+		return u
+	}
+	assert.Equal(t, []types.NamespacedName{byName}, m.referrers(secret, obj("creds", nil)))
+	assert.Equal(t, []types.NamespacedName{bySelector}, m.referrers(secret, obj("other", map[string]string{"app": "web"})))
+	assert.Empty(t, m.referrers(secret, obj("other", nil)))
+
+	m.setRefs(byName, nil)
+	assert.Empty(t, m.referrers(secret, obj("creds", nil)), "references dropped are unindexed")
+	assert.Len(t, m.refIndex, 1)
 }

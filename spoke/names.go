@@ -24,7 +24,9 @@ const (
 	// AnnotationChildKinds lists the kinds an instance's children may have,
 	// as comma-separated apiVersion/Kind. Children themselves are found by
 	// their LabelInstanceUID; this list says which kinds to look in, even
-	// after the graph stopped using one or the process restarted.
+	// after the graph stopped using one or the process restarted. Being
+	// user-editable, it never opens a watch: a listed kind the graph does
+	// not render is listed once per instance, selecting on our labels.
 	AnnotationChildKinds = "fleetgraph.dev/child-kinds"
 	// AnnotationReconcile set to ReconcileSuspended stops reconciling an
 	// instance. AnnotationKroReconcile is kro's equivalent, honoured too.

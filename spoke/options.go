@@ -27,6 +27,9 @@ const (
 	DefaultGateRetry = 200 * time.Millisecond
 	// DefaultGateRetryMax caps the delay between Gate retries.
 	DefaultGateRetryMax = 30 * time.Second
+	// DefaultResync is how often, by default, every child of an instance is
+	// applied again even if nothing reported a change.
+	DefaultResync = 10 * time.Minute
 )
 
 // GateFunc decides whether a graph may be served on a cluster yet. It is
@@ -58,6 +61,20 @@ type Options struct {
 	// GateRetry and GateRetryMax shape the backoff of Gate and of starting
 	// the instance watch. Default to DefaultGateRetry and DefaultGateRetryMax.
 	GateRetry, GateRetryMax time.Duration
+	// Resync is the period of each instance's full resync: every child is
+	// applied again, even one the Runtime believes unchanged, which puts
+	// back drift that no watch event reported. Each instance's period is
+	// lengthened by a random part of up to a fifth, so that instances do not
+	// resync together. Defaults to DefaultResync; a negative value turns
+	// the resync off.
+	Resync time.Duration
+	// AdoptUnowned lets an instance take over an existing object that has a
+	// child's name and no fleetgraph owner label: the object is applied to,
+	// labelled as the instance's child, and later pruned or deleted with it.
+	// Defaults to false: such an object is left alone and the instance goes
+	// to ERROR naming it (reason OwnershipConflict). An object labelled for
+	// another instance is never taken over.
+	AdoptUnowned bool
 	// Logger is the logger. Defaults to controller-runtime's log.Log named
 	// "spoke".
 	Logger logr.Logger
@@ -78,6 +95,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.GateRetry <= 0 {
 		o.GateRetry = DefaultGateRetry
+	}
+	if o.Resync == 0 {
+		o.Resync = DefaultResync
 	}
 	if o.GateRetryMax <= 0 {
 		o.GateRetryMax = DefaultGateRetryMax

@@ -15,10 +15,12 @@ import (
 type ownedChild struct {
 	owner types.UID
 	node  string
+	uid   types.UID // the child's own UID, the precondition of its deletion
 }
 
-// recordChild notes that key belongs to owner, rendered by node.
-func (m *member) recordChild(key childKey, owner types.UID, node string) {
+// recordChild notes that key, the object uid, belongs to owner, rendered
+// by node.
+func (m *member) recordChild(key childKey, owner types.UID, node string, uid types.UID) {
 	if owner == "" {
 		return
 	}
@@ -27,7 +29,7 @@ func (m *member) recordChild(key childKey, owner types.UID, node string) {
 	if old, ok := m.owned[key]; ok && old.owner != owner {
 		delete(m.byOwner[old.owner], key)
 	}
-	m.owned[key] = ownedChild{owner: owner, node: node}
+	m.owned[key] = ownedChild{owner: owner, node: node, uid: uid}
 	set := m.byOwner[owner]
 	if set == nil {
 		set = map[childKey]struct{}{}
@@ -70,8 +72,14 @@ func (m *member) ownedBy(owner types.UID) []InventoryEntry {
 
 // owns reports whether the index still has key.
 func (m *member) owns(key childKey) bool {
+	_, ok := m.indexed(key)
+	return ok
+}
+
+// indexed returns the index's entry for key.
+func (m *member) indexed(key childKey) (ownedChild, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, ok := m.owned[key]
-	return ok
+	c, ok := m.owned[key]
+	return c, ok
 }

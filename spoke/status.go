@@ -58,6 +58,9 @@ func summarize(o *outcome, pruneErr error) (string, []condition) {
 	case pruneErr != nil:
 		state = StateError
 		resources = condition{ConditionResourcesReady, "False", "PruneFailed", pruneErr.Error()}
+	case len(o.deleting) > 0:
+		state = StateInProgress
+		resources = condition{ConditionResourcesReady, "False", reasonResourceDeleting, strings.Join(o.deleting, "; ")}
 	case len(o.waiting) > 0:
 		state = StateInProgress
 		resources = condition{ConditionResourcesReady, "False", "Waiting", strings.Join(o.waiting, "; ")}

@@ -13,14 +13,17 @@ import (
 
 // sync reconciles a live instance: finalizer and child kinds, children in
 // DAG order, prune, status. An evaluation or apply failure is written to
-// status and returned, so the request is retried with backoff.
+// status and returned, so the request is retried with backoff. On success
+// the instance's next resync is scheduled, and while a child is being
+// deleted sync asks to run again after Options.DeletionPoll.
 func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
 	key := keyOf(inst)
 	inst, err := m.adopt(inst)
 	if err != nil {
 		return 0, err
 	}
-	o := m.evaluate(inst)
+	full := m.resyncDue(key)
+	o := m.evaluate(inst, full)
 	m.setRefs(key, o.refs)
 
 	current, err := m.inventory(inst)
@@ -39,7 +42,16 @@ func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
 	if o.failed != nil {
 		return 0, fmt.Errorf("%s", o.failed.message)
 	}
-	return 0, pruneErr
+	if pruneErr != nil {
+		return 0, pruneErr
+	}
+	if next := m.scheduleResync(key, full); next > 0 {
+		m.enqueueAfter(key, next)
+	}
+	if len(o.deleting) > 0 {
+		return m.c.opts.DeletionPoll, nil
+	}
+	return 0, nil
 }
 
 // prune deletes children no longer desired. Errors are joined; a child
@@ -54,15 +66,22 @@ func (m *member) prune(entries []InventoryEntry) error {
 	return errors.Join(errs...)
 }
 
-// deleteChild asks the API server to delete one child in the background.
+// deleteChild asks the API server to delete one child in the background,
+// on the precondition that it is still the object our records name (its
+// UID): an object that took the name since is not ours and is left alone.
 func (m *member) deleteChild(e InventoryEntry) error {
+	c, ok := m.indexed(e.key())
+	m.forgetChild(e.key())
+	if !ok || c.uid == "" {
+		m.dropChild(e.key())
+		return nil
+	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(e.gvk())
 	u.SetNamespace(e.Namespace)
 	u.SetName(e.Name)
-	err := m.cl.GetClient().Delete(m.ctx, u, client.PropagationPolicy("Background"))
-	m.forgetChild(e.key())
-	if apierrors.IsNotFound(err) || isNoMatch(err) {
+	err := m.cl.GetClient().Delete(m.ctx, u, client.PropagationPolicy("Background"), client.Preconditions{UID: &c.uid})
+	if apierrors.IsNotFound(err) || isNoMatch(err) || apierrors.IsConflict(err) {
 		m.dropChild(e.key())
 		return nil
 	}

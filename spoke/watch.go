@@ -6,7 +6,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -17,11 +16,10 @@ import (
 // the informer's initial objects.
 const handlerSyncPoll = 5 * time.Millisecond
 
-// watchKey names one informer a member listens to: metadata-only for
-// children, full objects for external references.
+// watchKey names the metadata-only informer of one child kind that a
+// member listens to.
 type watchKey struct {
-	gvk  schema.GroupVersionKind
-	full bool
+	gvk schema.GroupVersionKind
 }
 
 // watch is a watch being started or running; done closes when the start
@@ -31,12 +29,21 @@ type watch struct {
 	err  error
 }
 
-// ensureWatch makes sure the member listens to gvk, starting the informer in
-// the cluster's cache if needed (which waits for it to sync). Concurrent
-// callers for one kind share one start; a failed start is retried by the
-// next caller.
-func (m *member) ensureWatch(gvk schema.GroupVersionKind, full bool) error {
-	key := watchKey{gvk: gvk, full: full}
+// ensureWatch makes sure the member listens to the child kind gvk, starting
+// the informer in the cluster's cache if needed (which waits for it to
+// sync).
+func (m *member) ensureWatch(gvk schema.GroupVersionKind) error {
+	return m.startOnce(watchKey{gvk: gvk}, func() error {
+		meta := &metav1.PartialObjectMetadata{}
+		meta.SetGroupVersionKind(gvk)
+		return m.watch(meta, childHandler{m: m, gvk: gvk})
+	})
+}
+
+// startOnce runs start for key unless it ran already with success.
+// Concurrent callers for one key share one start; a failed start is retried
+// by the next caller.
+func (m *member) startOnce(key any, start func() error) error {
 	m.mu.Lock()
 	w, ok := m.watches[key]
 	if !ok {
@@ -52,7 +59,7 @@ func (m *member) ensureWatch(gvk schema.GroupVersionKind, full bool) error {
 			return m.ctx.Err()
 		}
 	}
-	w.err = m.startWatch(gvk, full)
+	w.err = start()
 	if w.err != nil {
 		m.mu.Lock()
 		delete(m.watches, key)
@@ -60,17 +67,6 @@ func (m *member) ensureWatch(gvk schema.GroupVersionKind, full bool) error {
 	}
 	close(w.done)
 	return w.err
-}
-
-func (m *member) startWatch(gvk schema.GroupVersionKind, full bool) error {
-	if full {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		return m.watch(u, externalHandler{m: m, gvk: gvk})
-	}
-	meta := &metav1.PartialObjectMetadata{}
-	meta.SetGroupVersionKind(gvk)
-	return m.watch(meta, childHandler{m: m, gvk: gvk})
 }
 
 // watch adds h to the cluster cache's informer for obj's kind and waits

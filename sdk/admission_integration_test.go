@@ -1,0 +1,60 @@
+//go:build integration
+
+package sdk_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/sdk"
+	"github.com/fleetgraph/fleetgraph/spoke"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+func TestCreatesSucceedAsSoonAsTheGraphIsServed(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 1)
+	provider, err := fleet.NewProvider(context.Background())
+	require.NoError(t, err)
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+	ctx := context.Background()
+
+	// A client that knows the kind without discovery, so that its creates
+	// reach the API server the moment the graph is reported served.
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(webAppGVK, meta.RESTScopeNamespace)
+	c, err := client.New(fleet.Spoke("spoke-1").Config, client.Options{Scheme: fgtesting.NewScheme(), Mapper: mapper})
+	require.NoError(t, err)
+
+	require.NoError(t, h.RegisterGraph(ctx, readRGD(t, "testdata/webapp-rgd.yaml")))
+	require.Eventually(t, func() bool {
+		for _, s := range h.FleetStatus("webapp").Clusters {
+			if s.Cluster == "spoke-1" && s.CRD.Healthy() {
+				return true
+			}
+		}
+		return false
+	}, wait, time.Millisecond, "the graph is served on spoke-1")
+	for i := range 5 {
+		name := fmt.Sprintf("early-%d", i)
+		require.NoError(t, c.Create(ctx, instance(webAppGVK, name, map[string]any{"name": name})),
+			"create %d after the graph was reported served", i)
+	}
+	for i := range 5 {
+		requireState(t, c, webAppGVK, fmt.Sprintf("early-%d", i), "ACTIVE")
+	}
+
+	// The policy is bound once the API server can run it: new instances
+	// then come back from their create stamped.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		probe := instance(webAppGVK, "probe", map[string]any{"name": "probe"})
+		require.NoError(ct, c.Create(ctx, probe, client.DryRunAll))
+		assert.Contains(ct, probe.GetFinalizers(), spoke.Finalizer)
+	}, wait, tick)
+}

@@ -1,0 +1,93 @@
+package spoke
+
+import (
+	"context"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// This file brings the instance watch back quickly when the graph's CRD is
+// deleted and created again on the cluster. The instance informer does not
+// notice by itself: while the kind is not served its list fails and its
+// retries back off up to half a minute, so new instances waited that long
+// for their first reconcile. The member watches the CRDs' metadata and,
+// when the graph's CRD comes back under a new UID, waits until the kind
+// lists again and replaces the instance informer with a fresh one.
+
+var _ toolscache.ResourceEventHandler = crdHandler{}
+
+// crdServedPoll is how often a CRD that came back is checked for being
+// served.
+const crdServedPoll = 100 * time.Millisecond
+
+// crdHandler follows the graph's CRD on the member's cluster.
+type crdHandler struct{ m *member }
+
+func (h crdHandler) OnAdd(obj any, _ bool)  { h.seen(obj) }
+func (h crdHandler) OnUpdate(_, newObj any) { h.seen(newObj) }
+func (h crdHandler) OnDelete(any)           {}
+
+func (h crdHandler) seen(obj any) {
+	meta, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok || meta.Name != h.m.g.CRD.Name {
+		return
+	}
+	h.m.mu.Lock()
+	previous := h.m.crdUID
+	h.m.crdUID = meta.UID
+	h.m.mu.Unlock()
+	if previous != "" && previous != meta.UID {
+		go h.m.rewatchInstances()
+	}
+}
+
+// watchCRD starts following the graph's CRD. A cluster that does not let
+// us watch CRDs is served all the same, with the informer's own recovery.
+func (m *member) watchCRD() {
+	if m.g.CRD == nil {
+		return
+	}
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	if err := m.watch(crd, crdHandler{m}); err != nil {
+		m.log.Info("not watching the graph's CRD; a re-created CRD is noticed late", "reason", err.Error())
+	}
+}
+
+// rewatchInstances waits until the instance kind lists again, then
+// replaces the instance informer, whose new initial list enqueues every
+// instance.
+func (m *member) rewatchInstances() {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(m.g.Instance.GVK.GroupVersion().WithKind(m.g.Instance.GVK.Kind + "List"))
+	err := wait.PollUntilContextCancel(m.ctx, crdServedPoll, true, func(ctx context.Context) (bool, error) {
+		return m.cl.GetAPIReader().List(ctx, list, client.Limit(1)) == nil, nil
+	})
+	if err != nil {
+		return
+	}
+	inst := &unstructured.Unstructured{}
+	inst.SetGroupVersionKind(m.g.Instance.GVK)
+	if err := m.cl.GetCache().RemoveInformer(m.ctx, inst); err != nil {
+		m.log.Info("could not restart the instance watch", "reason", err.Error())
+		return
+	}
+	delay := m.c.opts.GateRetry
+	for m.ctx.Err() == nil {
+		if err := m.watch(inst, instanceHandler{m}); err == nil {
+			m.log.V(1).Info("instance watch restarted after the CRD came back")
+			return
+		}
+		select {
+		case <-m.ctx.Done():
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, m.c.opts.GateRetryMax)
+	}
+}

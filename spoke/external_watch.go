@@ -1,0 +1,137 @@
+package spoke
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// This file watches external references no wider than they name: a
+// reference by name gets an informer that lists and watches that one object
+// (a field selector on its name, in its namespace), a reference by selector
+// one that lists and watches only the matching objects. A reference to one
+// Secret so never puts the cluster's other Secrets in memory. An informer
+// runs while some instance's last evaluation referenced it, and stops when
+// none does (setRefs).
+
+// scopeKey names one scoped informer.
+type scopeKey struct {
+	gvk             schema.GroupVersionKind
+	namespace, name string
+	selector        string
+}
+
+func (r resolvedRef) scope() scopeKey {
+	k := scopeKey{gvk: r.gvk, namespace: r.namespace, name: r.name}
+	if r.selector != nil {
+		k.name, k.selector = "", r.selector.String()
+	}
+	return k
+}
+
+// scoped is a running scoped informer.
+type scoped struct {
+	store  toolscache.Store
+	cancel context.CancelFunc
+	users  map[types.NamespacedName]struct{} // instances whose references use it
+}
+
+// ensureScoped starts the informer for ref's scope if it is not running,
+// and waits until it has synced.
+func (m *member) ensureScoped(ref resolvedRef) error {
+	key := ref.scope()
+	return m.startOnce(key, func() error { return m.startScoped(key) })
+}
+
+func (m *member) startScoped(key scopeKey) error {
+	mapping, err := m.cl.GetRESTMapper().RESTMapping(key.gvk.GroupKind(), key.gvk.Version)
+	if err != nil {
+		return fmt.Errorf("kind %s is not served: %w", key.gvk, err)
+	}
+	dyn, err := dynamic.NewForConfigAndClient(m.cl.GetConfig(), m.cl.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("watching %s: %w", key.gvk, err)
+	}
+	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, mapping.Resource, key.namespace, 0, toolscache.Indexers{},
+		func(o *metav1.ListOptions) {
+			if key.name != "" {
+				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", key.name).String()
+			}
+			o.LabelSelector = key.selector
+		}).Informer()
+	if _, err := inf.AddEventHandler(externalHandler{m: m, gvk: key.gvk}); err != nil {
+		return fmt.Errorf("watching %s: %w", key.gvk, err)
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	go inf.RunWithContext(ctx)
+	err = wait.PollUntilContextCancel(ctx, handlerSyncPoll, true, func(context.Context) (bool, error) {
+		return inf.HasSynced(), nil
+	})
+	if err != nil {
+		cancel()
+		return fmt.Errorf("watching %s: %w", key.gvk, err)
+	}
+	m.mu.Lock()
+	m.scoped[key] = &scoped{store: inf.GetStore(), cancel: cancel, users: map[types.NamespacedName]struct{}{}}
+	m.mu.Unlock()
+	return nil
+}
+
+// errNotWatched: the scope stopped after it was ensured (its last user
+// left meanwhile).
+var errNotWatched = errors.New("external reference not watched")
+
+// scopedItems returns the objects ref's informer holds, copied.
+func (m *member) scopedItems(ref resolvedRef) ([]any, error) {
+	m.mu.Lock()
+	s := m.scoped[ref.scope()]
+	m.mu.Unlock()
+	if s == nil {
+		return nil, errNotWatched
+	}
+	var out []any
+	for _, obj := range s.store.List() {
+		if u, ok := obj.(*unstructured.Unstructured); ok && ref.matches(ref.gvk, u) {
+			out = append(out, u.DeepCopy().Object)
+		}
+	}
+	return out, nil
+}
+
+// useScopesLocked records that instance key's references changed from old
+// to refs: it becomes a user of refs' scopes and stops being one of the
+// others; a scope that loses its last user is stopped. (A scope started by
+// an evaluation whose references are not recorded yet has no user and runs
+// until one leaves it.)
+func (m *member) useScopesLocked(key types.NamespacedName, old, refs []resolvedRef) {
+	keep := map[scopeKey]bool{}
+	for _, r := range refs {
+		keep[r.scope()] = true
+		if s := m.scoped[r.scope()]; s != nil {
+			s.users[key] = struct{}{}
+		}
+	}
+	for _, r := range old {
+		sk := r.scope()
+		s := m.scoped[sk]
+		if s == nil || keep[sk] {
+			continue
+		}
+		delete(s.users, key)
+		if len(s.users) == 0 {
+			s.cancel()
+			delete(m.scoped, sk)
+			delete(m.watches, sk)
+		}
+	}
+}
