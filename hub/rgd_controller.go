@@ -192,6 +192,9 @@ func (r *RGDReconciler) release(ctx context.Context, rgd *v1alpha1.ResourceGraph
 // isCompileError tells a bad RGD (reported in status) from a failure to
 // serve it (retried).
 func isCompileError(err error) bool {
+	if errors.Is(err, graph.ErrSchemaUnavailable) {
+		return false // not the RGD's fault: retried with backoff
+	}
 	var ge *graph.Error
 	return errors.As(err, &ge) || errors.Is(err, graph.ErrInvalid)
 }

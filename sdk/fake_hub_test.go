@@ -46,7 +46,7 @@ func startFakeFleet(t *testing.T) (*sdk.Hub, map[string]*fgtesting.FakeCluster) 
 		t.Cleanup(cl.Close)
 		clusters[name] = cl
 	}
-	h, err := sdk.NewHub(provider, sdk.Options{DisableRGDController: true})
+	h, err := sdk.NewHub(provider, sdk.Options{DisableRGDController: true, DisableSchemaResolver: true})
 	require.NoError(t, err)
 	mgr, err := mcmanager.New(&rest.Config{Host: "https://127.0.0.1:1"}, provider, manager.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
@@ -169,7 +169,7 @@ func TestFakeHubClusterRunsTheRGDController(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(spoke.Close)
 
-	h, err := sdk.NewHub(provider, sdk.Options{})
+	h, err := sdk.NewHub(provider, sdk.Options{DisableSchemaResolver: true})
 	require.NoError(t, err)
 	mgr, err := mcmanager.New(hubCluster.GetConfig(), provider, hubCluster.ManagerOptions(manager.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",

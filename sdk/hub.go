@@ -69,6 +69,8 @@ type Hub struct {
 	removals map[string]*removal
 	removed  map[string]types.UID // per RGD name, the UID whose removal finished; forgotten when the RGD is gone
 	clusters map[string]*engaged
+	// resolver types child kinds for the compiler; see compileOptions.
+	resolver graph.SchemaResolver
 	// revisions records every served spec on the hub; nil until
 	// SetupWithManager (see versions.go).
 	revisions *hub.Revisions
@@ -120,17 +122,21 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 	}
 	h.tracker = &hub.Tracker{OnChange: h.notifyChanged, Failures: hub.FailuresOf(provider)}
 	h.fanOut = hub.NewFanOut(h.tracker, hub.FanOutOptions{
-		FieldManager:     opts.FieldManager,
-		EstablishTimeout: opts.EstablishTimeout,
-		AllowBreaking:    h.allowsBreaking,
-		OnTransition:     h.onTransition,
-		Logger:           opts.Logger.WithName("fanout"),
+		FieldManager:           opts.FieldManager,
+		EstablishTimeout:       opts.EstablishTimeout,
+		AllowBreaking:          h.allowsBreaking,
+		DisableAdmissionPolicy: opts.DisableAdmissionPolicy,
+		OnTransition:           h.onTransition,
+		Logger:                 opts.Logger.WithName("fanout"),
 	})
 	h.runtime = spoke.New(spoke.Options{
-		Workers:      opts.Workers,
-		FieldManager: opts.FieldManager,
-		Gate:         h.gate,
-		Logger:       opts.Logger.WithName("spoke"),
+		Workers:         opts.Workers,
+		ItemConcurrency: opts.ItemConcurrency,
+		FieldManager:    opts.FieldManager,
+		Gate:            h.gate,
+		Resync:          opts.InstanceResync,
+		AdoptUnowned:    opts.AdoptUnowned,
+		Logger:          opts.Logger.WithName("spoke"),
 	})
 	return h, nil
 }
@@ -172,7 +178,7 @@ func (h *Hub) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinitio
 	}
 	h.mu.Unlock()
 
-	g, err := graph.Compile(rgd, graph.Options{Resolver: h.opts.SchemaResolver})
+	g, err := graph.Compile(rgd, h.compileOptions())
 	if err != nil {
 		return nil, err
 	}

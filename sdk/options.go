@@ -51,11 +51,41 @@ type Options struct {
 	// FieldManager is the server-side apply field manager for CRDs and
 	// children. Defaults to "fleetgraph".
 	FieldManager string
+	// ItemConcurrency is how many items of one forEach resource are applied
+	// at once for one instance. Defaults to spoke.DefaultItemConcurrency.
+	ItemConcurrency int
+	// InstanceResync is how often every instance is fully re-applied, so
+	// that drift whose watch event was lost is put back (each instance adds
+	// up to 20% jitter). A negative value turns it off. Defaults to
+	// spoke.DefaultResync.
+	InstanceResync time.Duration
+	// AdoptUnowned lets an instance take over an existing object with a
+	// child's name that carries no fleetgraph owner label (kro adopts such
+	// objects). An object labelled for another instance is never taken
+	// over. Defaults to false: the instance reports an OwnershipConflict.
+	AdoptUnowned bool
+	// DisableAdmissionPolicy stops the hub from installing, with each CRD,
+	// the MutatingAdmissionPolicy that stamps the finalizer on new
+	// instances; the runtime then adds it with one more write per new
+	// instance. Defaults to false: the policy is installed wherever the
+	// spoke serves MutatingAdmissionPolicy, and bound only once it works.
+	DisableAdmissionPolicy bool
 	// SchemaResolver gives the compiler the OpenAPI schemas of child kinds,
-	// so expressions that read them are type-checked. Defaults to nil:
-	// expressions reading children are checked dynamically (the instance
-	// schema is always fully typed).
+	// so expressions that read them and literal template values are
+	// type-checked, and scope rules are enforced, as kro does. Defaults to a
+	// resolver reading the hub cluster's OpenAPI, set up by SetupWithManager;
+	// a kind the hub does not serve (a CRD only the spokes have) is then
+	// typed dynamically. Graphs registered before SetupWithManager are
+	// compiled without it.
 	SchemaResolver graph.SchemaResolver
+	// DisableSchemaResolver turns the default SchemaResolver off: child kinds
+	// are typed dynamically and checked only when instances are reconciled.
+	// Defaults to false.
+	DisableSchemaResolver bool
+	// Strict compiles every graph as kro v0.9.3 would: fleetgraph's
+	// extensions (graph.Graph.Extensions) are refused instead of listed.
+	// Defaults to false.
+	Strict bool
 	// DeleteCRDsOnUnregister removes a graph's CRD from every spoke that has
 	// no instance of it left once the graph's removal is otherwise done
 	// (see UnregisterGraph); a spoke that cannot be reached is retried.

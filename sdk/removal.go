@@ -276,7 +276,7 @@ func (r rgdRegistry) Remove(_ context.Context, rgd *v1alpha1.ResourceGraphDefini
 // so its cleanup may not have finished.
 func (r rgdRegistry) resumeLocked(rgd *v1alpha1.ResourceGraphDefinition) (bool, error) {
 	h := r.h
-	g, err := graph.Compile(rgd, graph.Options{Resolver: h.opts.SchemaResolver})
+	g, err := graph.Compile(rgd, h.compileOptions())
 	if err != nil {
 		return true, nil // never compiled, so never served
 	}

@@ -36,6 +36,9 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	h.recorder = mgr.GetLocalManager().GetEventRecorder("fleetgraph")
 	h.mu.Unlock()
 
+	if err := h.setupResolver(mgr.GetLocalManager().GetConfig()); err != nil {
+		return err
+	}
 	// Order matters: the multicluster manager engages in the order runnables
 	// were added, and the gate needs the cluster to be known first.
 	if err := mgr.Add(clusterTracker{h}); err != nil {

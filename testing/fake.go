@@ -82,7 +82,8 @@ type FakeClusterOptions struct {
 //     advertised in discovery;
 //   - no validation against OpenAPI schemas, no pruning of unknown fields,
 //     no CEL validation rules, no conversion between CRD versions;
-//   - no OpenAPI documents, so a SchemaResolver cannot read a fake cluster;
+//   - no OpenAPI documents, so a SchemaResolver cannot read a fake cluster
+//     (a hub on fake clusters needs sdk.Options.DisableSchemaResolver);
 //   - a CRD's names are always accepted (no conflict checks), and it is
 //     Established synchronously (a real one takes a moment); objects in
 //     Options.Objects get no defaults from a CRD listed after them;

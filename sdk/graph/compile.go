@@ -134,7 +134,7 @@ func (c *compiler) resolveKinds() {
 		case isNotFound(err):
 			c.fail(&Error{ResourceID: r.node.ID, Path: c.kindPath(r), Err: errorf(ErrSchemaNotFound, "no schema for %s: %v", r.node.GVK, err)})
 		default:
-			c.fail(&Error{ResourceID: r.node.ID, Path: c.kindPath(r), Err: errorf(ErrSchemaNotFound, "resolving the schema of %s: %w", r.node.GVK, err)})
+			c.fail(&Error{ResourceID: r.node.ID, Path: c.kindPath(r), Err: errorf(ErrSchemaUnavailable, "resolving the schema of %s: %w", r.node.GVK, err)})
 		}
 	}
 }

@@ -30,6 +30,10 @@ var (
 	// ErrSchemaNotFound is returned (wrapped) by a SchemaResolver that does
 	// not know a kind.
 	ErrSchemaNotFound = errors.New("schema not found")
+	// ErrSchemaUnavailable marks a compile that could not ask its
+	// SchemaResolver (the API server did not answer). It says nothing about
+	// the RGD: compile again later.
+	ErrSchemaUnavailable = errors.New("schema unavailable")
 	// ErrEvaluation marks a CEL runtime error during evaluation.
 	ErrEvaluation = errors.New("evaluation failed")
 	// ErrTooManyIterations is returned (wrapped) by Node.Iterations when

@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -84,6 +85,23 @@ func TestUnknownKindsCanBeDynamic(t *testing.T) {
 		cm("a", "", "x: ${w.spec.whatever}")
 	_, err := graph.Compile(parseRGD(t, rgdDoc("", res)), opts)
 	require.NoError(t, err)
+}
+
+// unreachableResolver is an API server that does not answer.
+type unreachableResolver struct{}
+
+func (unreachableResolver) ResolveSchema(schema.GroupVersionKind) (*spec.Schema, error) {
+	return nil, errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+}
+
+// A resolver that cannot be reached is no verdict on the RGD: the error says
+// compile again later, even when unknown kinds may be dynamic.
+func TestAnUnreachableResolverIsNotAnInvalidRGD(t *testing.T) {
+	res := "resources:\n" + cm("a", "", "x: y")
+	_, err := graph.Compile(parseRGD(t, rgdDoc("", res)), graph.Options{Resolver: unreachableResolver{}, DynamicUnknownKinds: true})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, graph.ErrSchemaUnavailable)
+	assert.NotErrorIs(t, err, graph.ErrSchemaNotFound)
 }
 
 // With a resolver, plain values are checked against the kind's schema
