@@ -32,7 +32,7 @@ func (m *member) finalize(inst *unstructured.Unstructured) (time.Duration, error
 		}
 		if blocker != nil {
 			m.setState(key, StateDeleting)
-			if err := m.patchStatus(inst, StateDeleting, deletingConditions(blocker.String()), nil); err != nil {
+			if err := m.patchStatus(inst, StateDeleting, dated(wireConditions(inst), deletingConditions(blocker.String()), inst.GetGeneration()), nil, false); err != nil {
 				return 0, err
 			}
 			return m.c.opts.DeletionPoll, nil

@@ -3,6 +3,7 @@ package spoke
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"time"
 
@@ -27,7 +28,11 @@ func (m *member) writeStatus(inst *unstructured.Unstructured, o *outcome, pruneE
 		conds[1] = condition{ConditionGraphResolved, "False", reasonEvaluationFailed, "status: " + err.Error()}
 		conds[3] = condition{ConditionReady, "False", reasonEvaluationFailed, "status: " + err.Error()}
 	}
-	return state, conds[3], m.patchStatus(inst, state, conds, fields)
+	wire := dated(wireConditions(inst), conds, inst.GetGeneration())
+	if m.g.HasConditions() {
+		state, wire = m.authorConditions(inst, o, state, wire)
+	}
+	return state, conds[3], m.patchStatus(inst, state, wire, fields, true)
 }
 
 // statusFields evaluates the RGD's status projections, recovering panics.
@@ -79,28 +84,41 @@ func readyOf(conds ...condition) condition {
 	return condition{ConditionReady, "True", "Ready", "the instance is ready"}
 }
 
-// patchStatus merges state, conditions and fields into the instance's
-// status and patches it if anything changed. Conditions keep their
-// lastTransitionTime while their status stays the same.
-func (m *member) patchStatus(inst *unstructured.Unstructured, state string, conds []condition, fields map[string]any) error {
+// patchStatus writes state, conditions and fields as the instance's status
+// if anything changed. A fresh status is the whole status, as kro writes
+// it: fields that can no longer be evaluated are removed rather than left
+// stale. Otherwise the fields are merged into what the instance shows.
+func (m *member) patchStatus(inst *unstructured.Unstructured, state string, conds []any, fields map[string]any, fresh bool) error {
 	old, _, _ := unstructured.NestedMap(inst.Object, "status")
-	next := runtime.DeepCopyJSON(old)
-	if next == nil {
-		next = map[string]any{}
+	next := map[string]any{}
+	if !fresh && old != nil {
+		next = runtime.DeepCopyJSON(old)
 	}
 	for k, v := range fields {
 		next[k] = v
 	}
 	next["state"] = state
-	next["conditions"] = dated(old["conditions"], conds, inst.GetGeneration())
+	next["conditions"] = conds
 	if sameJSON(old, next) {
 		return nil
 	}
-	_, err := m.patchInstance(inst, map[string]any{"status": next}, true)
+	patch := maps.Clone(next)
+	for k := range old {
+		if _, kept := next[k]; !kept {
+			patch[k] = nil // a merge patch removes a key set to null
+		}
+	}
+	_, err := m.patchInstance(inst, map[string]any{"status": patch}, true)
 	if errors.Is(err, errConflict) {
 		return nil
 	}
 	return err
+}
+
+// wireConditions is the conditions list the instance shows.
+func wireConditions(inst *unstructured.Unstructured) any {
+	conds, _, _ := unstructured.NestedFieldNoCopy(inst.Object, "status", "conditions")
+	return conds
 }
 
 // dated renders conditions as the API shows them.

@@ -169,14 +169,16 @@ func mapLiteralString(e celast.Expr, key string) (string, bool) {
 }
 
 // Conditions evaluates spec.schema.status.conditions, flattening lists,
-// in order. An entry whose inputs are not all observed is left out; the
-// errors of the others (including two conditions of one type) are joined
-// and returned with the conditions that did evaluate. Each condition has
-// the keys type, status, reason and message. With no conditions block it
-// returns nil, nil: the runtime's own conditions stand.
-func (g *Graph) Conditions(vals Values) ([]map[string]any, error) {
+// in order. An entry whose inputs are not all observed is left out, and
+// incomplete says so (kro then keeps the conditions shown before for the
+// types left out); the errors of the others (including two conditions of
+// one type) are joined and returned with the conditions that did evaluate.
+// Each condition has the keys type, status, reason and message. With no
+// conditions block it returns nil, false, nil: the runtime's own
+// conditions stand.
+func (g *Graph) Conditions(vals Values) (conds []map[string]any, incomplete bool, err error) {
 	if len(g.conditions) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	sc := &scope{vals: vals, extra: map[string]any{varRuntime: theRuntime}}
 	out := []map[string]any{}
@@ -186,6 +188,7 @@ func (g *Graph) Conditions(vals Values) ([]map[string]any, error) {
 		v, _, err := sc.evalJSON(cp.p, cp.path)
 		switch {
 		case errors.Is(err, ErrPending):
+			incomplete = true
 			continue
 		case err != nil:
 			errs = append(errs, err)
@@ -200,7 +203,7 @@ func (g *Graph) Conditions(vals Values) ([]map[string]any, error) {
 			out = append(out, cond)
 		}
 	}
-	return out, errors.Join(errs...)
+	return out, incomplete, errors.Join(errs...)
 }
 
 // HasConditions reports whether the RGD declares its own status

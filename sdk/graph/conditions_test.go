@@ -35,16 +35,18 @@ func TestCustomConditionsCompileAndEvaluate(t *testing.T) {
 
 	inst := instance("x", map[string]any{"regions": []any{"a"}})
 	inst["status"] = map[string]any{"conditions": []any{map[string]any{"type": "ResourcesReady", "status": "True"}}}
-	conds, err := g.Conditions(graph.Values{"schema": inst, "web": map[string]any{"data": map[string]any{"ready": "yes"}}})
+	conds, incomplete, err := g.Conditions(graph.Values{"schema": inst, "web": map[string]any{"data": map[string]any{"ready": "yes"}}})
 	require.NoError(t, err, "subnets is pending: its entry waits, the others evaluate")
+	assert.True(t, incomplete, "an entry waited")
 	assert.Equal(t, []map[string]any{
 		{"type": "AppReady", "status": "True", "reason": "Replicas", "message": ""},
 		{"type": "Ready", "status": "True", "reason": "Composed", "message": ""},
 	}, conds)
 
-	conds, err = g.Conditions(graph.Values{"schema": inst, "web": map[string]any{"data": map[string]any{}},
+	conds, incomplete, err = g.Conditions(graph.Values{"schema": inst, "web": map[string]any{"data": map[string]any{}},
 		"subnets": []any{map[string]any{"metadata": map[string]any{"name": "s-a"}}}})
 	require.NoError(t, err, "web.data.ready is not there yet: its entry waits")
+	assert.True(t, incomplete, "an entry waited")
 	assert.Equal(t, []map[string]any{
 		{"type": "Ready", "status": "True", "reason": "Composed", "message": ""},
 		{"type": "Subnet-s-a", "status": "Unknown", "reason": "", "message": ""},
@@ -100,7 +102,7 @@ func TestCustomConditionErrorsAreReported(t *testing.T) {
 		"  - \"${runtime.newCondition({type: 'B', status: 'True'})}\""
 	g, err := graph.Compile(parseRGD(t, rgdDoc(schema, "resources:\n"+cm("web", "", ""))), graph.Options{})
 	require.NoError(t, err)
-	conds, err := g.Conditions(graph.Values{"schema": instance("x", map[string]any{"name": "maybe"})})
+	conds, _, err := g.Conditions(graph.Values{"schema": instance("x", map[string]any{"name": "maybe"})})
 	require.ErrorIs(t, err, graph.ErrEvaluation)
 	assert.Contains(t, err.Error(), `status must be one of True, False, Unknown (got "maybe")`)
 	assert.Equal(t, []map[string]any{{"type": "B", "status": "True", "reason": "", "message": ""}}, conds)
@@ -123,7 +125,7 @@ func TestRuntimeConditionOnChildren(t *testing.T) {
 		"found": {map[string]any{"status": map[string]any{"conditions": []any{map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicas"}}}},
 			map[string]any{"type": "WebOK", "status": "True", "reason": "MinimumReplicas", "message": ""}},
 	} {
-		conds, err := g.Conditions(graph.Values{"schema": instance("x", map[string]any{}), "web": tt.web})
+		conds, _, err := g.Conditions(graph.Values{"schema": instance("x", map[string]any{}), "web": tt.web})
 		require.NoError(t, err, name)
 		assert.Equal(t, []map[string]any{tt.want}, conds, name)
 	}
