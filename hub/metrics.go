@@ -13,12 +13,47 @@ var fanOutDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
 }, []string{"cluster", "graph", "state"})
 
+// crdState is 1 for the state a graph's CRD is in on a cluster, as
+// FleetStatus shows it.
+var crdState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "fleetgraph_graph_cluster_state",
+	Help: "1 for the state (Pending, Applied, Established, Conflict, Incompatible, Error, Unreachable) a graph has on a cluster.",
+}, []string{"graph", "cluster", "state"})
+
+// reachable is the probe's verdict on each engaged cluster.
+var reachable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "fleetgraph_cluster_reachable",
+	Help: "1 while the cluster's API server answers the hub's probe, 0 while it is Unreachable.",
+}, []string{"cluster"})
+
+// engagedClusters counts the clusters the providers engaged.
+var engagedClusters = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "fleetgraph_clusters_engaged",
+	Help: "Clusters engaged by the provider and served by the hub.",
+})
+
 func init() {
-	metrics.Registry.MustRegister(fanOutDuration)
+	metrics.Registry.MustRegister(fanOutDuration, crdState, reachable, engagedClusters, notEngaged)
+}
+
+// ClusterEngaged counts a cluster in or out of fleetgraph_clusters_engaged.
+func ClusterEngaged(in bool) {
+	if in {
+		engagedClusters.Inc()
+	} else {
+		engagedClusters.Dec()
+	}
+}
+
+func recordState(graph, cluster string, state CRDState) {
+	crdState.DeletePartialMatch(prometheus.Labels{"graph": graph, "cluster": cluster})
+	crdState.WithLabelValues(graph, cluster, string(state)).Set(1)
 }
 
 // ForgetCluster drops every fan-out series of a cluster that was disengaged,
 // so a fleet that churns clusters does not grow its metrics forever.
 func ForgetCluster(cluster string) {
 	fanOutDuration.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
+	crdState.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
+	reachable.DeleteLabelValues(cluster)
 }

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"sort"
 	"sync"
 	"time"
@@ -180,6 +181,9 @@ func (t *Tracker) Record(ctx context.Context, graph, cluster string, generation 
 	if changed {
 		byCluster[cluster] = &ClusterStatus{Cluster: cluster, CRD: state, Message: msg, Generation: generation, Since: time.Now()}
 	}
+	if transition {
+		recordState(graph, cluster, state)
+	}
 	t.mu.Unlock()
 	if changed {
 		t.notify(graph)
@@ -213,6 +217,7 @@ func (t *Tracker) SetReachable(ctx context.Context, cluster string, err error) b
 		t.unreachable[cluster] = err.Error()
 	}
 	touched := t.graphsOnLocked(cluster)
+	reachable.WithLabelValues(cluster).Set(map[bool]float64{true: 1, false: 0}[err == nil])
 	t.mu.Unlock()
 	for _, g := range touched {
 		t.notify(g)
@@ -251,6 +256,7 @@ func (t *Tracker) DropCluster(cluster string) {
 func (t *Tracker) DropGraph(graph string) {
 	t.mu.Lock()
 	delete(t.graphs, graph)
+	crdState.DeletePartialMatch(prometheus.Labels{"graph": graph})
 	t.mu.Unlock()
 }
 

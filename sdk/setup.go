@@ -253,8 +253,12 @@ var _ multicluster.Aware = clusterTracker{}
 func (t clusterTracker) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	e := &engaged{name: string(name), cl: cl}
 	t.h.mu.Lock()
+	_, replaced := t.h.clusters[e.name]
 	t.h.clusters[e.name] = e
 	t.h.mu.Unlock()
+	if !replaced {
+		hub.ClusterEngaged(true)
+	}
 	context.AfterFunc(ctx, func() {
 		t.h.mu.Lock()
 		current := t.h.clusters[e.name] == e
@@ -263,6 +267,7 @@ func (t clusterTracker) Engage(ctx context.Context, name multicluster.ClusterNam
 		}
 		t.h.mu.Unlock()
 		if current {
+			hub.ClusterEngaged(false)
 			t.h.tracker.DropCluster(e.name)
 			hub.ForgetCluster(e.name)
 		}
@@ -270,8 +275,11 @@ func (t clusterTracker) Engage(ctx context.Context, name multicluster.ClusterNam
 	return nil
 }
 
-// Start lets the tracker be added to a manager, which is what engages it.
-func (clusterTracker) Start(ctx context.Context) error {
+// Start lets the tracker be added to a manager, which is what engages it;
+// while it runs, the provider's engagement failures are in the metrics.
+func (t clusterTracker) Start(ctx context.Context) error {
+	stop := hub.ReportEngagementFailures(t.h.tracker)
+	defer stop()
 	<-ctx.Done()
 	return nil
 }

@@ -38,6 +38,10 @@ type controller struct {
 	onEmpty func()
 }
 
+// QueueName is the name of a graph's work queue, the "name" label of its
+// workqueue_* metrics. It stays the same across updates of the graph.
+func QueueName(graphName string) string { return "fleetgraph-" + graphName }
+
 func newController(parent context.Context, name string, g *graph.Graph, opts Options) *controller {
 	ctx, cancel := context.WithCancel(parent)
 	c := &controller{
@@ -47,7 +51,9 @@ func newController(parent context.Context, name string, g *graph.Graph, opts Opt
 		log:  opts.Logger.WithValues("controller", name, "graph", g.Name),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[mcreconcile.Request](),
-			workqueue.TypedRateLimitingQueueConfig[mcreconcile.Request]{Name: name},
+			// The queue is named after the graph, not this version of it,
+			// so its metrics keep one name across graph updates.
+			workqueue.TypedRateLimitingQueueConfig[mcreconcile.Request]{Name: QueueName(g.Name)},
 		),
 		ctx:     ctx,
 		cancel:  cancel,
