@@ -18,7 +18,9 @@ import (
 // +kubebuilder:printcolumn:name="KIND",type=string,JSONPath=`.spec.schema.kind`
 // +kubebuilder:printcolumn:name="STATE",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="CLUSTERS",type=integer,priority=1,JSONPath=`.status.fleet.clusters`
+// +kubebuilder:printcolumn:name="CLUSTERS",type=integer,JSONPath=`.status.fleet.clusters`
+// +kubebuilder:printcolumn:name="UNHEALTHY",type=integer,JSONPath=`.status.fleet.unhealthy`
+// +kubebuilder:printcolumn:name="INSTANCES",type=integer,priority=1,JSONPath=`.status.fleet.instances`
 // +kubebuilder:printcolumn:name="TOPOLOGICALORDER",type=string,priority=1,JSONPath=`.status.topologicalOrder`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 type ResourceGraphDefinition struct {

@@ -140,3 +140,17 @@ func TestAllowsBreakingChangesReadsBothSpellings(t *testing.T) {
 	assert.False(t, v1alpha1.AllowsBreakingChanges(with("other", "true")))
 	assert.False(t, v1alpha1.AllowsBreakingChanges(nil))
 }
+
+// kubectl get rgd shows the fleet counts without -o wide, next to kro's
+// own columns.
+func TestFleetCountsShowByDefault(t *testing.T) {
+	crd, err := v1alpha1.CRD()
+	require.NoError(t, err)
+	shown := []string{}
+	for _, c := range crd.Spec.Versions[0].AdditionalPrinterColumns {
+		if c.Priority == 0 {
+			shown = append(shown, c.Name)
+		}
+	}
+	assert.Equal(t, []string{"APIVERSION", "KIND", "STATE", "READY", "CLUSTERS", "UNHEALTHY", "AGE"}, shown)
+}
