@@ -111,9 +111,10 @@ func NewFanOut(tracker *Tracker, opts FanOutOptions) *FanOut {
 // MutatingAdmissionPolicy, spoke.AdmissionPolicy(g) (which saves the runtime
 // a write per new instance), then waits for Established. It returns nil once
 // the graph can be served on cl. Safe for concurrent use.
-func (f *FanOut) Ensure(ctx context.Context, clusterName string, cl cluster.Cluster, g *graph.Graph) error {
+func (f *FanOut) Ensure(ctx context.Context, c Cluster, g *graph.Graph) error {
 	start := time.Now()
-	err := f.ensure(ctx, clusterName, cl, g)
+	clusterName := c.Name
+	err := f.ensure(ctx, c, g)
 	state, msg := classify(err)
 	if ctx.Err() != nil && err != nil {
 		return err // disengaged or stopped: nothing worth recording
@@ -128,7 +129,8 @@ func (f *FanOut) Ensure(ctx context.Context, clusterName string, cl cluster.Clus
 	return err
 }
 
-func (f *FanOut) ensure(ctx context.Context, clusterName string, cl cluster.Cluster, g *graph.Graph) error {
+func (f *FanOut) ensure(ctx context.Context, c Cluster, g *graph.Graph) error {
+	clusterName, cl := c.Name, c.Cluster
 	if err := servesKinds(cl, g); err != nil {
 		return err
 	}
@@ -149,7 +151,12 @@ func (f *FanOut) ensure(ctx context.Context, clusterName string, cl cluster.Clus
 		return err
 	}
 	if !f.opts.DisableAdmissionPolicy {
-		go f.activateAdmission(ctx, clusterName, cl, g) // admission_activate.go
+		// After Ensure returns, for as long as the cluster is engaged.
+		lifetime := c.Engagement
+		if lifetime == nil {
+			lifetime = ctx
+		}
+		go f.activateAdmission(lifetime, clusterName, cl, g) // admission_activate.go
 	}
 	return nil
 }

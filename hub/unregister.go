@@ -19,6 +19,11 @@ import (
 type Cluster struct {
 	Name    string
 	Cluster cluster.Cluster
+	// Engagement, if set, is the cluster's engagement context: it ends when
+	// the cluster leaves. Work that goes on after a call returns (binding
+	// the admission policy once it is safe) is bound to it. Defaults to
+	// the call's own context.
+	Engagement context.Context
 }
 
 // DeleteUnusedCRDs deletes g's CRD, and its admission policy, from every

@@ -101,6 +101,7 @@ type registration struct {
 type engaged struct {
 	name string
 	cl   cluster.Cluster
+	ctx  context.Context // the engagement; ends when the cluster leaves
 }
 
 // NewHub returns a Hub for the clusters provider engages. A nil provider is

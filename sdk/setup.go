@@ -207,7 +207,7 @@ func (h *Hub) gate(ctx context.Context, name multicluster.ClusterName, g *graph.
 	if e == nil {
 		return fmt.Errorf("cluster %q is not engaged", name)
 	}
-	return h.fanOut.Ensure(ctx, string(name), e.cl, g)
+	return h.fanOut.Ensure(ctx, hub.Cluster{Name: e.name, Cluster: e.cl, Engagement: e.ctx}, g)
 }
 
 func (h *Hub) allowsBreaking(graphName string) bool {
@@ -251,7 +251,7 @@ type clusterTracker struct{ h *Hub }
 var _ multicluster.Aware = clusterTracker{}
 
 func (t clusterTracker) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	e := &engaged{name: string(name), cl: cl}
+	e := &engaged{name: string(name), cl: cl, ctx: ctx}
 	t.h.mu.Lock()
 	_, replaced := t.h.clusters[e.name]
 	t.h.clusters[e.name] = e
