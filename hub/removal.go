@@ -2,12 +2,16 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -53,4 +57,45 @@ func listInstances(ctx context.Context, cl cluster.Cluster, g *graph.Graph) ([]m
 		list.Items[i].SetGroupVersionKind(g.Instance.GVK)
 	}
 	return list.Items, nil
+}
+
+// ReleaseInstances takes finalizer off every instance of g on cl that
+// carries it, leaving the instances and their children in place: what is
+// left when nothing will finalize them any more (their cluster left the
+// fleet). Each write is conditional on the instance's resourceVersion; a
+// conflict is returned, and the caller tries again. It returns how many
+// instances it released.
+func ReleaseInstances(ctx context.Context, cl cluster.Cluster, g *graph.Graph, finalizer string) (int, error) {
+	items, err := listInstances(ctx, cl, g)
+	if err != nil {
+		return 0, err
+	}
+	released := 0
+	var errs []error
+	for i := range items {
+		if !slices.Contains(items[i].Finalizers, finalizer) {
+			continue
+		}
+		if err := dropFinalizer(ctx, cl, &items[i], finalizer); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		released++
+	}
+	return released, errors.Join(errs...)
+}
+
+func dropFinalizer(ctx context.Context, cl cluster.Cluster, obj *metav1.PartialObjectMetadata, finalizer string) error {
+	rest := slices.DeleteFunc(slices.Clone(obj.Finalizers), func(f string) bool { return f == finalizer })
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"finalizers": rest, "resourceVersion": obj.ResourceVersion,
+	}})
+	if err != nil {
+		return err
+	}
+	err = cl.GetClient().Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("releasing %s %s/%s: %w", obj.Kind, obj.Namespace, obj.Name, err)
+	}
+	return nil
 }

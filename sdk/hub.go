@@ -78,6 +78,8 @@ type Hub struct {
 	// ctx bounds background removals; stop ends it when the manager stops.
 	ctx  context.Context
 	stop context.CancelFunc
+	// departures are the clean-ups after clusters that left (departure.go).
+	departures sync.WaitGroup
 }
 
 // source is where a registration came from; only its source removes it.

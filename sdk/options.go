@@ -103,9 +103,21 @@ type Options struct {
 	// the RGD within Probe.Interval+Probe.Timeout. Defaults to
 	// hub.DefaultProbeInterval and hub.DefaultProbeTimeout.
 	Probe hub.ProberOptions
+	// DepartureGrace is how long a cluster that left the fleet (its
+	// kubeconfig Secret deleted, say) may take to come back, as a rotated
+	// kubeconfig does at once, before the hub cleans up after it: removes
+	// every graph's admission policy there and releases the instances (our
+	// finalizer taken off, children left), so that no delete is held by a
+	// hub that will not serve the cluster again. A cluster that cannot be
+	// reached then keeps both (see the README). Negative turns the clean-up
+	// off. Defaults to DefaultDepartureGrace.
+	DepartureGrace time.Duration
 	// Logger defaults to controller-runtime's log.Log named "fleetgraph".
 	Logger logr.Logger
 }
+
+// DefaultDepartureGrace is Options.DepartureGrace's default.
+const DefaultDepartureGrace = 30 * time.Second
 
 func (o Options) withDefaults() Options {
 	if o.Workers == 0 {
@@ -119,6 +131,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StatusResync == 0 {
 		o.StatusResync = hub.DefaultResync
+	}
+	if o.DepartureGrace == 0 {
+		o.DepartureGrace = DefaultDepartureGrace
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = log.Log.WithName("fleetgraph")

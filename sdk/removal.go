@@ -213,6 +213,7 @@ func (h *Hub) engagedClusters() []*engaged {
 // manager is stopping.
 func (h *Hub) stopRemovals() {
 	h.stop()
+	defer h.departures.Wait()
 	h.mu.Lock()
 	pending := make([]*removal, 0, len(h.removals))
 	for _, rm := range h.removals {

@@ -270,6 +270,7 @@ func (t clusterTracker) Engage(ctx context.Context, name multicluster.ClusterNam
 			hub.ClusterEngaged(false)
 			t.h.tracker.DropCluster(e.name)
 			hub.ForgetCluster(e.name)
+			t.h.departed(e)
 		}
 	})
 	return nil

@@ -1,0 +1,100 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/spoke"
+)
+
+// A cluster that leaves the fleet (its kubeconfig Secret deleted, its
+// workspace gone) is served no more, so nothing would ever finalize its
+// instances: the admission policy would stamp our finalizer on new ones and
+// no delete could finish. While the cluster can still be reached, the hub
+// cleans up after it as a removal with the orphan option does: the policy
+// goes, and every instance is released (our finalizer taken off; children
+// stay). Rotated credentials re-engage a cluster under the same name at
+// once, and a stopping hub disengages every cluster: neither is a
+// departure, hence the grace period and the check of the hub's own context.
+
+const departureTimeout = 2 * time.Minute
+
+// departed is called when cluster e was disengaged while the hub runs.
+func (h *Hub) departed(e *engaged) {
+	if h.opts.DepartureGrace < 0 || h.ctx.Err() != nil {
+		return
+	}
+	h.departures.Go(func() {
+		select {
+		case <-h.ctx.Done():
+			return // the hub is stopping, not the cluster leaving
+		case <-time.After(h.opts.DepartureGrace):
+		}
+		if h.isEngaged(e.name) {
+			return // back already: a rotation
+		}
+		h.cleanUpAfter(e)
+	})
+}
+
+// cleanUpAfter takes every graph's admission policy off e and releases its
+// instances, retrying until done, the timeout or the hub's end.
+func (h *Hub) cleanUpAfter(e *engaged) {
+	ctx, cancel := context.WithTimeout(h.ctx, departureTimeout)
+	defer cancel()
+	log := h.opts.Logger.WithValues("cluster", e.name)
+	for delay := removalRetry; ; delay = min(2*delay, removalRetryMax) {
+		released, err := h.releaseAll(ctx, e)
+		if err == nil {
+			log.Info("cluster left the fleet: admission policies removed, instances released", "released", released)
+			return
+		}
+		log.Info("cleaning up after a cluster that left; retrying", "reason", err.Error(), "retry", delay)
+		select {
+		case <-ctx.Done():
+			log.Info("gave up cleaning up after a cluster that left: its admission policies and finalizers stay",
+				"reason", err.Error())
+			return
+		case <-time.After(delay):
+		}
+	}
+}
+
+func (h *Hub) releaseAll(ctx context.Context, e *engaged) (int, error) {
+	total := 0
+	var errs []error
+	for _, g := range h.allGraphs() {
+		if err := hub.RemoveAdmission(ctx, e.cl, g); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n, err := hub.ReleaseInstances(ctx, e.cl, g, spoke.Finalizer)
+		total += n
+		errs = append(errs, err)
+	}
+	return total, errors.Join(errs...)
+}
+
+// allGraphs is every graph served or being removed.
+func (h *Hub) allGraphs() []*graph.Graph {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*graph.Graph, 0, len(h.graphs)+len(h.removals))
+	for _, reg := range h.graphs {
+		out = append(out, reg.graph)
+	}
+	for _, rm := range h.removals {
+		out = append(out, rm.reg.graph)
+	}
+	return out
+}
+
+func (h *Hub) isEngaged(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.clusters[name]
+	return ok
+}
