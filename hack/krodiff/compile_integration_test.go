@@ -1,0 +1,149 @@
+//go:build integration
+
+package krodiff
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph/resolver"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+// minCorpus is the least number of RGDs the corpus must hold.
+const minCorpus = 80
+
+// probeRGD is admitted by both RGD CRDs; it tells when they are served.
+const probeRGD = `apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: probe}
+spec:
+  schema: {apiVersion: v1alpha1, kind: Probe, spec: {name: string}}
+`
+
+// TestCompileAgainstKro runs every corpus RGD through kro v0.9.3 and
+// fleetgraph against one real API server and requires them to agree, up
+// to the KnownDifferences table.
+func TestCompileAgainstKro(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "corpus", "*.yaml"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(files), minCorpus, "the corpus is too small")
+	assertTableNamesCorpusFiles(t, files)
+
+	o := startOracle(t)
+	ctx := context.Background()
+	results := make([]Result, 0, len(files))
+	for _, path := range files {
+		raw, err := os.ReadFile(path)
+		require.NoError(t, err)
+		name := filepath.Base(path)
+		r := Classify(name, o.Kro(ctx, raw), o.Fleetgraph(ctx, raw))
+		results = append(results, r)
+		t.Run(strings.TrimSuffix(name, ".yaml"), func(t *testing.T) {
+			switch r.Outcome {
+			case Unexplained:
+				t.Errorf("fleetgraph differs from kro v0.9.3 on %s, and KnownDifferences does not explain it.\n%s", path, r.Diff)
+			case Stale:
+				t.Errorf("KnownDifferences lists %s (%q) but fleetgraph and kro agree on it now: remove the entry", name, r.Reason)
+			case Explained:
+				t.Logf("known difference: %s\n%s", r.Reason, r.Diff)
+			}
+		})
+	}
+	logSummary(t, results)
+}
+
+func assertTableNamesCorpusFiles(t *testing.T, files []string) {
+	t.Helper()
+	names := map[string]bool{}
+	for _, f := range files {
+		names[filepath.Base(f)] = true
+	}
+	for _, d := range KnownDifferences {
+		assert.True(t, names[d.File], "KnownDifferences names %s, which is not in testdata/corpus", d.File)
+		assert.NotEmpty(t, d.Reason, "KnownDifferences entry for %s has no reason", d.File)
+	}
+}
+
+// startOracle starts one API server with both RGD CRDs and the corpus's
+// custom child kinds, and returns an Oracle on it.
+func startOracle(t *testing.T) *Oracle {
+	t.Helper()
+	cluster, err := fgtesting.StartCluster("krodiff", fgtesting.ClusterOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, cluster.Stop()) })
+
+	crds, err := RGDCRDs()
+	require.NoError(t, err)
+	children, err := filepath.Glob(filepath.Join("testdata", "crds", "*.yaml"))
+	require.NoError(t, err)
+	childGVKs := []schema.GroupVersionKind{}
+	for _, path := range children {
+		crd, err := ReadCRD(path)
+		require.NoError(t, err)
+		crds = append(crds, crd)
+		for _, v := range crd.Spec.Versions {
+			childGVKs = append(childGVKs, schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind})
+		}
+	}
+	ctx := context.Background()
+	require.NoError(t, InstallCRDs(ctx, cluster.Config, crds...))
+	waitUntilServed(t, cluster, childGVKs)
+
+	o, err := NewOracle(cluster.Config)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		k, f := o.Kro(ctx, []byte(probeRGD)), o.Fleetgraph(ctx, []byte(probeRGD))
+		return !isNotFound(k) && !isNotFound(f)
+	}, time.Minute, 200*time.Millisecond, "the RGD CRDs are not served")
+	return o
+}
+
+// waitUntilServed waits until the child CRDs' schemas are published in
+// OpenAPI, so that neither compiler sees a kind half-installed.
+func waitUntilServed(t *testing.T, cluster *fgtesting.Cluster, gvks []schema.GroupVersionKind) {
+	t.Helper()
+	for _, gvk := range gvks {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			res, err := resolver.NewForConfig(cluster.Config, resolver.Options{})
+			require.NoError(c, err)
+			_, err = res.ResolveSchema(gvk)
+			assert.NoError(c, err)
+		}, time.Minute, 250*time.Millisecond, "OpenAPI never published %s", gvk)
+	}
+}
+
+func isNotFound(v Verdict) bool {
+	return v.Stage == StageAdmission && apierrors.IsNotFound(v.Err)
+}
+
+// logSummary prints one line per file and the counts.
+func logSummary(t *testing.T, results []Result) {
+	t.Helper()
+	sort.Slice(results, func(i, j int) bool { return results[i].File < results[j].File })
+	var b strings.Builder
+	for _, r := range results {
+		fmt.Fprintf(&b, "%-11s %-48s kro: %s\n%61s fleetgraph: %s\n", r.Outcome, r.File, short(r.Kro), "", short(r.Fleetgraph))
+	}
+	t.Logf("per file:\n%s", b.String())
+	fmt.Printf("krodiff: %s\n", Count(results))
+}
+
+func short(v Verdict) string {
+	s := v.String()
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
