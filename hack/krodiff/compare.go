@@ -5,45 +5,48 @@ import (
 	"strings"
 )
 
-// Outcome classifies one corpus file.
+// Outcome classifies one corpus file or behaviour case.
 type Outcome string
 
 // Outcomes.
 const (
-	// Agree: same verdict and, when accepted, the same CRD and dependencies.
+	// Agree: no difference.
 	Agree Outcome = "agree"
-	// Explained: a disagreement listed in KnownDifferences.
+	// Explained: every difference is covered by the file's entry in the
+	// table of known differences.
 	Explained Outcome = "explained"
-	// Unexplained: a disagreement not listed. Fails the test.
+	// Unexplained: some difference is not covered. Fails the test.
 	Unexplained Outcome = "unexplained"
-	// Stale: listed in KnownDifferences but both agree. Fails the test.
+	// Stale: listed in the table but no difference is left. Fails the test.
 	Stale Outcome = "stale"
 )
 
-// Result is the comparison of one corpus file.
+// Result is the comparison of one corpus file or behaviour case.
 type Result struct {
 	File       string
 	Kro        Verdict
 	Fleetgraph Verdict
-	// Diff is empty when both agree, else a readable account of how they
-	// differ.
-	Diff    string
+	// Diff has one line per difference; empty when both agree.
+	Diff    []string
 	Outcome Outcome
-	// Reason is the KnownDifferences entry's, for Explained and Stale.
+	// Unexplained are the lines of Diff the table does not cover.
+	Unexplained []string
+	// Reason is the table entry's, for Explained and Stale.
 	Reason string
 }
 
-// Classify compares kro's and fleetgraph's verdicts on file.
-func Classify(file string, kro, fg Verdict) Result {
-	r := Result{File: file, Kro: kro, Fleetgraph: fg, Diff: Difference(kro, fg)}
-	known, listed := knownDifference(file)
-	r.Reason = known.Reason
+// Classify sorts diff, the differences found on file, against table.
+func Classify(file string, diff []string, table []KnownDifference) Result {
+	r := Result{File: file, Diff: diff}
+	known, listed := lookup(table, file)
+	r.Reason = known.Reason()
+	r.Unexplained = known.uncovered(diff)
 	switch {
-	case r.Diff == "" && listed:
+	case len(diff) == 0 && listed:
 		r.Outcome = Stale
-	case r.Diff == "":
+	case len(diff) == 0:
 		r.Outcome = Agree
-	case listed:
+	case len(r.Unexplained) == 0:
 		r.Outcome = Explained
 	default:
 		r.Outcome = Unexplained
@@ -51,34 +54,54 @@ func Classify(file string, kro, fg Verdict) Result {
 	return r
 }
 
-// Difference is empty when kro and fleetgraph agree: both reject, or both
-// accept with equal CRDs and dependencies. Otherwise it says how they
-// differ, with kro's side first.
-func Difference(kro, fg Verdict) string {
+// Difference lists how kro's and fleetgraph's verdicts differ, one line
+// each: "verdict: ..." when one accepts and the other rejects, else
+// "crd: <path>: kro X, fleetgraph Y" and "dependencies: ..." for accepted
+// RGDs. It is empty when both reject, or both accept with equal CRDs and
+// dependencies.
+func Difference(kro, fg Verdict) []string {
 	if kro.Accepted != fg.Accepted {
-		return fmt.Sprintf("verdicts differ:\n  kro:        %s\n  fleetgraph: %s", kro, fg)
+		return []string{fmt.Sprintf("verdict: kro %s; fleetgraph %s", kro, fg)}
 	}
 	if !kro.Accepted {
-		return ""
+		return nil
 	}
-	var b strings.Builder
-	if d := jsonDiff(kro.CRD, fg.CRD); d != "" {
-		fmt.Fprintf(&b, "generated CRDs differ:\n%s\n", d)
+	return append(prefixed("crd: ", jsonDiff(kro.CRD, fg.CRD)),
+		prefixed("dependencies: ", jsonDiff(asAny(kro.Dependencies), asAny(fg.Dependencies)))...)
+}
+
+func prefixed(prefix string, lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = prefix + l
 	}
-	if d := jsonDiff(asAny(kro.Dependencies), asAny(fg.Dependencies)); d != "" {
-		fmt.Fprintf(&b, "dependencies differ:\n%s\n", d)
+	return out
+}
+
+// indented renders diff lines for a test failure.
+func indented(lines []string) string { return "  " + strings.Join(lines, "\n  ") }
+
+// asAny turns dependencies into the JSON shape jsonDiff walks.
+func asAny(deps map[string][]string) map[string]any {
+	out := make(map[string]any, len(deps))
+	for id, d := range deps {
+		list := make([]any, len(d))
+		for i, s := range d {
+			list[i] = s
+		}
+		out[id] = list
 	}
-	return b.String()
+	return out
 }
 
 // Counts summarises results.
 type Counts struct {
-	Corpus, Agree, Explained, Unexplained, Stale int
+	Total, Agree, Explained, Unexplained, Stale int
 }
 
 // Count tallies results by outcome.
 func Count(results []Result) Counts {
-	c := Counts{Corpus: len(results)}
+	c := Counts{Total: len(results)}
 	for _, r := range results {
 		switch r.Outcome {
 		case Agree:
@@ -95,19 +118,6 @@ func Count(results []Result) Counts {
 }
 
 func (c Counts) String() string {
-	return fmt.Sprintf("corpus %d, agree %d, disagree %d (explained %d, unexplained %d), stale table entries %d",
-		c.Corpus, c.Agree+c.Stale, c.Explained+c.Unexplained, c.Explained, c.Unexplained, c.Stale)
-}
-
-// asAny turns dependencies into the JSON shape jsonDiff walks.
-func asAny(deps map[string][]string) map[string]any {
-	out := make(map[string]any, len(deps))
-	for id, d := range deps {
-		list := make([]any, len(d))
-		for i, s := range d {
-			list[i] = s
-		}
-		out[id] = list
-	}
-	return out
+	return fmt.Sprintf("%d, agree %d, disagree %d (explained %d, unexplained %d), stale table entries %d",
+		c.Total, c.Agree+c.Stale, c.Explained+c.Unexplained, c.Explained, c.Unexplained, c.Stale)
 }

@@ -5,16 +5,15 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
-	"strings"
 )
 
 // jsonDiff lists where two JSON values differ, one line per differing path
 // ("spec.versions[0].schema...: kro <a>, fleetgraph <b>"); a value missing
 // on one side shows as "absent". It is empty when they are equal.
-func jsonDiff(kro, fg any) string {
+func jsonDiff(kro, fg any) []string {
 	var lines []string
 	walkDiff("", kro, fg, &lines)
-	return strings.Join(lines, "\n")
+	return lines
 }
 
 func walkDiff(path string, a, b any, lines *[]string) {
@@ -27,9 +26,9 @@ func walkDiff(path string, a, b any, lines *[]string) {
 			p := joinPath(path, k)
 			switch {
 			case !ain:
-				*lines = append(*lines, fmt.Sprintf("  %s: kro absent, fleetgraph %s", p, render(bv)))
+				*lines = append(*lines, fmt.Sprintf("%s: kro absent, fleetgraph %s", p, render(bv)))
 			case !bin:
-				*lines = append(*lines, fmt.Sprintf("  %s: kro %s, fleetgraph absent", p, render(av)))
+				*lines = append(*lines, fmt.Sprintf("%s: kro %s, fleetgraph absent", p, render(av)))
 			default:
 				walkDiff(p, av, bv, lines)
 			}
@@ -45,7 +44,7 @@ func walkDiff(path string, a, b any, lines *[]string) {
 		return
 	}
 	if !reflect.DeepEqual(a, b) {
-		*lines = append(*lines, fmt.Sprintf("  %s: kro %s, fleetgraph %s", path, render(a), render(b)))
+		*lines = append(*lines, fmt.Sprintf("%s: kro %s, fleetgraph %s", path, render(a), render(b)))
 	}
 }
 
