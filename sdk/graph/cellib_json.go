@@ -2,8 +2,6 @@ package graph
 
 import (
 	"encoding/json"
-	"fmt"
-	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -54,72 +52,26 @@ func jsonMarshal(v ref.Val) ref.Val {
 	return types.String(raw)
 }
 
-// marshalable turns a CEL value into what kro hands encoding/json: bytes
-// stay bytes (base64 in JSON), timestamps are RFC 3339 in UTC to the second,
-// durations use Go's notation, an empty optional is null.
+// marshalable turns a CEL value into what kro hands encoding/json: as
+// toJSON renders it (bytes in base64, timestamps in RFC 3339 to the second,
+// durations in Go's notation), except that an empty optional is null and a
+// uint of any size is a number.
 func marshalable(v ref.Val) (any, error) {
 	switch v := v.(type) {
-	case types.Null:
-		return nil, nil
-	case types.Bool:
-		return bool(v), nil
-	case types.Int:
-		return int64(v), nil
 	case types.Uint:
 		return uint64(v), nil
-	case types.Double:
-		return float64(v), nil
-	case types.String:
-		return string(v), nil
-	case types.Bytes:
-		return []byte(v), nil
-	case types.Duration:
-		return v.Duration.String(), nil
-	case types.Timestamp:
-		return v.Time.UTC().Format(time.RFC3339), nil
 	case *types.Optional:
 		if !v.HasValue() {
 			return nil, nil
 		}
 		return marshalable(v.GetValue())
-	case *types.Err:
-		return nil, v
 	case traits.Lister:
-		return marshalableList(v)
+		return listToJSON(v, marshalable)
 	case traits.Mapper:
-		return marshalableMap(v)
-	}
-	return nil, fmt.Errorf("unsupported type: %s", v.Type().TypeName())
-}
-
-func marshalableList(l traits.Lister) (any, error) {
-	out := []any{}
-	for it := l.Iterator(); it.HasNext() == types.True; {
-		item, err := marshalable(it.Next())
-		if err != nil {
-			return nil, err
+		if raw, ok := v.Value().(map[string]any); ok {
+			return raw, nil
 		}
-		out = append(out, item)
+		return mapToJSON(v, marshalable)
 	}
-	return out, nil
-}
-
-func marshalableMap(m traits.Mapper) (any, error) {
-	if raw, ok := m.Value().(map[string]any); ok {
-		return raw, nil
-	}
-	out := map[string]any{}
-	for it := m.Iterator(); it.HasNext() == types.True; {
-		k := it.Next()
-		ks, ok := k.(types.String)
-		if !ok {
-			return nil, fmt.Errorf("map key must be string, got %s", k.Type().TypeName())
-		}
-		v, err := marshalable(m.Get(k))
-		if err != nil {
-			return nil, err
-		}
-		out[string(ks)] = v
-	}
-	return out, nil
+	return toJSON(v)
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/apiserver/pkg/cel/openapi"
@@ -39,7 +40,7 @@ func declTypeOf(s common.Schema, name string, depth int) *apiservercel.DeclType 
 		}
 		return apiservercel.NewListType(declTypeOf(s.Items(), name+"@items", depth+1), -1)
 	case "string":
-		return apiservercel.StringType
+		return stringDecl(s.Format())
 	case "integer":
 		return apiservercel.IntType
 	case "number":
@@ -48,6 +49,24 @@ func declTypeOf(s common.Schema, name string, depth int) *apiservercel.DeclType 
 		return apiservercel.BoolType
 	}
 	return apiservercel.DynType
+}
+
+// Strings with a format are typed string in expressions (see declTypeOf)
+// but keep, in these distinct declarations, what kro's status inference
+// makes of them: kro types them timestamp, duration or bytes.
+var (
+	timeLikeString = apiservercel.NewSimpleTypeWithMinSize("string", cel.StringType, types.String(""), 0)
+	bytesString    = apiservercel.NewSimpleTypeWithMinSize("string", cel.StringType, types.String(""), 0)
+)
+
+func stringDecl(format string) *apiservercel.DeclType {
+	switch format {
+	case "date-time", "date", "duration":
+		return timeLikeString
+	case "byte":
+		return bytesString
+	}
+	return apiservercel.StringType
 }
 
 func objectDeclType(s common.Schema, name string, depth int) *apiservercel.DeclType {
@@ -73,10 +92,34 @@ func objectDeclType(s common.Schema, name string, depth int) *apiservercel.DeclT
 		fields[field] = apiservercel.NewDeclField(field, t, required[field], nil, nil)
 	}
 	t := apiservercel.NewObjectType(name, fields)
-	if closed {
+	switch {
+	case closed:
 		t.Metadata = map[string]string{closedKey: "true"}
+	case s.IsXPreserveUnknownFields():
+		t.Metadata = map[string]string{openKey: "true"}
 	}
 	return t
+}
+
+// openKey marks, in DeclType.Metadata, an object type whose schema
+// preserves unknown fields: as in kro, reading a field its schema does not
+// list type-checks as dyn instead of failing.
+const openKey = "fleetgraph.dev/open"
+
+// openFieldsProvider types the fields an open object's schema does not
+// list as dyn (see openKey).
+type openFieldsProvider struct {
+	*apiservercel.DeclTypeProvider
+}
+
+func (p *openFieldsProvider) FindStructFieldType(typeName, field string) (*types.FieldType, bool) {
+	if ft, ok := p.DeclTypeProvider.FindStructFieldType(typeName, field); ok {
+		return ft, true
+	}
+	if t, ok := p.FindDeclType(typeName); ok && t.Metadata[openKey] == "true" {
+		return &types.FieldType{Type: cel.DynType}, true
+	}
+	return nil, false
 }
 
 // closedKey marks, in DeclType.Metadata, an object type that lists every

@@ -13,7 +13,9 @@ import (
 // CheckCompatible reports whether replacing the CRD old with new could break
 // objects already stored or clients already written against old: a removed
 // version or property, a changed type or scope, a new required field
-// without default, a narrowed enum, a changed pattern. It returns nil when
+// without default, a narrowed enum, a changed pattern, a bound (minimum,
+// maximum, minLength, maxLength, minItems, maxItems) added or tightened. It
+// returns nil when
 // the change is safe, otherwise an *Error wrapping ErrBreakingChange that
 // lists every break with its path, e.g.
 //
@@ -88,6 +90,7 @@ func (d *schemaDiff) compare(path string, old, new *apiextensionsv1.JSONSchemaPr
 }
 
 func (d *schemaDiff) compareConstraints(path string, old, new *apiextensionsv1.JSONSchemaProps) {
+	d.compareBounds(path, old, new)
 	if new.Pattern != "" && new.Pattern != old.Pattern {
 		d.add(path, "pattern changed from %q to %q", old.Pattern, new.Pattern)
 	}

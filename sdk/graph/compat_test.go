@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -26,7 +27,10 @@ spec:
   host: string | pattern="^[a-z]+$"
   labels: "map[string]string"
   nested:
-    level: integer`
+    level: integer
+  count: integer | minimum=1 maximum=10
+  title: string | minLength=2 maxLength=20
+  tags: "[]string | minItems=1 maxItems=5"`
 
 func TestCheckCompatibleAllowsSafeChanges(t *testing.T) {
 	old := crdFor(t, baseSchema)
@@ -35,12 +39,15 @@ kind: App
 spec:
   name: string | required=true description="documented now"
   size: string | enum="small,medium,large,huge" default=small
-  port: integer | minimum=1
+  port: integer
   host: string | pattern="^[a-z]+$"
   labels: "map[string]string"
   nested:
     level: integer
     extra: string
+  count: integer | minimum=0
+  title: string | minLength=1 maxLength=30
+  tags: "[]string | maxItems=6"
   replicas: integer | required=true default=1
   added: boolean`)
 	assert.NoError(t, graph.CheckCompatible(old, safe))
@@ -107,6 +114,20 @@ spec:
 		"removed version": {schema: "apiVersion: v1beta1\nkind: App\nspec:\n  name: string | required=true",
 			want: []string{"version v1alpha1 removed"}},
 		"scope": {schema: baseSchema + "\nscope: Cluster", want: []string{"scope changed from Namespaced to Cluster"}},
+		"tightened bounds": {schema: strings.NewReplacer(
+			"count: integer | minimum=1 maximum=10", "count: integer | minimum=2 maximum=9",
+			"title: string | minLength=2 maxLength=20", "title: string | minLength=3 maxLength=19",
+			"tags: \"[]string | minItems=1 maxItems=5\"", "tags: \"[]string | minItems=2 maxItems=4\"",
+			"port: integer", "port: integer | maximum=65535",
+		).Replace(baseSchema), want: []string{
+			"v1alpha1: spec.count: minimum raised from 1 to 2",
+			"v1alpha1: spec.count: maximum lowered from 10 to 9",
+			"v1alpha1: spec.title: minLength raised from 2 to 3",
+			"v1alpha1: spec.title: maxLength lowered from 20 to 19",
+			"v1alpha1: spec.tags: minItems raised from 1 to 2",
+			"v1alpha1: spec.tags: maxItems lowered from 5 to 4",
+			"v1alpha1: spec.port: maximum 65535 added",
+		}},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

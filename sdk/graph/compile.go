@@ -41,6 +41,9 @@ type compiler struct {
 	rgd  *v1alpha1.ResourceGraphDefinition
 	opts Options
 	errs []error
+	exts []Extension
+	// conditions are spec.schema.status.conditions, compiled.
+	conditions []conditionProgram
 
 	specSchema   *apiextensionsv1.JSONSchemaProps
 	instanceDecl *apiservercel.DeclType
@@ -73,6 +76,7 @@ func (c *compiler) run() (*Graph, error) {
 	if err := c.buildEnvs(); err != nil {
 		return nil, err
 	}
+	c.checkIdentities()
 	for _, r := range c.resources {
 		c.compileResource(r)
 	}
@@ -96,7 +100,9 @@ func (c *compiler) run() (*Graph, error) {
 		Nodes:         nodes,
 		Levels:        levels,
 		DeletionWaves: reversed(levels),
+		Extensions:    c.sortedExtensions(),
 		status:        status,
+		conditions:    c.conditions,
 		byID:          map[string]*Node{},
 	}
 	g.Instance = Instance{
@@ -192,8 +198,9 @@ type programResult struct {
 }
 
 // compile compiles src in env once per Compile call; written is how the
-// expression appears at this use.
-func (c *compiler) compile(env *cel.Env, src, written string) (*program, error) {
+// expression appears at this use, in resource resID (empty for
+// spec.schema) at path.
+func (c *compiler) compile(env *cel.Env, src, written, resID, path string) (*program, error) {
 	key := programKey{env, src}
 	res, ok := c.programs[key]
 	if !ok {
@@ -202,6 +209,9 @@ func (c *compiler) compile(env *cel.Env, src, written string) (*program, error) 
 	}
 	if res.err != nil {
 		return nil, res.err
+	}
+	for _, feature := range res.p.extensions {
+		c.extension(resID, path, feature)
 	}
 	p := *res.p
 	p.written = written

@@ -86,9 +86,9 @@ func instanceSchema(spec, status apiextensionsv1.JSONSchemaProps) *apiextensions
 			"metadata":   {Type: "object"},
 		},
 	}
-	if len(spec.Required) > 0 {
-		root.Required = []string{"spec"}
-	} else if hasDefaults(spec) {
+	// Like kro, spec is not required at the root even when it has required
+	// fields: an instance without spec is admitted.
+	if len(spec.Required) == 0 && hasDefaults(spec) {
 		spec.Default = &apiextensionsv1.JSON{Raw: []byte("{}")}
 	}
 	root.Properties["spec"] = spec

@@ -56,7 +56,7 @@ func TestGeneratedCRDShape(t *testing.T) {
 	assert.Equal(t, []string{"State", "Ready", "Age"}, columnNames(v.AdditionalPrinterColumns))
 
 	root := v.Schema.OpenAPIV3Schema
-	assert.Equal(t, []string{"spec"}, root.Required, "spec has a required field")
+	assert.Empty(t, root.Required, "as in kro, spec is not required at the root")
 	spec := root.Properties["spec"]
 	assert.Equal(t, []string{"image"}, spec.Required)
 	assert.Equal(t, `{}`, string(spec.Properties["ingress"].Default.Raw))

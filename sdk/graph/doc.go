@@ -26,7 +26,24 @@
 //     resource (and each); includeWhen and readyWhen return bools; forEach
 //     returns lists;
 //   - dependencies: taken from the expressions' syntax trees, ordered
-//     topologically (ties in source order), cycles reported as a -> b -> a.
+//     topologically (ties in source order), cycles reported as a -> b -> a;
+//   - what the API server would refuse when the CRD is applied: the
+//     generated CRD goes through the API server's own CRD validation, so a
+//     validation= rule that does not compile or a default outside its
+//     bounds is reported against the RGD;
+//   - kro's rules on identities: every forEach iterator in the name, no
+//     two resources rendering the same object, and, given a resolver that
+//     is also a ScopeResolver, no namespace on a cluster-scoped child and a
+//     namespace on a namespaced child of a cluster-scoped instance.
+//
+// # kro compatibility
+//
+// Compile accepts the RGDs kro v0.9.3 accepts and generates the same CRD,
+// with kro's CEL libraries (random, hash, json, merge, list editing, custom
+// status conditions with runtime.newCondition) in the versions kro uses.
+// Beyond kro it accepts a few extensions (more CEL libraries, the number
+// type, YAML [T] lists...): Graph.Extensions lists each use, and
+// Options.Strict refuses them, for RGDs that must also run on kro.
 //
 // # Evaluating
 //

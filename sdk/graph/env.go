@@ -46,6 +46,7 @@ func kroLibraries() []cel.EnvOption {
 		cel.Lib(jsonLib{}),
 		cel.Lib(hashLib{}),
 		cel.Lib(indexListsLib{}),
+		cel.Lib(runtimeLib{}),
 	}
 }
 
@@ -83,14 +84,26 @@ func commonOptions() []cel.EnvOption {
 // Building it is expensive, so it is built once per process.
 var fullEnv = sync.OnceValues(func() (*cel.Env, error) {
 	opts := append(commonOptions(), kroLibraries()...)
-	return cel.NewEnv(append(opts, extensionLibraries()...)...)
+	return withConditionTypes(cel.NewEnv(append(opts, extensionLibraries()...)...))
 })
 
 // kroEnv is the environment of a strict compile: kro's libraries only.
 var kroEnv = sync.OnceValues(func() (*cel.Env, error) {
 	opts := append(commonOptions(), kroLibraries()...)
-	return cel.NewEnv(append(opts, library.SemverLib())...)
+	return withConditionTypes(cel.NewEnv(append(opts, library.SemverLib())...))
 })
+
+// withConditionTypes declares the object types of runtimeLib.
+func withConditionTypes(env *cel.Env, err error) (*cel.Env, error) {
+	if err != nil {
+		return nil, err
+	}
+	te, err := extendTypes(env, []*apiservercel.DeclType{conditionDecl, runtimeDecl})
+	if err != nil {
+		return nil, err
+	}
+	return te.env, nil
+}
 
 // baseEnv returns the environment Options.Strict selects.
 func baseEnv(strict bool) (*cel.Env, error) {
@@ -161,10 +174,12 @@ func (t *typedEnv) findDeclType(name string) (*apiservercel.DeclType, bool) {
 func extendTypes(env *cel.Env, decls []*apiservercel.DeclType, extra ...cel.EnvOption) (*typedEnv, error) {
 	provider := apiservercel.NewDeclTypeProvider(decls...)
 	provider.SetRecognizeKeywordAsFieldName(true)
-	opts, err := provider.EnvOptions(env.CELTypeProvider())
+	withTypes, err := provider.WithTypeProvider(env.CELTypeProvider())
 	if err != nil {
 		return nil, err
 	}
+	open := &openFieldsProvider{withTypes}
+	opts := []cel.EnvOption{cel.CustomTypeProvider(open), cel.CustomTypeAdapter(open)}
 	out, err := env.Extend(append(opts, extra...)...)
 	if err != nil {
 		return nil, err
@@ -243,6 +258,8 @@ type program struct {
 	// resource ids), sorted. Evaluation waits (ErrPending) until all are
 	// present.
 	refs []string
+	// extensions names the fleetgraph extensions the expression uses.
+	extensions []string
 }
 
 // compileExpr parses, type-checks and plans src in env.
@@ -259,7 +276,7 @@ func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool) 
 	if err != nil {
 		return nil, errorf(ErrExpression, "%v", err)
 	}
-	p := &program{written: written, prog: prog, out: ast.OutputType()}
+	p := &program{written: written, prog: prog, out: ast.OutputType(), extensions: celExtensions(ast)}
 	for _, id := range identifiers(ast) {
 		if valueNames[id] {
 			p.refs = append(p.refs, id)

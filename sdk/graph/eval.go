@@ -109,6 +109,16 @@ func (sc *scope) evalBool(p *program, path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	// As in kro, null and an empty optional read as false.
+	if o, isOpt := out.(*types.Optional); isOpt {
+		if !o.HasValue() {
+			return false, nil
+		}
+		out = o.GetValue()
+	}
+	if out == types.NullValue {
+		return false, nil
+	}
 	b, ok := out.(types.Bool)
 	if !ok {
 		return false, sc.wrap(path, p.written, errorf(ErrEvaluation, "want a bool, got %s", out.Type().TypeName()))
@@ -178,9 +188,9 @@ func toJSON(v ref.Val) (any, error) {
 	}
 	switch v := v.(type) {
 	case traits.Lister:
-		return listToJSON(v)
+		return listToJSON(v, toJSON)
 	case traits.Mapper:
-		return mapToJSON(v)
+		return mapToJSON(v, toJSON)
 	}
 	if s, ok := v.ConvertToType(types.StringType).(types.String); ok {
 		return string(s), nil
@@ -199,10 +209,11 @@ func fastJSON(v any) (any, bool) {
 	return nil, false
 }
 
-func listToJSON(l traits.Lister) (any, error) {
+// listToJSON converts a list, each item with conv.
+func listToJSON(l traits.Lister, conv func(ref.Val) (any, error)) (any, error) {
 	out := []any{}
 	for it := l.Iterator(); it.HasNext() == types.True; {
-		item, err := toJSON(it.Next())
+		item, err := conv(it.Next())
 		if err != nil {
 			return nil, err
 		}
@@ -211,15 +222,16 @@ func listToJSON(l traits.Lister) (any, error) {
 	return out, nil
 }
 
-func mapToJSON(m traits.Mapper) (any, error) {
+// mapToJSON converts a map with string keys, each value with conv.
+func mapToJSON(m traits.Mapper, conv func(ref.Val) (any, error)) (any, error) {
 	out := map[string]any{}
 	for it := m.Iterator(); it.HasNext() == types.True; {
 		k := it.Next()
 		ks, ok := k.(types.String)
 		if !ok {
-			return nil, fmt.Errorf("map key %v is not a string", k)
+			return nil, fmt.Errorf("map key must be string, got %s", k.Type().TypeName())
 		}
-		v, err := toJSON(m.Get(k))
+		v, err := conv(m.Get(k))
 		if err != nil {
 			return nil, err
 		}

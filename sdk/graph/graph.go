@@ -46,9 +46,14 @@ type Graph struct {
 	// DeletionWaves is Levels reversed: delete wave 0 first, and each wave
 	// only after the previous one is gone.
 	DeletionWaves [][]*Node
+	// Extensions lists every use of something fleetgraph accepts and kro
+	// v0.9.3 does not, sorted; empty for an RGD that kro accepts as is.
+	// Always empty under Options.Strict, which refuses them instead.
+	Extensions []Extension
 
-	status *statusProgram
-	byID   map[string]*Node
+	status     *statusProgram
+	conditions []conditionProgram
+	byID       map[string]*Node
 }
 
 // Instance describes the generated kind.

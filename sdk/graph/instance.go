@@ -35,6 +35,12 @@ func (c *compiler) checkSchemaHeader() {
 	if msgs := validation.IsDNS1123Subdomain(c.group()); len(msgs) > 0 || !strings.Contains(c.group(), ".") {
 		c.fail(&Error{Path: "spec.schema.group", Err: errorf(ErrInvalid, "group %q must be a DNS subdomain with at least one dot", c.group())})
 	}
+	if len(s.ShortNames) > 0 {
+		c.extension("", "spec.schema.shortNames", "CRD short names")
+	}
+	if len(s.Categories) > 0 {
+		c.extension("", "spec.schema.categories", "CRD categories")
+	}
 	switch s.Scope {
 	case "", v1alpha1.ResourceScopeNamespaced, v1alpha1.ResourceScopeCluster:
 	default:
@@ -67,21 +73,32 @@ func (c *compiler) parseInstanceSpec() {
 		c.fail(&Error{Path: "spec.schema.types", Err: errorf(ErrSchema, "%v", err)})
 		return
 	}
-	out, err := simpleschema.ToOpenAPI("", obj, types)
+	out, exts, err := simpleschema.Convert("", obj, types)
 	for _, e := range unjoin(err) {
 		path := "spec.schema.spec"
 		var pe *simpleschema.PathError
 		if errors.As(e, &pe) {
-			path = "spec.schema." + pe.Path
-			if pe.Path != "" && !strings.HasPrefix(pe.Path, "types.") {
-				path = "spec.schema.spec." + pe.Path
-			}
+			path = schemaPath(pe.Path)
 			e = pe.Err
 		}
 		c.fail(&Error{Path: path, Err: errorf(ErrSchema, "%w", e)})
 	}
+	for _, e := range exts {
+		c.extension("", schemaPath(e.Path), e.Feature)
+	}
 	c.specSchema = out
 	c.instanceDecl = c.instanceDeclType(out)
+}
+
+// schemaPath turns a simpleschema path into the RGD's.
+func schemaPath(p string) string {
+	if p == "" {
+		return "spec.schema.spec"
+	}
+	if strings.HasPrefix(p, "types.") {
+		return "spec.schema." + p
+	}
+	return "spec.schema.spec." + p
 }
 
 // instanceDeclType is the CEL type of `schema`: apiVersion, kind, a typed

@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"github.com/google/cel-go/common/types"
 
 	"github.com/google/cel-go/cel"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -214,7 +215,7 @@ func (c *compiler) compileIterators(r *resource, np *nodeProgram) *cel.Env {
 	}
 	vars := map[string]*cel.Type{}
 	for _, it := range r.iterators {
-		p, err := c.compile(c.graphEnv, it.src, it.written)
+		p, err := c.compile(c.graphEnv, it.src, it.written, r.node.ID, it.path)
 		if err != nil {
 			c.fail(&Error{ResourceID: r.node.ID, Path: it.path, Expression: it.written, Err: err})
 			vars[it.name] = cel.DynType
@@ -266,21 +267,47 @@ func (c *compiler) compileConditions(r *resource, field string, entries []string
 			fail(err)
 			continue
 		}
+		if !expr.HasExpr(written) {
+			c.extension(r.node.ID, path, "condition without ${}")
+		}
 		if field == "readyWhen" && !c.checkReadyRefs(r, env, src, fail) {
 			continue
 		}
-		p, err := c.compile(env, src, written)
+		p, err := c.compile(env, src, written, r.node.ID, path)
 		if err != nil {
 			fail(err)
 			continue
 		}
-		if !isBool(p.out) {
+		if !c.isCondition(r, field, p) {
 			fail(errorf(ErrType, "must return a bool, got %s", typeName(p.out)))
 			continue
 		}
 		out = append(out, condition{p: p, path: path})
 	}
 	return out
+}
+
+// isCondition reports whether p may serve as a condition: like kro, it
+// must return bool or optional(bool). A dyn result is allowed only when it
+// comes from a resource read without a schema (no resolver, or an unknown
+// kind with DynamicUnknownKinds), which kro never does.
+func (c *compiler) isCondition(r *resource, field string, p *program) bool {
+	t := unwrapOptional(p.out)
+	if t.Kind() == types.BoolKind {
+		return true
+	}
+	if !isDyn(t) {
+		return false
+	}
+	if field == "readyWhen" && !r.decl.IsObject() {
+		return true
+	}
+	for _, id := range p.refs {
+		if res, ok := c.byID[id]; ok && !res.decl.IsObject() {
+			return true
+		}
+	}
+	return false
 }
 
 func conditionSource(written string) (string, error) {

@@ -27,8 +27,7 @@ var reservedWords = sets.New(
 	"return", "var", "void", "while",
 	// kro
 	"apiVersion", "context", "dependency", "dependencies", "each", "externalRef",
-	"externalReference", "externalRefs", "externalReferences", "graph",
-	"graphengine", "instance", "item", "items", "kind", "kro", "metadata",
+	"externalReference", "externalRefs", "externalReferences", "graph", "instance", "item", "items", "kind", "kro", "metadata",
 	"object", "resource", "resourcegraphdefinition", "resourceGraphDefinition",
 	"resources", "root", "runtime", "schema", "self", "serviceAccountName",
 	"spec", "status", "this", "variables", "vars", "version",

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"errors"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -59,7 +60,8 @@ func setPath(m map[string]any, path []string, v any) {
 }
 
 // reservedStatusFields are set by the runtime, not by projections.
-var reservedStatusFields = map[string]bool{"state": true, "conditions": true}
+// (conditions may hold the RGD's own conditions: see conditions.go.)
+var reservedStatusFields = map[string]bool{"state": true}
 
 // compileStatus compiles spec.schema.status and infers the OpenAPI schema
 // of each projected field from its expression's type.
@@ -69,6 +71,10 @@ func (c *compiler) compileStatus() (*statusProgram, apiextensionsv1.JSONSchemaPr
 	if err != nil {
 		c.fail(&Error{Path: "spec.schema.status", Err: errorf(ErrInvalid, "%v", err)})
 		return sp, apiextensionsv1.JSONSchemaProps{}
+	}
+	if conds, ok := obj["conditions"]; ok {
+		c.conditions = c.compileConditionList(conds)
+		delete(obj, "conditions")
 	}
 	for k := range obj {
 		if reservedStatusFields[k] {
@@ -116,10 +122,45 @@ func (c *compiler) statusField(sp *statusProgram, path []string, v any) (apiexte
 			c.fail(&Error{Path: where, Expression: v, Err: errorf(ErrInvalid, "a status field must be a ${} expression")})
 		}
 		return apiextensionsv1.JSONSchemaProps{}, false
+	case []any:
+		return c.statusList(sp, path, where, v)
 	default:
 		c.fail(&Error{Path: where, Err: errorf(ErrInvalid, "a status field must be a ${} expression or an object of them, got %T", v)})
 		return apiextensionsv1.JSONSchemaProps{}, false
 	}
+}
+
+// statusList compiles a list of expressions projected as one field; its
+// items' schema is their common type (any value when they differ).
+func (c *compiler) statusList(sp *statusProgram, path []string, where string, v []any) (apiextensionsv1.JSONSchemaProps, bool) {
+	tc := &templateCompiler{c: c, env: c.graphEnv}
+	t, ok := tc.value(where, v, nil).(*tmplList)
+	if !ok {
+		c.fail(&Error{Path: where, Err: errorf(ErrInvalid, "a status field must hold ${} expressions")})
+		return apiextensionsv1.JSONSchemaProps{}, false
+	}
+	sp.leaves = append(sp.leaves, statusLeaf{path: path, t: t})
+	var items *apiextensionsv1.JSONSchemaProps
+	for _, item := range t.items {
+		s := c.schemaOfTemplate(item)
+		if items != nil && !reflect.DeepEqual(*items, s) {
+			items = ptr(anyValue())
+			break
+		}
+		items = &s
+	}
+	return apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: items}}, true
+}
+
+// schemaOfTemplate is the schema of what a compiled status value yields.
+func (c *compiler) schemaOfTemplate(t tmpl) apiextensionsv1.JSONSchemaProps {
+	switch t := t.(type) {
+	case *tmplExpr:
+		return c.schemaOfType(t.p.out, 0)
+	case *tmplConcat:
+		return apiextensionsv1.JSONSchemaProps{Type: "string"}
+	}
+	return anyValue()
 }
 
 // maxStatusDepth bounds how much of an object type is spelled out in the
@@ -127,19 +168,31 @@ func (c *compiler) statusField(sp *statusProgram, path []string, v any) (apiexte
 const maxStatusDepth = 12
 
 // schemaOfType returns the OpenAPI schema for values of CEL type t.
+//
+// It follows kro's inference word for word where kro's shows on the wire:
+// an optional or any other type it does not know is "unknown CEL type: T"
+// accepting any value, null is "null type - any value allowed", an object
+// type it cannot spell out accepts any properties.
 func (c *compiler) schemaOfType(t *cel.Type, depth int) apiextensionsv1.JSONSchemaProps {
-	t = unwrapOptional(t)
+	if t == nil {
+		return anyValue()
+	}
 	switch t.Kind() {
+	case types.DynKind, types.AnyKind:
+		return anyValue()
+	case types.NullTypeKind:
+		return apiextensionsv1.JSONSchemaProps{Description: "null type - any value allowed", XPreserveUnknownFields: ptr(true)}
 	case types.BoolKind:
 		return apiextensionsv1.JSONSchemaProps{Type: "boolean"}
 	case types.IntKind, types.UintKind:
-		return apiextensionsv1.JSONSchemaProps{Type: "integer", Format: "int64"}
+		return apiextensionsv1.JSONSchemaProps{Type: "integer"}
 	case types.DoubleKind:
 		return apiextensionsv1.JSONSchemaProps{Type: "number"}
-	case types.StringKind, types.DurationKind:
+	case types.StringKind:
 		return apiextensionsv1.JSONSchemaProps{Type: "string"}
 	case types.TimestampKind:
-		return apiextensionsv1.JSONSchemaProps{Type: "string", Format: "date-time"}
+		// kro's description, word for word: it is on the wire.
+		return apiextensionsv1.JSONSchemaProps{Type: "string", Format: "date-time", Description: "Timestamp representing a creation time"}
 	case types.BytesKind:
 		return apiextensionsv1.JSONSchemaProps{Type: "string", Format: "byte"}
 	case types.ListKind:
@@ -152,12 +205,25 @@ func (c *compiler) schemaOfType(t *cel.Type, depth int) apiextensionsv1.JSONSche
 		if decl, ok := c.findDeclType(t.TypeName()); ok && depth < maxStatusDepth {
 			return c.schemaOfDecl(decl, depth)
 		}
-		return freeObject()
+		return apiextensionsv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true}}
 	}
-	return anyValue()
+	return apiextensionsv1.JSONSchemaProps{Description: "unknown CEL type: " + t.String(), XPreserveUnknownFields: ptr(true)}
 }
 
 func (c *compiler) schemaOfDecl(d *apiservercel.DeclType, depth int) apiextensionsv1.JSONSchemaProps {
+	switch d {
+	case timeLikeString: // kro: a timestamp or duration field, any value
+		return anyValue()
+	case bytesString:
+		return apiextensionsv1.JSONSchemaProps{Type: "string", Format: "byte"}
+	}
+	if depth < maxStatusDepth && d.ElemType != nil && (d.IsList() || d.IsMap()) {
+		elem := c.schemaOfDecl(d.ElemType, depth+1)
+		if d.IsList() {
+			return apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &elem}}
+		}
+		return apiextensionsv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &elem}}
+	}
 	if !d.IsObject() {
 		return c.schemaOfType(d.CelType(), depth)
 	}
@@ -183,13 +249,13 @@ func anyValue() apiextensionsv1.JSONSchemaProps {
 // statusBase is the status every instance has: kro's state and conditions.
 func statusBase() map[string]apiextensionsv1.JSONSchemaProps {
 	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	// kro's shape exactly: no formats, nothing required.
 	cond := apiextensionsv1.JSONSchemaProps{
-		Type:     "object",
-		Required: []string{"type", "status"},
+		Type: "object",
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"type": str, "status": str, "reason": str, "message": str,
-			"lastTransitionTime": {Type: "string", Format: "date-time"},
-			"observedGeneration": {Type: "integer", Format: "int64"},
+			"lastTransitionTime": str,
+			"observedGeneration": {Type: "integer"},
 		},
 	}
 	// The conditions list is atomic, as in kro's CRDs: the runtime always

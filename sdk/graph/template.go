@@ -149,15 +149,18 @@ type templateCompiler struct {
 // value compiles v found at path, where the schema expects want (nil when
 // unknown).
 func (tc *templateCompiler) value(path string, v any, want *apiservercel.DeclType) tmpl {
+	if s, ok := v.(string); ok && expr.HasExpr(s) {
+		return tc.str(path, s, want)
+	}
+	if tc.check != nil && !literalFits(want, v) {
+		tc.fail(path, "", errorf(ErrType, "%s does not fit a field of type %s", describeLiteral(v), typeName(want.CelType())))
+		return tmplLiteral{v}
+	}
 	switch v := v.(type) {
 	case map[string]any:
 		return tc.object(path, v, want)
 	case []any:
 		return tc.list(path, v, want)
-	case string:
-		if expr.HasExpr(v) {
-			return tc.str(path, v, want)
-		}
 	}
 	return tmplLiteral{v}
 }
@@ -243,7 +246,7 @@ func (tc *templateCompiler) str(path, s string, want *apiservercel.DeclType) tmp
 }
 
 func (tc *templateCompiler) compile(path, src, written string) *program {
-	p, err := tc.c.compile(tc.env, src, written)
+	p, err := tc.c.compile(tc.env, src, written, tc.resourceID, path)
 	if err != nil {
 		tc.fail(path, written, err)
 		return nil

@@ -7,10 +7,10 @@ import (
 )
 
 // assignable reports whether a value of CEL type got may fill a field whose
-// schema has CEL type want. It is deliberately lenient where JSON is: dyn
-// fits anything, integers fit numbers, objects and maps of the right shape
-// fit each other, and timestamps, durations and bytes fit strings (they are
-// rendered as strings).
+// schema has CEL type want. It is lenient where JSON is: dyn fits
+// anything, integers fit numbers, objects and maps of the right shape fit
+// each other. Like kro, only a string fits a string field: a timestamp,
+// duration or bytes value needs string() first.
 func assignable(want *apiservercel.DeclType, got *cel.Type) bool {
 	got = unwrapOptional(got)
 	if want == nil || isDyn(got) || got.Kind() == types.NullTypeKind {
@@ -21,11 +21,7 @@ func assignable(want *apiservercel.DeclType, got *cel.Type) bool {
 	case types.DynKind, types.AnyKind:
 		return true
 	case types.StringKind:
-		switch got.Kind() {
-		case types.StringKind, types.TimestampKind, types.DurationKind, types.BytesKind:
-			return true
-		}
-		return false
+		return got.Kind() == types.StringKind
 	case types.IntKind:
 		return got.Kind() == types.IntKind || got.Kind() == types.UintKind
 	case types.DoubleKind:

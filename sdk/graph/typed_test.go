@@ -1,10 +1,13 @@
 package graph_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -81,4 +84,57 @@ func TestUnknownKindsCanBeDynamic(t *testing.T) {
 		cm("a", "", "x: ${w.spec.whatever}")
 	_, err := graph.Compile(parseRGD(t, rgdDoc("", res)), opts)
 	require.NoError(t, err)
+}
+
+// With a resolver, plain values are checked against the kind's schema
+// too, as the API server would check them.
+func TestTypedChecksLiteralValues(t *testing.T) {
+	typed := typedOptions(t)
+	runFailCases(t, map[string]failCase{
+		"string literal into an integer field": {resources: "resources:\n" + deployment("web", "", "replicas: three\n"+podSpec), opts: typed,
+			kind: graph.ErrType, want: `resource "web": spec.replicas: the string "three" does not fit a field of type int`},
+		"fraction into an integer field": {resources: "resources:\n" + deployment("web", "", "replicas: 1.5\n"+podSpec), opts: typed,
+			kind: graph.ErrType, want: `resource "web": spec.replicas: the number 1.5 does not fit a field of type int`},
+		"list into an object field": {resources: "resources:\n" + deployment("web", "", "selector: [a]\ntemplate: {}"), opts: typed,
+			kind: graph.ErrType, want: `resource "web": spec.selector: a list does not fit a field of type`},
+		"bytes into a string field, as kro refuses": {resources: "resources:\n" + cm("a", "", "x: ${hash.md5(schema.spec.name)}"), opts: typed,
+			kind: graph.ErrType, want: `resource "a": data.x: ${hash.md5(schema.spec.name)}: expression returns bytes but the field is string`},
+		"number into a string map": {resources: "resources:\n" + cm("a", "", "port: 80"), opts: typed,
+			kind: graph.ErrType, want: `resource "a": data.port: the number 80 does not fit a field of type string`},
+	})
+	ok := "resources:\n" + deployment("web", "", "replicas: 3\nminReadySeconds: null\n"+podSpec) +
+		"- id: svc\n  template:\n    apiVersion: v1\n    kind: Service\n    metadata: {name: svc}\n    spec:\n      ports: [{port: 80, targetPort: http}, {port: 81, targetPort: 8081}]\n"
+	_, err := graph.Compile(parseRGD(t, rgdDoc("", ok)), typed)
+	assert.NoError(t, err, "whole numbers, null and int-or-string take what the API server takes")
+}
+
+// As in kro, a field an object's schema does not list but whose schema
+// preserves unknown fields reads as dyn.
+func TestPreservedUnknownFieldsAreDyn(t *testing.T) {
+	widget := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	s := &spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}, Properties: map[string]spec.Schema{
+		"apiVersion": {SchemaProps: spec.SchemaProps{Type: []string{"string"}}},
+		"kind":       {SchemaProps: spec.SchemaProps{Type: []string{"string"}}},
+		"metadata":   {SchemaProps: spec.SchemaProps{Type: []string{"object"}}},
+		"status": {
+			SchemaProps:      spec.SchemaProps{Type: []string{"object"}, Properties: map[string]spec.Schema{"phase": {SchemaProps: spec.SchemaProps{Type: []string{"string"}}}}},
+			VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-preserve-unknown-fields": true}},
+		},
+	}}}
+	opts := graph.Options{Resolver: graph.StaticResolver{widget: s}, DynamicUnknownKinds: true}
+	res := "resources:\n- id: w\n  template: {apiVersion: example.com/v1, kind: Widget, metadata: {name: w}}\n" +
+		cm("a", "", "x: ${w.status.phase}\nport: ${string(w.status.endpoint.port)}")
+	g, err := graph.Compile(parseRGD(t, rgdDoc("", res)), opts)
+	require.NoError(t, err)
+	obj, err := g.Node("a").Render(graph.Values{
+		"schema": instance("x", map[string]any{}),
+		"w":      map[string]any{"status": map[string]any{"phase": "Up", "endpoint": map[string]any{"port": int64(80)}}},
+	}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"x": "Up", "port": "80"}, obj.Object["data"])
+
+	_, err = graph.Compile(parseRGD(t, rgdDoc("", strings.Replace(res, "w.status.phase", "w.metadata.phase", 1))), opts)
+	assert.NoError(t, err, "metadata is a free-form map here")
+	_, err = graph.Compile(parseRGD(t, rgdDoc("", strings.Replace(res, "w.status.phase", "string(w.status.phase.size)", 1))), opts)
+	assert.ErrorIs(t, err, graph.ErrExpression, "a listed string field stays typed")
 }

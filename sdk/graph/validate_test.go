@@ -96,8 +96,8 @@ func TestSchemaValidation(t *testing.T) {
 			kind: graph.ErrInvalid, want: `spec.schema.status.state: status.state is reserved`},
 		"status literal": {schema: "apiVersion: v1\nkind: App\nstatus:\n  x: hello", resources: ok,
 			kind: graph.ErrInvalid, want: `spec.schema.status.x: hello: a status field must be a ${} expression`},
-		"status list": {schema: "apiVersion: v1\nkind: App\nstatus:\n  x: [a]", resources: ok,
-			kind: graph.ErrInvalid, want: `spec.schema.status.x: a status field must be a ${} expression or an object`},
+		"status list without expressions": {schema: "apiVersion: v1\nkind: App\nstatus:\n  x: [a]", resources: ok,
+			kind: graph.ErrInvalid, want: `spec.schema.status.x: a status field must hold ${} expressions`},
 		"status expression error": {schema: "apiVersion: v1\nkind: App\nspec:\n  nm: string\nstatus:\n  x: ${schema.spec.nm + 1}", resources: ok,
 			kind: graph.ErrExpression, want: `spec.schema.status.x: ${schema.spec.nm + 1}: found no matching overload for '_+_'`},
 		"status unknown resource": {schema: "apiVersion: v1\nkind: App\nstatus:\n  x: ${nope.metadata.name}", resources: ok,
@@ -218,7 +218,7 @@ func TestCycles(t *testing.T) {
 			kind: graph.ErrCycle, want: `dependency cycle: a -> a`},
 		"through includeWhen": {resources: "resources:\n" + cm("a", "includeWhen: ['${b.metadata.name != \"\"}']", "") + cm("b", "", "x: ${a.metadata.name}"),
 			kind: graph.ErrCycle, want: `dependency cycle: a -> b -> a`},
-		"through forEach": {resources: "resources:\n" + cm("a", "forEach: [{r: '${b.data.list}'}]", "") + cm("b", "", "x: ${a[0].metadata.name}"),
+		"through forEach": {resources: "resources:\n" + strings.Replace(cm("a", "forEach: [{r: '${b.data.list}'}]", ""), "name: a", "name: a-${r}", 1) + cm("b", "", "x: ${a[0].metadata.name}"),
 			kind: graph.ErrCycle, want: `dependency cycle: a -> b -> a`},
 	})
 }
@@ -237,4 +237,36 @@ func TestReadyWhenDoesNotCreateDependencies(t *testing.T) {
 	g, err := graph.Compile(parseRGD(t, rgdDoc("", res)), graph.Options{})
 	require.NoError(t, err)
 	assert.Empty(t, g.Node("a").Dependencies)
+}
+
+// As in kro, a condition must be typed bool (or optional bool): a dyn
+// result is refused unless it comes from a kind read without a schema.
+func TestConditionsMustBeTypedBool(t *testing.T) {
+	schema := "apiVersion: v1alpha1\nkind: App\nspec:\n  config: object\n  flag: boolean | default=true"
+	runFailCases(t, map[string]failCase{
+		"includeWhen on a free-form field": {schema: schema, resources: "resources:\n" + cm("a", "includeWhen: ['${schema.spec.config.enabled}']", ""),
+			kind: graph.ErrType, want: `resource "a": includeWhen[0]: ${schema.spec.config.enabled}: must return a bool, got dyn`},
+		"readyWhen on a typed kind's free-form field": {schema: schema, resources: "resources:\n" + cm("a", "readyWhen: ['${a.data[\"x\"]}']", ""), opts: typedOptions(t),
+			kind: graph.ErrType, want: `must return a bool, got string`},
+	})
+	for _, entry := range []string{
+		"readyWhen: ['${a.data.ready}']",        // untyped kind: dyn allowed
+		"includeWhen: ['${schema.spec.?flag}']", // optional(bool)
+		"includeWhen: ['${schema.spec.flag}']",  // bool
+	} {
+		_, err := graph.Compile(parseRGD(t, rgdDoc(schema, "resources:\n"+cm("a", entry, ""))), graph.Options{})
+		assert.NoError(t, err, entry)
+	}
+}
+
+func TestOptionalConditionsReadEmptyAsFalse(t *testing.T) {
+	schema := "apiVersion: v1alpha1\nkind: App\nspec:\n  flag: boolean"
+	g, err := graph.Compile(parseRGD(t, rgdDoc(schema, "resources:\n"+cm("a", "includeWhen: ['${schema.spec.?flag}']", ""))), graph.Options{})
+	require.NoError(t, err)
+	in, err := g.Node("a").Included(graph.Values{"schema": instance("x", map[string]any{})})
+	require.NoError(t, err)
+	assert.False(t, in)
+	in, err = g.Node("a").Included(graph.Values{"schema": instance("x", map[string]any{"flag": true})})
+	require.NoError(t, err)
+	assert.True(t, in)
 }

@@ -10,6 +10,12 @@ const (
 	// refused and reported.
 	AnnotationAllowBreakingChanges = "fleetgraph.dev/allow-breaking-changes"
 
+	// AnnotationKroAllowBreakingChanges is kro's spelling of
+	// AnnotationAllowBreakingChanges, honoured the same way so that an RGD
+	// written for kro keeps its meaning. Read both through
+	// AllowsBreakingChanges.
+	AnnotationKroAllowBreakingChanges = "kro.run/allow-breaking-changes"
+
 	// LabelManagedBy is the label set on every generated CRD.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByFleetgraph is the value of LabelManagedBy on generated CRDs.
@@ -19,3 +25,14 @@ const (
 // LabelGraph, on a generated CRD, names the ResourceGraphDefinition it was
 // generated from.
 const LabelGraph = "fleetgraph.dev/resource-graph-definition"
+
+// AllowsBreakingChanges reports whether rgd opts in to breaking schema
+// changes: AnnotationAllowBreakingChanges or AnnotationKroAllowBreakingChanges
+// set to exactly "true" (as kro compares it). A nil rgd does not.
+func AllowsBreakingChanges(rgd *ResourceGraphDefinition) bool {
+	if rgd == nil {
+		return false
+	}
+	a := rgd.GetAnnotations()
+	return a[AnnotationAllowBreakingChanges] == "true" || a[AnnotationKroAllowBreakingChanges] == "true"
+}

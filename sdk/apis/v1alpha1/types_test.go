@@ -127,3 +127,16 @@ func TestCRDMatchesTheTypes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, raw, v1alpha1.CRDYAML())
 }
+
+func TestAllowsBreakingChangesReadsBothSpellings(t *testing.T) {
+	with := func(k, v string) *v1alpha1.ResourceGraphDefinition {
+		rgd := &v1alpha1.ResourceGraphDefinition{}
+		rgd.SetAnnotations(map[string]string{k: v})
+		return rgd
+	}
+	assert.True(t, v1alpha1.AllowsBreakingChanges(with(v1alpha1.AnnotationAllowBreakingChanges, "true")))
+	assert.True(t, v1alpha1.AllowsBreakingChanges(with("kro.run/allow-breaking-changes", "true")))
+	assert.False(t, v1alpha1.AllowsBreakingChanges(with("kro.run/allow-breaking-changes", "True")))
+	assert.False(t, v1alpha1.AllowsBreakingChanges(with("other", "true")))
+	assert.False(t, v1alpha1.AllowsBreakingChanges(nil))
+}

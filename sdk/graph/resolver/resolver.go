@@ -66,7 +66,10 @@ type Resolver struct {
 	docs         map[schema.GroupVersion]*document
 }
 
-var _ graph.SchemaResolver = (*Resolver)(nil)
+var (
+	_ graph.SchemaResolver = (*Resolver)(nil)
+	_ graph.ScopeResolver  = (*Resolver)(nil)
+)
 
 // New returns a Resolver reading from client, e.g.
 // discoveryClient.OpenAPIV3().
@@ -108,6 +111,27 @@ func (r *Resolver) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, err
 		}
 	}
 	return doc.resolve(gvk)
+}
+
+// IsNamespaced implements graph.ScopeResolver from the same documents: a
+// kind is namespaced when the API server serves it under a path with a
+// {namespace} parameter. An unknown kind gives an error wrapping
+// graph.ErrSchemaNotFound.
+func (r *Resolver) IsNamespaced(gvk schema.GroupVersionKind) (bool, error) {
+	if _, err := r.ResolveSchema(gvk); err != nil {
+		return false, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	doc, err := r.document(gvk.GroupVersion(), false)
+	if err != nil {
+		return false, err
+	}
+	namespaced, ok := doc.namespaced[gvk]
+	if !ok {
+		return false, fmt.Errorf("%w: the API server serves no path for kind %s", graph.ErrSchemaNotFound, gvk)
+	}
+	return namespaced, nil
 }
 
 // document returns gv's cached document, fetching it when absent, expired
@@ -171,6 +195,9 @@ type document struct {
 	components map[string]*spec.Schema
 	refs       map[schema.GroupVersionKind]string
 	resolved   map[schema.GroupVersionKind]*spec.Schema
+	// namespaced tells, for each kind served under some path, whether one
+	// of those paths has a {namespace} parameter.
+	namespaced map[schema.GroupVersionKind]bool
 }
 
 func parseDocument(raw []byte) (*document, error) {
@@ -178,6 +205,7 @@ func parseDocument(raw []byte) (*document, error) {
 		Components struct {
 			Schemas map[string]*spec.Schema `json:"schemas"`
 		} `json:"components"`
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
 	}
 	if err := json.Unmarshal(raw, &body); err != nil {
 		return nil, fmt.Errorf("decoding an OpenAPI v3 document: %w", err)
@@ -186,6 +214,7 @@ func parseDocument(raw []byte) (*document, error) {
 		components: body.Components.Schemas,
 		refs:       map[schema.GroupVersionKind]string{},
 		resolved:   map[schema.GroupVersionKind]*spec.Schema{},
+		namespaced: scopes(body.Paths),
 	}
 	for name, s := range doc.components {
 		var gvks []schema.GroupVersionKind
@@ -197,6 +226,24 @@ func parseDocument(raw []byte) (*document, error) {
 		}
 	}
 	return doc, nil
+}
+
+// scopes reads the kinds' scopes from a document's paths.
+func scopes(paths map[string]map[string]json.RawMessage) map[schema.GroupVersionKind]bool {
+	out := map[schema.GroupVersionKind]bool{}
+	for path, ops := range paths {
+		inNamespace := strings.Contains(path, "{namespace}")
+		for _, raw := range ops {
+			var op struct {
+				GVK *schema.GroupVersionKind `json:"x-kubernetes-group-version-kind"`
+			}
+			if json.Unmarshal(raw, &op) != nil || op.GVK == nil {
+				continue
+			}
+			out[*op.GVK] = out[*op.GVK] || inNamespace
+		}
+	}
+	return out
 }
 
 func (d *document) resolve(gvk schema.GroupVersionKind) (*spec.Schema, error) {

@@ -148,3 +148,18 @@ func TestNewGroupVersionsAreFoundOnceStale(t *testing.T) {
 	_, err = r.ResolveSchema(widgetGVK)
 	require.NoError(t, err)
 }
+
+func TestScopesComeFromTheServedPaths(t *testing.T) {
+	r := resolver.New(openapitest.NewEmbeddedFileClient(), resolver.Options{})
+	namespaced, err := r.IsNamespaced(deploymentGVK)
+	require.NoError(t, err)
+	assert.True(t, namespaced)
+	namespaced, err = r.IsNamespaced(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"})
+	require.NoError(t, err)
+	assert.False(t, namespaced)
+	namespaced, err = r.IsNamespaced(schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolume"})
+	require.NoError(t, err)
+	assert.False(t, namespaced)
+	_, err = r.IsNamespaced(widgetGVK)
+	assert.ErrorIs(t, err, graph.ErrSchemaNotFound)
+}

@@ -1,0 +1,134 @@
+package graph
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph/expr"
+)
+
+// ScopeResolver is an optional interface of a SchemaResolver: one that also
+// knows whether a kind is namespaced lets Compile make kro's scope checks
+// (see checkScopes).
+type ScopeResolver interface {
+	// IsNamespaced reports whether gvk's objects live in a namespace. An
+	// unknown kind gives an error wrapping ErrSchemaNotFound. It must be
+	// safe for concurrent use.
+	IsNamespaced(gvk schema.GroupVersionKind) (bool, error)
+}
+
+// checkIdentities makes the checks on the objects' names that need no
+// expression compiled: label-sized names, kro's scope rules, every forEach
+// iterator in the name, and no two resources naming the same object.
+func (c *compiler) checkIdentities() {
+	if c.rgd.Name != "" {
+		for _, msg := range validation.IsValidLabelValue(c.rgd.Name) {
+			c.fail(&Error{Path: "metadata.name", Err: errorf(ErrInvalid, "the name labels every object the graph creates: %s", msg)})
+		}
+	}
+	seen := map[string]string{}
+	for _, r := range c.resources {
+		if len(r.node.ID) > validation.LabelValueMaxLength {
+			c.fail(&Error{ResourceID: r.node.ID, Path: "id", Err: errorf(ErrInvalid, "the id labels the objects it creates: must be no more than %d characters", validation.LabelValueMaxLength)})
+		}
+		c.checkScope(r)
+		c.checkIteratorsInName(r)
+		if key, ok := staticIdentity(r); ok {
+			if other, dup := seen[key]; dup {
+				c.fail(&Error{ResourceID: r.node.ID, Path: "metadata.name", Err: errorf(ErrInvalid, "resource %q already renders the same object (%s)", other, key)})
+			}
+			seen[key] = r.node.ID
+		}
+	}
+}
+
+// metadataField returns the template's metadata.<name> as written, and
+// whether it is set.
+func (r *resource) metadataField(name string) (any, bool) {
+	if r.src.ExternalRef != nil {
+		md := r.src.ExternalRef.Metadata
+		v := map[string]string{"name": md.Name, "namespace": md.Namespace}[name]
+		return v, v != ""
+	}
+	md, _ := r.template["metadata"].(map[string]any)
+	v, ok := md[name]
+	return v, ok
+}
+
+// staticIdentity is "apiVersion kind namespace/name" for a template whose
+// name and namespace hold no expression.
+func staticIdentity(r *resource) (string, bool) {
+	if r.node.External || r.node.Collection {
+		return "", false
+	}
+	name, _ := r.metadataField("name")
+	ns, _ := r.metadataField("namespace")
+	n, okN := literalString(name)
+	s, _ := ns.(string)
+	if !okN || expr.HasExpr(s) {
+		return "", false
+	}
+	return fmt.Sprintf("%s %s %s/%s", r.node.GVK.GroupVersion(), r.node.GVK.Kind, s, n), true
+}
+
+// checkScope applies kro's rules when the kind's scope is known: a
+// cluster-scoped kind has no namespace, and under a cluster-scoped instance
+// a namespaced kind must name its namespace (there is no instance
+// namespace to default to), except an externalRef by selector, which then
+// reads every namespace. With no ScopeResolver nothing is checked, and a
+// namespaced child of a cluster-scoped instance goes to "default".
+func (c *compiler) checkScope(r *resource) {
+	sr, ok := c.opts.Resolver.(ScopeResolver)
+	if !ok || r.node.GVK.Kind == "" {
+		return
+	}
+	namespaced, err := sr.IsNamespaced(r.node.GVK)
+	if err != nil {
+		return // resolveKinds reports unknown kinds
+	}
+	ns, set := r.metadataField("namespace")
+	s, _ := ns.(string)
+	path := "metadata.namespace"
+	if r.node.External {
+		path = "externalRef.metadata.namespace"
+	}
+	switch {
+	case !namespaced && set:
+		c.fail(&Error{ResourceID: r.node.ID, Path: path, Err: errorf(ErrInvalid, "%s is cluster-scoped and must not set a namespace", r.node.GVK.Kind)})
+	case namespaced && !c.namespaced() && strings.TrimSpace(s) == "" && !(r.node.External && r.node.Collection):
+		c.fail(&Error{ResourceID: r.node.ID, Path: path, Err: errorf(ErrInvalid, "%s is namespaced and the instance is cluster-scoped: the namespace must be set", r.node.GVK.Kind)})
+	}
+}
+
+// checkIteratorsInName refuses, as kro does, a forEach whose iterators do
+// not all appear in metadata.name or metadata.namespace: two iterations
+// would otherwise render the same object.
+func (c *compiler) checkIteratorsInName(r *resource) {
+	if len(r.iterators) == 0 {
+		return
+	}
+	used := map[string]bool{}
+	for _, field := range []string{"name", "namespace"} {
+		v, _ := r.metadataField(field)
+		s, _ := v.(string)
+		segs, err := expr.Scan(s)
+		if err != nil {
+			continue
+		}
+		for _, seg := range segs {
+			if seg.Expr {
+				for _, id := range parsedIdentifiers(c.graphEnv, seg.Text) {
+					used[id] = true
+				}
+			}
+		}
+	}
+	for _, it := range r.iterators {
+		if !used[it.name] {
+			c.fail(&Error{ResourceID: r.node.ID, Path: "metadata.name", Err: errorf(ErrInvalid, "forEach iterator %q must be used in metadata.name or metadata.namespace, or its iterations render the same object", it.name)})
+		}
+	}
+}
