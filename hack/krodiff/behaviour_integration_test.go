@@ -304,7 +304,9 @@ func compareUntilSettled(t *testing.T, kro, fg *side, cases []*Case) map[string]
 	diffs := map[string][]string{}
 	stable := 0
 	// Timing out only means some case still differs: diffs holds how.
-	_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, settle, true, func(ctx context.Context) (bool, error) {
+	// The poll's own context ends at the deadline: compare with ctx, so
+	// that the last comparison is not cut short.
+	_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, settle, true, func(context.Context) (bool, error) {
 		changed, covered := false, true
 		for _, c := range cases {
 			d := compareOnce(ctx, kro, fg, c)

@@ -211,7 +211,27 @@ func asJSONMap(v any) (map[string]any, error) {
 		delete(md, "creationTimestamp")
 	}
 	delete(m, "status")
+	sortRequired(m)
 	return m, nil
+}
+
+// sortRequired sorts every schema's required list in place: its order
+// means nothing, and kro builds it from a map, so it varies between runs.
+func sortRequired(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, child := range v {
+			if list, ok := child.([]any); ok && k == "required" {
+				slices.SortFunc(list, func(a, b any) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+				continue
+			}
+			sortRequired(child)
+		}
+	case []any:
+		for _, child := range v {
+			sortRequired(child)
+		}
+	}
 }
 
 func sortedCopy(s []string) []string {
