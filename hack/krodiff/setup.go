@@ -2,7 +2,11 @@ package krodiff
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
@@ -99,4 +104,76 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, crds ...*apiextensionsv1
 		}
 	}
 	return nil
+}
+
+// Example is one RGD from kro's examples.
+type Example struct {
+	// Name is "kro/<path>", with "#n" for the n-th RGD of a file holding
+	// several.
+	Name string
+	// Path is the file's path inside kro's module.
+	Path string
+	Raw  []byte
+}
+
+// KroExampleRGDs returns the RGDs in kro's examples/kubernetes and
+// examples/graph, kroDir being kro's module directory.
+func KroExampleRGDs(kroDir string) ([]Example, error) {
+	var out []Example
+	for _, root := range []string{"examples/kubernetes", "examples/graph"} {
+		err := filepath.WalkDir(filepath.Join(kroDir, root), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+				return err
+			}
+			rel, err := filepath.Rel(kroDir, path)
+			if err != nil {
+				return err
+			}
+			docs, err := rgdDocuments(path)
+			if err != nil {
+				return err
+			}
+			for i, doc := range docs {
+				name := "kro/" + filepath.ToSlash(rel)
+				if len(docs) > 1 {
+					name += fmt.Sprintf("#%d", i+1)
+				}
+				out = append(out, Example{Name: name, Path: rel, Raw: doc})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading kro's examples: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// rgdDocuments returns the ResourceGraphDefinition documents of a YAML
+// file, each as JSON.
+func rgdDocuments(path string) ([][]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	var out [][]byte
+	for {
+		var doc map[string]any
+		if err := dec.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if doc["kind"] != "ResourceGraphDefinition" {
+			continue
+		}
+		raw, err := json.Marshal(doc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, raw)
+	}
 }
