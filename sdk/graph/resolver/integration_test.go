@@ -57,4 +57,10 @@ func TestResolverSeesCRDsInstalledLater(t *testing.T) {
 		return err == nil
 	}, 30*time.Second, 50*time.Millisecond, "the new CRD's schema is found without a Reset")
 	assert.Equal(t, "integer", s.Properties["spec"].Properties["size"].Type[0])
+	namespaced, err := r.IsNamespaced(widget)
+	require.NoError(t, err)
+	assert.True(t, namespaced, "a namespaced CRD is served under {namespace}")
+	namespaced, err = r.IsNamespaced(schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"})
+	require.NoError(t, err)
+	assert.False(t, namespaced)
 }
