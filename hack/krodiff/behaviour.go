@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -117,6 +118,8 @@ func templateKinds(rgd *unstructured.Unstructured) []schema.GroupVersionKind {
 // Snapshot is what an implementation made of one case: the instance's
 // status and the children in its namespace, bookkeeping removed.
 type Snapshot struct {
+	// Exists is false once the instance is gone.
+	Exists   bool
 	Status   map[string]any
 	Children map[string]any // "Kind/name" -> normalised object
 }
@@ -137,10 +140,13 @@ func bookkeeping(key string) bool {
 func TakeSnapshot(ctx context.Context, dyn dynamic.Interface, c *Case, ns string, kindResource func(schema.GroupVersionKind) (schema.GroupVersionResource, bool, error)) (Snapshot, error) {
 	s := Snapshot{Children: map[string]any{}}
 	inst, err := dyn.Resource(c.InstanceResource).Namespace(ns).Get(ctx, c.Instance.GetName(), metav1.GetOptions{})
-	if err != nil {
+	switch {
+	case err == nil:
+		s.Exists = true
+		s.Status = normaliseStatus(inst.Object["status"])
+	case !apierrors.IsNotFound(err):
 		return s, err
 	}
-	s.Status = normaliseStatus(inst.Object["status"])
 	for _, gvk := range c.ChildKinds {
 		gvr, namespaced, err := kindResource(gvk)
 		if err != nil {
@@ -245,6 +251,9 @@ func normaliseStatus(raw any) map[string]any {
 // SnapshotDiff lists how two snapshots differ, one line each:
 // "status: <path>: kro X, fleetgraph Y" and "child: <Kind/name.path>: ...".
 func SnapshotDiff(kro, fg Snapshot) []string {
+	if kro.Exists != fg.Exists {
+		return []string{fmt.Sprintf("instance: kro exists=%t, fleetgraph exists=%t", kro.Exists, fg.Exists)}
+	}
 	return append(prefixed("status: ", jsonDiff(kro.Status, fg.Status)),
 		prefixed("child: ", jsonDiff(kro.Children, fg.Children))...)
 }

@@ -86,15 +86,43 @@ func TestBehaviourAgainstKro(t *testing.T) {
 		}
 	}
 
-	diffs := compareUntilSettled(t, kro, fg, cases)
-	results := make([]Result, 0, len(cases))
-	for _, c := range cases {
-		r := Classify(c.Name, diffs[c.Name], KnownBehaviourDifferences)
-		results = append(results, r)
-		t.Run(c.Name, func(t *testing.T) { reportResult(t, r, "testdata/behaviour/"+c.Name+".yaml") })
+	applied := compareUntilSettled(t, kro, fg, cases, phaseApply)
+	for _, s := range []*side{kro, fg} {
+		for _, c := range cases {
+			require.NoError(t, s.deleteInstance(ctx, c), "%s: %s", s.name, c.Name)
+		}
 	}
-	fmt.Printf("krodiff behaviour: cases %s\n", Count(results))
+	deleted := compareUntilSettled(t, kro, fg, cases, phaseDelete)
+
+	results := make([]Result, 0, 2*len(cases))
+	for _, c := range cases {
+		for _, ph := range []struct {
+			phase phase
+			diffs map[string][]string
+		}{{phaseApply, applied}, {phaseDelete, deleted}} {
+			key := ph.phase.key(c)
+			r := Classify(key, ph.diffs[key], KnownBehaviourDifferences)
+			results = append(results, r)
+			t.Run(key, func(t *testing.T) { reportResult(t, r, "testdata/behaviour/"+c.Name+".yaml") })
+		}
+	}
+	fmt.Printf("krodiff behaviour: cases x (apply, delete) %s\n", Count(results))
 }
+
+// phase is what the test has done to every case's instance.
+type phase string
+
+const (
+	// phaseApply: created; both sides must make the same children and
+	// status.
+	phaseApply phase = ""
+	// phaseDelete: deleted; both sides must leave the same objects behind.
+	phaseDelete phase = "delete/"
+)
+
+// key names a case in a phase, as KnownBehaviourDifferences does: the
+// case's name, prefixed "delete/" after the deletion.
+func (p phase) key(c *Case) string { return string(p) + c.Name }
 
 func assertBehaviourTableNamesCases(t *testing.T, cases []*Case) {
 	t.Helper()
@@ -103,7 +131,7 @@ func assertBehaviourTableNamesCases(t *testing.T, cases []*Case) {
 		names[c.Name] = true
 	}
 	for _, d := range KnownBehaviourDifferences {
-		assert.True(t, names[d.File], "KnownBehaviourDifferences names %s, which is not in testdata/behaviour", d.File)
+		assert.True(t, names[strings.TrimPrefix(d.File, string(phaseDelete))], "KnownBehaviourDifferences names %s, which is not in testdata/behaviour", d.File)
 		assert.NotEmpty(t, d.Reason, "KnownBehaviourDifferences entry for %s has no reason", d.File)
 	}
 }
@@ -277,6 +305,16 @@ func (s *side) resource(gvk schema.GroupVersionKind) (schema.GroupVersionResourc
 	return m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }
 
+// deleteInstance deletes c's instance; it is gone once its finalizers are
+// released.
+func (s *side) deleteInstance(ctx context.Context, c *Case) error {
+	err := s.dyn.Resource(c.InstanceResource).Namespace("case-"+c.Name).Delete(ctx, c.Instance.GetName(), metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
 // createInstance creates c's instance once its CRD is served.
 func (s *side) createInstance(ctx context.Context, c *Case) error {
 	ns := "case-" + c.Name
@@ -298,7 +336,7 @@ func (s *side) createInstance(ctx context.Context, c *Case) error {
 // stablePolls polls in a row, or settle passes. It returns each case's last
 // differences (none when they agree); an instance whose kind one side never
 // serves shows as that side's error.
-func compareUntilSettled(t *testing.T, kro, fg *side, cases []*Case) map[string][]string {
+func compareUntilSettled(t *testing.T, kro, fg *side, cases []*Case, p phase) map[string][]string {
 	t.Helper()
 	ctx := context.Background()
 	diffs := map[string][]string{}
@@ -309,10 +347,11 @@ func compareUntilSettled(t *testing.T, kro, fg *side, cases []*Case) map[string]
 	_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, settle, true, func(context.Context) (bool, error) {
 		changed, covered := false, true
 		for _, c := range cases {
-			d := compareOnce(ctx, kro, fg, c)
-			changed = changed || !slices.Equal(d, diffs[c.Name])
-			diffs[c.Name] = d
-			known, _ := lookup(KnownBehaviourDifferences, c.Name)
+			key := p.key(c)
+			d := compareOnce(ctx, kro, fg, c, p)
+			changed = changed || !slices.Equal(d, diffs[key])
+			diffs[key] = d
+			known, _ := lookup(KnownBehaviourDifferences, key)
 			covered = covered && len(known.uncovered(d)) == 0
 		}
 		if changed || !covered {
@@ -325,13 +364,15 @@ func compareUntilSettled(t *testing.T, kro, fg *side, cases []*Case) map[string]
 	return diffs
 }
 
-func compareOnce(ctx context.Context, kro, fg *side, c *Case) []string {
+func compareOnce(ctx context.Context, kro, fg *side, c *Case, p phase) []string {
 	snaps := map[string]Snapshot{}
 	var errs []string
 	for _, s := range []*side{kro, fg} {
-		if err := s.createInstance(ctx, c); err != nil {
-			errs = append(errs, fmt.Sprintf("error: %s: creating the instance: %v", s.name, err))
-			continue
+		if p == phaseApply {
+			if err := s.createInstance(ctx, c); err != nil {
+				errs = append(errs, fmt.Sprintf("error: %s: creating the instance: %v", s.name, err))
+				continue
+			}
 		}
 		snap, err := TakeSnapshot(ctx, s.dyn, c, "case-"+c.Name, s.resource)
 		if err != nil {
