@@ -3,6 +3,7 @@ package krodiff
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,10 @@ type Case struct {
 	RGD      *unstructured.Unstructured
 	Instance *unstructured.Unstructured
 	Setup    []*unstructured.Unstructured
+	// Update, when set, is a JSON merge patch applied to the instance once
+	// both sides have settled (a document of kind InstanceUpdate, field
+	// patch).
+	Update []byte
 	// InstanceResource is the generated CRD's resource.
 	InstanceResource schema.GroupVersionResource
 	// ChildKinds are the kinds the RGD's templates create.
@@ -77,6 +82,10 @@ func ReadCase(path string) (*Case, error) {
 		case d == c.RGD:
 		case d.GetKind() == kind:
 			c.Instance = d
+		case d.GetKind() == "InstanceUpdate":
+			if c.Update, err = json.Marshal(d.Object["patch"]); err != nil {
+				return nil, fmt.Errorf("%s: InstanceUpdate: %w", path, err)
+			}
 		default:
 			c.Setup = append(c.Setup, d)
 		}
@@ -119,7 +128,10 @@ func templateKinds(rgd *unstructured.Unstructured) []schema.GroupVersionKind {
 // status and the children in its namespace, bookkeeping removed.
 type Snapshot struct {
 	// Exists is false once the instance is gone.
-	Exists   bool
+	Exists bool
+	// Current is true when every condition on the instance was written for
+	// its current generation: the implementation has seen its latest spec.
+	Current  bool
 	Status   map[string]any
 	Children map[string]any // "Kind/name" -> normalised object
 }
@@ -143,6 +155,7 @@ func TakeSnapshot(ctx context.Context, dyn dynamic.Interface, c *Case, ns string
 	switch {
 	case err == nil:
 		s.Exists = true
+		s.Current = observedCurrent(inst)
 		s.Status = normaliseStatus(inst.Object["status"])
 	case !apierrors.IsNotFound(err):
 		return s, err
@@ -170,6 +183,19 @@ func TakeSnapshot(ctx context.Context, dyn dynamic.Interface, c *Case, ns string
 		}
 	}
 	return s, nil
+}
+
+// observedCurrent reports whether inst has conditions and each names its
+// current generation as observed.
+func observedCurrent(inst *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(inst.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if g, ok := m["observedGeneration"].(int64); !ok || g != inst.GetGeneration() {
+			return false
+		}
+	}
+	return len(conds) > 0
 }
 
 func isSetup(c *Case, o *unstructured.Unstructured) bool {

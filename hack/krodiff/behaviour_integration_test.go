@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -87,6 +88,18 @@ func TestBehaviourAgainstKro(t *testing.T) {
 	}
 
 	applied := compareUntilSettled(t, kro, fg, cases, phaseApply)
+	var updatable []*Case
+	for _, c := range cases {
+		if c.Update != nil {
+			updatable = append(updatable, c)
+		}
+	}
+	for _, s := range []*side{kro, fg} {
+		for _, c := range updatable {
+			require.NoError(t, s.updateInstance(ctx, c), "%s: %s", s.name, c.Name)
+		}
+	}
+	updated := compareUntilSettled(t, kro, fg, updatable, phaseUpdate)
 	for _, s := range []*side{kro, fg} {
 		for _, c := range cases {
 			require.NoError(t, s.deleteInstance(ctx, c), "%s: %s", s.name, c.Name)
@@ -94,19 +107,22 @@ func TestBehaviourAgainstKro(t *testing.T) {
 	}
 	deleted := compareUntilSettled(t, kro, fg, cases, phaseDelete)
 
-	results := make([]Result, 0, 2*len(cases))
+	results := make([]Result, 0, 3*len(cases))
 	for _, c := range cases {
 		for _, ph := range []struct {
 			phase phase
 			diffs map[string][]string
-		}{{phaseApply, applied}, {phaseDelete, deleted}} {
+		}{{phaseApply, applied}, {phaseUpdate, updated}, {phaseDelete, deleted}} {
+			if ph.phase == phaseUpdate && c.Update == nil {
+				continue
+			}
 			key := ph.phase.key(c)
 			r := Classify(key, ph.diffs[key], KnownBehaviourDifferences)
 			results = append(results, r)
 			t.Run(key, func(t *testing.T) { reportResult(t, r, "testdata/behaviour/"+c.Name+".yaml") })
 		}
 	}
-	fmt.Printf("krodiff behaviour: cases x (apply, delete) %s\n", Count(results))
+	fmt.Printf("krodiff behaviour: %d cases, comparisons (apply, update, delete) %s\n", len(cases), Count(results))
 }
 
 // phase is what the test has done to every case's instance.
@@ -116,12 +132,16 @@ const (
 	// phaseApply: created; both sides must make the same children and
 	// status.
 	phaseApply phase = ""
+	// phaseUpdate: the instance's spec patched (cases with an
+	// InstanceUpdate); both sides must converge to the same children and
+	// status, pruning alike.
+	phaseUpdate phase = "update/"
 	// phaseDelete: deleted; both sides must leave the same objects behind.
 	phaseDelete phase = "delete/"
 )
 
 // key names a case in a phase, as KnownBehaviourDifferences does: the
-// case's name, prefixed "delete/" after the deletion.
+// case's name, prefixed "update/" or "delete/" in those phases.
 func (p phase) key(c *Case) string { return string(p) + c.Name }
 
 func assertBehaviourTableNamesCases(t *testing.T, cases []*Case) {
@@ -131,7 +151,8 @@ func assertBehaviourTableNamesCases(t *testing.T, cases []*Case) {
 		names[c.Name] = true
 	}
 	for _, d := range KnownBehaviourDifferences {
-		assert.True(t, names[strings.TrimPrefix(d.File, string(phaseDelete))], "KnownBehaviourDifferences names %s, which is not in testdata/behaviour", d.File)
+		name := strings.TrimPrefix(strings.TrimPrefix(d.File, string(phaseDelete)), string(phaseUpdate))
+		assert.True(t, names[name], "KnownBehaviourDifferences names %s, which is not in testdata/behaviour", d.File)
 		assert.NotEmpty(t, d.Reason, "KnownBehaviourDifferences entry for %s has no reason", d.File)
 	}
 }
@@ -315,6 +336,12 @@ func (s *side) deleteInstance(ctx context.Context, c *Case) error {
 	return err
 }
 
+// updateInstance applies c's Update to its instance.
+func (s *side) updateInstance(ctx context.Context, c *Case) error {
+	_, err := s.dyn.Resource(c.InstanceResource).Namespace("case-"+c.Name).Patch(ctx, c.Instance.GetName(), types.MergePatchType, c.Update, metav1.PatchOptions{})
+	return err
+}
+
 // createInstance creates c's instance once its CRD is served.
 func (s *side) createInstance(ctx context.Context, c *Case) error {
 	ns := "case-" + c.Name
@@ -377,6 +404,10 @@ func compareOnce(ctx context.Context, kro, fg *side, c *Case, p phase) []string 
 		snap, err := TakeSnapshot(ctx, s.dyn, c, "case-"+c.Name, s.resource)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("error: %s: %v", s.name, err))
+			continue
+		}
+		if snap.Exists && !snap.Current {
+			errs = append(errs, fmt.Sprintf("pending: %s has not reported on the instance's current generation", s.name))
 			continue
 		}
 		snaps[s.name] = snap

@@ -128,4 +128,12 @@ var KnownBehaviourDifferences = []KnownDifference{
 	{File: "status-collection", Kinds: []Kind{conditionMessages}},
 	{File: "status-projections", Kinds: []Kind{conditionMessages}},
 	{File: "string-templates", Kinds: []Kind{conditionMessages}},
+	{File: "update/configmap-defaults", Kinds: []Kind{conditionMessages}},
+	{File: "update/externalref-selector", Kinds: []Kind{conditionMessages, selectorOrder}},
+	{File: "update/foreach-cartesian", Kinds: []Kind{conditionMessages}},
+	{File: "update/foreach", Kinds: []Kind{conditionMessages}},
+	{File: "update/includewhen-false", Kinds: []Kind{conditionMessages}},
+	{File: "update/includewhen-true", Kinds: []Kind{conditionMessages}},
+	{File: "update/status-collection", Kinds: []Kind{conditionMessages}},
+	{File: "update/string-templates", Kinds: []Kind{conditionMessages}},
 }
