@@ -98,7 +98,8 @@ var (
 		"\"resource reconciliation failed: ...\", fleetgraph with reason Waiting and what each resource waits for",
 		`^status: conditions\[\d+\]\.(reason: kro "NotReady", fleetgraph "Waiting"|`+
 			`message: kro "resource reconciliation failed: [^"]*(\\"[^"]*)*", fleetgraph "[^"]*waiting [^"]*")$`)
-	selectorOrder = kind("an externalRef by selector: kro lists the matches sorted by name, fleetgraph in its cache's order",
+	selectorOrder = kind("an externalRef by selector: kro LISTs the matches from the API server, in its (namespace, name) order; "+
+		"fleetgraph reads its cache, whose order varies between runs",
 		`^(status: names\[\d+\]|child: ConfigMap/team-summary\.data\.names): `)
 	customConditionsNotWritten = kind("custom status conditions: kro writes only the author's conditions to "+
 		"status.conditions, fleetgraph compiles them but writes its built-in conditions instead",
