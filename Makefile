@@ -31,8 +31,14 @@ test-integration: envtest-assets kcp-assets ## Unit and integration tests agains
 	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
 		$(GO) test -race -tags integration -count=1 -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./...
 
+.PHONY: test-kro
+test-kro: envtest-assets ## kro v0.9.3 as the oracle: compile (hack/krodiff's corpus) and behaviour (kro's controller vs the hub).
+	cd hack/krodiff && $(GO) vet -tags integration ./... && \
+		KUBEBUILDER_ASSETS=$$(../envtest/build.sh) KRO_CONTROLLER=$$(./build-kro.sh) \
+		$(GO) test -tags integration -count=1 -timeout 20m $(GOTESTFLAGS)
+
 .PHONY: test
-test: check test-integration ## Everything CI runs.
+test: check test-integration test-kro ## Everything CI runs.
 
 .PHONY: bench
 bench: envtest-assets ## Benchmarks: compile, CRD fan-out (1 vs 3 spokes), 500 instances vs the SSA floor (and the required writes alone).

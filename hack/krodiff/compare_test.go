@@ -1,0 +1,67 @@
+package krodiff
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestJSONDiffNamesEachDifferingPath(t *testing.T) {
+	kro := map[string]any{"a": map[string]any{"b": 1.0, "c": "x"}, "list": []any{"p", "q"}, "gone": true}
+	fg := map[string]any{"a": map[string]any{"b": 2.0, "c": "x"}, "list": []any{"p", "r"}, "new": "y"}
+	assert.Equal(t, []string{
+		`a.b: kro 1, fleetgraph 2`,
+		`gone: kro true, fleetgraph absent`,
+		`list[1]: kro "q", fleetgraph "r"`,
+		`new: kro absent, fleetgraph "y"`,
+	}, jsonDiff(kro, fg))
+	assert.Empty(t, jsonDiff(kro, kro))
+}
+
+func TestDifferenceOfVerdicts(t *testing.T) {
+	accepted := Verdict{Accepted: true, CRD: map[string]any{"k": "v"}, Dependencies: map[string][]string{"b": {"a"}}}
+	assert.Empty(t, Difference(reject(StageCompile, assert.AnError), reject(StageAdmission, assert.AnError)),
+		"both reject: they agree, whatever the stage")
+	assert.Empty(t, Difference(accepted, accepted))
+	assert.Equal(t, []string{"verdict: kro accepted; fleetgraph rejected at compile: " + assert.AnError.Error()},
+		Difference(accepted, reject(StageCompile, assert.AnError)))
+	other := Verdict{Accepted: true, CRD: map[string]any{"k": "w"}, Dependencies: map[string][]string{"b": {}}}
+	assert.Equal(t, []string{`crd: k: kro "v", fleetgraph "w"`, `dependencies: b: kro ["a"], fleetgraph []`},
+		Difference(accepted, other))
+}
+
+func TestClassifyRequiresEveryLineCovered(t *testing.T) {
+	k := kind("why", `^crd: covered`)
+	table := []KnownDifference{{File: "f.yaml", Kinds: []Kind{k}}}
+
+	r := Classify("f.yaml", []string{"crd: covered here"}, table)
+	assert.Equal(t, Explained, r.Outcome)
+	assert.Equal(t, "why", r.Reason)
+
+	r = Classify("f.yaml", []string{"crd: covered here", "crd: something else"}, table)
+	assert.Equal(t, Unexplained, r.Outcome)
+	assert.Equal(t, []string{"crd: something else"}, r.Unexplained)
+
+	assert.Equal(t, Stale, Classify("f.yaml", nil, table).Outcome)
+	assert.Equal(t, Agree, Classify("g.yaml", nil, table).Outcome)
+	assert.Equal(t, Unexplained, Classify("g.yaml", []string{"crd: covered"}, table).Outcome, "only the file's own entry counts")
+}
+
+func TestRequiredListsCompareAsSets(t *testing.T) {
+	a := map[string]any{"properties": map[string]any{"x": map[string]any{"required": []any{"port", "name"}}}}
+	b := map[string]any{"properties": map[string]any{"x": map[string]any{"required": []any{"name", "port"}}}}
+	sortRequired(a)
+	sortRequired(b)
+	assert.Empty(t, jsonDiff(a, b))
+}
+
+func TestTablesNameEachFileOnce(t *testing.T) {
+	for name, table := range map[string][]KnownDifference{"KnownDifferences": KnownDifferences, "KnownBehaviourDifferences": KnownBehaviourDifferences} {
+		seen := map[string]bool{}
+		for _, d := range table {
+			assert.False(t, seen[d.File], "%s lists %s twice", name, d.File)
+			seen[d.File] = true
+			assert.NotEmpty(t, d.Kinds, "%s: %s has no kind of difference", name, d.File)
+		}
+	}
+}
