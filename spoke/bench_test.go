@@ -334,10 +334,10 @@ func activeStatus(inst *unstructured.Unstructured) []byte {
 	now := time.Now().UTC().Format(time.RFC3339)
 	var conds []any
 	for _, c := range [][3]string{
-		{spoke.ConditionInstanceManaged, "Managed", "finalizer and ownership labels are in place"},
-		{spoke.ConditionGraphResolved, "Resolved", "every expression evaluated"},
-		{spoke.ConditionResourcesReady, "AllResourcesReady", "every resource is applied and ready"},
-		{spoke.ConditionReady, "Ready", "the instance is ready"},
+		{spoke.ConditionInstanceManaged, "Managed", spoke.MessageManaged},
+		{spoke.ConditionGraphResolved, "Resolved", spoke.MessageResolved},
+		{spoke.ConditionResourcesReady, "AllResourcesReady", spoke.MessageResourcesReady},
+		{spoke.ConditionReady, "Ready", ""},
 	} {
 		conds = append(conds, map[string]any{"type": c[0], "status": "True", "reason": c[1], "message": c[2],
 			"observedGeneration": inst.GetGeneration(), "lastTransitionTime": now})

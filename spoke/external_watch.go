@@ -1,9 +1,11 @@
 package spoke
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -99,11 +101,24 @@ func (m *member) scopedItems(ref resolvedRef) ([]any, error) {
 	if s == nil {
 		return nil, errNotWatched
 	}
-	var out []any
+	var matched []*unstructured.Unstructured
 	for _, obj := range s.store.List() {
 		if u, ok := obj.(*unstructured.Unstructured); ok && ref.matches(ref.gvk, u) {
-			out = append(out, u.DeepCopy().Object)
+			matched = append(matched, u)
 		}
+	}
+	// In the API server's LIST order, (namespace, name), as kro reads them:
+	// a cache lists in no order, and a list a template renders must not
+	// change from one reconcile to the next.
+	slices.SortFunc(matched, func(a, b *unstructured.Unstructured) int {
+		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+	})
+	out := make([]any, 0, len(matched))
+	for _, u := range matched {
+		out = append(out, u.DeepCopy().Object)
+	}
+	if len(out) == 0 {
+		return nil, nil
 	}
 	return out, nil
 }

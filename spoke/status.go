@@ -11,6 +11,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
+// The messages and reasons of the built-in conditions, kro v0.9.3's words:
+// tooling written for kro reads them.
+const (
+	MessageManaged        = "instance is properly managed with finalizers and labels"
+	MessageResolved       = "runtime graph created and all resources resolved"
+	MessageResourcesReady = "all resources are created and ready"
+	// ReasonNotReady is ResourcesReady's reason while a resource is not
+	// ready yet; the message says what each one waits for.
+	ReasonNotReady = "NotReady"
+)
+
 // condition is one entry of status.conditions before it is dated.
 type condition struct {
 	Type, Status, Reason, Message string
@@ -48,9 +59,9 @@ func (m *member) statusFields(o *outcome) (fields map[string]any, err error) {
 // summarize turns an outcome into a state and the four conditions, in the
 // order InstanceManaged, GraphResolved, ResourcesReady, Ready.
 func summarize(o *outcome, pruneErr error) (string, []condition) {
-	managed := condition{ConditionInstanceManaged, "True", "Managed", "finalizer and ownership labels are in place"}
-	resolved := condition{ConditionGraphResolved, "True", "Resolved", "every expression evaluated"}
-	resources := condition{ConditionResourcesReady, "True", "AllResourcesReady", "every resource is applied and ready"}
+	managed := condition{ConditionInstanceManaged, "True", "Managed", MessageManaged}
+	resolved := condition{ConditionGraphResolved, "True", "Resolved", MessageResolved}
+	resources := condition{ConditionResourcesReady, "True", "AllResourcesReady", MessageResourcesReady}
 	state := StateActive
 	switch {
 	case o.failed != nil && o.failed.reason == reasonEvaluationFailed:
@@ -68,7 +79,7 @@ func summarize(o *outcome, pruneErr error) (string, []condition) {
 		resources = condition{ConditionResourcesReady, "False", reasonResourceDeleting, strings.Join(o.deleting, "; ")}
 	case len(o.waiting) > 0:
 		state = StateInProgress
-		resources = condition{ConditionResourcesReady, "False", "Waiting", strings.Join(o.waiting, "; ")}
+		resources = condition{ConditionResourcesReady, "False", ReasonNotReady, strings.Join(o.waiting, "; ")}
 	}
 	return state, []condition{managed, resolved, resources, readyOf(managed, resolved, resources)}
 }
@@ -81,7 +92,7 @@ func readyOf(conds ...condition) condition {
 			return condition{ConditionReady, "False", c.Reason, c.Message}
 		}
 	}
-	return condition{ConditionReady, "True", "Ready", "the instance is ready"}
+	return condition{ConditionReady, "True", "Ready", ""}
 }
 
 // patchStatus writes state, conditions and fields as the instance's status
@@ -160,8 +171,8 @@ func sameJSON(a, b any) bool {
 func deletingConditions(blocker string) []condition {
 	msg := "deleting: waiting for " + blocker + " to be deleted"
 	return []condition{
-		{ConditionInstanceManaged, "True", "Managed", "finalizer and ownership labels are in place"},
-		{ConditionGraphResolved, "True", "Resolved", "every expression evaluated"},
+		{ConditionInstanceManaged, "True", "Managed", MessageManaged},
+		{ConditionGraphResolved, "True", "Resolved", MessageResolved},
 		{ConditionResourcesReady, "False", "Deleting", msg},
 		{ConditionReady, "False", "Deleting", msg},
 	}
