@@ -20,7 +20,13 @@ import (
 // once, and a stopping hub disengages every cluster: neither is a
 // departure, hence the grace period and the check of the hub's own context.
 
-const departureTimeout = 2 * time.Minute
+const (
+	// departureTimeout bounds the whole clean-up after one cluster.
+	departureTimeout = 2 * time.Minute
+	// departureProbe bounds the check, before each attempt, that the
+	// cluster still answers: one that does not is left as it is at once.
+	departureProbe = 5 * time.Second
+)
 
 // departed is called when cluster e was disengaged while the hub runs.
 func (h *Hub) departed(e *engaged) {
@@ -47,6 +53,11 @@ func (h *Hub) cleanUpAfter(e *engaged) {
 	defer cancel()
 	log := h.opts.Logger.WithValues("cluster", e.name)
 	for delay := removalRetry; ; delay = min(2*delay, removalRetryMax) {
+		if err := hub.Probe(ctx, e.cl, departureProbe); err != nil {
+			log.Info("a cluster that left cannot be reached: its admission policies and finalizers stay",
+				"reason", err.Error())
+			return
+		}
 		released, err := h.releaseAll(ctx, e)
 		if err == nil {
 			log.Info("cluster left the fleet: admission policies removed, instances released", "released", released)

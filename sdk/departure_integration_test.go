@@ -4,15 +4,23 @@ package sdk_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	"github.com/fleetgraph/fleetgraph/providers/secret"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/spoke"
@@ -21,9 +29,7 @@ import (
 
 // A spoke that leaves the fleet is cleaned up while it can still be
 // reached: its admission policy goes and its instances are released, so a
-// delete there finishes without the hub, and their children stay. A spoke
-// that comes back within the grace period (a rotated kubeconfig) keeps
-// being served and is not touched.
+// delete there finishes without the hub, and their children stay.
 func TestASpokeThatLeavesTheFleetIsCleanedUp(t *testing.T) {
 	const grace = time.Second
 	ctx := context.Background()
@@ -52,15 +58,52 @@ func TestASpokeThatLeavesTheFleetIsCleanedUp(t *testing.T) {
 		_, err := configMapData(leaving, "app-config")
 		assert.NoError(t, err, "the children of a released instance stay")
 	})
+	requireState(t, staying, gvk, "app", "ACTIVE")
+}
 
-	t.Run("a spoke that comes back at once is not touched", func(t *testing.T) {
-		provider.Remove("spoke-1")
-		require.NoError(t, provider.AddConfig(ctx, "spoke-1", fleet.Spoke("spoke-1").Config))
-		require.Never(t, func() bool {
-			return !holdsFinalizer(t, staying, gvk, "app") || len(policies(t, staying, "webapp")) == 0
-		}, 3*grace, tick, "a rotation is not a departure")
-		requireState(t, staying, gvk, "app", "ACTIVE")
+// Rotated credentials re-engage a spoke under the same name: that is no
+// departure, and nothing is released or unbound there.
+func TestARotatedKubeconfigIsNotADeparture(t *testing.T) {
+	const grace = 5 * time.Second
+	ctx := context.Background()
+	gvk := schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "WebApp"}
+	fleet := fgtesting.StartFleet(t, 1)
+	s1 := fleet.Spoke("spoke-1")
+	hubClient, c := newClient(t, fleet.Hub.Config), newClient(t, s1.Config)
+
+	provider := secret.New(secret.Options{})
+	h, err := sdk.NewHub(provider, sdk.Options{DisableRGDController: true, DepartureGrace: grace})
+	require.NoError(t, err)
+	mgr, err := mcmanager.New(fleet.Hub.Config, provider, manager.Options{
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 	})
+	require.NoError(t, err)
+	require.NoError(t, errors.Join(provider.SetupWithManager(mgr), h.SetupWithManager(mgr)))
+	fgtesting.Start(t, mgr.Start)
+
+	require.NoError(t, hubClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secret.DefaultNamespace}}))
+	kubeconfig := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: secret.DefaultNamespace, Name: s1.Name,
+			Labels: map[string]string{secret.DefaultSecretLabel: "true"}},
+		Data: map[string][]byte{secret.DefaultDataKey: s1.Kubeconfig},
+	}
+	require.NoError(t, hubClient.Create(ctx, kubeconfig))
+	require.NoError(t, h.RegisterGraph(ctx, readRGD(t, "testdata/webapp-rgd.yaml")))
+	createWhenServed(t, c, instance(gvk, "app", map[string]any{"name": "app"}))
+	requireState(t, c, gvk, "app", "ACTIVE")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.NotEmpty(ct, policies(ct, c, "webapp"))
+	}, wait, tick)
+
+	_, rotated, err := s1.AddUser("rotated", "system:masters")
+	require.NoError(t, err)
+	kubeconfig.Data[secret.DefaultDataKey] = rotated
+	require.NoError(t, hubClient.Update(ctx, kubeconfig))
+	require.Never(t, func() bool {
+		return !holdsFinalizer(t, c, gvk, "app") || len(policies(t, c, "webapp")) == 0
+	}, 3*grace, tick, "a rotation is not a departure")
+	createWhenServed(t, c, instance(gvk, "after", map[string]any{"name": "after"}))
+	requireState(t, c, gvk, "after", "ACTIVE")
 }
 
 func holdsFinalizer(t require.TestingT, c client.Client, gvk schema.GroupVersionKind, name string) bool {
