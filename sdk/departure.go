@@ -30,7 +30,14 @@ const (
 
 // departed is called when cluster e was disengaged while the hub runs.
 func (h *Hub) departed(e *engaged) {
-	if h.opts.DepartureGrace < 0 || h.ctx.Err() != nil {
+	if h.opts.DepartureGrace < 0 {
+		return
+	}
+	// Checked and counted under h.mu, where stopRemovals ends h.ctx, so
+	// that its Wait never races with this Add.
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ctx.Err() != nil {
 		return
 	}
 	h.departures.Go(func() {

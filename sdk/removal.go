@@ -212,9 +212,9 @@ func (h *Hub) engagedClusters() []*engaged {
 // stopRemovals ends every background removal and waits for it; the
 // manager is stopping.
 func (h *Hub) stopRemovals() {
-	h.stop()
 	defer h.departures.Wait()
 	h.mu.Lock()
+	h.stop() // under h.mu: no departure starts after it (see departed)
 	pending := make([]*removal, 0, len(h.removals))
 	for _, rm := range h.removals {
 		pending = append(pending, rm)

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,7 +62,10 @@ func (p *Provider) setupWithLocal(local manager.Manager) error {
 	p.hub = hub{reader: secrets, recorder: local.GetEventRecorder(ControllerName)}
 	return ctrl.NewControllerManagedBy(local).
 		Named(ControllerName).
-		WithOptions(controller.Options{MaxConcurrentReconciles: p.opts.MaxConcurrentReconciles}).
+		// SkipNameValidation: a process may run more than one provider (a
+		// test, or hubs for two namespaces); they share the name, and so
+		// their controller metrics.
+		WithOptions(controller.Options{MaxConcurrentReconciles: p.opts.MaxConcurrentReconciles, SkipNameValidation: ptr.To(true)}).
 		WatchesRawSource(source.Kind(secrets, &corev1.Secret{}, &handler.TypedEnqueueRequestForObject[*corev1.Secret]{})).
 		Complete(p)
 }
