@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
@@ -37,6 +39,13 @@ var fakeWebAppGVK = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1
 // controller is off; graphs are registered from Go).
 func startFakeFleet(t *testing.T) (*sdk.Hub, map[string]*fgtesting.FakeCluster) {
 	t.Helper()
+	h, clusters, _ := startStoppableFakeFleet(t)
+	return h, clusters
+}
+
+// startStoppableFakeFleet is startFakeFleet that can stop the hub early.
+func startStoppableFakeFleet(t *testing.T) (*sdk.Hub, map[string]*fgtesting.FakeCluster, func()) {
+	t.Helper()
 	ctx := context.Background()
 	provider := fgtesting.NewFakeProvider()
 	clusters := map[string]*fgtesting.FakeCluster{}
@@ -53,8 +62,8 @@ func startFakeFleet(t *testing.T) (*sdk.Hub, map[string]*fgtesting.FakeCluster) 
 	})
 	require.NoError(t, err)
 	require.NoError(t, h.SetupWithManager(mgr))
-	fgtesting.Start(t, mgr.Start)
-	return h, clusters
+	stop := fgtesting.StartStoppable(t, mgr.Start)
+	return h, clusters, stop
 }
 
 func fakeWebApp(name string) *unstructured.Unstructured {
@@ -196,4 +205,49 @@ func TestFakeHubClusterRunsTheRGDController(t *testing.T) {
 			assert.Equal(ct, "ACTIVE", state)
 		})
 	t.Logf("RGD Ready and instance ACTIVE after %v", time.Since(start))
+}
+
+// A hub that stops leaves no per-cluster series behind: an embedder that
+// runs a new hub in the same process must not see the old one's clusters
+// in its metrics, even for reconciles that were in flight at the stop.
+func TestStoppedHubLeavesNoClusterSeries(t *testing.T) {
+	h, clusters, stop := startStoppableFakeFleet(t)
+	ctx := context.Background()
+	rgd := readRGD(t, "../examples/quickstart/webapp.yaml")
+	rgd.Name = "series-webapp"
+	require.NoError(t, h.RegisterGraph(ctx, rgd))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		st := h.FleetStatus("series-webapp")
+		assert.Len(ct, st.Clusters, 2)
+		for _, c := range st.Clusters {
+			assert.Equal(ct, hub.CRDEstablished, c.CRD, "cluster %s", c.Cluster)
+		}
+	}, fakeWait, time.Millisecond, "the CRD is established on both fake clusters")
+	for i := range 20 {
+		for _, cl := range clusters {
+			require.NoError(t, cl.GetClient().Create(ctx, fakeWebApp(fmt.Sprintf("shop-%d", i))))
+		}
+	}
+	require.Eventually(t, func() bool { return len(graphSeries(t, "series-webapp")) > 0 }, fakeWait, time.Millisecond,
+		"reconciles are recorded while the hub runs")
+	stop()
+	assert.Empty(t, graphSeries(t, "series-webapp"), "series left after the hub stopped")
+}
+
+// graphSeries lists the metric families that have a series for graph.
+func graphSeries(t *testing.T, graph string) []string {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	require.NoError(t, err)
+	var out []string
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "graph" && l.GetValue() == graph {
+					out = append(out, f.GetName())
+				}
+			}
+		}
+	}
+	return out
 }

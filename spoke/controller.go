@@ -28,6 +28,9 @@ type controller struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// detaching counts members whose clean-up has not finished; stop waits
+	// for it so that no series of a stopped controller outlives it.
+	detaching sync.WaitGroup
 
 	mu      sync.Mutex
 	idle    *sync.Cond // on mu: a member's busy count dropped
@@ -70,8 +73,13 @@ func newController(parent context.Context, name string, g *graph.Graph, opts Opt
 // stop ends every member, shuts the queue down and waits for the workers.
 func (c *controller) stop() {
 	c.cancel()
+	// attach counts a member only under mu and while ctx is live, so after
+	// this barrier no member is added to detaching any more.
+	c.mu.Lock()
+	c.mu.Unlock() //nolint:staticcheck // an empty critical section is the barrier
 	c.queue.ShutDown()
 	c.wg.Wait()
+	c.detaching.Wait()
 }
 
 // attachAll attaches every cluster of the list.
@@ -88,6 +96,10 @@ func (c *controller) attach(e *engagement) {
 		return
 	}
 	c.mu.Lock()
+	if c.ctx.Err() != nil {
+		c.mu.Unlock()
+		return
+	}
 	if old, ok := c.members[e.name]; ok {
 		if old.cl == e.cl && old.ctx.Err() == nil {
 			c.mu.Unlock()
@@ -97,18 +109,26 @@ func (c *controller) attach(e *engagement) {
 	}
 	m := newMember(c, e)
 	c.members[e.name] = m
+	c.detaching.Add(1)
 	c.mu.Unlock()
 
 	context.AfterFunc(m.ctx, func() { c.detach(m) })
 	go m.start()
 }
 
+// detach forgets an ended member once no reconcile of it is in flight, so
+// that a reconcile finishing late cannot record metrics for a cluster that
+// is no longer served.
 func (c *controller) detach(m *member) {
+	defer c.detaching.Done()
 	c.mu.Lock()
 	if c.members[m.cluster] == m {
 		delete(c.members, m.cluster)
 	}
 	empty := len(c.members) == 0
+	for c.busy[m] > 0 {
+		c.idle.Wait()
+	}
 	c.mu.Unlock()
 	m.cleanup()
 	if empty && c.onEmpty != nil {
