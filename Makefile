@@ -47,7 +47,7 @@ bench: envtest-assets ## Benchmarks: compile, CRD fan-out (1 vs 3 spokes), 500 i
 		$(GO) test -tags integration -run '^$$' -bench BenchmarkCRDFanOut -benchtime 20x ./sdk/
 	@if grep -qs BenchmarkWebApp500 spoke/*_test.go; then \
 		KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
-		$(GO) test -tags integration -run '^$$' -bench 'BenchmarkWebApp500(WritesOnly)?$$' -benchtime 7x -timeout 40m ./spoke/; fi
+		$(GO) test -tags integration -run '^$$' -bench 'BenchmarkWebApp500(WritesOnly)?$$' -benchtime 7x -timeout 40m ./internal/spoke/; fi
 
 .PHONY: quickstart
 quickstart: envtest-assets ## Run the quickstart on a local embedded fleet.

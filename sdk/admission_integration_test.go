@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/sdk"
-	"github.com/fleetgraph/fleetgraph/spoke"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -55,6 +55,6 @@ func TestCreatesSucceedAsSoonAsTheGraphIsServed(t *testing.T) {
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		probe := instance(webAppGVK, "probe", map[string]any{"name": "probe"})
 		require.NoError(ct, c.Create(ctx, probe, client.DryRunAll))
-		assert.Contains(ct, probe.GetFinalizers(), spoke.Finalizer)
+		assert.Contains(ct, probe.GetFinalizers(), contract.Finalizer)
 	}, wait, tick)
 }

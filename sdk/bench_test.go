@@ -15,7 +15,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/hub"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )

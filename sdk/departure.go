@@ -5,9 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/hub"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
-	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 // A cluster that leaves the fleet (its kubeconfig Secret deleted, its
@@ -89,7 +89,7 @@ func (h *Hub) releaseAll(ctx context.Context, e *engaged) (int, error) {
 			errs = append(errs, err)
 			continue
 		}
-		n, err := hub.ReleaseInstances(ctx, e.cl, g, spoke.Finalizer)
+		n, err := hub.ReleaseInstances(ctx, e.cl, g, contract.Finalizer)
 		total += n
 		errs = append(errs, err)
 	}

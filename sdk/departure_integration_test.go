@@ -20,10 +20,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
-	"github.com/fleetgraph/fleetgraph/spoke"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -112,5 +112,5 @@ func holdsFinalizer(t require.TestingT, c client.Client, gvk schema.GroupVersion
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, u))
-	return slices.Contains(u.GetFinalizers(), spoke.Finalizer)
+	return slices.Contains(u.GetFinalizers(), contract.Finalizer)
 }

@@ -22,7 +22,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
-	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -103,7 +102,7 @@ func TestFakeFleetServesTheWebAppGraph(t *testing.T) {
 		st := h.FleetStatus("webapp")
 		assert.Len(ct, st.Clusters, 2)
 		for _, c := range st.Clusters {
-			assert.Equal(ct, hub.CRDEstablished, c.CRD, "cluster %s", c.Cluster)
+			assert.Equal(ct, sdk.CRDEstablished, c.CRD, "cluster %s", c.Cluster)
 		}
 	}, fakeWait, time.Millisecond, "the WebApp CRD is established on both fake clusters")
 	t.Logf("established on both clusters after %v", time.Since(start))
@@ -220,7 +219,7 @@ func TestStoppedHubLeavesNoClusterSeries(t *testing.T) {
 		st := h.FleetStatus("series-webapp")
 		assert.Len(ct, st.Clusters, 2)
 		for _, c := range st.Clusters {
-			assert.Equal(ct, hub.CRDEstablished, c.CRD, "cluster %s", c.Cluster)
+			assert.Equal(ct, sdk.CRDEstablished, c.CRD, "cluster %s", c.Cluster)
 		}
 	}, fakeWait, time.Millisecond, "the CRD is established on both fake clusters")
 	for i := range 20 {

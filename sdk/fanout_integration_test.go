@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
-	"github.com/fleetgraph/fleetgraph/spoke"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -109,8 +109,8 @@ func TestFanOutGuardsServedSchemas(t *testing.T) {
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		probe := instance(webAppGVK, "probe", map[string]any{"name": "probe"})
 		require.NoError(ct, c1.Create(ctx, probe, client.DryRunAll))
-		assert.Contains(ct, probe.GetFinalizers(), spoke.Finalizer)
-		assert.Equal(ct, "v1/ConfigMap,apps/v1/Deployment", probe.GetAnnotations()[spoke.AnnotationChildKinds])
+		assert.Contains(ct, probe.GetFinalizers(), contract.Finalizer)
+		assert.Equal(ct, "v1/ConfigMap,apps/v1/Deployment", probe.GetAnnotations()[contract.AnnotationChildKinds])
 	}, wait, tick)
 
 	narrowed := readRGD(t, "testdata/webapp-rgd.yaml")

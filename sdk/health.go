@@ -5,7 +5,7 @@ import (
 
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
-	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/hub"
 )
 
 // setupProber probes every engaged spoke, so that one that stops answering

@@ -18,7 +18,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
-	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -31,7 +30,7 @@ func TestUnreachableSpokeIsReportedAndRecovers(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 2)
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
-	probe := hub.ProberOptions{Interval: time.Second, Timeout: time.Second}
+	probe := sdk.ProberOptions{Interval: time.Second, Timeout: time.Second}
 	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, Probe: probe})
 	require.NoError(t, h.RegisterGraph(context.Background(), rgdFromString(t, paintRGD)))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -47,7 +46,7 @@ func TestUnreachableSpokeIsReportedAndRecovers(t *testing.T) {
 	bound, grace := probe.Interval+probe.Timeout, 3*time.Second
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		st := served(h, "paint")["spoke-2"]
-		assert.Equal(ct, hub.CRDUnreachable, st.CRD)
+		assert.Equal(ct, sdk.CRDUnreachable, st.CRD)
 		assert.Contains(ct, st.Message, "/readyz")
 	}, bound+grace, 50*time.Millisecond)
 	t.Logf("spoke-2 reported Unreachable %s after its API server stopped (bound %s)", time.Since(paused).Round(time.Millisecond), bound)
@@ -59,7 +58,7 @@ func TestUnreachableSpokeIsReportedAndRecovers(t *testing.T) {
 	c1 := newClient(t, fleet.Spoke("spoke-1").Config)
 	createWhenServed(t, c1, instance(paintGVK, "while-away", map[string]any{"color": "blue"}))
 	requireState(t, c1, paintGVK, "while-away", "ACTIVE")
-	assert.Equal(t, hub.CRDEstablished, served(h, "paint")["spoke-1"].CRD, "the other spoke is unaffected")
+	assert.Equal(t, sdk.CRDEstablished, served(h, "paint")["spoke-1"].CRD, "the other spoke is unaffected")
 
 	require.NoError(t, dead.Resume())
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -102,11 +101,11 @@ func TestClustersNotEngagedAppearWithTheirReason(t *testing.T) {
 	createKubeconfigSecret(t, hubClient, "unsafe", withExecPlugin(t, fleet.Spoke("spoke-2").Kubeconfig))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		st := served(h, "paint")
-		assert.Equal(ct, hub.CRDEstablished, st["one"].CRD)
-		assert.Equal(ct, hub.CRDNotEngaged, st["one-again"].CRD)
+		assert.Equal(ct, sdk.CRDEstablished, st["one"].CRD)
+		assert.Equal(ct, sdk.CRDNotEngaged, st["one-again"].CRD)
 		assert.Contains(ct, st["one-again"].Message, secret.ReasonDuplicateServer)
 		assert.Contains(ct, st["one-again"].Message, `"one"`)
-		assert.Equal(ct, hub.CRDNotEngaged, st["unsafe"].CRD)
+		assert.Equal(ct, sdk.CRDNotEngaged, st["unsafe"].CRD)
 		assert.Contains(ct, st["unsafe"].Message, secret.ReasonUnsafeKubeconfig)
 	}, wait, tick)
 	assert.Equal(t, int32(3), h.FleetStatus("paint").Summary().Clusters)

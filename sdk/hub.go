@@ -16,10 +16,10 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
-	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 // ErrAlreadySetUp is returned by a second SetupWithManager (or Run): a Hub
@@ -267,7 +267,7 @@ func (h *Hub) UnregisterGraph(_ context.Context, name string) error {
 
 // FleetStatus returns the named graph's state on every engaged cluster: CRD
 // state and instance counts. It is empty for a graph not registered.
-func (h *Hub) FleetStatus(name string) hub.GraphStatus {
+func (h *Hub) FleetStatus(name string) GraphStatus {
 	counts := map[string]hub.InstanceCount{}
 	served := h.runtime.Served(name)
 	for cl, c := range h.runtime.Counts(name) {

@@ -20,9 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
-	"github.com/fleetgraph/fleetgraph/spoke"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -85,7 +85,7 @@ func requireRepaired(t *testing.T, c client.Client, inst, name string) {
 
 func policies(t require.TestingT, c client.Client, graphName string) []string {
 	list := &admissionv1.MutatingAdmissionPolicyList{}
-	require.NoError(t, c.List(context.Background(), list, client.MatchingLabels{spoke.LabelGraph: graphName}))
+	require.NoError(t, c.List(context.Background(), list, client.MatchingLabels{contract.LabelGraph: graphName}))
 	var out []string
 	for _, p := range list.Items {
 		out = append(out, p.Name)
@@ -141,14 +141,14 @@ func TestGraphSourcesCoexist(t *testing.T) {
 
 	t.Run("kro's legacy value suspends, in any case", func(t *testing.T) {
 		paused := instance(noteGVK("GoNote"), "paused", map[string]any{})
-		paused.SetAnnotations(map[string]string{spoke.AnnotationKroReconcile: "Disabled"})
+		paused.SetAnnotations(map[string]string{contract.AnnotationKroReconcile: "Disabled"})
 		require.NoError(t, spokeClient.Create(ctx, paused))
 		createWhenServed(t, spokeClient, instance(noteGVK("GoNote"), "probe", map[string]any{}))
 		requireState(t, spokeClient, noteGVK("GoNote"), "probe", "ACTIVE")
 		_, err := childNote(spokeClient, "paused", "from-go")
 		assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "a suspended instance gets no children")
 
-		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, spoke.AnnotationKroReconcile))
+		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, contract.AnnotationKroReconcile))
 		require.NoError(t, spokeClient.Patch(ctx, paused, client.RawPatch("application/merge-patch+json", patch)))
 		requireState(t, spokeClient, noteGVK("GoNote"), "paused", "ACTIVE")
 	})
@@ -282,7 +282,7 @@ func runRemoval(t *testing.T, fleet *fgtesting.Fleet, hubClient client.Client, t
 	t.Run("a suspended instance is deleted when asked", func(t *testing.T) {
 		for _, c := range spokes {
 			held := instance(gvk, "held", nil)
-			patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"suspended"}}}`, spoke.AnnotationKroReconcile))
+			patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"suspended"}}}`, contract.AnnotationKroReconcile))
 			require.NoError(t, c.Patch(ctx, held, client.RawPatch("application/merge-patch+json", patch)))
 			requireDeleted(t, c, instance(gvk, "held", nil))
 			_, err := childNote(c, "held", tc.name)

@@ -7,9 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
-	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 // Options configures a Hub. The zero value is usable: every field documents
@@ -46,18 +46,18 @@ type Options struct {
 	// set to "true" (v1alpha1.AnnotationOrphanInstances).
 	OrphanInstances bool
 	// Workers is the number of instances of one graph reconciled at once,
-	// across all clusters. Defaults to spoke.DefaultWorkers.
+	// across all clusters. Defaults to 8.
 	Workers int
 	// FieldManager is the server-side apply field manager for CRDs and
 	// children. Defaults to "fleetgraph".
 	FieldManager string
 	// ItemConcurrency is how many items of one forEach resource are applied
-	// at once for one instance. Defaults to spoke.DefaultItemConcurrency.
+	// at once for one instance. Defaults to 8.
 	ItemConcurrency int
 	// InstanceResync is how often every instance is fully re-applied, so
 	// that drift whose watch event was lost is put back (each instance adds
 	// up to 20% jitter). A negative value turns it off. Defaults to
-	// spoke.DefaultResync.
+	// 10 minutes.
 	InstanceResync time.Duration
 	// AdoptUnowned lets an instance take over an existing object with a
 	// child's name that carries no fleetgraph owner label (kro adopts such
@@ -93,16 +93,16 @@ type Options struct {
 	DeleteCRDsOnUnregister bool
 	// EstablishTimeout bounds one wait for a CRD to become established on a
 	// spoke; the attempt is then retried with backoff. Defaults to
-	// hub.DefaultEstablishTimeout.
+	// 60 seconds.
 	EstablishTimeout time.Duration
 	// StatusResync is how often each RGD's fleet status is refreshed.
-	// Defaults to hub.DefaultResync.
+	// Defaults to 10 seconds.
 	StatusResync time.Duration
 	// Probe configures the reachability probe of every engaged spoke: one
 	// that stops answering is reported Unreachable in FleetStatus and on
-	// the RGD within Probe.Interval+Probe.Timeout. Defaults to
-	// hub.DefaultProbeInterval and hub.DefaultProbeTimeout.
-	Probe hub.ProberOptions
+	// the RGD within Probe.Interval+Probe.Timeout. Both default
+	// to 5 seconds.
+	Probe ProberOptions
 	// DepartureGrace is how long a cluster that left the fleet (its
 	// kubeconfig Secret deleted, say) may take to come back, as a rotated
 	// kubeconfig does at once, before the hub cleans up after it: removes

@@ -10,10 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/hub"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
-	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 const (
@@ -192,7 +192,7 @@ func removeFromCluster(ctx context.Context, e *engaged, g *graph.Graph, cleaned 
 			return false, 0, fmt.Errorf("cluster %q: %w", e.name, err)
 		}
 	}
-	n, err := hub.HeldInstances(ctx, e.cl, g, spoke.Finalizer)
+	n, err := hub.HeldInstances(ctx, e.cl, g, contract.Finalizer)
 	if err != nil {
 		return true, 0, fmt.Errorf("cluster %q: %w", e.name, err)
 	}

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/sdk"
-	"github.com/fleetgraph/fleetgraph/spoke"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -115,7 +115,7 @@ func requireExactChildren(t *testing.T, c client.Client, gvk schema.GroupVersion
 	require.Len(t, uids, n)
 	perInstance := map[string][]string{}
 	for _, child := range ourChildren(t, c) {
-		owner, ok := uids[child.GetLabels()[spoke.LabelInstanceUID]]
+		owner, ok := uids[child.GetLabels()[contract.LabelInstanceUID]]
 		kind := child.GetObjectKind().GroupVersionKind().Kind
 		require.True(t, ok, "%s %s is labelled for an instance that does not exist (an orphan)", kind, child.GetName())
 		perInstance[owner] = append(perInstance[owner], kind+"/"+child.GetName())
@@ -129,13 +129,13 @@ func requireExactChildren(t *testing.T, c client.Client, gvk schema.GroupVersion
 func ourChildren(t require.TestingT, c client.Client) []client.Object {
 	var out []client.Object
 	cms := &corev1.ConfigMapList{}
-	require.NoError(t, c.List(context.Background(), cms, client.HasLabels{spoke.LabelInstanceUID}))
+	require.NoError(t, c.List(context.Background(), cms, client.HasLabels{contract.LabelInstanceUID}))
 	for i := range cms.Items {
 		cms.Items[i].Kind = "ConfigMap"
 		out = append(out, &cms.Items[i])
 	}
 	deps := &appsv1.DeploymentList{}
-	require.NoError(t, c.List(context.Background(), deps, client.HasLabels{spoke.LabelInstanceUID}))
+	require.NoError(t, c.List(context.Background(), deps, client.HasLabels{contract.LabelInstanceUID}))
 	for i := range deps.Items {
 		deps.Items[i].Kind = "Deployment"
 		out = append(out, &deps.Items[i])

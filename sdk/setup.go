@@ -14,7 +14,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/hub"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )

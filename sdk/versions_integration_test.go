@@ -19,7 +19,6 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -115,8 +114,8 @@ spec:
 var paintGVK = webAppGVK.GroupVersion().WithKind("Paint")
 
 // served maps each cluster to the graph's status there.
-func served(h *sdk.Hub, graph string) map[string]hub.ClusterStatus {
-	out := map[string]hub.ClusterStatus{}
+func served(h *sdk.Hub, graph string) map[string]sdk.ClusterStatus {
+	out := map[string]sdk.ClusterStatus{}
 	for _, c := range h.FleetStatus(graph).Clusters {
 		out[c.Cluster] = c
 	}
@@ -148,7 +147,7 @@ func TestRefusedUpdateKeepsPreviousVersionServing(t *testing.T) {
 		st := served(h, "paint")
 		for _, name := range []string{"spoke-1", "spoke-2"} {
 			c := st[name]
-			assert.Equal(ct, hub.CRDIncompatible, c.CRD, name)
+			assert.Equal(ct, sdk.CRDIncompatible, c.CRD, name)
 			assert.Equal(ct, int64(2), c.Generation, name)
 			assert.True(ct, c.Serving, name)
 			assert.Equal(ct, int64(1), c.ServedGeneration, name)
@@ -162,10 +161,10 @@ func TestRefusedUpdateKeepsPreviousVersionServing(t *testing.T) {
 	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, paintWidgetRGD)))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		st := served(h, "paint")
-		assert.Equal(ct, hub.CRDEstablished, st["spoke-1"].CRD)
+		assert.Equal(ct, sdk.CRDEstablished, st["spoke-1"].CRD)
 		assert.Equal(ct, int64(3), st["spoke-1"].ServedGeneration)
 		assert.True(ct, st["spoke-1"].Healthy())
-		assert.Equal(ct, hub.CRDIncompatible, st["spoke-2"].CRD)
+		assert.Equal(ct, sdk.CRDIncompatible, st["spoke-2"].CRD)
 		assert.Contains(ct, st["spoke-2"].Message, "Kind=Widget")
 		assert.Equal(ct, int64(3), st["spoke-2"].Generation)
 		assert.Equal(ct, int64(1), st["spoke-2"].ServedGeneration)
@@ -203,9 +202,9 @@ func TestRefusedUpdateKeepsPreviousVersionServing(t *testing.T) {
 	require.NoError(t, h2.RegisterGraph(ctx, rgdFromString(t, paintWidgetRGD)))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		st := served(h2, "paint")
-		assert.Equal(ct, hub.CRDEstablished, st["spoke-1"].CRD)
+		assert.Equal(ct, sdk.CRDEstablished, st["spoke-1"].CRD)
 		assert.Equal(ct, int64(3), st["spoke-1"].ServedGeneration)
-		assert.Equal(ct, hub.CRDIncompatible, st["spoke-2"].CRD)
+		assert.Equal(ct, sdk.CRDIncompatible, st["spoke-2"].CRD)
 		assert.True(ct, st["spoke-2"].Serving)
 		assert.Equal(ct, int64(1), st["spoke-2"].ServedGeneration)
 	}, wait, tick)

@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+
 	"github.com/google/cel-go/common/types"
 
 	"github.com/google/cel-go/cel"

@@ -1,0 +1,113 @@
+package spoke
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// applyChild writes one rendered child with server-side apply and returns
+// the object as the API server answered, which is what dependents and
+// readyWhen see. If the desired form is unchanged since our last apply and
+// nobody touched the child since, the remembered answer is returned and no
+// request is made, unless full (a periodic resync) asks for the apply
+// regardless. An existing object that is not the instance's is refused
+// (claim).
+func (m *member) applyChild(inst *unstructured.Unstructured, n *graph.Node, u *unstructured.Unstructured, full bool) (map[string]any, InventoryEntry, error) {
+	gvk := u.GroupVersionKind()
+	entry := InventoryEntry{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(), Node: n.ID}
+	namespaced, err := m.namespaced(gvk)
+	if err != nil {
+		return nil, entry, err
+	}
+	if namespaced && u.GetNamespace() == "" {
+		u.SetNamespace(defaultNamespace(inst))
+	}
+	if !namespaced {
+		u.SetNamespace("")
+	}
+	entry.Namespace = u.GetNamespace()
+	u.SetLabels(m.ownership(inst, n, u.GetLabels()))
+
+	key := childKey{gvk: gvk, namespace: u.GetNamespace(), name: u.GetName()}
+	hash, err := hashOf(u)
+	if err != nil {
+		return nil, entry, err
+	}
+	if observed, ok := m.appliedChild(key, hash); ok && !full {
+		return observed, entry, deleting(n, key, observed)
+	}
+	if err := m.ensureWatch(gvk); err != nil {
+		return nil, entry, err
+	}
+	if err := m.claim(inst, n, key); err != nil {
+		return nil, entry, err
+	}
+	owner := keyOf(inst)
+	m.beginApply(key, owner)
+	err = m.cl.GetClient().Apply(m.ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(m.c.opts.FieldManager), client.ForceOwnership)
+	if m.endApply(key, hash, u, err) {
+		m.enqueue(owner)
+	}
+	if err != nil {
+		return nil, entry, err
+	}
+	m.recordChild(key, inst.GetUID(), n.ID, u.GetUID())
+	if err := deleting(n, key, u.Object); err != nil {
+		return nil, entry, err // deleted while we applied
+	}
+	return u.Object, entry, nil
+}
+
+// ownership returns the child's labels with ours added.
+func (m *member) ownership(inst *unstructured.Unstructured, n *graph.Node, l map[string]string) map[string]string {
+	out := maps.Clone(l)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[contract.LabelManagedBy] = contract.ManagedBy
+	out[contract.LabelGraph] = m.graphLabel
+	out[contract.LabelNodeID] = contract.LabelValue(n.ID)
+	out[contract.LabelInstanceUID] = string(inst.GetUID())
+	out[contract.LabelInstanceName] = contract.LabelValue(inst.GetName())
+	out[contract.LabelInstanceNamespace] = inst.GetNamespace()
+	return out
+}
+
+func (m *member) namespaced(gvk schema.GroupVersionKind) (bool, error) {
+	mapping, err := m.cl.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return false, fmt.Errorf("kind %s is not served: %w", gvk, err)
+	}
+	return mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
+}
+
+// defaultNamespace is where namespaced children of inst go when their
+// template names none.
+func defaultNamespace(inst *unstructured.Unstructured) string {
+	if ns := inst.GetNamespace(); ns != "" {
+		return ns
+	}
+	return "default"
+}
+
+func hashOf(u *unstructured.Unstructured) (string, error) {
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		return "", fmt.Errorf("encoding %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	return strconv.FormatUint(h.Sum64(), 36), nil
+}

@@ -1,0 +1,256 @@
+//go:build integration
+
+package spoke_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/spoke"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+const wait = 60 * time.Second
+
+func init() { log.SetLogger(logr.Discard()) }
+
+// compile parses RGD YAML and compiles it.
+func compile(t testing.TB, rgdYAML string) *graph.Graph {
+	t.Helper()
+	rgd := &v1alpha1.ResourceGraphDefinition{}
+	require.NoError(t, yaml.Unmarshal([]byte(rgdYAML), rgd))
+	g, err := graph.Compile(rgd, graph.Options{})
+	require.NoError(t, err)
+	return g
+}
+
+// newClient returns a client for a cluster, with the CRD types registered.
+func newClient(t testing.TB, cfg *rest.Config) client.Client {
+	t.Helper()
+	c, err := client.New(cfg, client.Options{Scheme: fgtesting.NewScheme()})
+	require.NoError(t, err)
+	return c
+}
+
+// installCRD creates the graph's CRD on a cluster and waits until it is
+// established, as the hub does in production.
+func installCRD(t testing.TB, c client.Client, g *graph.Graph) {
+	t.Helper()
+	crd := g.CRD.DeepCopy()
+	require.NoError(t, c.Create(context.Background(), crd))
+	eventually(t, func() (bool, string) {
+		got := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(crd), got); err != nil {
+			return false, err.Error()
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, ""
+			}
+		}
+		return false, "CRD not established yet"
+	})
+}
+
+// servedOnOneSpoke starts a fleet of one spoke, installs the graph's CRD
+// there, creates namespace "team" and starts a Runtime serving the graph.
+// It returns a client for the spoke, the graph and the Runtime.
+func servedOnOneSpoke(t *testing.T, rgdYAML string) (client.Client, *graph.Graph, *spoke.Runtime) {
+	t.Helper()
+	return servedOnOneSpokeWith(t, rgdYAML, spoke.Options{})
+}
+
+// servedOnOneSpokeWith is servedOnOneSpoke with the Runtime's options.
+func servedOnOneSpokeWith(t *testing.T, rgdYAML string, opts spoke.Options) (client.Client, *graph.Graph, *spoke.Runtime) {
+	t.Helper()
+	fleet := fgtesting.StartFleet(t, 1)
+	g := compile(t, rgdYAML)
+	c := newClient(t, fleet.Spokes()[0].Config)
+	installCRD(t, c, g)
+	createNamespace(t, c, "team")
+	provider, err := fleet.NewProvider(context.Background())
+	require.NoError(t, err)
+	rt := startRuntime(t, fleet, provider, opts)
+	require.NoError(t, rt.Serve(g))
+	return c, g, rt
+}
+
+// startRuntime starts a multicluster manager over provider with a Runtime
+// added, and stops it on cleanup.
+func startRuntime(t testing.TB, fleet *fgtesting.Fleet, provider *fgtesting.Provider, opts spoke.Options) *spoke.Runtime {
+	t.Helper()
+	rt, stop := runRuntime(t, fleet, provider, opts)
+	t.Cleanup(stop)
+	return rt
+}
+
+// runRuntime is startRuntime with the stop in the caller's hands; stop
+// waits for the manager to return and may be called more than once.
+func runRuntime(t testing.TB, fleet *fgtesting.Fleet, provider *fgtesting.Provider, opts spoke.Options) (*spoke.Runtime, func()) {
+	t.Helper()
+	mgr, err := mcmanager.New(fleet.Hub.Config, provider, manager.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	require.NoError(t, err)
+	rt := spoke.New(opts)
+	require.NoError(t, mgr.Add(rt))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	return rt, func() {
+		once.Do(func() {
+			cancel()
+			require.NoError(t, <-done)
+		})
+	}
+}
+
+// installAdmissionPolicy installs the graph's admission policy and waits
+// until the API server applies it (a dry-run create of an instance with
+// probeSpec comes back stamped).
+func installAdmissionPolicy(t testing.TB, c client.Client, g *graph.Graph, probeSpec map[string]any) {
+	t.Helper()
+	for _, obj := range contract.AdmissionPolicy(g) {
+		require.NoError(t, c.Create(context.Background(), obj))
+	}
+	waitForAdmission(t, c, g, probeSpec, true)
+}
+
+// removeAdmissionPolicy deletes the graph's admission policy and waits
+// until the API server stops applying it.
+func removeAdmissionPolicy(t testing.TB, c client.Client, g *graph.Graph, probeSpec map[string]any) {
+	t.Helper()
+	for _, obj := range contract.AdmissionPolicy(g) {
+		require.NoError(t, client.IgnoreNotFound(c.Delete(context.Background(), obj)))
+	}
+	waitForAdmission(t, c, g, probeSpec, false)
+}
+
+// waitForAdmission polls until a dry-run create of an instance with
+// probeSpec comes back stamped with our finalizer (stamped true) or not.
+func waitForAdmission(t testing.TB, c client.Client, g *graph.Graph, probeSpec map[string]any, stamped bool) {
+	t.Helper()
+	eventually(t, func() (bool, string) {
+		probe := newInstance(g, "default", "admission-probe", probeSpec)
+		if err := c.Create(context.Background(), probe, client.DryRunAll); err != nil {
+			return false, err.Error()
+		}
+		got := slices.Contains(probe.GetFinalizers(), contract.Finalizer)
+		return got == stamped, fmt.Sprintf("admission policy in effect: %v, want %v", got, stamped)
+	})
+}
+
+// eventually polls cond until it holds, failing with its last reason.
+func eventually(t testing.TB, cond func() (bool, string)) {
+	t.Helper()
+	eventuallyWithin(t, wait, cond)
+}
+
+// eventuallyWithin is eventually with a deadline of its own, for tests
+// whose subject is how soon something happens.
+func eventuallyWithin(t testing.TB, wait time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	why := ""
+	for time.Now().Before(deadline) {
+		var ok bool
+		if ok, why = cond(); ok {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("condition still false after %s: %s", wait, why)
+}
+
+func newInstance(g *graph.Graph, ns, name string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(g.Instance.GVK)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+func getInstance(t testing.TB, c client.Client, g *graph.Graph, ns, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(g.Instance.GVK)
+	err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, u)
+	return u, err
+}
+
+// stateIs waits for the instance's status.state.
+func stateIs(t testing.TB, c client.Client, g *graph.Graph, ns, name, state string) {
+	t.Helper()
+	eventually(t, func() (bool, string) {
+		u, err := getInstance(t, c, g, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		got, _, _ := unstructured.NestedString(u.Object, "status", "state")
+		return got == state, fmt.Sprintf("state %q, status %v", got, u.Object["status"])
+	})
+}
+
+func configMap(c client.Client, ns, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, u)
+	return u, err
+}
+
+// configMapData waits until the ConfigMap exists with data[key] == want.
+func configMapData(t testing.TB, c client.Client, ns, name, key, want string) {
+	t.Helper()
+	eventually(t, func() (bool, string) {
+		u, err := configMap(c, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		got, _, _ := unstructured.NestedString(u.Object, "data", key)
+		return got == want, fmt.Sprintf("data[%s] = %q, want %q", key, got, want)
+	})
+}
+
+// gone waits until the ConfigMap does not exist.
+func gone(t testing.TB, c client.Client, ns, name string) {
+	t.Helper()
+	eventually(t, func() (bool, string) {
+		_, err := configMap(c, ns, name)
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("ConfigMap %s/%s still there (%v)", ns, name, err)
+	})
+}
+
+func createNamespace(t testing.TB, c client.Client, name string) {
+	t.Helper()
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(name)
+	require.NoError(t, c.Create(context.Background(), ns))
+}

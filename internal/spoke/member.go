@@ -1,0 +1,202 @@
+package spoke
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// member is one graph served on one cluster. Its context ends when the
+// cluster is disengaged, the graph stopped or replaced, or the Runtime
+// stopped; then its event handlers are removed and its requests dropped.
+type member struct {
+	c       *controller
+	g       *graph.Graph
+	cluster multicluster.ClusterName
+	cl      cluster.Cluster
+	log     logr.Logger
+	// recorder writes Kubernetes Events on instances, in their cluster.
+	recorder events.EventRecorder
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	ready  chan struct{} // closed once the instance watch runs
+
+	mu       sync.Mutex
+	cleanups []func()
+	watches  map[any]*watch // watchKey, scopeKey
+	children map[childKey]*childState
+	owned    map[childKey]ownedChild
+	byOwner  map[types.UID]map[childKey]struct{}
+	kinds    []schema.GroupVersionKind // contract.GraphKinds(g)
+	// graphLabel is the value of contract.LabelGraph on our children.
+	graphLabel string
+	owners     map[types.UID]types.NamespacedName
+	refs       map[types.NamespacedName][]resolvedRef
+	refIndex   map[refKey]map[types.NamespacedName]struct{} // see referrers
+	scoped     map[scopeKey]*scoped                         // external_watch.go
+	written    map[types.NamespacedName]*writtenInstance
+	lastSeen   map[types.NamespacedName]seenInstance
+	states     map[types.NamespacedName]string
+	resyncAt   map[types.NamespacedName]time.Time
+	// listed records, per instance UID, the kinds outside the graph that
+	// were listed for its children (see extraKinds).
+	listed map[types.UID]map[schema.GroupVersionKind]bool
+	// crdUID is the UID of the graph's CRD as last seen (crd.go).
+	crdUID types.UID
+}
+
+// seenInstance is what the instance watch last delivered for a name.
+type seenInstance struct {
+	uid types.UID
+	rv  string
+}
+
+func newMember(c *controller, e *engagement) *member {
+	ctx, cancel := context.WithCancel(e.ctx)
+	stop := context.AfterFunc(c.ctx, cancel)
+	m := &member{
+		c:          c,
+		g:          c.g,
+		cluster:    e.name,
+		cl:         e.cl,
+		recorder:   e.cl.GetEventRecorder("fleetgraph"),
+		log:        c.log.WithValues("cluster", e.name.String()),
+		ctx:        ctx,
+		cancel:     cancel,
+		ready:      make(chan struct{}),
+		watches:    map[any]*watch{},
+		children:   map[childKey]*childState{},
+		owned:      map[childKey]ownedChild{},
+		byOwner:    map[types.UID]map[childKey]struct{}{},
+		kinds:      contract.GraphKinds(c.g),
+		graphLabel: contract.LabelValue(c.g.Name),
+		owners:     map[types.UID]types.NamespacedName{},
+		refs:       map[types.NamespacedName][]resolvedRef{},
+		refIndex:   map[refKey]map[types.NamespacedName]struct{}{},
+		scoped:     map[scopeKey]*scoped{},
+		written:    map[types.NamespacedName]*writtenInstance{},
+		lastSeen:   map[types.NamespacedName]seenInstance{},
+		states:     map[types.NamespacedName]string{},
+		resyncAt:   map[types.NamespacedName]time.Time{},
+		listed:     map[types.UID]map[schema.GroupVersionKind]bool{},
+	}
+	m.cleanups = append(m.cleanups, func() { stop() })
+	return m
+}
+
+// start passes the gate and starts the instance watch, retrying both with
+// backoff until they succeed or the member ends.
+func (m *member) start() {
+	delay := m.c.opts.GateRetry
+	for m.ctx.Err() == nil {
+		err := m.open()
+		if err == nil {
+			close(m.ready)
+			m.log.V(1).Info("serving graph on cluster")
+			return
+		}
+		m.log.V(1).Info("graph not served on cluster yet", "reason", err.Error(), "retry", delay)
+		select {
+		case <-m.ctx.Done():
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, m.c.opts.GateRetryMax)
+	}
+}
+
+func (m *member) open() error {
+	if gate := m.c.opts.Gate; gate != nil {
+		if err := gate(m.ctx, m.cluster, m.g); err != nil {
+			return err
+		}
+	}
+	inst := &unstructured.Unstructured{}
+	inst.SetGroupVersionKind(m.g.Instance.GVK)
+	if err := m.watch(inst, instanceHandler{m}); err != nil {
+		return err
+	}
+	m.watchCRD()
+	return nil
+}
+
+// addCleanup registers f to run when the member ends; if it has ended
+// already f runs at once.
+func (m *member) addCleanup(f func()) {
+	m.mu.Lock()
+	if m.ctx.Err() == nil {
+		m.cleanups = append(m.cleanups, f)
+		m.mu.Unlock()
+		return
+	}
+	m.mu.Unlock()
+	f()
+}
+
+func (m *member) cleanup() {
+	m.mu.Lock()
+	fs := m.cleanups
+	m.cleanups = nil
+	m.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+	forgetClusterMetrics(m.g.Name, m.cluster.String())
+}
+
+func (m *member) enqueue(key types.NamespacedName) {
+	m.c.queue.Add(mcreconcile.Request{ClusterName: m.cluster, Request: reconcileRequest(key)})
+}
+
+// enqueueAfter adds the instance to the queue after d (a scheduled resync:
+// the queue keeps only the earliest time for one request).
+func (m *member) enqueueAfter(key types.NamespacedName, d time.Duration) {
+	m.c.queue.AddAfter(mcreconcile.Request{ClusterName: m.cluster, Request: reconcileRequest(key)}, d)
+}
+
+// setState records an instance's state for Counts and the instances gauge.
+// An empty state forgets the instance.
+func (m *member) setState(key types.NamespacedName, state string) {
+	m.mu.Lock()
+	old, had := m.states[key]
+	if state == "" {
+		delete(m.states, key)
+	} else {
+		m.states[key] = state
+	}
+	m.mu.Unlock()
+	if old == state || m.ctx.Err() != nil {
+		return
+	}
+	cluster := m.cluster.String()
+	if had {
+		instancesByState.WithLabelValues(m.g.Name, cluster, old).Dec()
+	}
+	if state != "" {
+		instancesByState.WithLabelValues(m.g.Name, cluster, state).Inc()
+	}
+}
+
+func (m *member) count() Count {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := Count{Total: len(m.states)}
+	for _, s := range m.states {
+		if s == contract.StateActive {
+			n.Ready++
+		}
+	}
+	return n
+}

@@ -1,0 +1,136 @@
+package spoke
+
+import (
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// This file decides whether an existing object may be written as one of an
+// instance's children. Server-side apply with force takes over whatever has
+// the rendered name, so the decision is made before the apply, from the
+// metadata cache of the child's kind (synced before the first apply of the
+// kind) and from our own records: the owned index says which object (by
+// UID) we applied or saw labelled for which instance.
+//
+// What is left open: an object created by someone else between the moment
+// the cache last heard of its name and our apply is still taken over. kro
+// v0.9.3 has the same window between its GET and its apply.
+
+// ErrNotOwned is wrapped by the error of a child that already exists and
+// belongs to someone else: another instance, or nobody we know of. The
+// instance goes to ERROR naming the object and its owner; the object is
+// neither written nor deleted.
+var ErrNotOwned = errors.New("object exists and is not ours")
+
+// errChildDeleting is wrapped by the error of a child that is being
+// deleted: it is not written until it is gone.
+var errChildDeleting = errors.New("being deleted")
+
+// Reasons for a node that waits or fails because of an existing object.
+const (
+	reasonOwnershipConflict = "OwnershipConflict"
+	// reasonResourceDeleting is kro's reason for the same wait.
+	reasonResourceDeleting = "ResourceDeleting"
+)
+
+// conflictError names the object in the way and its owner.
+type conflictError struct {
+	kind, object, owner string
+}
+
+func (e *conflictError) Error() string {
+	return fmt.Sprintf("%s %s already exists and belongs to %s; it is not taken over: %v", e.kind, e.object, e.owner, ErrNotOwned)
+}
+
+func (e *conflictError) Unwrap() error { return ErrNotOwned }
+
+// deletingError names the child being deleted and the node that renders it,
+// as kro's ResourceDeleting message does.
+type deletingError struct {
+	node, object string
+}
+
+func (e *deletingError) Error() string {
+	return fmt.Sprintf("resource %q for node %q is currently being deleted; waiting for deletion to complete before continuing reconciliation", e.object, e.node)
+}
+
+func (e *deletingError) Unwrap() error { return errChildDeleting }
+
+// deleting returns a deletingError if the child, as last seen, is being
+// deleted.
+func deleting(n *graph.Node, key childKey, observed map[string]any) error {
+	if _, found, _ := unstructured.NestedFieldNoCopy(observed, "metadata", "deletionTimestamp"); found {
+		return &deletingError{node: n.ID, object: objectName(key)}
+	}
+	return nil
+}
+
+// claim checks that key may be applied as inst's child rendered by n: it
+// does not exist, or our records (or its labels, which our records are
+// rebuilt from) say it is inst's, or it is unowned and Options.AdoptUnowned
+// is set. A child being deleted is waited for. It reads only the cache.
+func (m *member) claim(inst *unstructured.Unstructured, n *graph.Node, key childKey) error {
+	existing := &metav1.PartialObjectMetadata{}
+	existing.SetGroupVersionKind(key.gvk)
+	err := m.cl.GetCache().Get(m.ctx, types.NamespacedName{Namespace: key.namespace, Name: key.name}, existing)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s %s: %w", key.gvk.Kind, objectName(key), err)
+	}
+	if existing.DeletionTimestamp != nil {
+		return &deletingError{node: n.ID, object: objectName(key)}
+	}
+	l := existing.Labels
+	switch {
+	case m.recordsOwn(key, inst.GetUID(), existing.UID):
+		return nil
+	case l[contract.LabelGraph] == m.graphLabel && l[contract.LabelInstanceUID] == string(inst.GetUID()):
+		return nil // labelled ours; the index learns it from the same event
+	case l[contract.LabelInstanceUID] == "" && m.c.opts.AdoptUnowned:
+		return nil
+	}
+	return &conflictError{kind: key.gvk.Kind, object: objectName(key), owner: ownerOfObject(existing)}
+}
+
+// recordsOwn reports whether our records say the object uid at key is
+// owner's.
+func (m *member) recordsOwn(key childKey, owner, uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.owned[key]
+	return ok && c.owner == owner && (c.uid == "" || c.uid == uid)
+}
+
+// ownerOfObject describes who an existing object belongs to, from its
+// labels, else its field managers.
+func ownerOfObject(o *metav1.PartialObjectMetadata) string {
+	l := o.Labels
+	if uid := l[contract.LabelInstanceUID]; uid != "" {
+		name := types.NamespacedName{Namespace: l[contract.LabelInstanceNamespace], Name: l[contract.LabelInstanceName]}
+		return fmt.Sprintf("instance %s (uid %s) of graph %q", name, uid, l[contract.LabelGraph])
+	}
+	var managers []string
+	for _, f := range o.ManagedFields {
+		if f.Manager != "" {
+			managers = append(managers, f.Manager)
+		}
+	}
+	if len(managers) > 0 {
+		return fmt.Sprintf("no fleetgraph instance (written by %v)", managers)
+	}
+	return "no fleetgraph instance"
+}
+
+func objectName(key childKey) string {
+	return types.NamespacedName{Namespace: key.namespace, Name: key.name}.String()
+}

@@ -1,0 +1,98 @@
+package spoke
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// reconcileSafely runs reconcile, turning a panic into an error so that a
+// bad expression or template never takes the process down.
+func (m *member) reconcileSafely(key types.NamespacedName) (after time.Duration, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = panicError("instance "+key.String(), r)
+		}
+	}()
+	return m.reconcile(key)
+}
+
+// reconcile brings one instance's children in line with the graph, or
+// deletes them when the instance is being deleted.
+func (m *member) reconcile(key types.NamespacedName) (time.Duration, error) {
+	select {
+	case <-m.ready:
+	case <-m.ctx.Done():
+		return 0, nil
+	}
+	inst, err := m.instance(key)
+	if apierrors.IsNotFound(err) {
+		m.forgetInstance(key, "")
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if m.g.Removal == graph.RemovalRelease {
+		return m.release(inst)
+	}
+	// Deletion comes first, as in kro: a suspended instance is still
+	// deleted when asked, and a graph being removed serves deletions only.
+	if inst.GetDeletionTimestamp() != nil {
+		return m.finalize(inst)
+	}
+	if suspended(inst) || m.g.Removal == graph.RemovalFinalize {
+		return 0, nil
+	}
+	return m.sync(inst)
+}
+
+// release takes our finalizer off the instance and forgets it, leaving its
+// children in place: the graph is being removed with its instances
+// orphaned.
+func (m *member) release(inst *unstructured.Unstructured) (time.Duration, error) {
+	if slices.Contains(inst.GetFinalizers(), contract.Finalizer) {
+		rest := slices.DeleteFunc(slices.Clone(inst.GetFinalizers()), func(f string) bool { return f == contract.Finalizer })
+		if _, err := m.patchFinalizers(inst, rest); err != nil {
+			return 0, err
+		}
+	}
+	m.forgetInstance(keyOf(inst), inst.GetUID())
+	return 0, nil
+}
+
+// instance reads the instance from the cache, or our own newer copy.
+func (m *member) instance(key types.NamespacedName) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(m.g.Instance.GVK)
+	if err := m.cl.GetCache().Get(m.ctx, key, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("reading instance %s: %w", key, err)
+	}
+	return m.fresher(u), nil
+}
+
+// suspended reports whether the instance asks not to be reconciled: either
+// annotation set to "suspended" or kro's legacy "disabled", in any case, as
+// kro v0.9.3 accepts them.
+func suspended(u *unstructured.Unstructured) bool {
+	a := u.GetAnnotations()
+	return isSuspendValue(a[contract.AnnotationReconcile]) || isSuspendValue(a[contract.AnnotationKroReconcile])
+}
+
+func isSuspendValue(v string) bool {
+	return strings.EqualFold(v, contract.ReconcileSuspended) || strings.EqualFold(v, reconcileLegacyDisabled)
+}
+
+// reconcileLegacyDisabled is kro's legacy alias of contract.ReconcileSuspended.
+const reconcileLegacyDisabled = "disabled"

@@ -1,0 +1,90 @@
+package spoke
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// sync reconciles a live instance: finalizer and child kinds, children in
+// DAG order, prune, status. An evaluation or apply failure is written to
+// status and returned, so the request is retried with backoff. On success
+// the instance's next resync is scheduled, and while a child is being
+// deleted sync asks to run again after Options.DeletionPoll.
+func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
+	key := keyOf(inst)
+	inst, err := m.adopt(inst)
+	if err != nil {
+		return 0, err
+	}
+	full := m.resyncDue(key)
+	o := m.evaluate(inst, full)
+	m.setRefs(key, o.refs)
+
+	current, err := m.inventory(inst)
+	if err != nil {
+		return 0, err
+	}
+	pruneErr := m.prune(toPrune(current, o))
+	state, ready, err := m.writeStatus(inst, o, pruneErr)
+	m.setState(key, state)
+	if prev, _, _ := unstructured.NestedString(inst.Object, "status", "state"); state == contract.StateError && prev != contract.StateError {
+		m.recorder.Eventf(inst, nil, corev1.EventTypeWarning, ready.Reason, "Reconcile", "%s", ready.Message)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if o.failed != nil {
+		return 0, fmt.Errorf("%s", o.failed.message)
+	}
+	if pruneErr != nil {
+		return 0, pruneErr
+	}
+	if next := m.scheduleResync(key, full); next > 0 {
+		m.enqueueAfter(key, next)
+	}
+	if len(o.deleting) > 0 {
+		return m.c.opts.DeletionPoll, nil
+	}
+	return 0, nil
+}
+
+// prune deletes children no longer desired. Errors are joined; a child
+// already gone is not an error.
+func (m *member) prune(entries []InventoryEntry) error {
+	var errs []error
+	for _, e := range entries {
+		if err := m.deleteChild(e); err != nil {
+			errs = append(errs, fmt.Errorf("pruning %s: %w", e, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteChild asks the API server to delete one child in the background,
+// on the precondition that it is still the object our records name (its
+// UID): an object that took the name since is not ours and is left alone.
+func (m *member) deleteChild(e InventoryEntry) error {
+	c, ok := m.indexed(e.key())
+	m.forgetChild(e.key())
+	if !ok || c.uid == "" {
+		m.dropChild(e.key())
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(e.gvk())
+	u.SetNamespace(e.Namespace)
+	u.SetName(e.Name)
+	err := m.cl.GetClient().Delete(m.ctx, u, client.PropagationPolicy("Background"), client.Preconditions{UID: &c.uid})
+	if apierrors.IsNotFound(err) || isNoMatch(err) || apierrors.IsConflict(err) {
+		m.dropChild(e.key())
+		return nil
+	}
+	return err
+}

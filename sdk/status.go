@@ -1,0 +1,49 @@
+package sdk
+
+import "github.com/fleetgraph/fleetgraph/internal/hub"
+
+// The fleet's state as the hub sees it. The types are defined next to the
+// fan-out that fills them in, under internal/, and named here so that
+// embedders reach them from the one package they import.
+type (
+	// GraphStatus is a graph's state across the fleet, one entry per
+	// cluster, sorted by cluster name. Summary condenses it into the
+	// bounded form written on the RGD.
+	GraphStatus = hub.GraphStatus
+	// ClusterStatus is a graph's state on one cluster: the CRD of its
+	// latest version, the version serving there and the instance counts.
+	ClusterStatus = hub.ClusterStatus
+	// CRDState is where a graph's generated CRD stands on one cluster.
+	CRDState = hub.CRDState
+	// ProberOptions configures how often, and how patiently, the hub asks
+	// each cluster's /readyz.
+	ProberOptions = hub.ProberOptions
+	// EngagementReporter is implemented by providers that can say which of
+	// their clusters they could not engage, and why; the hub shows those
+	// clusters as CRDNotEngaged. Providers need not import this package to
+	// implement it: the hub checks with a type assertion.
+	EngagementReporter = hub.EngagementReporter
+)
+
+// The states a cluster's CRD can be in; ClusterStatus.Message explains any
+// but CRDEstablished.
+const (
+	// CRDPending: fan-out to the cluster has not finished a first attempt.
+	CRDPending = hub.CRDPending
+	// CRDApplied: the CRD was applied and is not established yet.
+	CRDApplied = hub.CRDApplied
+	// CRDEstablished: the CRD is established and instances are served.
+	CRDEstablished = hub.CRDEstablished
+	// CRDConflict: a CRD of that name exists that fleetgraph does not own;
+	// it is left untouched.
+	CRDConflict = hub.CRDConflict
+	// CRDIncompatible: the cluster lacks a kind the graph needs, or the new
+	// schema would break the one served there.
+	CRDIncompatible = hub.CRDIncompatible
+	// CRDError: any other failure; retried with backoff.
+	CRDError = hub.CRDError
+	// CRDUnreachable: the cluster stopped answering the hub's probe.
+	CRDUnreachable = hub.CRDUnreachable
+	// CRDNotEngaged: the provider could not engage the cluster.
+	CRDNotEngaged = hub.CRDNotEngaged
+)
