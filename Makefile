@@ -45,7 +45,7 @@ bench: envtest-assets ## Benchmarks: compile, CRD fan-out (1 vs 3 spokes), 500 i
 	$(GO) test -run '^$$' -bench BenchmarkCompile -benchmem ./sdk/graph/...
 	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
 		$(GO) test -tags integration -run '^$$' -bench BenchmarkCRDFanOut -benchtime 20x ./sdk/
-	@if grep -qs BenchmarkWebApp500 spoke/*_test.go; then \
+	@if grep -qs BenchmarkWebApp500 internal/spoke/*_test.go; then \
 		KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
 		$(GO) test -tags integration -run '^$$' -bench 'BenchmarkWebApp500(WritesOnly)?$$' -benchtime 7x -timeout 40m ./internal/spoke/; fi
 
