@@ -55,8 +55,10 @@ func (m *member) applyChild(inst *unstructured.Unstructured, n *graph.Node, u *u
 	}
 	owner := keyOf(inst)
 	m.beginApply(key, owner)
-	err = m.cl.GetClient().Apply(m.ctx, client.ApplyConfigurationFromUnstructured(u),
+	ctx, cancel := m.callCtx()
+	err = m.cl.GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(m.c.opts.FieldManager), client.ForceOwnership)
+	cancel()
 	if m.endApply(key, hash, u, err) {
 		m.enqueue(owner)
 	}

@@ -36,6 +36,9 @@ type controller struct {
 	idle    *sync.Cond // on mu: a member's busy count dropped
 	members map[multicluster.ClusterName]*member
 	busy    map[*member]int // reconciles in flight per member
+	// parked holds, per member, requests set aside while the member had
+	// its share of workers (isolation.go).
+	parked map[*member]map[mcreconcile.Request]struct{}
 	// onEmpty, if set, is called (in a goroutine) whenever the last member
 	// detaches; the Runtime uses it to stop versions nobody serves anymore.
 	onEmpty func()
@@ -62,6 +65,7 @@ func newController(parent context.Context, name string, g *graph.Graph, opts Opt
 		cancel:  cancel,
 		members: map[multicluster.ClusterName]*member{},
 		busy:    map[*member]int{},
+		parked:  map[*member]map[mcreconcile.Request]struct{}{},
 	}
 	c.idle = sync.NewCond(&c.mu)
 	for range opts.Workers {
@@ -129,6 +133,7 @@ func (c *controller) detach(m *member) {
 	for c.busy[m] > 0 {
 		c.idle.Wait()
 	}
+	delete(c.parked, m)
 	c.mu.Unlock()
 	m.cleanup()
 	if empty && c.onEmpty != nil {
@@ -150,16 +155,21 @@ func (c *controller) liveLocked(name multicluster.ClusterName) *member {
 	return m
 }
 
-// acquire returns the live member for name and counts a reconcile in flight
-// on it until release; nil if there is none.
-func (c *controller) acquire(name multicluster.ClusterName) *member {
+// acquire returns the live member for req's cluster and counts a reconcile
+// in flight on it until release; nil if there is none. If the member has its
+// share of workers busy, req is parked until one of them is released.
+func (c *controller) acquire(req mcreconcile.Request) (m *member, parked bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m := c.liveLocked(name)
-	if m != nil {
-		c.busy[m]++
+	m = c.liveLocked(req.ClusterName)
+	if m == nil {
+		return nil, false
 	}
-	return m
+	if c.parkLocked(m, req) {
+		return nil, true
+	}
+	c.busy[m]++
+	return m, false
 }
 
 func (c *controller) release(m *member) {
@@ -168,7 +178,11 @@ func (c *controller) release(m *member) {
 		delete(c.busy, m)
 		c.idle.Broadcast()
 	}
+	next := c.unparkLocked(m)
 	c.mu.Unlock()
+	for _, req := range next {
+		c.queue.Add(req)
+	}
 }
 
 // retire ends the member serving the named cluster, if any, and waits until
@@ -234,7 +248,10 @@ func (c *controller) work() {
 // on error, after a delay when asked, else forgets the request's failures.
 func (c *controller) process(req mcreconcile.Request) {
 	defer c.queue.Done(req)
-	m := c.acquire(req.ClusterName)
+	m, parked := c.acquire(req)
+	if parked {
+		return
+	}
 	if m == nil {
 		c.queue.Forget(req)
 		return

@@ -67,7 +67,9 @@ func (m *member) rewatchInstances() {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(m.g.Instance.GVK.GroupVersion().WithKind(m.g.Instance.GVK.Kind + "List"))
 	err := wait.PollUntilContextCancel(m.ctx, crdServedPoll, true, func(ctx context.Context) (bool, error) {
-		return m.cl.GetAPIReader().List(ctx, list, client.Limit(1)) == nil, nil
+		lctx, cancel := withCallTimeout(ctx, m.c.opts.CallTimeout)
+		defer cancel()
+		return m.cl.GetAPIReader().List(lctx, list, client.Limit(1)) == nil, nil
 	})
 	if err != nil {
 		return

@@ -96,7 +96,9 @@ func (m *member) deleteIfPresent(e InventoryEntry) (bool, error) {
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(e.gvk())
-	err := m.cl.GetCache().Get(m.ctx, types.NamespacedName{Namespace: e.Namespace, Name: e.Name}, obj)
+	ctx, cancel := m.callCtx()
+	defer cancel()
+	err := m.cl.GetCache().Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: e.Name}, obj)
 	switch {
 	case err != nil && !apierrors.IsNotFound(err):
 		return false, err

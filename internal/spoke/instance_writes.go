@@ -53,10 +53,12 @@ func (m *member) patchInstance(inst *unstructured.Unstructured, patch map[string
 	out := inst.DeepCopy()
 	raw := client.RawPatch(types.MergePatchType, data)
 	owner := client.FieldOwner(m.c.opts.FieldManager)
+	ctx, cancel := m.callCtx()
+	defer cancel()
 	if status {
-		err = m.cl.GetClient().Status().Patch(m.ctx, out, raw, owner)
+		err = m.cl.GetClient().Status().Patch(ctx, out, raw, owner)
 	} else {
-		err = m.cl.GetClient().Patch(m.ctx, out, raw, owner)
+		err = m.cl.GetClient().Patch(ctx, out, raw, owner)
 	}
 	if apierrors.IsConflict(err) {
 		return nil, fmt.Errorf("%w: %v", errConflict, err)

@@ -88,8 +88,10 @@ func (m *member) extraKinds(inst *unstructured.Unstructured) error {
 		}
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(k.GroupVersion().WithKind(k.Kind + "List"))
-		err := m.cl.GetAPIReader().List(m.ctx, list,
+		ctx, cancel := m.callCtx()
+		err := m.cl.GetAPIReader().List(ctx, list,
 			client.MatchingLabels{contract.LabelGraph: m.graphLabel, contract.LabelInstanceUID: string(uid)})
+		cancel()
 		if err != nil && !isNoMatch(err) {
 			return fmt.Errorf("listing children of kind %s: %w", k, err)
 		}

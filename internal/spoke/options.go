@@ -30,6 +30,9 @@ const (
 	// DefaultResync is how often, by default, every child of an instance is
 	// applied again even if nothing reported a change.
 	DefaultResync = 10 * time.Minute
+	// DefaultCallTimeout bounds, by default, each call to a spoke's API
+	// server and each wait for a new watch's initial list.
+	DefaultCallTimeout = 30 * time.Second
 )
 
 // GateFunc decides whether a graph may be served on a cluster yet. It is
@@ -42,8 +45,17 @@ type GateFunc func(ctx context.Context, cluster multicluster.ClusterName, g *gra
 // Options configures a Runtime. The zero value is usable.
 type Options struct {
 	// Workers is the number of instances of one graph reconciled
-	// concurrently, across all clusters. Defaults to DefaultWorkers.
+	// concurrently, across all clusters. One cluster gets at most its share
+	// of them, Workers divided by the number of clusters served (rounded
+	// up), so that a hung cluster holds only its own share. Defaults to
+	// DefaultWorkers.
 	Workers int
+	// CallTimeout bounds each call a reconcile makes to a cluster (reads,
+	// applies, patches, deletes, lists) and how long it waits for a new
+	// watch's initial list (which goes on in the background). A call that
+	// times out fails the reconcile, which is retried with backoff.
+	// Defaults to DefaultCallTimeout; a negative value means no timeout.
+	CallTimeout time.Duration
 	// ItemConcurrency is how many children of one forEach node one reconcile
 	// applies at once. Defaults to DefaultItemConcurrency; 1 applies them one
 	// after another.
@@ -98,6 +110,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Resync == 0 {
 		o.Resync = DefaultResync
+	}
+	if o.CallTimeout == 0 {
+		o.CallTimeout = DefaultCallTimeout
 	}
 	if o.GateRetryMax <= 0 {
 		o.GateRetryMax = DefaultGateRetryMax

@@ -80,7 +80,9 @@ func deleting(n *graph.Node, key childKey, observed map[string]any) error {
 func (m *member) claim(inst *unstructured.Unstructured, n *graph.Node, key childKey) error {
 	existing := &metav1.PartialObjectMetadata{}
 	existing.SetGroupVersionKind(key.gvk)
-	err := m.cl.GetCache().Get(m.ctx, types.NamespacedName{Namespace: key.namespace, Name: key.name}, existing)
+	ctx, cancel := m.callCtx()
+	defer cancel()
+	err := m.cl.GetCache().Get(ctx, types.NamespacedName{Namespace: key.namespace, Name: key.name}, existing)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -28,9 +28,10 @@ func (m *member) reconcileSafely(key types.NamespacedName) (after time.Duration,
 // reconcile brings one instance's children in line with the graph, or
 // deletes them when the instance is being deleted.
 func (m *member) reconcile(key types.NamespacedName) (time.Duration, error) {
-	select {
-	case <-m.ready:
-	case <-m.ctx.Done():
+	if err := m.waitReady(); err != nil {
+		return 0, err
+	}
+	if m.ctx.Err() != nil {
 		return 0, nil
 	}
 	inst, err := m.instance(key)
@@ -73,7 +74,9 @@ func (m *member) release(inst *unstructured.Unstructured) (time.Duration, error)
 func (m *member) instance(key types.NamespacedName) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(m.g.Instance.GVK)
-	if err := m.cl.GetCache().Get(m.ctx, key, u); err != nil {
+	ctx, cancel := m.callCtx()
+	defer cancel()
+	if err := m.cl.GetCache().Get(ctx, key, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, err
 		}

@@ -81,7 +81,9 @@ func (m *member) deleteChild(e InventoryEntry) error {
 	u.SetGroupVersionKind(e.gvk())
 	u.SetNamespace(e.Namespace)
 	u.SetName(e.Name)
-	err := m.cl.GetClient().Delete(m.ctx, u, client.PropagationPolicy("Background"), client.Preconditions{UID: &c.uid})
+	ctx, cancel := m.callCtx()
+	defer cancel()
+	err := m.cl.GetClient().Delete(ctx, u, client.PropagationPolicy("Background"), client.Preconditions{UID: &c.uid})
 	if apierrors.IsNotFound(err) || isNoMatch(err) || apierrors.IsConflict(err) {
 		m.dropChild(e.key())
 		return nil

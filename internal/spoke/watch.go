@@ -2,6 +2,7 @@ package spoke
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,32 +43,42 @@ func (m *member) ensureWatch(gvk schema.GroupVersionKind) error {
 
 // startOnce runs start for key unless it ran already with success.
 // Concurrent callers for one key share one start; a failed start is retried
-// by the next caller.
+// by the next caller. The start runs in a goroutine of its own, bound to the
+// member, and callers wait for it at most Options.CallTimeout: a cluster
+// slow to list a kind holds no worker longer than any other call, and the
+// watch keeps starting meanwhile.
 func (m *member) startOnce(key any, start func() error) error {
 	m.mu.Lock()
 	w, ok := m.watches[key]
 	if !ok {
 		w = &watch{done: make(chan struct{})}
 		m.watches[key] = w
+		go func() {
+			w.err = start()
+			if w.err != nil {
+				m.mu.Lock()
+				if m.watches[key] == w {
+					delete(m.watches, key)
+				}
+				m.mu.Unlock()
+			}
+			close(w.done)
+		}()
 	}
 	m.mu.Unlock()
-	if ok {
-		select {
-		case <-w.done:
-			return w.err
-		case <-m.ctx.Done():
-			return m.ctx.Err()
-		}
+	ctx, cancel := m.callCtx()
+	defer cancel()
+	select {
+	case <-w.done:
+		return w.err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", errWatchStarting, ctx.Err())
 	}
-	w.err = start()
-	if w.err != nil {
-		m.mu.Lock()
-		delete(m.watches, key)
-		m.mu.Unlock()
-	}
-	close(w.done)
-	return w.err
 }
+
+// errWatchStarting: a watch a reconcile needs has not finished its initial
+// list within Options.CallTimeout; the reconcile is retried.
+var errWatchStarting = errors.New("watch still starting")
 
 // watch adds h to the cluster cache's informer for obj's kind and waits
 // until h has seen every object the informer holds (so the owned-children
