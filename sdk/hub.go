@@ -140,6 +140,8 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		Resync:          opts.InstanceResync,
 		AdoptUnowned:    opts.AdoptUnowned,
 		Logger:          opts.Logger.WithName("spoke"),
+
+		ConfineToNamespace: opts.ConfineToNamespace,
 	})
 	return h, nil
 }

@@ -64,6 +64,12 @@ type Options struct {
 	// objects). An object labelled for another instance is never taken
 	// over. Defaults to false: the instance reports an OwnershipConflict.
 	AdoptUnowned bool
+	// ConfineToNamespace keeps a namespaced instance's children in its own
+	// namespace: a child rendered in another namespace, or cluster-scoped,
+	// is not written and the instance goes to ERROR (reason
+	// OutsideNamespace) naming the resource id and the namespaces.
+	// Defaults to false, as kro, which lets templates use any namespace.
+	ConfineToNamespace bool
 	// DisableAdmissionPolicy stops the hub from installing, with each CRD,
 	// the MutatingAdmissionPolicy that stamps the finalizer on new
 	// instances; the runtime then adds it with one more write per new

@@ -37,6 +37,9 @@ func (m *member) applyChild(inst *unstructured.Unstructured, n *graph.Node, u *u
 		u.SetNamespace("")
 	}
 	entry.Namespace = u.GetNamespace()
+	if err := m.confined(inst, gvk, u, namespaced); err != nil {
+		return nil, entry, err
+	}
 	u.SetLabels(m.ownership(inst, n, u.GetLabels()))
 
 	key := childKey{gvk: gvk, namespace: u.GetNamespace(), name: u.GetName()}

@@ -197,6 +197,9 @@ func applyFailure(n *graph.Node, a appliedChild, r *nodeResult) *nodeResult {
 	case errors.Is(a.err, ErrNotOwned):
 		r.state, r.reason = nodeFailed, reasonOwnershipConflict
 		r.message = fmt.Sprintf("%s: %v", n.ID, a.err)
+	case errors.Is(a.err, ErrOutsideNamespace):
+		r.state, r.reason = nodeFailed, reasonOutsideNamespace
+		r.message = fmt.Sprintf("%s: %v", n.ID, a.err)
 	default:
 		r.state, r.reason = nodeFailed, reasonApplyFailed
 		r.message = fmt.Sprintf("%s: applying %s %s: %v", n.ID, a.entry.Kind, a.entry.objectName(), a.err)

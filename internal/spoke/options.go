@@ -87,6 +87,13 @@ type Options struct {
 	// to ERROR naming it (reason OwnershipConflict). An object labelled for
 	// another instance is never taken over.
 	AdoptUnowned bool
+	// ConfineToNamespace keeps a namespaced instance's children in the
+	// instance's namespace: a child rendered in another namespace, or of a
+	// cluster-scoped kind, is not written, and the instance goes to ERROR
+	// (reason OutsideNamespace) naming the resource id, the object and
+	// both namespaces. Cluster-scoped instances are not confined. Defaults
+	// to false, as kro: templates may place children in any namespace.
+	ConfineToNamespace bool
 	// Logger is the logger. Defaults to controller-runtime's log.Log named
 	// "spoke".
 	Logger logr.Logger
