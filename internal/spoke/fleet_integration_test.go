@@ -163,17 +163,7 @@ func TestRemovedSpokeStopsItsWorkWithoutLeaks(t *testing.T) {
 		_, served := rt.Counts("pair")[multicluster.ClusterName(extra.Name)]
 		return !served, "the removed spoke is still counted"
 	})
-	goleak.VerifyNone(t, ignore,
-		// Idle keep-alive connections of the removed cluster's HTTP
-		// transport belong to net/http's pool, not to the runtime.
-		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-		// apimachinery's watch.Filter, which controller-runtime's
-		// metadata informers use, blocks forever on a send when its
-		// consumer stopped mid-event: an upstream leak of the cluster's
-		// cache, not of the runtime.
-		goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop"),
-	)
+	goleak.VerifyNone(t, append(upstreamLeaks, ignore)...)
 
 	// The remaining spoke is still served.
 	first := newClient(t, fleet.Spokes()[0].Config)
