@@ -62,6 +62,9 @@ func (m *member) applyChild(inst *unstructured.Unstructured, n *graph.Node, u *u
 	err = m.cl.GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(m.c.opts.FieldManager), client.ForceOwnership)
 	cancel()
+	// Nothing reads who manages which field, and it is a third of a
+	// Deployment's answer: it is neither kept nor shown to expressions.
+	u.SetManagedFields(nil)
 	if m.endApply(key, hash, u, err) {
 		m.enqueue(owner)
 	}

@@ -34,7 +34,7 @@ type childState struct {
 	owner    types.NamespacedName
 	hash     string
 	rv       string
-	observed map[string]any
+	observed []byte // the apply's answer, encoded (observed.go)
 	inflight int
 	seen     []string
 }
@@ -50,7 +50,7 @@ func (m *member) appliedChild(key childKey, hash string) (map[string]any, bool) 
 	if st == nil || st.inflight > 0 || st.hash == "" || st.hash != hash {
 		return nil, false
 	}
-	return st.observed, true
+	return decodeObserved(st.observed)
 }
 
 func (m *member) beginApply(key childKey, owner types.NamespacedName) {
@@ -82,7 +82,10 @@ func (m *member) endApply(key childKey, hash string, obj *unstructured.Unstructu
 		}
 		return false
 	}
-	st.hash, st.rv, st.observed = hash, obj.GetResourceVersion(), obj.Object
+	st.hash, st.rv, st.observed = hash, obj.GetResourceVersion(), encodeObserved(obj.Object)
+	if st.observed == nil {
+		st.hash = ""
+	}
 	raced := false
 	for _, rv := range st.seen {
 		if rv != st.rv {
