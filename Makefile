@@ -49,6 +49,11 @@ bench: envtest-assets ## Benchmarks: compile, CRD fan-out (1 vs 3 spokes), 500 i
 		KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
 		$(GO) test -tags integration -run '^$$' -bench 'BenchmarkWebApp500(WritesOnly)?$$' -benchtime 7x -timeout 40m ./internal/spoke/; fi
 
+.PHONY: bench-memory
+bench-memory: envtest-assets ## Hub heap and RSS with 1,000 and 5,000 ACTIVE WebApps on one spoke, and the time to delete them.
+	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
+		$(GO) test -tags integration -run '^$$' -bench BenchmarkWebAppScale -benchtime 1x -timeout 40m ./internal/spoke/
+
 .PHONY: quickstart
 quickstart: envtest-assets ## Run the quickstart on a local embedded fleet.
 	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/quickstart

@@ -267,17 +267,8 @@ func deleteFloor(b *testing.B, c client.Client, g *graph.Graph, ns string) {
 // name), creates the instances and waits until all are ACTIVE.
 func runController(b *testing.B, cfg *rest.Config, g *graph.Graph, ns string) (time.Duration, int64) {
 	var n atomic.Int64
-	cl, err := cluster.New(counted(cfg, &n))
-	require.NoError(b, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	wg.Go(func() { _ = cl.Start(ctx) })
-	require.True(b, cl.GetCache().WaitForCacheSync(ctx))
-	rt := spoke.New(spoke.Options{Workers: benchConcurrency})
-	wg.Go(func() { _ = rt.Start(ctx) })
-	require.NoError(b, rt.Serve(g))
-	require.NoError(b, rt.Engage(ctx, "", cl))
+	ctx, rt, stop := serveSingleCluster(b, counted(cfg, &n), g)
+	defer stop()
 
 	creator := newClient(b, cfg)
 	n.Store(0)
@@ -293,6 +284,27 @@ func runController(b *testing.B, cfg *rest.Config, g *graph.Graph, ns string) (t
 	wall := time.Since(start)
 	fmt.Printf("reconciles/instance: %s\n", reconciles(benchInstances))
 	return wall, n.Load()
+}
+
+// serveSingleCluster serves g in single-cluster mode (the empty cluster
+// name) on the cluster cfg reaches, with the benchmark's concurrency; stop
+// ends the runtime and the cluster and waits for them.
+func serveSingleCluster(b *testing.B, cfg *rest.Config, g *graph.Graph, opts ...cluster.Option) (context.Context, *spoke.Runtime, func()) {
+	cl, err := cluster.New(cfg, opts...)
+	require.NoError(b, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	stop := func() { cancel(); wg.Wait() }
+	wg.Go(func() { _ = cl.Start(ctx) })
+	if !cl.GetCache().WaitForCacheSync(ctx) {
+		stop()
+		b.Fatal("the cluster's cache did not sync")
+	}
+	rt := spoke.New(spoke.Options{Workers: benchConcurrency})
+	wg.Go(func() { _ = rt.Start(ctx) })
+	require.NoError(b, rt.Serve(g))
+	require.NoError(b, rt.Engage(ctx, "", cl))
+	return ctx, rt, stop
 }
 
 // runWritesOnly creates the instances and, for each, applies the three

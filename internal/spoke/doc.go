@@ -12,6 +12,12 @@
 // hangs delays only its own instances. When a cluster is disengaged (its
 // context is cancelled) or a graph is stopped, everything started for the pair
 // ends with it: event handlers are removed and workers drop its requests.
+// A graph's workers are shared among its clusters: one cluster has at most
+// its share in flight (Options.Workers divided by the clusters served), so a
+// hung cluster holds only its own share, and every call a reconcile makes to
+// a cluster is bounded by Options.CallTimeout. A watch a reconcile needs
+// starts in the background; the reconcile waits for its initial list no
+// longer than for any other call.
 //
 // multicluster-runtime engages a runnable only with clusters that arrive after
 // it was added. Graphs are registered while the process runs, so the Runtime
@@ -73,6 +79,36 @@
 // Options.Resync (jittered) that applies every child regardless of the
 // memory, which puts back drift no event reported. External references are
 // watched no wider than they name (one object, or a label selector).
+//
+// # What the hub holds per spoke
+//
+// In the cluster's cache (the provider's, shared by every graph):
+//
+//   - one informer per graph's instance kind, with the full instances;
+//   - one metadata-only informer per child kind (PartialObjectMetadata,
+//     cluster-wide, so that objects that are not ours are seen before they
+//     would be overwritten), and one on CRDs, to notice a re-created CRD.
+//
+// The runtime reads nothing of managedFields there but the managers' names;
+// TrimCache, given to the provider as a cluster.Option, drops the rest.
+//
+// Outside the cache, per graph served on the spoke:
+//
+//   - one full-object informer per external reference scope (one object by
+//     name, or a label selector in a namespace), stopped when no instance
+//     refers to it any more; nothing else of a referenced kind is held;
+//   - per child we applied: the hash of its desired form, the
+//     resourceVersion and the API server's answer to our last apply,
+//     without managedFields, as compact JSON (decoded only when a reconcile
+//     reuses it);
+//   - per child we own: its owner's UID, node id and its own UID (the owned
+//     index, which finds an instance's children without a list);
+//   - per instance: its state, the resourceVersion last seen, its next
+//     resync, its external references, and our last write of it until the
+//     cache has caught up (at most 30 seconds).
+//
+// Everything per instance is forgotten when the instance is gone, and
+// everything per (graph, spoke) when the graph stops being served there.
 //
 // # Wiring
 //

@@ -3,7 +3,6 @@
 package spoke_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,13 +11,11 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -27,7 +24,8 @@ import (
 
 // BenchmarkWebAppScale serves 1,000 and then 5,000 WebApp instances (the
 // reference workload, /work/shared/bench) on one spoke in single-cluster
-// mode and reports, once all are ACTIVE, what the hub process holds after a
+// mode, its cache trimmed with spoke.TrimCache, and reports, once all are
+// ACTIVE, what the hub process holds after a
 // GC: heap per instance (heap-KiB/instance, over the heap before the first
 // instance) and RSS (rss-MiB). Then it deletes them all and reports how long
 // the runtime took until every instance was gone (delete-s), whose growth
@@ -57,17 +55,9 @@ func scaleRound(b *testing.B, g *graph.Graph, n int) {
 	createNamespace(b, c, "scale")
 	installAdmissionPolicy(b, c, g, map[string]any{"name": "probe"})
 
-	cl, err := cluster.New(srv.Config)
-	require.NoError(b, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	wg.Go(func() { _ = cl.Start(ctx) })
-	require.True(b, cl.GetCache().WaitForCacheSync(ctx))
-	rt := spoke.New(spoke.Options{Workers: benchConcurrency})
-	wg.Go(func() { _ = rt.Start(ctx) })
-	require.NoError(b, rt.Serve(g))
-	require.NoError(b, rt.Engage(ctx, "", cl))
+	// The spoke's cache is trimmed as the runtime recommends (TrimCache).
+	ctx, rt, stop := serveSingleCluster(b, srv.Config, g, spoke.TrimCache)
+	defer stop()
 	heap0 := heapAfterGC()
 	b.StartTimer()
 
@@ -95,6 +85,7 @@ func scaleRound(b *testing.B, g *graph.Graph, n int) {
 	fmt.Printf("%d instances: ACTIVE in %s; heap %.1f KiB/instance (%.0f MiB over %.0f MiB before), RSS %.0f MiB after GC; all deleted in %s\n",
 		n, active.Round(time.Millisecond), perInstance, float64(heap-heap0)/(1<<20), float64(heap0)/(1<<20),
 		float64(rss)/(1<<20), deleted.Round(time.Millisecond))
+	fmt.Printf("reconciles/instance, creating and deleting: %s\n", reconciles(n))
 }
 
 // writeHeapProfile writes a heap profile to $FLEETGRAPH_HEAP_PROFILE-<n>
