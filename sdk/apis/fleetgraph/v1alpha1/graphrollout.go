@@ -14,6 +14,9 @@ const GraphRolloutKind = "GraphRollout"
 // GraphRolloutCRDName is the name of the GraphRollout CRD.
 const GraphRolloutCRDName = "graphrollouts.fleetgraph.dev"
 
+// MaxWaves is how many waves a GraphRollout may have.
+const MaxWaves = 32
+
 // AnnotationResume, set on a GraphRollout to a value other than
 // status.resumed, restarts a failed wave: its clock starts again.
 const AnnotationResume = "fleetgraph.dev/resume"
@@ -159,13 +162,13 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 		"percent": {Type: "integer", Minimum: ptr.To(0.0), Maximum: ptr.To(100.0)},
 	})
 	wave.XValidations = apiextensionsv1.ValidationRules{{
-		Rule:    "[has(self.clusterSelector), has(self.clusters), has(self.percent)].filter(x, x).size() == 1",
+		Rule:    "(has(self.clusterSelector) ? 1 : 0) + (has(self.clusters) ? 1 : 0) + (has(self.percent) ? 1 : 0) == 1",
 		Message: "a wave has exactly one of clusterSelector, clusters, percent",
 	}}
 	spec := obj(map[string]apiextensionsv1.JSONSchemaProps{
 		"graph":                   {Type: "string", MinLength: ptr.To[int64](1)},
 		"clusterSelector":         selector,
-		"waves":                   {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &wave}},
+		"waves":                   {Type: "array", MaxItems: ptr.To[int64](MaxWaves), Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &wave}},
 		"health":                  obj(map[string]apiextensionsv1.JSONSchemaProps{"readyPercent": {Type: "integer", Minimum: ptr.To(0.0), Maximum: ptr.To(100.0)}, "soakSeconds": nonNegative}),
 		"progressDeadlineSeconds": nonNegative,
 		"paused":                  {Type: "boolean"},
