@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
