@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -109,6 +110,7 @@ func (h *Hub) setupRollouts(local manager.Manager) error {
 			Latest:        h.registeredRevision,
 			Offered:       h.offeredRevision,
 			Observe:       h.observe,
+			List:          h.listInstances,
 			Reconsider:    h.reconsider,
 			ServeRevision: h.serveRevision,
 		},
@@ -134,22 +136,46 @@ func (h *Hub) offeredRevision(graphName string) int64 {
 	return 0
 }
 
+// observe is the named graph per cluster: the revision serving it, its
+// latest CRD state and instance counts. A cluster a fallback serves (after
+// a restart, say) has no CRD state yet: serving counts as established.
 func (h *Hub) observe(graphName string) map[string]rollout.Observation {
-	revs := h.runtime.ServedRevisions(graphName)
 	out := map[string]rollout.Observation{}
+	for name, rev := range h.runtime.ServedRevisions(graphName) {
+		out[string(name)] = rollout.Observation{Revision: rev, Established: true}
+	}
+	for name, c := range h.runtime.Counts(graphName) {
+		o := out[string(name)]
+		o.Instances, o.Ready = c.Total, c.Ready
+		out[string(name)] = o
+	}
 	for _, c := range h.FleetStatus(graphName).Clusters {
-		o := rollout.Observation{
-			Revision:    revs[multicluster.ClusterName(c.Cluster)],
-			Established: c.CRD == CRDEstablished,
-			Instances:   c.Instances,
-			Ready:       c.ReadyInstances,
-		}
+		o := out[c.Cluster]
+		o.Established = c.CRD == CRDEstablished
 		if !o.Established {
 			o.Message = fmt.Sprintf("CRD %s: %s", c.CRD, c.Message)
 		}
 		out[c.Cluster] = o
 	}
 	return out
+}
+
+// listInstances counts the named graph's instances on the cluster, live:
+// health must not pass on a runtime that has not seen them all yet.
+func (h *Hub) listInstances(ctx context.Context, graphName, cluster string) (int, error) {
+	g := h.runtime.Latest(graphName)
+	h.mu.Lock()
+	e := h.clusters[cluster]
+	h.mu.Unlock()
+	if g == nil || e == nil {
+		return 0, fmt.Errorf("graph %s is not served on cluster %q", graphName, cluster)
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(g.Instance.GVK.GroupVersion().WithKind(g.Instance.GVK.Kind + "List"))
+	if err := e.cl.GetAPIReader().List(ctx, list); err != nil {
+		return 0, fmt.Errorf("listing %s on cluster %q: %w", g.Instance.GVK.Kind, cluster, err)
+	}
+	return len(list.Items), nil
 }
 
 // reconsider retires what serves the cluster where the decision no longer

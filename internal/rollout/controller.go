@@ -30,8 +30,13 @@ type Observation struct {
 	// there; Message says why not.
 	Established bool
 	Message     string
-	// Instances and Ready count the graph's instances there.
+	// Instances and Ready count the graph's instances there as the
+	// runtime reconciled them.
 	Instances, Ready int
+	// Listed is how many instances the cluster holds, as listed live;
+	// filled in for the clusters of the wave in progress only (-1 when the
+	// list failed).
+	Listed int
 }
 
 // Hooks connect the Controller to the hub. Every one is required.
@@ -46,6 +51,8 @@ type Hooks struct {
 	Offered func(graph string) int64
 	// Observe returns the named graph's state per engaged cluster.
 	Observe func(graph string) map[string]Observation
+	// List counts the named graph's instances on the named cluster, live.
+	List func(ctx context.Context, graph, cluster string) (int, error)
 	// Reconsider asks the runtime to decide again which revision serves
 	// the named cluster (placed reports whether any may).
 	Reconsider func(graph, cluster string, placed bool)
@@ -121,7 +128,7 @@ func (c *Controller) Start(ctx context.Context) error {
 }
 
 func (c *Controller) tick(ctx context.Context) error {
-	rollouts, err := c.list(ctx)
+	rollouts, err := c.rollouts(ctx)
 	if err != nil {
 		return err
 	}
@@ -150,7 +157,9 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 	latest := c.Hooks.Latest(ro.Spec.Graph)
 	placed, labelsOf := placedClusters(ro.Spec.Graph, ro.Spec.ClusterSelector, c.Planner.hook, c.Planner.clusters())
 	waves := assign(ro.Spec, placed, labelsOf)
-	evs := step(metaNow(), ro, latest, waves, c.Hooks.Observe(ro.Spec.Graph))
+	obs := c.Hooks.Observe(ro.Spec.Graph)
+	c.list(ctx, ro, waves, obs)
+	evs := step(metaNow(), ro, latest, waves, obs)
 	c.offer(ctx, ro, latest)
 	for _, e := range evs {
 		c.event(ro, e)
@@ -237,7 +246,23 @@ func (c *Controller) reconsider() {
 	}
 }
 
-func (c *Controller) list(ctx context.Context) ([]*fgv1alpha1.GraphRollout, error) {
+// list fills in Listed for the clusters of the wave in progress.
+func (c *Controller) list(ctx context.Context, ro *fgv1alpha1.GraphRollout, waves map[string]int32, obs map[string]Observation) {
+	for name, w := range waves {
+		if w != ro.Status.Wave {
+			continue
+		}
+		o := obs[name]
+		n, err := c.Hooks.List(ctx, ro.Spec.Graph, name)
+		if err != nil {
+			n = -1
+		}
+		o.Listed = n
+		obs[name] = o
+	}
+}
+
+func (c *Controller) rollouts(ctx context.Context) ([]*fgv1alpha1.GraphRollout, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind + "List"))
 	if err := c.Client.List(ctx, list); err != nil {

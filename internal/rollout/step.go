@@ -149,8 +149,12 @@ func unhealthy(spec fgv1alpha1.GraphRolloutSpec, target int64, w int32, waves ma
 			why = "CRD not established"
 		case o.Revision != target:
 			why = fmt.Sprintf("serves revision %d", o.Revision)
-		case o.Instances > 0 && int64(o.Ready)*100 < int64(share)*int64(o.Instances):
-			why = fmt.Sprintf("%d of %d instances Ready, %d%% needed", o.Ready, o.Instances, share)
+		case o.Listed < 0:
+			why = "instances cannot be listed"
+		case o.Instances < o.Listed:
+			why = fmt.Sprintf("%d of %d instances reconciled", o.Instances, o.Listed)
+		case int64(o.Ready)*100 < int64(share)*int64(max(o.Instances, o.Listed)):
+			why = fmt.Sprintf("%d of %d instances Ready, %d%% needed", o.Ready, max(o.Instances, o.Listed), share)
 		default:
 			continue
 		}
