@@ -49,6 +49,15 @@ bench: envtest-assets ## Benchmarks: compile, CRD fan-out (1 vs 3 spokes), 500 i
 		KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
 		$(GO) test -tags integration -run '^$$' -bench 'BenchmarkWebApp500(WritesOnly)?$$' -benchtime 7x -timeout 40m ./internal/spoke/; fi
 
+.PHONY: bench-rollout
+bench-rollout: envtest-assets ## Benchmark: a new revision on 4 spokes, one-wave GraphRollout vs the unconditional fan-out.
+	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
+		$(GO) test -tags integration -run '^$$' -bench BenchmarkRolloutOneWave -benchtime 20x ./sdk/
+
+.PHONY: rollout-demo
+rollout-demo: envtest-assets ## Run the two-wave rollout demo on a local embedded fleet.
+	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/rollout
+
 .PHONY: quickstart
 quickstart: envtest-assets ## Run the quickstart on a local embedded fleet.
 	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/quickstart

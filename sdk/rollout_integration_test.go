@@ -86,7 +86,7 @@ spec:
 
 // applyRollout applies a GraphRollout with a new client each attempt: a
 // client's REST mapper does not see a kind installed after its group.
-func applyRollout(t *testing.T, cfg *rest.Config, name string, spec map[string]any) {
+func applyRollout(t testing.TB, cfg *rest.Config, name string, spec map[string]any) {
 	t.Helper()
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
 	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
