@@ -178,3 +178,39 @@ func TestPlacementFollowsClusterLabels(t *testing.T) {
 }
 
 var tideGVK = webAppGVK.GroupVersion().WithKind("Tide")
+
+// A breaking change never reaches a cluster that serves the graph: the
+// rollout names the cluster holding it back, and the cluster keeps the
+// previous revision. The Go placement hook keeps the graph off spoke-2.
+func TestABreakingChangeIsHeldBackByName(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 2)
+	provider, err := fleet.NewProvider(context.Background())
+	require.NoError(t, err)
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{
+		DisableRGDController: true, RolloutResync: 200 * time.Millisecond,
+		Placement: func(graph, cluster string, _ map[string]string) bool { return graph != "tilt" || cluster != "spoke-2" },
+	})
+	ctx := context.Background()
+	c1 := newClient(t, fleet.Spoke("spoke-1").Config)
+	applyRollout(t, fleet.Hub.Config, "tilt", map[string]any{"graph": "tilt"})
+	require.NoError(t, h.RegisterGraph(ctx, tideRGD(t, "tilt", "Tilt", "1", "")))
+	gvk := webAppGVK.GroupVersion().WithKind("Tilt")
+	createWhenServed(t, c1, instance(gvk, "app", map[string]any{"color": "blue"}))
+	requireState(t, c1, gvk, "app", "ACTIVE")
+
+	breaking := tideRGD(t, "tilt", "Tilt", "2", "")
+	breaking.Spec.Schema.Spec.Raw = []byte(`{"color":"integer | default=1"}`)
+	breaking.Spec.Resources[0].Template.Raw = []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"${schema.metadata.name}-tide"},"data":{"color":"${string(schema.spec.color)}","version":"2"}}`)
+	require.NoError(t, h.RegisterGraph(ctx, breaking))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		st, ok := h.Rollout("tilt")
+		require.True(ct, ok)
+		assert.Equal(ct, int64(2), st.TargetRevision)
+		require.Len(ct, st.HoldingBack, 1)
+		assert.Equal(ct, "spoke-1", st.HoldingBack[0].Name)
+		assert.Contains(ct, st.HoldingBack[0].Message, "Incompatible")
+		assert.Equal(ct, map[string]int64{"spoke-1": 1}, servedRevisions(h, "tilt"))
+	}, wait, tick)
+	requireVersion(t, c1, "app", "1")
+	assert.False(t, crdExists(t, fleet.Spoke("spoke-2"), "tilts.kro.run"), "the hook keeps spoke-2 out")
+}
