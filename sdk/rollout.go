@@ -45,6 +45,37 @@ func (h *Hub) Rollout(graphName string) (RolloutStatus, bool) {
 	return h.rollouts.Status(graphName)
 }
 
+// ErrNoRollout is returned by RollBack and ResumeRollout for a graph no
+// GraphRollout names; match it with errors.Is.
+var ErrNoRollout = rollout.ErrNoRollout
+
+// RollBack sets spec.rollbackTo of the named graph's GraphRollout: every
+// placed cluster serves revision rev (a GraphRevision number) at once, and
+// the rollout stops there. Revision 0 clears it: the latest revision is
+// rolled out again from the first wave. It returns ErrNoRollout when no
+// GraphRollout names the graph.
+func (h *Hub) RollBack(ctx context.Context, graphName string, rev int64) error {
+	if h.rollouts == nil {
+		return fmt.Errorf("%w: rollouts are disabled", ErrNoRollout)
+	}
+	patch := fmt.Appendf(nil, `{"spec":{"rollbackTo":%d}}`, rev)
+	if rev == 0 {
+		patch = []byte(`{"spec":{"rollbackTo":null}}`)
+	}
+	return h.rollouts.Patch(ctx, graphName, patch)
+}
+
+// ResumeRollout restarts the failed wave of the named graph's rollout: its
+// deadline counts from now (it sets the fleetgraph.dev/resume annotation).
+// It returns ErrNoRollout when no GraphRollout names the graph.
+func (h *Hub) ResumeRollout(ctx context.Context, graphName string) error {
+	if h.rollouts == nil {
+		return fmt.Errorf("%w: rollouts are disabled", ErrNoRollout)
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, fgv1alpha1.AnnotationResume, time.Now().UTC().Format(time.RFC3339Nano))
+	return h.rollouts.Patch(ctx, graphName, patch)
+}
+
 // newPlanner makes the planner the gate and the fallback consult.
 func (h *Hub) newPlanner() *rollout.Planner {
 	return rollout.NewPlanner(h.opts.Placement, h.labelledClusters)

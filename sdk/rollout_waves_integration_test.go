@@ -159,11 +159,19 @@ func TestAFailedWavePausesAndRollsBack(t *testing.T) {
 		requireState(t, spokes[name], gvk, "app", "ACTIVE")
 	}
 
-	applyRollout(t, fleet.Hub.Config, "neap", twoWaves("neap", map[string]any{"progressDeadlineSeconds": int64(3), "rollbackTo": int64(1)}))
+	// Resuming retries the wave, which fails again: it still never gets
+	// Ready.
+	require.NoError(t, h.ResumeRollout(context.Background(), "neap"))
+	requireEvents(t, fleet, "neap", "Resumed")
+	requireRollout(t, h, "neap", fgv1alpha1.RolloutFailed,
+		map[string]int64{"spoke-1": 2, "spoke-2": 1, "spoke-3": 1, "spoke-4": 1})
+
+	require.NoError(t, h.RollBack(context.Background(), "neap", 1))
 	requireRollout(t, h, "neap", fgv1alpha1.RolloutRolledBack, allServe(1))
 	requireVersion(t, canary, "app", "1")
 	requireState(t, canary, gvk, "app", "ACTIVE")
 	requireEvents(t, fleet, "neap", "RolloutStarted", "WaveFailed", "RolledBack")
+	assert.ErrorIs(t, h.RollBack(context.Background(), "no-such-graph", 1), sdk.ErrNoRollout)
 }
 
 // A hub that stops mid-rollout and is replaced picks the rollout up where

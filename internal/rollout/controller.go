@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -78,6 +80,7 @@ type Controller struct {
 
 	mu       sync.Mutex
 	statuses map[string]fgv1alpha1.GraphRolloutStatus // by graph
+	names    map[string]string                        // by graph: the GraphRollout that rules it
 	// decided is, per graph and cluster, the decision last seen for the
 	// latest revision ("" serves), to reconsider clusters whose changed.
 	decided map[string]map[string]string
@@ -92,6 +95,27 @@ func (c *Controller) Status(graphName string) (fgv1alpha1.GraphRolloutStatus, bo
 	defer c.mu.Unlock()
 	st, ok := c.statuses[graphName]
 	return *st.DeepCopy(), ok
+}
+
+// ErrNoRollout: no GraphRollout names the graph (as of the last look).
+var ErrNoRollout = errors.New("no GraphRollout names the graph")
+
+// Patch merges patch (a JSON merge patch) into the GraphRollout that rules
+// the named graph.
+func (c *Controller) Patch(ctx context.Context, graphName string, patch []byte) error {
+	c.mu.Lock()
+	name := c.names[graphName]
+	c.mu.Unlock()
+	if name == "" {
+		return fmt.Errorf("%w: %s", ErrNoRollout, graphName)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
+	u.SetName(name)
+	if err := c.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("patching GraphRollout %s: %w", name, err)
+	}
+	return nil
 }
 
 // Start installs the GraphRollout CRD and runs the loop until ctx ends.
@@ -134,6 +158,7 @@ func (c *Controller) tick(ctx context.Context) error {
 	}
 	plans := map[string]*plan{}
 	statuses := map[string]fgv1alpha1.GraphRolloutStatus{}
+	names := map[string]string{}
 	for _, ro := range rollouts {
 		if _, dup := plans[ro.Spec.Graph]; dup {
 			continue // the oldest one rules
@@ -141,10 +166,11 @@ func (c *Controller) tick(ctx context.Context) error {
 		c.advance(ctx, ro)
 		plans[ro.Spec.Graph] = &plan{spec: ro.Spec, target: ro.Status.TargetRevision, wave: ro.Status.Wave}
 		statuses[ro.Spec.Graph] = ro.Status
+		names[ro.Spec.Graph] = ro.Name
 	}
 	c.Planner.set(plans)
 	c.mu.Lock()
-	c.statuses = statuses
+	c.statuses, c.names = statuses, names
 	c.mu.Unlock()
 	c.reconsider()
 	return nil
