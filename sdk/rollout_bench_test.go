@@ -64,7 +64,8 @@ func BenchmarkRolloutOneWave(b *testing.B) {
 		ms(total["flat"]), ms(total["roll"]), ms(total["roll"])/ms(total["flat"]), b.N)
 }
 
-// benchRGD is a one-ConfigMap graph; generation gen writes gen in its data.
+// benchRGD is a one-ConfigMap graph named name, of kind Name; generation
+// gen writes gen in its data.
 func benchRGD(b *testing.B, name string, gen int64) *v1alpha1.ResourceGraphDefinition {
 	rgd := rgdFromString(b, fmt.Sprintf(`
 apiVersion: kro.run/v1alpha1

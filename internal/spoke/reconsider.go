@@ -39,11 +39,17 @@ func (rt *Runtime) Reconsider(graphName string, cluster multicluster.ClusterName
 // ServedRevisions returns, per cluster a version of the named graph
 // serves, the revision of that version (0 when unnumbered).
 func (rt *Runtime) ServedRevisions(graphName string) map[multicluster.ClusterName]int64 {
+	return rt.servedBy(graphName, func(g *graph.Graph) int64 { return g.Revision })
+}
+
+// servedBy returns, per cluster a version of the named graph serves, what
+// of returns for that version.
+func (rt *Runtime) servedBy(graphName string, of func(*graph.Graph) int64) map[multicluster.ClusterName]int64 {
 	_, serving := rt.serving(graphName)
 	out := make(map[multicluster.ClusterName]int64, len(serving))
 	for name, sc := range serving {
 		if sc.member(name) != nil {
-			out[name] = sc.g.Revision
+			out[name] = of(sc.g)
 		}
 	}
 	return out

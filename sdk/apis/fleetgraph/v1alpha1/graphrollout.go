@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -150,9 +152,7 @@ type RolloutCluster struct {
 
 // GraphRolloutCRD returns the CRD that serves GraphRollout on the hub.
 func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
-	obj := func(props map[string]apiextensionsv1.JSONSchemaProps, required ...string) apiextensionsv1.JSONSchemaProps {
-		return apiextensionsv1.JSONSchemaProps{Type: "object", Properties: props, Required: required}
-	}
+	obj := object
 	integer := apiextensionsv1.JSONSchemaProps{Type: "integer", Format: "int64"}
 	nonNegative := apiextensionsv1.JSONSchemaProps{Type: "integer", Minimum: ptr.To(0.0)}
 	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
@@ -183,37 +183,23 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 		"waveStarted": {Type: "string", Format: "date-time"}, "healthySince": {Type: "string", Format: "date-time"},
 		"resumed": str, "message": str, "clusters": clusters, "holdingBack": clusters, "observedGeneration": integer,
 	})
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:   GraphRolloutCRDName,
-			Labels: map[string]string{kro.LabelManagedBy: kro.ManagedByFleetgraph},
+	return hubCRD(GraphRolloutKind, "graphrollouts", "fgro", apiextensionsv1.CustomResourceDefinitionVersion{
+		Name: GroupVersion.Version, Served: true, Storage: true,
+		Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+		Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+			Type:       "object",
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": spec, "status": status},
+			Required:   []string{"spec"},
+		}},
+		AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "GRAPH", Type: "string", JSONPath: ".spec.graph"},
+			{Name: "TARGET", Type: "integer", JSONPath: ".status.targetRevision"},
+			{Name: "STABLE", Type: "integer", JSONPath: ".status.stableRevision"},
+			{Name: "WAVE", Type: "string", JSONPath: ".status.waveName"},
+			{Name: "PHASE", Type: "string", JSONPath: ".status.phase"},
+			{Name: "AGE", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 		},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: GroupVersion.Group,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{
-				Plural: "graphrollouts", Singular: "graphrollout", Kind: GraphRolloutKind,
-				ListKind: GraphRolloutKind + "List", ShortNames: []string{"fgro"},
-			},
-			Scope: apiextensionsv1.ClusterScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: GroupVersion.Version, Served: true, Storage: true,
-				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type:       "object",
-					Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": spec, "status": status},
-					Required:   []string{"spec"},
-				}},
-				AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{
-					{Name: "GRAPH", Type: "string", JSONPath: ".spec.graph"},
-					{Name: "TARGET", Type: "integer", JSONPath: ".status.targetRevision"},
-					{Name: "STABLE", Type: "integer", JSONPath: ".status.stableRevision"},
-					{Name: "WAVE", Type: "string", JSONPath: ".status.waveName"},
-					{Name: "PHASE", Type: "string", JSONPath: ".status.phase"},
-					{Name: "AGE", Type: "date", JSONPath: ".metadata.creationTimestamp"},
-				},
-			}},
-		},
-	}
+	})
 }
 
 // DeepCopy returns a copy of s that shares nothing with it.
@@ -228,4 +214,29 @@ func (s *GraphRolloutStatus) DeepCopy() *GraphRolloutStatus {
 	out.Clusters = append([]RolloutCluster(nil), s.Clusters...)
 	out.HoldingBack = append([]RolloutCluster(nil), s.HoldingBack...)
 	return &out
+}
+
+// object is an OpenAPI object schema with the given properties.
+func object(props map[string]apiextensionsv1.JSONSchemaProps, required ...string) apiextensionsv1.JSONSchemaProps {
+	return apiextensionsv1.JSONSchemaProps{Type: "object", Properties: props, Required: required}
+}
+
+// hubCRD is a cluster-scoped CRD of fleetgraph's group, labelled as ours,
+// serving kind at version v.
+func hubCRD(kind, plural, short string, v apiextensionsv1.CustomResourceDefinitionVersion) *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   plural + "." + GroupVersion.Group,
+			Labels: map[string]string{kro.LabelManagedBy: kro.ManagedByFleetgraph},
+		},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: GroupVersion.Group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{
+				Plural: plural, Singular: strings.ToLower(kind), Kind: kind,
+				ListKind: kind + "List", ShortNames: []string{short},
+			},
+			Scope:    apiextensionsv1.ClusterScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{v},
+		},
+	}
 }
