@@ -250,18 +250,12 @@ func (c *Controller) reconsider() {
 	var changes []change
 	seen := map[string]map[string]string{}
 	for _, g := range c.Hooks.Graphs() {
-		rev := c.Hooks.Latest(g)
-		seen[g] = map[string]string{}
+		decided, placed := c.Planner.decideAll(g, c.Hooks.Latest(g), clusters)
+		seen[g] = decided
 		for _, cl := range clusters {
-			d := ""
-			if err := c.Planner.Decide(g, cl.Name, rev); err != nil {
-				d = err.Error()
-			}
-			seen[g][cl.Name] = d
 			prev, known := c.decided[g][cl.Name]
-			if known && prev != d {
-				placed, _ := c.Planner.Placed(g, cl.Name)
-				changes = append(changes, change{g, cl.Name, placed})
+			if known && prev != decided[cl.Name] {
+				changes = append(changes, change{g, cl.Name, placed[cl.Name]})
 			}
 		}
 	}

@@ -138,3 +138,26 @@ func TestUnreconciledInstancesAreNotHealthy(t *testing.T) {
 	require.Len(t, bad, 1)
 	assert.Equal(t, "0 of 3 instances reconciled", bad[0].Message)
 }
+
+// decideAll agrees with Decide on every cluster, and lists each one.
+func TestDecideAllAgreesWithDecide(t *testing.T) {
+	clusters := []Cluster{{Name: "a", Labels: map[string]string{"env": "prod"}}, {Name: "b"}, {Name: "c", Labels: map[string]string{"env": "prod"}}}
+	p := NewPlanner(nil, func() []Cluster { return clusters })
+	p.set(map[string]*plan{"g": {target: 1, spec: fgv1alpha1.GraphRolloutSpec{
+		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
+		Waves:           []fgv1alpha1.Wave{{Clusters: 1}, {Clusters: 1}},
+	}}})
+	for _, g := range []string{"g", "other"} {
+		decided, placed := p.decideAll(g, 2, clusters)
+		require.Len(t, decided, len(clusters))
+		for _, c := range clusters {
+			want := ""
+			if err := p.Decide(g, c.Name, 2); err != nil {
+				want = err.Error()
+			}
+			assert.Equal(t, want, decided[c.Name], "%s on %s", g, c.Name)
+			ok, _ := p.Placed(g, c.Name)
+			assert.Equal(t, ok, placed[c.Name], "%s on %s", g, c.Name)
+		}
+	}
+}

@@ -79,23 +79,62 @@ func (p *Planner) Placed(graphName, cluster string) (bool, error) {
 
 // locate finds the graph's rollout and the cluster's wave in it.
 func (p *Planner) locate(graphName, cluster string) (*plan, int32, error) {
-	p.mu.Lock()
-	loaded, pl := p.loaded, p.plans[graphName]
-	p.mu.Unlock()
-	if !loaded {
-		return nil, 0, ErrNotLoaded
+	pl, waves, err := p.assignment(graphName, nil)
+	if err != nil || waves == nil {
+		return pl, 0, err
 	}
-	if pl == nil && p.hook == nil {
-		return nil, 0, nil
-	}
-	var spec = planSpec(pl)
-	placed, labelsOf := placedClusters(graphName, spec.ClusterSelector, p.hook, p.clusters())
-	waves := assign(spec, placed, labelsOf)
 	wave, ok := waves[cluster]
 	if !ok {
 		return nil, 0, ErrNotPlaced
 	}
 	return pl, wave, nil
+}
+
+// assignment returns the graph's rollout and the wave of every placed
+// cluster among clusters (nil: the engaged ones); nil waves when every
+// cluster is placed in one wave.
+func (p *Planner) assignment(graphName string, clusters []Cluster) (*plan, map[string]int32, error) {
+	p.mu.Lock()
+	loaded, pl := p.loaded, p.plans[graphName]
+	p.mu.Unlock()
+	if !loaded {
+		return nil, nil, ErrNotLoaded
+	}
+	if pl == nil && p.hook == nil {
+		return nil, nil, nil
+	}
+	if clusters == nil {
+		clusters = p.clusters()
+	}
+	spec := planSpec(pl)
+	placed, labelsOf := placedClusters(graphName, spec.ClusterSelector, p.hook, clusters)
+	return pl, assign(spec, placed, labelsOf), nil
+}
+
+// decideAll is Decide for every one of clusters at once: cluster name to
+// "" (serve) or the reason it may not, and whether it is placed.
+func (p *Planner) decideAll(graphName string, rev int64, clusters []Cluster) (map[string]string, map[string]bool) {
+	decided := make(map[string]string, len(clusters))
+	placed := make(map[string]bool, len(clusters))
+	pl, waves, err := p.assignment(graphName, clusters)
+	for _, c := range clusters {
+		decided[c.Name] = ""
+		wave, ok := waves[c.Name]
+		switch {
+		case err != nil:
+			decided[c.Name] = err.Error()
+		case waves == nil:
+			placed[c.Name] = true
+		case !ok:
+			decided[c.Name] = ErrNotPlaced.Error()
+		default:
+			placed[c.Name] = true
+			if err := pl.decide(rev, wave); err != nil {
+				decided[c.Name] = err.Error()
+			}
+		}
+	}
+	return decided, placed
 }
 
 // set replaces the rollouts and marks them loaded.
