@@ -54,6 +54,15 @@ bench-memory: envtest-assets ## Hub heap and RSS with 1,000 and 5,000 ACTIVE Web
 	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
 		$(GO) test -tags integration -run '^$$' -bench BenchmarkWebAppScale -benchtime 1x -timeout 40m ./internal/spoke/
 
+.PHONY: bench-rollout
+bench-rollout: envtest-assets ## Benchmark: a new revision on 4 spokes, one-wave GraphRollout vs the unconditional fan-out.
+	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
+		$(GO) test -tags integration -run '^$$' -bench BenchmarkRolloutOneWave -benchtime 20x ./sdk/
+
+.PHONY: rollout-demo
+rollout-demo: envtest-assets ## Run the two-wave rollout demo on a local embedded fleet.
+	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/rollout
+
 .PHONY: quickstart
 quickstart: envtest-assets ## Run the quickstart on a local embedded fleet.
 	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/quickstart

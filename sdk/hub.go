@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/rollout"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -74,6 +75,10 @@ type Hub struct {
 	// revisions records every served spec on the hub; nil until
 	// SetupWithManager (see versions.go).
 	revisions *hub.Revisions
+	// planner decides placement and rollout waves; rollouts moves the
+	// GraphRollouts on (nil when disabled). See rollout.go.
+	planner  *rollout.Planner
+	rollouts *rollout.Controller
 
 	// ctx bounds background removals; stop ends it when the manager stops.
 	ctx  context.Context
@@ -123,6 +128,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		ctx:      ctx,
 		stop:     stop,
 	}
+	h.planner = h.newPlanner()
 	h.tracker = &hub.Tracker{OnChange: h.notifyChanged, Failures: hub.FailuresOf(provider)}
 	h.fanOut = hub.NewFanOut(h.tracker, hub.FanOutOptions{
 		FieldManager:           opts.FieldManager,

@@ -118,6 +118,21 @@ type Options struct {
 	// reached then keeps both (see the README). Negative turns the clean-up
 	// off. Defaults to DefaultDepartureGrace.
 	DepartureGrace time.Duration
+	// Placement, if set, decides which clusters serve which graph, by the
+	// labels the provider gives each cluster (see ClusterLabeler); a
+	// GraphRollout's cluster selector narrows it further. A cluster that
+	// stops being placed is served no more: its CRD, instances and
+	// children stay, and its instances are released (our finalizer taken
+	// off). Defaults to nil: every graph is placed on every cluster.
+	Placement PlacementFunc
+	// DisableRollouts turns off the GraphRollout controller, which installs
+	// the fleetgraph.dev GraphRollout CRD on the hub and rolls revisions out
+	// in waves. Defaults to false: it runs, and a graph without a
+	// GraphRollout reaches every placed cluster at once.
+	DisableRollouts bool
+	// RolloutResync is how often every GraphRollout is looked at (and
+	// cluster labels re-read). Defaults to 1 second.
+	RolloutResync time.Duration
 	// Logger defaults to controller-runtime's log.Log named "fleetgraph".
 	Logger logr.Logger
 }

@@ -60,6 +60,9 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	if err := h.setupRevisions(mgr.GetLocalManager()); err != nil {
 		return err
 	}
+	if err := h.setupRollouts(mgr.GetLocalManager()); err != nil {
+		return err
+	}
 	if h.provider == nil {
 		if err := mgr.GetLocalManager().Add(manager.RunnableFunc(h.serveLocal)); err != nil {
 			return fmt.Errorf("adding single-cluster runnable: %w", err)
@@ -200,6 +203,9 @@ func managers(obj metav1.Object) []string {
 func (h *Hub) gate(ctx context.Context, name multicluster.ClusterName, g *graph.Graph) error {
 	if g.Removal != "" {
 		return nil
+	}
+	if err := h.placementGate(ctx, name, g); err != nil {
+		return err
 	}
 	h.mu.Lock()
 	e := h.clusters[string(name)]

@@ -52,7 +52,7 @@ func (h *Hub) previousRevision(ctx context.Context, name multicluster.ClusterNam
 	h.mu.Lock()
 	e, revs := h.clusters[string(name)], h.revisions
 	h.mu.Unlock()
-	if e == nil || revs == nil {
+	if e == nil || revs == nil || !h.placedForFallback(name, latest.Name) {
 		return nil, nil
 	}
 	rev, err := hub.ServedRevision(ctx, e.cl.GetAPIReader(), latest.CRD.Name)

@@ -159,22 +159,7 @@ func (r *Revisions) install(ctx context.Context) error {
 	if r.installed {
 		return nil
 	}
-	crd := fgv1alpha1.GraphRevisionCRD()
-	existing, err := getCRD(ctx, r.client, crd.Name)
-	switch {
-	case err == nil && existing.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByFleetgraph:
-		return fmt.Errorf("%w: %s", ErrConflict, crd.Name)
-	case err != nil && !apierrors.IsNotFound(err):
-		return fmt.Errorf("reading CRD %s: %w", crd.Name, err)
-	}
-	u, err := ApplyObject(crd)
-	if err != nil {
-		return err
-	}
-	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(r.fieldManager)); err != nil {
-		return fmt.Errorf("installing CRD %s: %w", crd.Name, err)
-	}
-	if err := WaitEstablished(ctx, r.client, crd.Name); err != nil {
+	if err := InstallCRD(ctx, r.client, fgv1alpha1.GraphRevisionCRD(), r.fieldManager); err != nil {
 		return err
 	}
 	r.installed = true

@@ -225,14 +225,7 @@ func (rt *Runtime) Counts(graphName string) map[multicluster.ClusterName]Count {
 // cluster where that one's gate has not passed: the previous version serves
 // there meanwhile.
 func (rt *Runtime) Served(graphName string) map[multicluster.ClusterName]int64 {
-	_, serving := rt.serving(graphName)
-	out := make(map[multicluster.ClusterName]int64, len(serving))
-	for name, sc := range serving {
-		if sc.member(name) != nil {
-			out[name] = sc.g.Generation
-		}
-	}
-	return out
+	return rt.servedBy(graphName, func(g *graph.Graph) int64 { return g.Generation })
 }
 
 // serving returns the latest version of the named graph and the version

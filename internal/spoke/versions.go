@@ -202,7 +202,10 @@ func (rt *Runtime) designated(c *controller, cluster multicluster.ClusterName) b
 func (rt *Runtime) fallBack(ctx context.Context, c *controller, cluster multicluster.ClusterName) {
 	rt.mu.Lock()
 	f, e := rt.fallback, rt.clusters[cluster]
-	v := rt.versions[c.g.Name]
+	var v *versions
+	if rt.latestLocked(c) { // a graph served before Start has no entry yet
+		v = rt.versionsLocked(c.g.Name)
+	}
 	idle := v != nil && v.serving[cluster] == nil
 	rt.mu.Unlock()
 	if f == nil || e == nil || !idle {

@@ -1,6 +1,9 @@
 // Package v1alpha1 holds fleetgraph's own hub-side API, group
 // fleetgraph.dev: GraphRevision, the immutable, numbered record of one
-// accepted ResourceGraphDefinition spec.
+// accepted ResourceGraphDefinition spec, and GraphRollout, the opt-in policy
+// that places a graph on clusters by label and rolls its revisions out in
+// waves. The RGD itself stays as kro defines it: a platform that wants
+// neither creates no GraphRollout.
 //
 // The shape follows kro's GraphRevision (internal.kro.run/v1alpha1): a
 // cluster-scoped object named "<rgd>-r00001" holding the revision number and
@@ -10,7 +13,8 @@
 // recompile, the revision each cluster was serving; rollouts build on the
 // revision numbers.
 //
-// The CRD is built in Go (GraphRevisionCRD), not by controller-gen.
+// The CRDs are built in Go (GraphRevisionCRD, GraphRolloutCRD), not by
+// controller-gen; the hub installs them.
 //
 // +kubebuilder:skip
 package v1alpha1

@@ -68,14 +68,11 @@ func RevisionName(graph string, rev int64) string {
 // The spec is immutable (a CEL rule), the snapshot's RGD spec is stored as
 // is.
 func GraphRevisionCRD() *apiextensionsv1.CustomResourceDefinition {
-	obj := func(props map[string]apiextensionsv1.JSONSchemaProps, required ...string) apiextensionsv1.JSONSchemaProps {
-		return apiextensionsv1.JSONSchemaProps{Type: "object", Properties: props, Required: required}
-	}
 	integer := apiextensionsv1.JSONSchemaProps{Type: "integer", Format: "int64"}
 	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
-	spec := obj(map[string]apiextensionsv1.JSONSchemaProps{
+	spec := object(map[string]apiextensionsv1.JSONSchemaProps{
 		"revision": {Type: "integer", Format: "int64", Minimum: ptr.To(1.0)},
-		"snapshot": obj(map[string]apiextensionsv1.JSONSchemaProps{
+		"snapshot": object(map[string]apiextensionsv1.JSONSchemaProps{
 			"name":                 str,
 			"generation":           integer,
 			"allowBreakingChanges": {Type: "boolean"},
@@ -83,32 +80,17 @@ func GraphRevisionCRD() *apiextensionsv1.CustomResourceDefinition {
 		}, "name", "spec"),
 	}, "revision", "snapshot")
 	spec.XValidations = apiextensionsv1.ValidationRules{{Rule: "self == oldSelf", Message: "spec is immutable"}}
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:   GraphRevisionCRDName,
-			Labels: map[string]string{kro.LabelManagedBy: kro.ManagedByFleetgraph},
+	return hubCRD(GraphRevisionKind, "graphrevisions", "fgr", apiextensionsv1.CustomResourceDefinitionVersion{
+		Name: GroupVersion.Version, Served: true, Storage: true,
+		Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+			Type:       "object",
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": spec},
+			Required:   []string{"spec"},
+		}},
+		AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "RGD", Type: "string", JSONPath: ".spec.snapshot.name"},
+			{Name: "REVISION", Type: "integer", JSONPath: ".spec.revision"},
+			{Name: "AGE", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 		},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: GroupVersion.Group,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{
-				Plural: "graphrevisions", Singular: "graphrevision", Kind: GraphRevisionKind,
-				ListKind: GraphRevisionKind + "List", ShortNames: []string{"fgr"},
-			},
-			Scope: apiextensionsv1.ClusterScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: GroupVersion.Version, Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type:       "object",
-					Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": spec},
-					Required:   []string{"spec"},
-				}},
-				AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{
-					{Name: "RGD", Type: "string", JSONPath: ".spec.snapshot.name"},
-					{Name: "REVISION", Type: "integer", JSONPath: ".spec.revision"},
-					{Name: "AGE", Type: "date", JSONPath: ".metadata.creationTimestamp"},
-				},
-			}},
-		},
-	}
-	return crd
+	})
 }

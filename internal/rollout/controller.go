@@ -1,0 +1,341 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/internal/hub"
+	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
+)
+
+// DefaultResync is how often the Controller looks at every rollout.
+const DefaultResync = time.Second
+
+// Observation is a graph on one cluster as the hub sees it.
+type Observation struct {
+	// Revision serves the cluster (0: none).
+	Revision int64
+	// Established reports that the latest revision's CRD is established
+	// there; Message says why not.
+	Established bool
+	Message     string
+	// Instances and Ready count the graph's instances there as the
+	// runtime reconciled them.
+	Instances, Ready int
+	// Listed is how many instances the cluster holds, as listed live;
+	// filled in for the clusters of the wave in progress only (-1 when the
+	// list failed).
+	Listed int
+}
+
+// Hooks connect the Controller to the hub. Every one is required.
+type Hooks struct {
+	// Graphs lists the registered graphs.
+	Graphs func() []string
+	// Latest is the revision of the named graph last registered (0: not
+	// registered, or unnumbered).
+	Latest func(graph string) int64
+	// Offered is the revision the runtime offers every cluster: Latest's,
+	// or a rollback's.
+	Offered func(graph string) int64
+	// Observe returns the named graph's state per engaged cluster.
+	Observe func(graph string) map[string]Observation
+	// List counts the named graph's instances on the named cluster, live.
+	List func(ctx context.Context, graph, cluster string) (int, error)
+	// Reconsider asks the runtime to decide again which revision serves
+	// the named cluster (placed reports whether any may).
+	Reconsider func(graph, cluster string, placed bool)
+	// ServeRevision makes revision rev the one the runtime offers every
+	// cluster, for a rollback and after one.
+	ServeRevision func(ctx context.Context, graph string, rev int64) error
+}
+
+// Controller moves GraphRollouts forward; see the package doc.
+type Controller struct {
+	// Client reads and writes GraphRollouts on the hub, live.
+	Client client.Client
+	// Planner receives the rollouts.
+	Planner *Planner
+	Hooks   Hooks
+	// Recorder, if set, records events on GraphRollouts.
+	Recorder events.EventRecorder
+	// Resync defaults to DefaultResync.
+	Resync time.Duration
+	// FieldManager installs the CRD.
+	FieldManager string
+	Logger       logr.Logger
+
+	mu       sync.Mutex
+	statuses map[string]fgv1alpha1.GraphRolloutStatus // by graph
+	names    map[string]string                        // by graph: the GraphRollout that rules it
+	// decided is, per graph and cluster, the decision last seen for the
+	// latest revision ("" serves), to reconsider clusters whose changed.
+	decided map[string]map[string]string
+	// rolledBack is, per graph, the revision a rollback made the runtime
+	// offer, until the latest is offered again.
+	rolledBack map[string]int64
+}
+
+// Status returns the status of the named graph's rollout, if it has one.
+func (c *Controller) Status(graphName string) (fgv1alpha1.GraphRolloutStatus, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.statuses[graphName]
+	return *st.DeepCopy(), ok
+}
+
+// ErrNoRollout: no GraphRollout names the graph (as of the last look).
+var ErrNoRollout = errors.New("no GraphRollout names the graph")
+
+// Patch merges patch (a JSON merge patch) into the GraphRollout that rules
+// the named graph.
+func (c *Controller) Patch(ctx context.Context, graphName string, patch []byte) error {
+	c.mu.Lock()
+	name := c.names[graphName]
+	c.mu.Unlock()
+	if name == "" {
+		return fmt.Errorf("%w: %s", ErrNoRollout, graphName)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
+	u.SetName(name)
+	if err := c.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("patching GraphRollout %s: %w", name, err)
+	}
+	return nil
+}
+
+// Start installs the GraphRollout CRD and runs the loop until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	if c.Resync <= 0 {
+		c.Resync = DefaultResync
+	}
+	for delay := c.Resync; ; delay = min(2*delay, 30*time.Second) {
+		err := hub.InstallCRD(ctx, c.Client, fgv1alpha1.GraphRolloutCRD(), c.FieldManager)
+		if err == nil {
+			break
+		}
+		// Serve without rollouts meanwhile rather than not at all.
+		c.Planner.set(nil)
+		c.Logger.Error(err, "installing the GraphRollout CRD; retrying", "retry", delay)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+	}
+	t := time.NewTicker(c.Resync)
+	defer t.Stop()
+	for {
+		if err := c.tick(ctx); err != nil && ctx.Err() == nil {
+			c.Logger.Error(err, "rollouts")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Controller) tick(ctx context.Context) error {
+	rollouts, err := c.rollouts(ctx)
+	if err != nil {
+		return err
+	}
+	plans := map[string]*plan{}
+	statuses := map[string]fgv1alpha1.GraphRolloutStatus{}
+	names := map[string]string{}
+	for _, ro := range rollouts {
+		if _, dup := plans[ro.Spec.Graph]; dup {
+			continue // the oldest one rules
+		}
+		c.advance(ctx, ro)
+		plans[ro.Spec.Graph] = &plan{spec: ro.Spec, target: ro.Status.TargetRevision, wave: ro.Status.Wave}
+		statuses[ro.Spec.Graph] = ro.Status
+		names[ro.Spec.Graph] = ro.Name
+	}
+	c.Planner.set(plans)
+	c.mu.Lock()
+	c.statuses, c.names = statuses, names
+	c.mu.Unlock()
+	c.reconsider()
+	return nil
+}
+
+// advance steps one rollout, serves a rollback's revision and writes the
+// status if it changed.
+func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
+	before := ro.Status.DeepCopy()
+	latest := c.Hooks.Latest(ro.Spec.Graph)
+	placed, labelsOf := placedClusters(ro.Spec.Graph, ro.Spec.ClusterSelector, c.Planner.hook, c.Planner.clusters())
+	waves := assign(ro.Spec, placed, labelsOf)
+	obs := c.Hooks.Observe(ro.Spec.Graph)
+	c.list(ctx, ro, waves, obs)
+	evs := step(metaNow(), ro, latest, waves, obs)
+	c.offer(ctx, ro, latest)
+	for _, e := range evs {
+		c.event(ro, e)
+	}
+	if equality.Semantic.DeepEqual(before, &ro.Status) {
+		return
+	}
+	if err := c.writeStatus(ctx, ro); err != nil {
+		c.Logger.Info("writing rollout status; retrying", "rollout", ro.Name, "reason", err.Error())
+	}
+}
+
+// offer makes the runtime offer a rollback's revision, and the latest
+// again once the rollback is cleared.
+func (c *Controller) offer(ctx context.Context, ro *fgv1alpha1.GraphRollout, latest int64) {
+	c.mu.Lock()
+	if c.rolledBack == nil {
+		c.rolledBack = map[string]int64{}
+	}
+	was := c.rolledBack[ro.Spec.Graph]
+	c.mu.Unlock()
+	want := ro.Spec.RollbackTo
+	if want == 0 {
+		if was == 0 {
+			return
+		}
+		want = latest
+	}
+	if want == 0 || c.Hooks.Offered(ro.Spec.Graph) == want {
+		c.setRolledBack(ro.Spec.Graph, ro.Spec.RollbackTo)
+		return
+	}
+	if err := c.Hooks.ServeRevision(ctx, ro.Spec.Graph, want); err != nil {
+		ro.Status.Message = fmt.Sprintf("offering revision %d: %v", want, err)
+		return
+	}
+	c.setRolledBack(ro.Spec.Graph, ro.Spec.RollbackTo)
+}
+
+func (c *Controller) setRolledBack(graphName string, rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rev == 0 {
+		delete(c.rolledBack, graphName)
+	} else {
+		c.rolledBack[graphName] = rev
+	}
+}
+
+// reconsider compares every graph's decision per cluster with the last one
+// and asks the runtime to reconsider the clusters whose changed.
+func (c *Controller) reconsider() {
+	clusters := c.Planner.clusters()
+	c.mu.Lock()
+	if c.decided == nil {
+		c.decided = map[string]map[string]string{}
+	}
+	type change struct {
+		graph, cluster string
+		placed         bool
+	}
+	var changes []change
+	seen := map[string]map[string]string{}
+	for _, g := range c.Hooks.Graphs() {
+		decided, placed := c.Planner.decideAll(g, c.Hooks.Latest(g), clusters)
+		seen[g] = decided
+		for _, cl := range clusters {
+			prev, known := c.decided[g][cl.Name]
+			if known && prev != decided[cl.Name] {
+				changes = append(changes, change{g, cl.Name, placed[cl.Name]})
+			}
+		}
+	}
+	c.decided = seen
+	c.mu.Unlock()
+	for _, ch := range changes {
+		c.Hooks.Reconsider(ch.graph, ch.cluster, ch.placed)
+	}
+}
+
+// list fills in Listed for the clusters of the wave in progress.
+func (c *Controller) list(ctx context.Context, ro *fgv1alpha1.GraphRollout, waves map[string]int32, obs map[string]Observation) {
+	for name, w := range waves {
+		if w != ro.Status.Wave {
+			continue
+		}
+		o := obs[name]
+		n, err := c.Hooks.List(ctx, ro.Spec.Graph, name)
+		if err != nil {
+			n = -1
+		}
+		o.Listed = n
+		obs[name] = o
+	}
+}
+
+func (c *Controller) rollouts(ctx context.Context) ([]*fgv1alpha1.GraphRollout, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind + "List"))
+	if err := c.Client.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing GraphRollouts: %w", err)
+	}
+	out := make([]*fgv1alpha1.GraphRollout, 0, len(list.Items))
+	for i := range list.Items {
+		ro := &fgv1alpha1.GraphRollout{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, ro); err != nil {
+			c.Logger.Info("skipping a GraphRollout that does not decode", "rollout", list.Items[i].GetName(), "reason", err.Error())
+			continue
+		}
+		out = append(out, ro)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].CreationTimestamp, out[j].CreationTimestamp
+		if !a.Equal(&b) {
+			return a.Before(&b)
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+func (c *Controller) writeStatus(ctx context.Context, ro *fgv1alpha1.GraphRollout) error {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
+	if err != nil {
+		return fmt.Errorf("encoding rollout %s: %w", ro.Name, err)
+	}
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
+	return c.Client.Status().Update(ctx, u)
+}
+
+func (c *Controller) event(ro *fgv1alpha1.GraphRollout, e event) {
+	c.Logger.Info(e.note, "rollout", ro.Name, "graph", ro.Spec.Graph, "reason", e.reason)
+	if c.Recorder == nil {
+		return
+	}
+	target := &unstructured.Unstructured{}
+	target.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
+	target.SetName(ro.Name)
+	target.SetUID(ro.UID)
+	target.SetResourceVersion(ro.ResourceVersion)
+	c.Recorder.Eventf(target, nil, e.typ, e.reason, "Rollout", "%s", e.note)
+}
+
+// sortedKeys returns m's keys sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

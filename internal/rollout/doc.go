@@ -1,0 +1,19 @@
+// Package rollout decides which revision of a graph each cluster serves.
+//
+// Two inputs decide. Placement: a Go hook (sdk.Options.Placement) and a
+// GraphRollout object's cluster selector, both over the labels the provider
+// gives each cluster, say whether a cluster serves the graph at all.
+// Rollout: a GraphRollout's ordered waves say when a new revision reaches a
+// cluster; until its wave starts, a cluster keeps the revision it served.
+//
+// The decision lives here and nowhere else. The hub's gate asks Planner.Decide
+// before it puts a revision's CRD on a cluster, and its fallback asks
+// Planner.Placed before it serves an older revision there; the spoke runtime
+// then keeps its own rule (a cluster switches only once the new revision's
+// gate passes). The Controller moves rollouts forward: it watches the
+// fleet's health through hooks, opens the next wave when the current one
+// has been healthy for the soak time, stops a wave that misses its
+// deadline, and asks the runtime to reconsider a cluster whose decision
+// changed. Its state is the GraphRollout's status, so a hub that restarts
+// picks a rollout up where it was.
+package rollout

@@ -1,0 +1,205 @@
+package rollout
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
+)
+
+// DefaultProgressDeadline is how long a wave may take to become healthy.
+const DefaultProgressDeadline = 10 * time.Minute
+
+// event is one event to record on a rollout.
+type event struct{ typ, reason, note string }
+
+func metaNow() metav1.Time { return metav1.Now().Rfc3339Copy() }
+
+// step moves ro's status on, given the graph's latest revision, the
+// placed clusters' waves and what the hub observes, and returns the events
+// to record. It reads nothing else, so a restarted hub continues from the
+// status alone.
+func step(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64, waves map[string]int32, obs map[string]Observation) []event {
+	st, spec := &ro.Status, ro.Spec
+	st.ObservedGeneration = ro.Generation
+	n := waveCount(spec)
+	target := latest
+	if spec.RollbackTo > 0 {
+		target = spec.RollbackTo
+	}
+	var evs []event
+	defer func() { fillClusters(st, spec, waves, obs) }()
+	switch {
+	case target == 0:
+		st.Message = fmt.Sprintf("graph %q is not registered", spec.Graph)
+		return nil
+	case st.TargetRevision == 0:
+		// First sight: what serves now is taken as rolled out; the next
+		// revision goes in waves.
+		st.TargetRevision, st.StableRevision, st.Wave, st.Phase = target, target, n, fgv1alpha1.RolloutComplete
+		st.Message = fmt.Sprintf("revision %d serves every placed cluster", target)
+		return nil
+	case spec.RollbackTo > 0:
+		if st.Phase != fgv1alpha1.RolloutRolledBack || st.TargetRevision != target {
+			evs = append(evs, event{"Warning", "RolledBack", fmt.Sprintf("rolling back to revision %d on every placed cluster", target)})
+		}
+		st.TargetRevision, st.StableRevision, st.Wave, st.Phase = target, target, n, fgv1alpha1.RolloutRolledBack
+		st.WaveStarted, st.HealthySince = nil, nil
+		st.Message = fmt.Sprintf("rolled back to revision %d", target)
+		return evs
+	case st.TargetRevision != target:
+		if st.Phase == fgv1alpha1.RolloutComplete || st.Phase == fgv1alpha1.RolloutRolledBack {
+			st.StableRevision = st.TargetRevision
+		}
+		st.TargetRevision, st.Wave, st.Phase = target, 0, fgv1alpha1.RolloutProgressing
+		st.WaveStarted, st.HealthySince = &now, nil
+		evs = append(evs, event{"Normal", "RolloutStarted", fmt.Sprintf("rolling revision %d out in %d wave(s), from revision %d", target, n, st.StableRevision)})
+	}
+	st.Wave = min(st.Wave, n)
+	switch {
+	case st.Phase == fgv1alpha1.RolloutComplete:
+		return evs
+	case spec.Paused:
+		st.Phase, st.HealthySince = fgv1alpha1.RolloutPaused, nil
+		st.Message = fmt.Sprintf("paused at wave %q", waveName(spec, st.Wave))
+		return evs
+	case st.Phase == fgv1alpha1.RolloutPaused:
+		st.Phase, st.WaveStarted = fgv1alpha1.RolloutProgressing, &now
+		evs = append(evs, event{"Normal", "Resumed", fmt.Sprintf("resumed at wave %q", waveName(spec, st.Wave))})
+	case st.Phase == fgv1alpha1.RolloutFailed:
+		resume := ro.Annotations[fgv1alpha1.AnnotationResume]
+		if resume == "" || resume == st.Resumed {
+			return evs
+		}
+		st.Resumed, st.Phase, st.WaveStarted = resume, fgv1alpha1.RolloutProgressing, &now
+		evs = append(evs, event{"Normal", "Resumed", fmt.Sprintf("retrying wave %q", waveName(spec, st.Wave))})
+	}
+	return append(evs, progress(now, ro, waves, obs)...)
+}
+
+// progress checks the wave in progress and opens the next one once it has
+// been healthy for the soak time; it fails the rollout past the deadline.
+func progress(now metav1.Time, ro *fgv1alpha1.GraphRollout, waves map[string]int32, obs map[string]Observation) []event {
+	st, spec := &ro.Status, ro.Spec
+	n := waveCount(spec)
+	var evs []event
+	for st.Wave < n {
+		if st.WaveStarted == nil {
+			st.WaveStarted = &now
+		}
+		bad := unhealthy(spec, st.TargetRevision, st.Wave, waves, obs)
+		if len(bad) > 0 {
+			st.HealthySince = nil
+			names := make([]string, len(bad))
+			for i, b := range bad {
+				names[i] = b.Name
+			}
+			st.Message = fmt.Sprintf("wave %q waits for %s", waveName(spec, st.Wave), strings.Join(names, ", "))
+			if now.Sub(st.WaveStarted.Time) > deadline(spec) {
+				st.Phase = fgv1alpha1.RolloutFailed
+				st.Message = fmt.Sprintf("wave %q not healthy within %s: %s", waveName(spec, st.Wave), deadline(spec), explain(bad))
+				evs = append(evs, event{"Warning", "WaveFailed", st.Message})
+			}
+			return evs
+		}
+		if st.HealthySince == nil {
+			st.HealthySince = &now
+		}
+		if soak := time.Duration(spec.Health.SoakSeconds) * time.Second; now.Sub(st.HealthySince.Time) < soak {
+			st.Message = fmt.Sprintf("wave %q healthy, soaking for %s", waveName(spec, st.Wave), soak)
+			return evs
+		}
+		evs = append(evs, event{"Normal", "WaveComplete", fmt.Sprintf("wave %q serves revision %d", waveName(spec, st.Wave), st.TargetRevision)})
+		st.Wave++
+		st.WaveStarted, st.HealthySince = &now, nil
+	}
+	st.Phase, st.StableRevision, st.WaveStarted = fgv1alpha1.RolloutComplete, st.TargetRevision, nil
+	st.Message = fmt.Sprintf("revision %d serves every placed cluster", st.TargetRevision)
+	return append(evs, event{"Normal", "RolloutComplete", st.Message})
+}
+
+func deadline(spec fgv1alpha1.GraphRolloutSpec) time.Duration {
+	if spec.ProgressDeadlineSeconds > 0 {
+		return time.Duration(spec.ProgressDeadlineSeconds) * time.Second
+	}
+	return DefaultProgressDeadline
+}
+
+// unhealthy returns the clusters of wave w that are not healthy for
+// revision target, each with why.
+func unhealthy(spec fgv1alpha1.GraphRolloutSpec, target int64, w int32, waves map[string]int32, obs map[string]Observation) []fgv1alpha1.RolloutCluster {
+	share := int32(100)
+	if spec.Health.ReadyPercent != nil {
+		share = *spec.Health.ReadyPercent
+	}
+	var out []fgv1alpha1.RolloutCluster
+	for _, name := range sortedKeys(waves) {
+		if waves[name] != w {
+			continue
+		}
+		o := obs[name]
+		why := ""
+		switch {
+		case !o.Established && o.Message != "":
+			why = o.Message
+		case !o.Established:
+			why = "CRD not established"
+		case o.Revision != target:
+			why = fmt.Sprintf("serves revision %d", o.Revision)
+		case o.Listed < 0:
+			why = "instances cannot be listed"
+		case o.Instances < o.Listed:
+			why = fmt.Sprintf("%d of %d instances reconciled", o.Instances, o.Listed)
+		case int64(o.Ready)*100 < int64(share)*int64(max(o.Instances, o.Listed)):
+			why = fmt.Sprintf("%d of %d instances Ready, %d%% needed", o.Ready, max(o.Instances, o.Listed), share)
+		default:
+			continue
+		}
+		out = append(out, fgv1alpha1.RolloutCluster{Name: name, Wave: w, Revision: o.Revision, Message: why})
+	}
+	return out
+}
+
+func explain(bad []fgv1alpha1.RolloutCluster) string {
+	parts := make([]string, len(bad))
+	for i, b := range bad {
+		parts[i] = b.Name + ": " + b.Message
+	}
+	return strings.Join(parts, "; ")
+}
+
+// fillClusters lists every placed cluster with its wave and revision, and
+// the clusters holding the wave in progress back.
+func fillClusters(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRolloutSpec, waves map[string]int32, obs map[string]Observation) {
+	st.Clusters = st.Clusters[:0]
+	for _, name := range sortedKeys(waves) {
+		st.Clusters = append(st.Clusters, fgv1alpha1.RolloutCluster{Name: name, Wave: waves[name], Revision: obs[name].Revision})
+	}
+	if len(st.Clusters) == 0 {
+		st.Clusters = nil
+	}
+	st.WaveName = "done"
+	st.HoldingBack = nil
+	if st.Wave < waveCount(spec) {
+		st.WaveName = waveName(spec, st.Wave)
+		st.HoldingBack = unhealthy(spec, st.TargetRevision, st.Wave, waves, obs)
+	} else if st.TargetRevision > 0 {
+		// Past the last wave every placed cluster should serve the target.
+		for _, name := range sortedKeys(waves) {
+			if bad := unhealthyOne(spec, st.TargetRevision, name, waves, obs); bad != nil {
+				st.HoldingBack = append(st.HoldingBack, *bad)
+			}
+		}
+	}
+}
+
+func unhealthyOne(spec fgv1alpha1.GraphRolloutSpec, target int64, name string, waves map[string]int32, obs map[string]Observation) *fgv1alpha1.RolloutCluster {
+	bad := unhealthy(spec, target, waves[name], map[string]int32{name: waves[name]}, obs)
+	if len(bad) == 0 {
+		return nil
+	}
+	return &bad[0]
+}

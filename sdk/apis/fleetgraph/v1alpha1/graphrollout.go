@@ -1,0 +1,242 @@
+package v1alpha1
+
+import (
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	kro "github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+)
+
+// GraphRolloutKind is the kind of a placement and rollout policy.
+const GraphRolloutKind = "GraphRollout"
+
+// GraphRolloutCRDName is the name of the GraphRollout CRD.
+const GraphRolloutCRDName = "graphrollouts.fleetgraph.dev"
+
+// MaxWaves is how many waves a GraphRollout may have.
+const MaxWaves = 32
+
+// AnnotationResume, set on a GraphRollout to a value other than
+// status.resumed, restarts a failed wave: its clock starts again.
+const AnnotationResume = "fleetgraph.dev/resume"
+
+// The phases of a rollout.
+const (
+	// RolloutProgressing: a wave is rolling the target revision out.
+	RolloutProgressing = "Progressing"
+	// RolloutPaused: spec.paused holds the rollout where it is.
+	RolloutPaused = "Paused"
+	// RolloutFailed: a wave was not healthy within the progress deadline.
+	// Clusters it did not reach keep the stable revision. Resume with the
+	// AnnotationResume annotation or roll back with spec.rollbackTo.
+	RolloutFailed = "Failed"
+	// RolloutComplete: every placed cluster serves the target revision.
+	RolloutComplete = "Complete"
+	// RolloutRolledBack: spec.rollbackTo names the revision every placed
+	// cluster serves.
+	RolloutRolledBack = "RolledBack"
+)
+
+// GraphRollout places one graph (a ResourceGraphDefinition, or a graph
+// registered from Go, by name) on the clusters whose labels its selector
+// matches, and rolls every new revision of it out over those clusters in
+// waves. The RGD itself stays as kro defines it.
+type GraphRollout struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              GraphRolloutSpec   `json:"spec"`
+	Status            GraphRolloutStatus `json:"status,omitempty"`
+}
+
+// GraphRolloutSpec says where a graph is served and how a new revision
+// reaches those clusters.
+type GraphRolloutSpec struct {
+	// Graph names the graph (the RGD's name). One GraphRollout per graph:
+	// of several, the oldest is used.
+	Graph string `json:"graph"`
+	// ClusterSelector picks the clusters that serve the graph, by the
+	// labels the provider gives them. Nil selects every cluster. A cluster
+	// that stops matching is served no more; its CRD and instances stay
+	// (the instances are released: their finalizer is taken off).
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	// Waves are the steps a new revision takes, in order. A cluster belongs
+	// to the first wave that takes it; placed clusters no wave takes join
+	// the last wave. No waves: one wave of every placed cluster.
+	Waves []Wave `json:"waves,omitempty"`
+	// Health is what a wave's clusters must show before the next wave
+	// starts.
+	Health HealthPolicy `json:"health,omitempty"`
+	// ProgressDeadlineSeconds is how long a wave may take to become
+	// healthy before the rollout fails (and stops). Defaults to 600.
+	ProgressDeadlineSeconds int64 `json:"progressDeadlineSeconds,omitempty"`
+	// Paused holds the rollout at the wave it reached. Defaults to false.
+	Paused bool `json:"paused,omitempty"`
+	// RollbackTo, when set, is the revision number every placed cluster
+	// serves, at once; the rollout stops. Clear it to roll the latest
+	// revision out again from the first wave.
+	RollbackTo int64 `json:"rollbackTo,omitempty"`
+}
+
+// Wave picks clusters by exactly one of a selector, a count or a share.
+type Wave struct {
+	// Name shows in status and events. Defaults to "wave-<n>", from 1.
+	Name string `json:"name,omitempty"`
+	// ClusterSelector takes the placed clusters, not taken by an earlier
+	// wave, whose labels match.
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	// Clusters takes this many placed clusters not taken yet, in name
+	// order.
+	Clusters int32 `json:"clusters,omitempty"`
+	// Percent takes this share of all placed clusters (rounded up) among
+	// those not taken yet, in name order.
+	Percent int32 `json:"percent,omitempty"`
+}
+
+// HealthPolicy says when a wave is healthy: every cluster of it serves the
+// target revision, its CRD is established, at least ReadyPercent of its
+// instances are Ready, and all of this has held for SoakSeconds.
+type HealthPolicy struct {
+	// ReadyPercent is the share of a cluster's instances that must be
+	// Ready. Defaults to 100. A cluster without instances passes.
+	ReadyPercent *int32 `json:"readyPercent,omitempty"`
+	// SoakSeconds is how long a wave must stay healthy. Defaults to 0.
+	SoakSeconds int64 `json:"soakSeconds,omitempty"`
+}
+
+// GraphRolloutStatus is the rollout's progress, written by the hub.
+type GraphRolloutStatus struct {
+	// Phase is one of the Rollout* constants.
+	Phase string `json:"phase,omitempty"`
+	// TargetRevision is the revision being rolled out (or rolled back to).
+	TargetRevision int64 `json:"targetRevision,omitempty"`
+	// StableRevision is the revision the last complete rollout reached:
+	// what clusters not reached yet keep serving.
+	StableRevision int64 `json:"stableRevision,omitempty"`
+	// Wave is the index of the wave in progress, from 0; it equals the
+	// number of waves once the rollout is complete.
+	Wave int32 `json:"wave"`
+	// WaveName is the name of the wave in progress.
+	WaveName string `json:"waveName,omitempty"`
+	// WaveStarted is when the wave in progress started.
+	WaveStarted *metav1.Time `json:"waveStarted,omitempty"`
+	// HealthySince is since when the wave in progress has been healthy.
+	HealthySince *metav1.Time `json:"healthySince,omitempty"`
+	// Resumed is the last AnnotationResume value acted upon.
+	Resumed string `json:"resumed,omitempty"`
+	// Message explains the phase.
+	Message string `json:"message,omitempty"`
+	// Clusters is every placed cluster: its wave and what it serves.
+	Clusters []RolloutCluster `json:"clusters,omitempty"`
+	// HoldingBack names the clusters of the wave in progress that keep it
+	// from being healthy, with why (a breaking change refused, instances
+	// not Ready, ...).
+	HoldingBack []RolloutCluster `json:"holdingBack,omitempty"`
+	// ObservedGeneration is the generation of the spec the status is for.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// RolloutCluster is one cluster as a rollout sees it.
+type RolloutCluster struct {
+	// Name is the provider's name for the cluster.
+	Name string `json:"name"`
+	// Wave is the index of the cluster's wave.
+	Wave int32 `json:"wave"`
+	// Revision is the revision serving the cluster (0: none).
+	Revision int64 `json:"revision,omitempty"`
+	// Message says why the cluster is not healthy, if it is not.
+	Message string `json:"message,omitempty"`
+}
+
+// GraphRolloutCRD returns the CRD that serves GraphRollout on the hub.
+func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
+	obj := object
+	integer := apiextensionsv1.JSONSchemaProps{Type: "integer", Format: "int64"}
+	nonNegative := apiextensionsv1.JSONSchemaProps{Type: "integer", Minimum: ptr.To(0.0)}
+	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	selector := apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
+	wave := obj(map[string]apiextensionsv1.JSONSchemaProps{
+		"name": str, "clusterSelector": selector, "clusters": nonNegative,
+		"percent": {Type: "integer", Minimum: ptr.To(0.0), Maximum: ptr.To(100.0)},
+	})
+	wave.XValidations = apiextensionsv1.ValidationRules{{
+		Rule:    "(has(self.clusterSelector) ? 1 : 0) + (has(self.clusters) ? 1 : 0) + (has(self.percent) ? 1 : 0) == 1",
+		Message: "a wave has exactly one of clusterSelector, clusters, percent",
+	}}
+	spec := obj(map[string]apiextensionsv1.JSONSchemaProps{
+		"graph":                   {Type: "string", MinLength: ptr.To[int64](1)},
+		"clusterSelector":         selector,
+		"waves":                   {Type: "array", MaxItems: ptr.To[int64](MaxWaves), Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &wave}},
+		"health":                  obj(map[string]apiextensionsv1.JSONSchemaProps{"readyPercent": {Type: "integer", Minimum: ptr.To(0.0), Maximum: ptr.To(100.0)}, "soakSeconds": nonNegative}),
+		"progressDeadlineSeconds": nonNegative,
+		"paused":                  {Type: "boolean"},
+		"rollbackTo":              nonNegative,
+	}, "graph")
+	cluster := obj(map[string]apiextensionsv1.JSONSchemaProps{
+		"name": str, "wave": integer, "revision": integer, "message": str,
+	}, "name")
+	clusters := apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &cluster}}
+	status := obj(map[string]apiextensionsv1.JSONSchemaProps{
+		"phase": str, "targetRevision": integer, "stableRevision": integer, "wave": integer, "waveName": str,
+		"waveStarted": {Type: "string", Format: "date-time"}, "healthySince": {Type: "string", Format: "date-time"},
+		"resumed": str, "message": str, "clusters": clusters, "holdingBack": clusters, "observedGeneration": integer,
+	})
+	return hubCRD(GraphRolloutKind, "graphrollouts", "fgro", apiextensionsv1.CustomResourceDefinitionVersion{
+		Name: GroupVersion.Version, Served: true, Storage: true,
+		Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+		Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+			Type:       "object",
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": spec, "status": status},
+			Required:   []string{"spec"},
+		}},
+		AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "GRAPH", Type: "string", JSONPath: ".spec.graph"},
+			{Name: "TARGET", Type: "integer", JSONPath: ".status.targetRevision"},
+			{Name: "STABLE", Type: "integer", JSONPath: ".status.stableRevision"},
+			{Name: "WAVE", Type: "string", JSONPath: ".status.waveName"},
+			{Name: "PHASE", Type: "string", JSONPath: ".status.phase"},
+			{Name: "AGE", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+	})
+}
+
+// DeepCopy returns a copy of s that shares nothing with it.
+func (s *GraphRolloutStatus) DeepCopy() *GraphRolloutStatus {
+	out := *s
+	if s.WaveStarted != nil {
+		out.WaveStarted = s.WaveStarted.DeepCopy()
+	}
+	if s.HealthySince != nil {
+		out.HealthySince = s.HealthySince.DeepCopy()
+	}
+	out.Clusters = append([]RolloutCluster(nil), s.Clusters...)
+	out.HoldingBack = append([]RolloutCluster(nil), s.HoldingBack...)
+	return &out
+}
+
+// object is an OpenAPI object schema with the given properties.
+func object(props map[string]apiextensionsv1.JSONSchemaProps, required ...string) apiextensionsv1.JSONSchemaProps {
+	return apiextensionsv1.JSONSchemaProps{Type: "object", Properties: props, Required: required}
+}
+
+// hubCRD is a cluster-scoped CRD of fleetgraph's group, labelled as ours,
+// serving kind at version v.
+func hubCRD(kind, plural, short string, v apiextensionsv1.CustomResourceDefinitionVersion) *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   plural + "." + GroupVersion.Group,
+			Labels: map[string]string{kro.LabelManagedBy: kro.ManagedByFleetgraph},
+		},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: GroupVersion.Group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{
+				Plural: plural, Singular: strings.ToLower(kind), Kind: kind,
+				ListKind: kind + "List", ShortNames: []string{short},
+			},
+			Scope:    apiextensionsv1.ClusterScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{v},
+		},
+	}
+}

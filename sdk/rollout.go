@@ -1,0 +1,286 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/rollout"
+	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// PlacementFunc reports whether the named cluster, with the labels its
+// provider gives it (see ClusterLabeler), serves the named graph. It is
+// called often and must be quick and safe for concurrent use.
+type PlacementFunc = rollout.PlacementFunc
+
+// ClusterLabeler is implemented by providers that label their clusters
+// (providers/secret from the cluster.fleetgraph.dev/ labels of a
+// kubeconfig Secret, providers/kcp from a workspace's labels). Placement
+// and rollout waves select clusters by these labels; a provider without it
+// gives every cluster none. Labels is called often; nil means none.
+type ClusterLabeler interface {
+	Labels(name multicluster.ClusterName) map[string]string
+}
+
+// RolloutStatus is a graph's rollout as its GraphRollout's status shows
+// it: phase, target and stable revisions, the wave in progress, every
+// placed cluster and the ones holding the wave back.
+type RolloutStatus = fgv1alpha1.GraphRolloutStatus
+
+// Rollout returns the status of the named graph's GraphRollout, as of the
+// hub's last look (every Options.RolloutResync); false when it has none.
+func (h *Hub) Rollout(graphName string) (RolloutStatus, bool) {
+	if h.rollouts == nil {
+		return RolloutStatus{}, false
+	}
+	return h.rollouts.Status(graphName)
+}
+
+// ErrNoRollout is returned by RollBack and ResumeRollout for a graph no
+// GraphRollout names; match it with errors.Is.
+var ErrNoRollout = rollout.ErrNoRollout
+
+// RollBack sets spec.rollbackTo of the named graph's GraphRollout: every
+// placed cluster serves revision rev (a GraphRevision number) at once, and
+// the rollout stops there. Revision 0 clears it: the latest revision is
+// rolled out again from the first wave. It returns ErrNoRollout when no
+// GraphRollout names the graph.
+func (h *Hub) RollBack(ctx context.Context, graphName string, rev int64) error {
+	if h.rollouts == nil {
+		return fmt.Errorf("%w: rollouts are disabled", ErrNoRollout)
+	}
+	patch := fmt.Appendf(nil, `{"spec":{"rollbackTo":%d}}`, rev)
+	if rev == 0 {
+		patch = []byte(`{"spec":{"rollbackTo":null}}`)
+	}
+	return h.rollouts.Patch(ctx, graphName, patch)
+}
+
+// ResumeRollout restarts the failed wave of the named graph's rollout: its
+// deadline counts from now (it sets the fleetgraph.dev/resume annotation).
+// It returns ErrNoRollout when no GraphRollout names the graph.
+func (h *Hub) ResumeRollout(ctx context.Context, graphName string) error {
+	if h.rollouts == nil {
+		return fmt.Errorf("%w: rollouts are disabled", ErrNoRollout)
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, fgv1alpha1.AnnotationResume, time.Now().UTC().Format(time.RFC3339Nano))
+	return h.rollouts.Patch(ctx, graphName, patch)
+}
+
+// newPlanner makes the planner the gate and the fallback consult.
+func (h *Hub) newPlanner() *rollout.Planner {
+	return rollout.NewPlanner(h.opts.Placement, h.labelledClusters)
+}
+
+// labelledClusters lists the engaged clusters with their provider labels.
+func (h *Hub) labelledClusters() []rollout.Cluster {
+	labeler, _ := h.provider.(ClusterLabeler)
+	h.mu.Lock()
+	names := make([]string, 0, len(h.clusters))
+	for name := range h.clusters {
+		names = append(names, name)
+	}
+	h.mu.Unlock()
+	out := make([]rollout.Cluster, len(names))
+	for i, name := range names {
+		out[i].Name = name
+		if labeler != nil {
+			out[i].Labels = labeler.Labels(multicluster.ClusterName(name))
+		}
+	}
+	return out
+}
+
+// placementGate is the gate's first question: may g's revision reach the
+// cluster now?
+func (h *Hub) placementGate(ctx context.Context, cluster multicluster.ClusterName, g *graph.Graph) error {
+	if err := h.planner.Ready(ctx); err != nil {
+		return err
+	}
+	if err := h.planner.Decide(g.Name, string(cluster), g.Revision); err != nil {
+		return fmt.Errorf("graph %s revision %d on cluster %q: %w", g.Name, g.Revision, cluster, err)
+	}
+	return nil
+}
+
+// placedForFallback reports whether the fallback may serve an older
+// revision of the named graph on the cluster: only where it is placed.
+func (h *Hub) placedForFallback(cluster multicluster.ClusterName, graphName string) bool {
+	placed, err := h.planner.Placed(graphName, string(cluster))
+	return err == nil && placed
+}
+
+// setupRollouts runs the GraphRollout controller on the hub cluster.
+func (h *Hub) setupRollouts(local manager.Manager) error {
+	if h.opts.DisableRollouts {
+		return nil
+	}
+	c, err := client.New(local.GetConfig(), client.Options{})
+	if err != nil {
+		return fmt.Errorf("client for the hub: %w", err)
+	}
+	h.planner.AwaitRollouts()
+	h.rollouts = &rollout.Controller{
+		Client:       c,
+		Planner:      h.planner,
+		Recorder:     h.recorder,
+		Resync:       h.opts.RolloutResync,
+		FieldManager: h.opts.FieldManager,
+		Logger:       h.opts.Logger.WithName("rollout"),
+		Hooks: rollout.Hooks{
+			Graphs:        h.Graphs,
+			Latest:        h.registeredRevision,
+			Offered:       h.offeredRevision,
+			Observe:       h.observe,
+			List:          h.listInstances,
+			Reconsider:    h.reconsider,
+			ServeRevision: h.serveRevision,
+		},
+	}
+	return local.Add(h.rollouts)
+}
+
+// registeredRevision is the revision of the graph last registered.
+func (h *Hub) registeredRevision(graphName string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if reg := h.graphs[graphName]; reg != nil {
+		return reg.graph.Revision
+	}
+	return 0
+}
+
+// offeredRevision is the revision the runtime offers every cluster now.
+func (h *Hub) offeredRevision(graphName string) int64 {
+	if g := h.runtime.Latest(graphName); g != nil {
+		return g.Revision
+	}
+	return 0
+}
+
+// observe is the named graph per cluster: the revision serving it, its
+// latest CRD state and instance counts. A cluster a fallback serves (after
+// a restart, say) has no CRD state yet: serving counts as established.
+func (h *Hub) observe(graphName string) map[string]rollout.Observation {
+	out := map[string]rollout.Observation{}
+	for name, rev := range h.runtime.ServedRevisions(graphName) {
+		out[string(name)] = rollout.Observation{Revision: rev, Established: true}
+	}
+	for name, c := range h.runtime.Counts(graphName) {
+		o := out[string(name)]
+		o.Instances, o.Ready = c.Total, c.Ready
+		out[string(name)] = o
+	}
+	for _, c := range h.FleetStatus(graphName).Clusters {
+		o := out[c.Cluster]
+		o.Established = c.CRD == CRDEstablished
+		if !o.Established {
+			o.Message = fmt.Sprintf("CRD %s: %s", c.CRD, c.Message)
+		}
+		out[c.Cluster] = o
+	}
+	return out
+}
+
+// listInstances counts the named graph's instances on the cluster, live:
+// health must not pass on a runtime that has not seen them all yet.
+func (h *Hub) listInstances(ctx context.Context, graphName, cluster string) (int, error) {
+	g := h.runtime.Latest(graphName)
+	h.mu.Lock()
+	e := h.clusters[cluster]
+	h.mu.Unlock()
+	if g == nil || e == nil {
+		return 0, fmt.Errorf("graph %s is not served on cluster %q", graphName, cluster)
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(g.Instance.GVK.GroupVersion().WithKind(g.Instance.GVK.Kind + "List"))
+	if err := e.cl.GetAPIReader().List(ctx, list); err != nil {
+		return 0, fmt.Errorf("listing %s on cluster %q: %w", g.Instance.GVK.Kind, cluster, err)
+	}
+	return len(list.Items), nil
+}
+
+// reconsider retires what serves the cluster where the decision no longer
+// allows it and, on a cluster the graph left, releases the instances: no
+// hub serves them there any more, so none may keep our finalizer.
+func (h *Hub) reconsider(graphName, cluster string, placed bool) {
+	name := multicluster.ClusterName(cluster)
+	latest := h.runtime.Latest(graphName)
+	h.runtime.Reconsider(graphName, name, func(g *graph.Graph) bool {
+		if !placed {
+			return false
+		}
+		return latest == nil || g != latest || h.planner.Decide(graphName, cluster, g.Revision) == nil
+	})
+	if placed || latest == nil {
+		return
+	}
+	h.mu.Lock()
+	e := h.clusters[cluster]
+	h.mu.Unlock()
+	if e != nil {
+		go h.releaseUnplaced(e, latest)
+	}
+}
+
+// releaseUnplaced takes g's admission policy off a cluster that left the
+// graph's placement and takes our finalizer off its instances; the CRD,
+// the instances and their children stay.
+func (h *Hub) releaseUnplaced(e *engaged, g *graph.Graph) {
+	ctx, cancel := context.WithTimeout(e.ctx, departureTimeout)
+	defer cancel()
+	log := h.opts.Logger.WithValues("cluster", e.name, "graph", g.Name)
+	for delay := removalRetry; ; delay = min(2*delay, removalRetryMax) {
+		if placed, _ := h.planner.Placed(g.Name, e.name); placed {
+			return // placed again meanwhile
+		}
+		err := hub.RemoveAdmission(ctx, e.cl, g)
+		if err == nil {
+			var n int
+			n, err = hub.ReleaseInstances(ctx, e.cl, g, contract.Finalizer)
+			if err == nil {
+				log.Info("graph no longer placed on the cluster: instances released, CRD kept", "released", n)
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			log.Info("gave up releasing the instances of a graph no longer placed", "reason", err.Error())
+			return
+		case <-time.After(delay):
+		}
+	}
+}
+
+// serveRevision makes revision rev the one the runtime offers, for a
+// rollback or the end of one: the registered graph when it is that
+// revision, else the revision's record compiled.
+func (h *Hub) serveRevision(ctx context.Context, graphName string, rev int64) error {
+	h.mu.Lock()
+	reg, revs := h.graphs[graphName], h.revisions
+	h.mu.Unlock()
+	if reg == nil || revs == nil {
+		return fmt.Errorf("graph %s is not registered", graphName)
+	}
+	g := reg.graph
+	if g.Revision != rev {
+		rec, err := revs.Get(ctx, graphName, rev)
+		if err != nil {
+			return err
+		}
+		if g, err = graph.Compile(hub.RGD(rec), h.compileOptions()); err != nil {
+			return fmt.Errorf("compiling revision %d of graph %s: %w", rev, graphName, err)
+		}
+		g.Revision = rev
+	}
+	return h.runtime.Serve(g)
+}
