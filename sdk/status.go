@@ -1,6 +1,10 @@
 package sdk
 
-import "github.com/fleetgraph/fleetgraph/internal/hub"
+import (
+	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/spoke"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+)
 
 // The fleet's state as the hub sees it. The types are defined next to the
 // fan-out that fills them in, under internal/, and named here so that
@@ -47,3 +51,10 @@ const (
 	// CRDNotEngaged: the provider could not engage the cluster.
 	CRDNotEngaged = hub.CRDNotEngaged
 )
+
+// TrimCache is a cluster.Option for providers that create the clusters the
+// hub serves: their caches then keep managedFields' manager names (which
+// the ownership-conflict message uses) but not the field sets, which the
+// hub never reads. The secret provider applies it to every cluster; an
+// embedder's own provider can pass it to cluster.New.
+func TrimCache(o *cluster.Options) { spoke.TrimCache(o) }

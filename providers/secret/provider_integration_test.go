@@ -123,6 +123,7 @@ func TestSecretsEngageTheirClusters(t *testing.T) {
 		require.NoError(t, err)
 		nss := &corev1.NamespaceList{}
 		require.NoError(t, cl.GetClient().List(t.Context(), nss), "the engaged cluster's client works")
+		assertCacheTrimmed(t, nss.Items)
 		assertEvent(t, ns, s.Name, secret.ReasonEngaged)
 	}
 	assert.Equal(t, []multicluster.ClusterName{"spoke-1", "spoke-2"}, p.ClusterNames())
@@ -455,4 +456,19 @@ func editKubeconfig(t *testing.T, kubeconfig []byte, edit func(*clientcmdapi.Con
 	out, err := clientcmd.Write(*cfg)
 	require.NoError(t, err)
 	return out
+}
+
+// assertCacheTrimmed checks that objects read from an engaged cluster's
+// cache name their managers but carry no managed field sets.
+func assertCacheTrimmed(t *testing.T, items []corev1.Namespace) {
+	t.Helper()
+	managers := 0
+	for _, o := range items {
+		for _, mf := range o.ManagedFields {
+			managers++
+			assert.NotEmpty(t, mf.Manager, "namespace %s", o.Name)
+			assert.Nil(t, mf.FieldsV1, "namespace %s: field set of %s kept in the cache", o.Name, mf.Manager)
+		}
+	}
+	assert.Positive(t, managers, "the cached namespaces name their managers")
 }

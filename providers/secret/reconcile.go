@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -111,7 +112,8 @@ func (p *Provider) connect(ctx context.Context, s *corev1.Secret, log logr.Logge
 		p.report(s, log, ReasonInvalidKubeconfig, fmt.Errorf("%w: cannot build an HTTP client", ErrInvalidKubeconfig))
 		return nil
 	}
-	opts := append([]cluster.Option{func(o *cluster.Options) { o.HTTPClient = httpClient }}, p.opts.ClusterOptions...)
+	opts := append([]cluster.Option{func(o *cluster.Options) { o.HTTPClient = httpClient }, spoke.TrimCache},
+		p.opts.ClusterOptions...)
 	cl, err := cluster.New(rc, opts...)
 	if err != nil {
 		p.report(s, log, ReasonEngageFailed, err)
