@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"fmt"
@@ -18,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
@@ -124,12 +124,13 @@ func startHub(ctx context.Context, out io.Writer, fleet *fgtesting.Fleet) (*sdk.
 }
 
 func applyRGD(ctx context.Context, out io.Writer, c client.Client) error {
-	rgd := &v1alpha1.ResourceGraphDefinition{}
-	if err := yaml.UnmarshalStrict(webAppRGD, rgd); err != nil {
+	rgds, err := v1alpha1.Load(bytes.NewReader(webAppRGD))
+	if err != nil {
 		return err
 	}
+	rgd := rgds[0]
 	// The RGD CRD is installed by the hub as it starts; wait until it is served.
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		err := c.Create(ctx, rgd.DeepCopy())
 		return err == nil || client.IgnoreAlreadyExists(err) == nil, nil
 	})
