@@ -107,7 +107,7 @@ func startHub(ctx context.Context, out io.Writer, fleet *fgtesting.Fleet) (*sdk.
 	if err := provider.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	hub, err := sdk.NewHub(provider, sdk.Options{InstallRGDCRD: true})
+	hub, err := sdk.NewHub(nil, sdk.Options{InstallRGDCRD: true}) // nil: the manager's provider
 	if err != nil {
 		return nil, err
 	}
