@@ -84,6 +84,9 @@ type Hub struct {
 	// noClusterWarning is how long a Hub with a provider may engage no
 	// cluster before it says so (provider.go).
 	noClusterWarning time.Duration
+	// workersSet: Options.Workers was given, so the manager's
+	// MaxConcurrentReconciles does not replace it (controller_options.go).
+	workersSet bool
 }
 
 // source is where a registration came from; only its source removes it.
@@ -118,6 +121,7 @@ type engaged struct {
 // anywhere the Hub runs in single-cluster mode: the manager's own cluster is
 // the hub and the only spoke, served by the same code.
 func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
+	workersSet := opts.Workers != 0
 	opts = opts.withDefaults()
 	ctx, stop := context.WithCancel(context.Background())
 	h := &Hub{
@@ -132,6 +136,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		stop:     stop,
 
 		noClusterWarning: defaultNoClusterWarning,
+		workersSet:       workersSet,
 	}
 	h.tracker = &hub.Tracker{OnChange: h.notifyChanged, Failures: hub.FailuresOf(provider)}
 	h.fanOut = hub.NewFanOut(h.tracker, hub.FanOutOptions{

@@ -46,7 +46,8 @@ type Options struct {
 	// set to "true" (v1alpha1.AnnotationOrphanInstances).
 	OrphanInstances bool
 	// Workers is the number of instances of one graph reconciled at once,
-	// across all clusters. Defaults to 8.
+	// across all clusters. Defaults to the manager's
+	// MaxConcurrentReconciles (manager.Options.Controller) if set, else 8.
 	Workers int
 	// FieldManager is the server-side apply field manager for CRDs and
 	// children. Defaults to "fleetgraph".

@@ -49,6 +49,7 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	h.recorder = mgr.GetLocalManager().GetEventRecorder("fleetgraph")
 	h.mu.Unlock()
 
+	h.applyControllerOptions(mgr.GetLocalManager())
 	if err := h.setupResolver(mgr.GetLocalManager().GetConfig()); err != nil {
 		return err
 	}

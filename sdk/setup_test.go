@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -146,4 +147,21 @@ func TestSetupDoesNoIOAndStartReportsTheInstallFailure(t *testing.T) {
 	assert.Contains(t, err.Error(), "ResourceGraphDefinition CRD")
 	assert.NoError(t, ctx.Err(), "Start returned only because the test gave up")
 	assert.NotZero(t, requests.Load())
+}
+
+// The manager's MaxConcurrentReconciles is the spoke workers' default; an
+// explicit Options.Workers wins.
+func TestSpokeWorkersFollowTheManagersControllerOptions(t *testing.T) {
+	for _, tc := range []struct{ workers, want int }{{0, 3}, {5, 5}} {
+		provider := fgtesting.NewFakeProvider()
+		mgr, err := mcmanager.New(unreachableHub, provider, manager.Options{
+			Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+			Controller: config.Controller{MaxConcurrentReconciles: 3},
+		})
+		require.NoError(t, err)
+		h, err := sdk.NewHub(nil, sdk.Options{Workers: tc.workers, DisableRGDController: true, DisableSchemaResolver: true})
+		require.NoError(t, err)
+		require.NoError(t, h.SetupWithManager(mgr))
+		assert.Equal(t, tc.want, sdk.WorkersOf(h), "Options.Workers %d", tc.workers)
+	}
 }
