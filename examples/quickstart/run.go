@@ -55,7 +55,7 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	if err := applyRGD(ctx, out, hubClient); err != nil {
 		return err
 	}
-	if err := createInstances(ctx, out, fleet); err != nil {
+	if err := createInstances(ctx, out, hub, fleet); err != nil {
 		return err
 	}
 	if err := waitActive(ctx, out, hub, o.spokes); err != nil {
@@ -141,20 +141,21 @@ func applyRGD(ctx context.Context, out io.Writer, c client.Client) error {
 	return nil
 }
 
-// createInstances creates one WebApp on each spoke, as soon as the spoke
-// serves the kind.
-func createInstances(ctx context.Context, out io.Writer, fleet *fgtesting.Fleet) error {
+// createInstances creates one WebApp on each spoke, once the hub says the
+// spoke can take it: one create, no retry.
+func createInstances(ctx context.Context, out io.Writer, hub *sdk.Hub, fleet *fgtesting.Fleet) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	for _, s := range fleet.Spokes() {
+		if err := hub.WaitServable(ctx, "webapp", s.Name); err != nil {
+			return err
+		}
 		c, err := client.New(s.Config, client.Options{})
 		if err != nil {
 			return err
 		}
 		app := webApp("hello-" + s.Name)
-		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-			err := c.Create(ctx, app.DeepCopy())
-			return err == nil || client.IgnoreAlreadyExists(err) == nil, nil
-		})
-		if err != nil {
+		if err := c.Create(ctx, app); err != nil {
 			return fmt.Errorf("creating a WebApp on %s: %w", s.Name, err)
 		}
 		say(out, "Created WebApp %q on %s.", app.GetName(), s.Name)
