@@ -190,8 +190,19 @@ func (h *Hub) dryRunCreate(ctx context.Context, graph, cluster string) error {
 		u.SetNamespace("default")
 	}
 	err := e.cl.GetClient().Create(ctx, u, client.DryRunAll)
-	if err == nil || apierrors.IsInvalid(err) || apierrors.IsAlreadyExists(err) {
+	if err == nil || apierrors.IsInvalid(err) || apierrors.IsAlreadyExists(err) || noNamespace(err) {
 		return nil
 	}
 	return fmt.Errorf("a dry-run create is refused: %w", err)
+}
+
+// noNamespace reports whether err says the probe's namespace does not
+// exist: the API server served the kind and got as far as the namespace.
+func noNamespace(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Kind == "namespaces"
 }
