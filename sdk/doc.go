@@ -4,16 +4,15 @@
 // instances in each cluster, children always in the instance's own cluster.
 //
 // A platform embeds a Hub in its own manager rather than deploying a
-// controller per cluster:
-//
-//	mgr, _ := mcmanager.WithMultiCluster(existingManager, provider)
-//	h, _ := sdk.NewHub(provider, sdk.Options{})
-//	_ = h.SetupWithManager(mgr)
-//	_ = h.RegisterGraph(ctx, rgd) // or let the RGD controller pick RGDs up
-//	_ = mgr.Start(ctx)
-//
-// or runs one standalone with Hub.Run. A nil provider is single-cluster
-// mode: the manager's own cluster is hub and spoke, with the same code.
+// controller per cluster: it gives a multicluster-runtime provider to its
+// manager (mcmanager.WithMultiCluster), creates the Hub with
+// NewHub(nil, opts) so that it serves the manager's provider, calls
+// SetupWithManager and starts the multicluster manager. ExampleNewHub is
+// that code, taken from examples/embed-manager, which is tested; Hub.Run
+// runs a Hub standalone instead. With no provider anywhere the Hub runs in
+// single-cluster mode: the manager's own cluster is hub and spoke, with the
+// same code. WaitServable and Subscribe tell when clients can create a
+// graph's instances on a cluster.
 //
 // The order of events on a cluster is fixed: when it is engaged, every
 // registered graph's CRD is applied there and must be established before

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
@@ -85,6 +86,12 @@ type Hub struct {
 	stop context.CancelFunc
 	// departures are the clean-ups after clusters that left (departure.go).
 	departures sync.WaitGroup
+	// noClusterWarning is how long a Hub with a provider may engage no
+	// cluster before it says so (provider.go).
+	noClusterWarning time.Duration
+	// workersSet: Options.Workers was given, so the manager's
+	// MaxConcurrentReconciles does not replace it (controller_options.go).
+	workersSet bool
 }
 
 // source is where a registration came from; only its source removes it.
@@ -111,10 +118,15 @@ type engaged struct {
 	ctx  context.Context // the engagement; ends when the cluster leaves
 }
 
-// NewHub returns a Hub for the clusters provider engages. A nil provider is
-// single-cluster mode: the manager's own cluster is the hub and the only
-// spoke, served by the same code.
+// NewHub returns a Hub. It serves the clusters that the provider of the
+// manager it is set up with engages (mgr.GetProvider()): pass nil to use
+// that provider, as the multicluster-runtime idiom has it. A non-nil
+// provider must be the manager's, or SetupWithManager returns
+// ErrProviderMismatch; Run makes its manager with it. With no provider
+// anywhere the Hub runs in single-cluster mode: the manager's own cluster is
+// the hub and the only spoke, served by the same code.
 func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
+	workersSet := opts.Workers != 0
 	opts = opts.withDefaults()
 	ctx, stop := context.WithCancel(context.Background())
 	h := &Hub{
@@ -127,6 +139,9 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		clusters: map[string]*engaged{},
 		ctx:      ctx,
 		stop:     stop,
+
+		noClusterWarning: defaultNoClusterWarning,
+		workersSet:       workersSet,
 	}
 	h.planner = h.newPlanner()
 	h.tracker = &hub.Tracker{OnChange: h.notifyChanged, Failures: hub.FailuresOf(provider)}
@@ -297,9 +312,12 @@ func (h *Hub) Graphs() []string {
 }
 
 // Run is the standalone way to run a Hub: it makes a multicluster manager
-// for the hub cluster at cfg with the Hub's provider, sets the Hub up in it
-// and runs it until ctx is cancelled. Metrics and health endpoints are off;
-// embed the Hub with SetupWithManager to choose them.
+// for the hub cluster at cfg with the Hub's provider, sets the provider up
+// in it when the provider needs that (it has a
+// SetupWithManager(mcmanager.Manager) error method, as secret.Provider
+// does), sets the Hub up and runs it until ctx is cancelled. Metrics and
+// health endpoints are off; embed the Hub with SetupWithManager to choose
+// them.
 func (h *Hub) Run(ctx context.Context, cfg *rest.Config) error {
 	mgr, err := mcmanager.New(cfg, h.provider, manager.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -307,6 +325,13 @@ func (h *Hub) Run(ctx context.Context, cfg *rest.Config) error {
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
+	}
+	if p, ok := h.provider.(interface {
+		SetupWithManager(mcmanager.Manager) error
+	}); ok {
+		if err := p.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting the provider up: %w", err)
+		}
 	}
 	if err := h.SetupWithManager(mgr); err != nil {
 		return err

@@ -23,7 +23,9 @@ type Options struct {
 	// from Go with RegisterGraph; the controller never removes those.
 	DisableRGDController bool
 	// InstallRGDCRD applies the ResourceGraphDefinition CRD to the hub
-	// cluster when the Hub is set up, labelled as managed by fleetgraph. A
+	// cluster when the manager starts (not in SetupWithManager, which does
+	// no I/O), labelled as managed by fleetgraph; if that fails, the
+	// manager's Start returns the error. A
 	// CRD of that name that another manager installed (kro's, for one) is
 	// never overwritten: it is logged and used as it is. Defaults to false:
 	// installing APIs is left to the platform.
@@ -46,7 +48,8 @@ type Options struct {
 	// set to "true" (v1alpha1.AnnotationOrphanInstances).
 	OrphanInstances bool
 	// Workers is the number of instances of one graph reconciled at once,
-	// across all clusters. Defaults to 8.
+	// across all clusters. Defaults to the manager's
+	// MaxConcurrentReconciles (manager.Options.Controller) if set, else 8.
 	Workers int
 	// FieldManager is the server-side apply field manager for CRDs and
 	// children. Defaults to "fleetgraph".

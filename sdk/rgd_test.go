@@ -1,21 +1,18 @@
 package sdk_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 )
 
-// readRGD decodes an RGD file strictly, as the API server would.
+// readRGD loads the one RGD of a file strictly (v1alpha1.LoadFile).
 func readRGD(t testing.TB, file string) *v1alpha1.ResourceGraphDefinition {
 	t.Helper()
-	raw, err := os.ReadFile(file)
+	rgds, err := v1alpha1.LoadFile(file)
 	require.NoError(t, err)
-	rgd := &v1alpha1.ResourceGraphDefinition{}
-	require.NoError(t, yaml.UnmarshalStrict(raw, rgd))
-	return rgd
+	require.Len(t, rgds, 1, file)
+	return rgds[0]
 }

@@ -20,22 +20,36 @@ import (
 )
 
 // SetupWithManager embeds the Hub in mgr: the instance runtime is engaged
-// with every cluster mgr's provider engages (or, with a nil provider, with
-// mgr's own cluster), and the RGD controller runs on mgr's own (hub)
-// cluster unless disabled. Call it before mgr.Start, once.
+// with every cluster mgr's provider (mgr.GetProvider()) engages, or, when
+// mgr has none, with mgr's own cluster; and the RGD controller runs on mgr's
+// own (hub) cluster unless disabled. Call it before mgr.Start, once.
 //
-// mgr's provider should be the one given to NewHub; a Hub created with a nil
-// provider serves mgr's own cluster only.
+// A provider given to NewHub must be mgr's (else ErrProviderMismatch). A
+// Hub with a provider that has engaged no cluster 30 seconds after the
+// start logs a warning: a provider that needs its own setup call
+// (secret.Provider.SetupWithManager) was likely not set up.
+//
+// SetupWithManager does no network I/O: installing the RGD CRD
+// (Options.InstallRGDCRD) and checking that the hub serves RGDs run when
+// mgr starts, with its context, and an install failure ends mgr.Start with
+// that error.
 func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
+	provider, err := resolveProvider(h.provider, mgr)
+	if err != nil {
+		return err
+	}
 	h.mu.Lock()
 	if h.mgr != nil {
 		h.mu.Unlock()
 		return ErrAlreadySetUp
 	}
 	h.mgr = mgr
+	h.provider = provider
+	h.tracker.Failures = hub.FailuresOf(provider)
 	h.recorder = mgr.GetLocalManager().GetEventRecorder("fleetgraph")
 	h.mu.Unlock()
 
+	h.applyControllerOptions(mgr.GetLocalManager())
 	if err := h.setupResolver(mgr.GetLocalManager().GetConfig()); err != nil {
 		return err
 	}
@@ -63,10 +77,8 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	if err := h.setupRollouts(mgr.GetLocalManager()); err != nil {
 		return err
 	}
-	if h.provider == nil {
-		if err := mgr.GetLocalManager().Add(manager.RunnableFunc(h.serveLocal)); err != nil {
-			return fmt.Errorf("adding single-cluster runnable: %w", err)
-		}
+	if err := h.setupClusterSource(mgr); err != nil {
+		return err
 	}
 	return h.setupRGDController(mgr.GetLocalManager())
 }
@@ -84,6 +96,10 @@ func (h *Hub) serveLocal(ctx context.Context) error {
 	return nil
 }
 
+// setupRGDController adds the RGD types to the manager's scheme and, unless
+// disabled, a runnable that starts the RGD controller once the manager runs:
+// deciding whether to run it needs the hub cluster (the CRD installed, the
+// kind served), and SetupWithManager does no I/O.
 func (h *Hub) setupRGDController(local manager.Manager) error {
 	if h.opts.DisableRGDController {
 		return nil
@@ -94,24 +110,54 @@ func (h *Hub) setupRGDController(local manager.Manager) error {
 			return fmt.Errorf("adding the RGD types to the manager's scheme: %w", err)
 		}
 	}
+	if err := local.Add(rgdStarter{h: h, local: local}); err != nil {
+		return fmt.Errorf("adding the RGD controller's starter: %w", err)
+	}
+	return nil
+}
+
+// rgdStarter installs the RGD CRD if asked, then adds the RGD controller to
+// the running manager if the hub serves the kind. It runs on every replica
+// (the install is idempotent); the controller it adds is leader-elected.
+type rgdStarter struct {
+	h     *Hub
+	local manager.Manager
+}
+
+var (
+	_ manager.Runnable               = rgdStarter{}
+	_ manager.LeaderElectionRunnable = rgdStarter{}
+)
+
+func (s rgdStarter) NeedLeaderElection() bool { return false }
+
+// Start returns the install's error, which stops the manager: a hub that was
+// asked to install its API and could not would otherwise serve no RGD
+// without a word.
+func (s rgdStarter) Start(ctx context.Context) error {
+	h := s.h
 	if h.opts.InstallRGDCRD {
-		if err := installRGDCRD(local, h.opts); err != nil {
+		if err := installRGDCRD(ctx, s.local, h.opts); err != nil {
 			return err
 		}
-	} else if !servesRGDs(local) {
+	}
+	if !servesRGDs(s.local) {
 		h.opts.Logger.Info("RGD controller off: the hub cluster does not serve " +
 			"kro.run/v1alpha1 ResourceGraphDefinition (set Options.InstallRGDCRD to install it)")
 		return nil
 	}
 	r := &hub.RGDReconciler{
-		Client:   local.GetClient(),
+		Client:   s.local.GetClient(),
 		Registry: rgdRegistry{h},
 		Recorder: h.recorder,
 		Selector: h.opts.RGDSelector,
 		Resync:   h.opts.StatusResync,
 		Changed:  h.changed,
 	}
-	return r.SetupWithManager(local)
+	if err := r.SetupWithManager(s.local); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("starting the RGD controller: %w", err)
+	}
+	return nil
 }
 
 func servesRGDs(local manager.Manager) bool {
@@ -121,10 +167,10 @@ func servesRGDs(local manager.Manager) bool {
 }
 
 // installRGDCRD creates or updates the RGD CRD with a direct client (the
-// manager's cache is not running yet). A CRD that another manager installed
+// manager's cache need not know CRDs); ctx is the manager's. A CRD that another manager installed
 // (kro's, say) is left alone: it is logged, and the RGD controller serves
 // the kind as that CRD defines it.
-func installRGDCRD(local manager.Manager, opts Options) error {
+func installRGDCRD(ctx context.Context, local manager.Manager, opts Options) error {
 	crd, err := v1alpha1.CRD()
 	if err != nil {
 		return err
@@ -140,7 +186,6 @@ func installRGDCRD(local manager.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("client for the hub: %w", err)
 	}
-	ctx := context.Background()
 	existing := &apiextensionsv1.CustomResourceDefinition{}
 	switch err := c.Get(ctx, client.ObjectKey{Name: crd.Name}, existing); {
 	case err == nil && !installedByUs(existing, opts.FieldManager):

@@ -224,7 +224,17 @@ func startStoppableHub(t testing.TB, cfg *rest.Config, provider multicluster.Pro
 	})
 	require.NoError(t, err)
 	require.NoError(t, h.SetupWithManager(mgr))
-	return h, fgtesting.StartStoppable(t, mgr.Start)
+	stop := fgtesting.StartStoppable(t, mgr.Start)
+	if opts.InstallRGDCRD && !opts.DisableRGDController {
+		// The install runs as the manager starts: wait for it, as a
+		// program applying RGDs right after starting a hub would.
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			c, err := client.New(cfg, client.Options{Scheme: fgtesting.NewScheme()})
+			require.NoError(ct, err)
+			assert.NoError(ct, c.List(context.Background(), &v1alpha1.ResourceGraphDefinitionList{}))
+		}, wait, tick, "the hub installs the RGD CRD")
+	}
+	return h, stop
 }
 
 // requireServedBy creates an instance, waits until it is ACTIVE with its

@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -93,10 +92,9 @@ func registerSpoke(t *testing.T, hub client.Client, name string, kubeconfig []by
 // process has installed the RGD CRD.
 func applyWebAppRGD(t *testing.T, hub client.Client, p *process) {
 	t.Helper()
-	raw, err := os.ReadFile("../../examples/quickstart/webapp.yaml")
+	rgds, err := v1alpha1.LoadFile("../../examples/quickstart/webapp.yaml")
 	require.NoError(t, err)
-	rgd := &v1alpha1.ResourceGraphDefinition{}
-	require.NoError(t, yaml.UnmarshalStrict(raw, rgd))
+	rgd := rgds[0]
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		assert.NoError(ct, client.IgnoreAlreadyExists(hub.Create(context.Background(), rgd.DeepCopy())))
 	}, time.Minute, 100*time.Millisecond, "the binary installs the RGD CRD: %s", p.logs)

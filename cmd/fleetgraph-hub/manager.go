@@ -32,7 +32,7 @@ func newManager(cfg *rest.Config, o options) (mcmanager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	hub, err := sdk.NewHub(provider, sdk.Options{
+	hub, err := sdk.NewHub(nil, sdk.Options{ // nil: the manager's provider
 		InstallRGDCRD:          o.installRGDCRD,
 		DeleteCRDsOnUnregister: o.deleteCRDs,
 		Workers:                o.workers,

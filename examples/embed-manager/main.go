@@ -1,6 +1,7 @@
 // Command embed-manager is a platform's existing controller-runtime manager,
 // with its own controller, to which a fleetgraph hub is added. The hub
-// wiring is the block marked "fleetgraph" in run; nothing else changes.
+// wiring is the region marked embed:begin/embed:end in run; nothing else
+// changes.
 //
 //	go run ./examples/embed-manager --kubeconfig hub.kubeconfig
 //
@@ -49,23 +50,26 @@ func run(ctx context.Context, cfg *rest.Config, metricsAddr string) error {
 		return err
 	}
 
-	// --- fleetgraph: the whole hub wiring, 13 lines of code ---
-	// Spokes are kubeconfig Secrets on this (hub) cluster.
+	// The fleetgraph hub wiring: the region between the markers is the
+	// README's embedding snippet and sdk's ExampleNewHub (snippet_test.go).
+	// embed:begin
+	// Spokes are kubeconfig Secrets on the hub, in namespace fleetgraph-system.
 	provider := secret.New(secret.Options{})
-	// The same manager, made multicluster-aware; mgr keeps its controllers.
+	// The same manager, multicluster-aware; it keeps its controllers.
 	mcMgr, err := mcmanager.WithMultiCluster(mgr, provider)
 	if err != nil {
 		return err
 	}
-	// The hub serves this cluster's RGDs on every spoke.
-	hub, err := sdk.NewHub(provider, sdk.Options{InstallRGDCRD: true})
+	// nil: the hub serves the manager's provider. Options document defaults.
+	hub, err := sdk.NewHub(nil, sdk.Options{InstallRGDCRD: true})
 	if err != nil {
 		return err
 	}
-	// Watch the Secrets (namespace fleetgraph-system) and embed the hub.
+	// The provider watches its Secrets; the hub serves this cluster's RGDs.
 	if err := errors.Join(provider.SetupWithManager(mcMgr), hub.SetupWithManager(mcMgr)); err != nil {
 		return err
 	}
 	// Start mcMgr, not mgr: only the multicluster manager starts the provider.
 	return mcMgr.Start(ctx)
+	// embed:end
 }

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -51,10 +49,9 @@ func TestEmbeddedHubServesBesideThePlatformsController(t *testing.T) {
 				Labels: map[string]string{secret.DefaultSecretLabel: "true"}},
 			Data: map[string][]byte{secret.DefaultDataKey: spoke.Kubeconfig},
 		}))
-		raw, err := os.ReadFile("../quickstart/webapp.yaml")
+		rgds, err := v1alpha1.LoadFile("../quickstart/webapp.yaml")
 		require.NoError(t, err)
-		rgd := &v1alpha1.ResourceGraphDefinition{}
-		require.NoError(t, yaml.UnmarshalStrict(raw, rgd))
+		rgd := rgds[0]
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
 			assert.NoError(ct, client.IgnoreAlreadyExists(hub.Create(ctx, rgd.DeepCopy())))
 		}, time.Minute, 100*time.Millisecond, "the hub installs the RGD CRD as it starts")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"fmt"
@@ -18,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
@@ -55,7 +55,7 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	if err := applyRGD(ctx, out, hubClient); err != nil {
 		return err
 	}
-	if err := createInstances(ctx, out, fleet); err != nil {
+	if err := createInstances(ctx, out, hub, fleet); err != nil {
 		return err
 	}
 	if err := waitActive(ctx, out, hub, o.spokes); err != nil {
@@ -107,7 +107,7 @@ func startHub(ctx context.Context, out io.Writer, fleet *fgtesting.Fleet) (*sdk.
 	if err := provider.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	hub, err := sdk.NewHub(provider, sdk.Options{InstallRGDCRD: true})
+	hub, err := sdk.NewHub(nil, sdk.Options{InstallRGDCRD: true}) // nil: the manager's provider
 	if err != nil {
 		return nil, err
 	}
@@ -124,12 +124,13 @@ func startHub(ctx context.Context, out io.Writer, fleet *fgtesting.Fleet) (*sdk.
 }
 
 func applyRGD(ctx context.Context, out io.Writer, c client.Client) error {
-	rgd := &v1alpha1.ResourceGraphDefinition{}
-	if err := yaml.UnmarshalStrict(webAppRGD, rgd); err != nil {
+	rgds, err := v1alpha1.Load(bytes.NewReader(webAppRGD))
+	if err != nil {
 		return err
 	}
+	rgd := rgds[0]
 	// The RGD CRD is installed by the hub as it starts; wait until it is served.
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		err := c.Create(ctx, rgd.DeepCopy())
 		return err == nil || client.IgnoreAlreadyExists(err) == nil, nil
 	})
@@ -140,20 +141,21 @@ func applyRGD(ctx context.Context, out io.Writer, c client.Client) error {
 	return nil
 }
 
-// createInstances creates one WebApp on each spoke, as soon as the spoke
-// serves the kind.
-func createInstances(ctx context.Context, out io.Writer, fleet *fgtesting.Fleet) error {
+// createInstances creates one WebApp on each spoke, once the hub says the
+// spoke can take it: one create, no retry.
+func createInstances(ctx context.Context, out io.Writer, hub *sdk.Hub, fleet *fgtesting.Fleet) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	for _, s := range fleet.Spokes() {
+		if err := hub.WaitServable(ctx, "webapp", s.Name); err != nil {
+			return err
+		}
 		c, err := client.New(s.Config, client.Options{})
 		if err != nil {
 			return err
 		}
 		app := webApp("hello-" + s.Name)
-		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-			err := c.Create(ctx, app.DeepCopy())
-			return err == nil || client.IgnoreAlreadyExists(err) == nil, nil
-		})
-		if err != nil {
+		if err := c.Create(ctx, app); err != nil {
 			return fmt.Errorf("creating a WebApp on %s: %w", s.Name, err)
 		}
 		say(out, "Created WebApp %q on %s.", app.GetName(), s.Name)

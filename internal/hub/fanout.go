@@ -119,12 +119,14 @@ func (f *FanOut) Ensure(ctx context.Context, c Cluster, g *graph.Graph) error {
 	if ctx.Err() != nil && err != nil {
 		return err // disengaged or stopped: nothing worth recording
 	}
-	if f.tracker.Record(ctx, g.Name, clusterName, g.Generation, state, msg) && f.opts.OnTransition != nil {
+	changed := f.tracker.Record(ctx, g.Name, clusterName, g.Generation, state, msg)
+	if changed && f.opts.OnTransition != nil {
 		f.opts.OnTransition(g.Name, clusterName, state, msg)
 	}
 	fanOutDuration.WithLabelValues(clusterName, g.Name, string(state)).Observe(time.Since(start).Seconds())
 	if err != nil {
-		f.opts.Logger.Info("CRD not ready on cluster", "cluster", clusterName, "graph", g.Name, "state", state, "reason", msg)
+		// Retried with backoff: only a change of state is news.
+		f.opts.Logger.V(verbosityOf(changed)).Info("CRD not ready on cluster", "cluster", clusterName, "graph", g.Name, "state", state, "reason", msg)
 	}
 	return err
 }

@@ -89,10 +89,14 @@ func (r *RGDReconciler) SetupWithManager(mgr manager.Manager) error {
 	if r.Selector == nil {
 		r.Selector = labels.Everything()
 	}
-	skip := true
+	skip := true // several hubs in one process (tests), unless mgr says otherwise
+	if s := mgr.GetControllerOptions().SkipNameValidation; s != nil {
+		skip = *s
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("fleetgraph-rgd").
 		WithOptions(controller.Options{SkipNameValidation: &skip}).
+		WithLogConstructor(rgdLogConstructor(mgr, "fleetgraph-rgd")). // rgd_log.go
 		For(&v1alpha1.ResourceGraphDefinition{})
 	if r.Changed != nil {
 		events := make(chan event.GenericEvent)
@@ -104,7 +108,7 @@ func (r *RGDReconciler) SetupWithManager(mgr manager.Manager) error {
 		}
 		b = b.WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{}))
 	}
-	return b.Complete(r)
+	return b.Complete(forgetting{r})
 }
 
 // forward turns the names on Changed into the events a channel source

@@ -266,7 +266,7 @@ func (c *controller) process(req mcreconcile.Request) {
 		reconcileTotal.WithLabelValues(c.g.Name, cluster, "error").Inc()
 		reconcileErrors.WithLabelValues(c.g.Name, cluster).Inc()
 		if !errors.Is(err, errConflict) {
-			c.log.Error(err, "reconcile failed", "cluster", cluster, "instance", req.NamespacedName)
+			logFailure(c.log, c.queue, c.g.Name, req, err) // failure_log.go
 		}
 		c.queue.AddRateLimited(req)
 	case after > 0:
