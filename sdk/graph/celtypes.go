@@ -18,10 +18,10 @@ const maxTypeDepth = 32
 // declTypeOf turns an OpenAPI schema into a CEL type declaration named
 // after name (nested objects get name.field...).
 //
-// It differs from the API server's conversion on purpose, because our values
+// Strings with a format are typed as the API server and kro type them (see
+// formats.go). It differs from the API server's conversion where our values
 // at run time are plain JSON (map[string]any...) rather than schema-aware
-// wrappers: strings with a format (date-time, duration, byte) stay strings,
-// free-form objects (x-kubernetes-preserve-unknown-fields without
+// wrappers: free-form objects (x-kubernetes-preserve-unknown-fields without
 // properties) are map(string, dyn), int-or-string is dyn, and field names
 // are not escaped.
 func declTypeOf(s common.Schema, name string, depth int) *apiservercel.DeclType {
@@ -49,24 +49,6 @@ func declTypeOf(s common.Schema, name string, depth int) *apiservercel.DeclType 
 		return apiservercel.BoolType
 	}
 	return apiservercel.DynType
-}
-
-// Strings with a format are typed string in expressions (see declTypeOf)
-// but keep, in these distinct declarations, what kro's status inference
-// makes of them: kro types them timestamp, duration or bytes.
-var (
-	timeLikeString = apiservercel.NewSimpleTypeWithMinSize("string", cel.StringType, types.String(""), 0)
-	bytesString    = apiservercel.NewSimpleTypeWithMinSize("string", cel.StringType, types.String(""), 0)
-)
-
-func stringDecl(format string) *apiservercel.DeclType {
-	switch format {
-	case "date-time", "date", "duration":
-		return timeLikeString
-	case "byte":
-		return bytesString
-	}
-	return apiservercel.StringType
 }
 
 func objectDeclType(s common.Schema, name string, depth int) *apiservercel.DeclType {

@@ -25,6 +25,8 @@ type nodeProgram struct {
 	include    []condition
 	readyWhen  []condition
 	iterators  []iteratorProgram
+	// formats is the format tree of one observed object of this node.
+	formats *formatTree
 }
 
 type condition struct {
@@ -170,10 +172,17 @@ func evalSelector(sc *scope, t tmpl) (*metav1.LabelSelector, error) {
 
 func (np *nodeProgram) ready(vals Values, observed map[string]any) (bool, error) {
 	extra := map[string]any{np.id: observed}
+	sc := np.scope(vals, extra)
 	if np.collection {
 		extra[varEach] = observed
 	}
-	sc := np.scope(vals, extra)
+	if np.formats != nil {
+		converted := np.formats.apply(observed)
+		sc.converted = map[string]any{np.id: converted}
+		if np.collection {
+			sc.converted[varEach] = converted
+		}
+	}
 	sc.observing = true
 	for _, c := range np.readyWhen {
 		ok, err := sc.evalBool(c.p, c.path)
@@ -189,7 +198,7 @@ func (np *nodeProgram) ready(vals Values, observed map[string]any) (bool, error)
 
 // compileResource compiles every expression of r into its node program.
 func (c *compiler) compileResource(r *resource) {
-	np := &nodeProgram{id: r.node.ID, collection: r.node.Collection}
+	np := &nodeProgram{id: r.node.ID, collection: r.node.Collection, formats: formatsOf(r.decl)}
 	r.node.program = np
 	env := c.compileIterators(r, np)
 	if env == nil {
