@@ -112,6 +112,32 @@ func buildFormats(d *apiservercel.DeclType, depth int) *formatTree {
 	return nil
 }
 
+// formatsOfType is formatsOf for a CEL type, such as a forEach iterator's:
+// object types are looked up by name among the graph's declarations.
+func (c *compiler) formatsOfType(t *cel.Type, depth int) *formatTree {
+	if t == nil || depth > maxTypeDepth {
+		return nil
+	}
+	switch t.Kind() {
+	case types.TimestampKind:
+		return &formatTree{leaf: timestampDecl}
+	case types.DurationKind:
+		return &formatTree{leaf: durationDecl}
+	case types.BytesKind:
+		return &formatTree{leaf: bytesDecl}
+	case types.StructKind:
+		if d, ok := c.findDeclType(t.TypeName()); ok {
+			return formatsOf(d)
+		}
+	case types.ListKind, types.MapKind:
+		params := t.Parameters()
+		if sub := c.formatsOfType(params[len(params)-1], depth+1); sub != nil {
+			return &formatTree{elem: sub}
+		}
+	}
+	return nil
+}
+
 // apply returns v with the formatted strings f points at parsed into CEL
 // values. It copies only the maps and lists on the way to them; v itself
 // is never modified. An object tree applied to a list applies to each item

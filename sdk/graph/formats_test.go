@@ -108,3 +108,47 @@ func TestFormattedFieldsInReadyWhen(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ready)
 }
+
+func TestFormattedIteratorItemsKeepTheirType(t *testing.T) {
+	rgd := parseRGD(t, rgdDoc("", `resources:
+- id: job
+  template:
+    apiVersion: batch/v1
+    kind: Job
+    metadata: {name: job}
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{name: c, image: busybox}]
+- id: stamps
+  forEach:
+    - at: ${[job.status.startTime, job.status.completionTime]}
+  template:
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: ${'stamp-' + string(at.getSeconds())}
+    data:
+      at: ${string(at)}
+`))
+	g, err := graph.Compile(rgd, typedOptions(t))
+	require.NoError(t, err)
+	vals := graph.Values{
+		"schema": instance("app", map[string]any{"name": "app"}),
+		"job": map[string]any{"status": map[string]any{
+			"startTime": "2026-03-01T10:00:07Z", "completionTime": "2026-03-01T10:01:30Z",
+		}},
+	}
+	node := g.Node("stamps")
+	iterations, err := node.Iterations(vals)
+	require.NoError(t, err)
+	require.Len(t, iterations, 2)
+	var names []string
+	for _, it := range iterations {
+		out, err := node.Render(vals, it)
+		require.NoError(t, err)
+		names = append(names, out.GetName())
+	}
+	assert.Equal(t, []string{"stamp-7", "stamp-30"}, names)
+}
