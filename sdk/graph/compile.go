@@ -107,6 +107,8 @@ func (c *compiler) run() (*Graph, error) {
 		status:        status,
 		conditions:    c.conditions,
 		byID:          map[string]*Node{},
+		source:        c.rgd,
+		opts:          c.opts,
 	}
 	g.Instance = Instance{
 		GVK:        schema.GroupVersionKind{Group: c.group(), Version: c.rgd.Spec.Schema.APIVersion, Kind: c.rgd.Spec.Schema.Kind},
