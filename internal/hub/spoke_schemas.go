@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/openapi"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
@@ -27,37 +27,33 @@ import (
 // spoke, the kind, the field path and the expression, and the version it
 // serves already (if any) keeps serving.
 //
-// Each spoke has one schema resolver, which fetches a group-version's
-// OpenAPI document once and keeps it (resolver.DefaultTTL), and the verdict
-// per graph is kept as long as the spoke hands out the same schemas, so an
-// Ensure on steady state costs a few map look-ups. Both go when the
-// cluster's engagement ends.
+// The API server lists its OpenAPI v3 documents with a content hash in each
+// URL. A verdict is kept per graph and set of document URLs, so spokes that
+// serve the same documents (a fleet on one Kubernetes version with the same
+// CRDs) share one check: a spoke costs one small GET of the listing, and a
+// document is fetched and parsed only for a set of hashes not seen yet.
+// Nothing is kept per spoke, so a fleet of thousands holds no copies of the
+// documents. A spoke that serves no OpenAPI v3 listing describes no kind:
+// there is nothing to check.
 
-// maxVerdicts bounds the verdicts kept per spoke; old graph versions drop
-// out when it is reached.
-const maxVerdicts = 64
+// maxVerdicts bounds the verdicts kept; all are dropped when it is reached
+// (old graph versions and schema sets fall out that way).
+const maxVerdicts = 256
 
-// spokeSchemas holds the per-spoke resolvers and verdicts. The zero value
-// is ready to use; it is safe for concurrent use.
+// spokeSchemas holds the verdicts. The zero value is ready to use; it is
+// safe for concurrent use.
 type spokeSchemas struct {
-	mu      sync.Mutex
-	byName  map[string]*spokeSchemaCache
-	resolve func(cluster.Cluster) (*resolver.Resolver, error) // tests may replace it
-}
-
-type spokeSchemaCache struct {
-	cl       cluster.Cluster
-	resolver *resolver.Resolver
 	mu       sync.Mutex
-	verdicts map[*graph.Graph]schemaVerdict
+	verdicts map[schemaVerdictKey]error
+	// openAPI returns a cluster's OpenAPI v3 client; tests replace it.
+	openAPI func(cluster.Cluster) (openapi.Client, error)
 }
 
-// schemaVerdict is the outcome of checking one graph against the schemas
-// named by key (their identities: the resolver hands out the same pointer
-// while it keeps a document).
-type schemaVerdict struct {
-	key string
-	err error
+// schemaVerdictKey is one graph checked against one set of documents,
+// named by their URLs (content hashes included).
+type schemaVerdictKey struct {
+	g    *graph.Graph
+	docs string
 }
 
 // checkSpokeSchemas returns an error wrapping ErrIncompatible when c's
@@ -68,106 +64,115 @@ func (f *FanOut) checkSpokeSchemas(c Cluster, g *graph.Graph) error {
 	if !g.TypeChecked() {
 		return nil
 	}
-	sc, err := f.spokeSchemas.forCluster(c)
+	err := f.spokeSchemas.check(c.Cluster, g)
+	var incompatible *schemaDisagreement
+	if errors.As(err, &incompatible) {
+		return disagreement(c.Name, g, incompatible.err)
+	}
+	if err != nil {
+		return fmt.Errorf("reading the schemas of the graph's kinds on cluster %q: %w", c.Name, err)
+	}
+	return nil
+}
+
+// schemaDisagreement is a verdict: CheckSchemas' error, without the
+// cluster, since spokes share it.
+type schemaDisagreement struct{ err error }
+
+func (e *schemaDisagreement) Error() string { return e.err.Error() }
+
+func (s *spokeSchemas) check(cl cluster.Cluster, g *graph.Graph) error {
+	newClient := s.openAPI
+	if newClient == nil {
+		newClient = clusterOpenAPI
+	}
+	client, err := newClient(cl)
 	if err != nil {
 		return err
 	}
-	return sc.check(c.Name, g)
+	paths, err := client.Paths()
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil // no OpenAPI v3 listing: the cluster describes no kind
+	case err != nil:
+		return fmt.Errorf("listing OpenAPI v3 documents: %w", err)
+	}
+	docs, cacheable := documentsKey(paths, g)
+	key := schemaVerdictKey{g: g, docs: docs}
+	if cacheable {
+		s.mu.Lock()
+		verdict, ok := s.verdicts[key]
+		s.mu.Unlock()
+		if ok {
+			return verdict
+		}
+	}
+	r := resolver.New(listedPaths{client: client, paths: paths}, resolver.Options{})
+	err = g.CheckSchemas(spokeResolver{r})
+	switch {
+	case errors.Is(err, graph.ErrSchemaUnavailable):
+		return err
+	case err != nil:
+		err = &schemaDisagreement{err: err}
+	}
+	if cacheable {
+		s.mu.Lock()
+		if s.verdicts == nil || len(s.verdicts) >= maxVerdicts {
+			s.verdicts = map[schemaVerdictKey]error{}
+		}
+		s.verdicts[key] = err
+		s.mu.Unlock()
+	}
+	return err
 }
 
-func (s *spokeSchemas) forCluster(c Cluster) (*spokeSchemaCache, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sc := s.byName[c.Name]; sc != nil && sc.cl == c.Cluster {
-		return sc, nil
-	}
-	newResolver := s.resolve
-	if newResolver == nil {
-		newResolver = clusterResolver
-	}
-	r, err := newResolver(c.Cluster)
-	if err != nil {
-		return nil, fmt.Errorf("schema resolver for cluster %q: %w", c.Name, err)
-	}
-	sc := &spokeSchemaCache{cl: c.Cluster, resolver: r, verdicts: map[*graph.Graph]schemaVerdict{}}
-	if s.byName == nil {
-		s.byName = map[string]*spokeSchemaCache{}
-	}
-	s.byName[c.Name] = sc
-	if c.Engagement != nil {
-		context.AfterFunc(c.Engagement, func() { s.forget(c.Name, sc) })
-	}
-	return sc, nil
-}
-
-// forget drops a cluster's cache when its engagement ends, unless a new
-// engagement replaced it already.
-func (s *spokeSchemas) forget(name string, sc *spokeSchemaCache) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.byName[name] == sc {
-		delete(s.byName, name)
-	}
-}
-
-func clusterResolver(cl cluster.Cluster) (*resolver.Resolver, error) {
+func clusterOpenAPI(cl cluster.Cluster) (openapi.Client, error) {
 	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cl.GetConfig(), cl.GetHTTPClient())
 	if err != nil {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
-	return resolver.New(dc.OpenAPIV3(), resolver.Options{}), nil
+	return dc.OpenAPIV3(), nil
 }
 
-func (sc *spokeSchemaCache) check(clusterName string, g *graph.Graph) error {
-	r := spokeResolver{sc.resolver}
-	key, err := schemasKey(r, g)
-	if err != nil {
-		return fmt.Errorf("reading the schemas of the graph's kinds on cluster %q: %w", clusterName, err)
-	}
-	sc.mu.Lock()
-	v, ok := sc.verdicts[g]
-	sc.mu.Unlock()
-	if ok && v.key == key {
-		return v.err
-	}
-	err = g.CheckSchemas(r)
-	if errors.Is(err, graph.ErrSchemaUnavailable) {
-		return fmt.Errorf("reading the schemas of the graph's kinds on cluster %q: %w", clusterName, err)
-	}
-	if err != nil {
-		err = disagreement(clusterName, g, err)
-	}
-	sc.mu.Lock()
-	if len(sc.verdicts) >= maxVerdicts {
-		clear(sc.verdicts)
-	}
-	sc.verdicts[g] = schemaVerdict{key: key, err: err}
-	sc.mu.Unlock()
-	return err
-}
-
-// schemasKey names the schemas r has for g's kinds by identity, so a
-// verdict is reused exactly while they stay the same.
-func schemasKey(r spokeResolver, g *graph.Graph) (string, error) {
-	seen := map[schema.GroupVersionKind]bool{}
+// documentsKey names the documents of g's group-versions by URL. It is
+// cacheable only when every listed URL carries a content hash.
+func documentsKey(paths map[string]openapi.GroupVersion, g *graph.Graph) (string, bool) {
+	seen := map[schema.GroupVersion]bool{}
 	var parts []string
+	cacheable := true
 	for _, n := range g.Nodes {
-		if seen[n.GVK] {
+		gv := n.GVK.GroupVersion()
+		if seen[gv] {
 			continue
 		}
-		seen[n.GVK] = true
-		s, err := r.ResolveSchema(n.GVK)
-		switch {
-		case errors.Is(err, graph.ErrSchemaNotFound):
-			s = nil
-		case err != nil:
-			return "", err
+		seen[gv] = true
+		doc, ok := paths[openAPIPath(gv)]
+		if !ok {
+			parts = append(parts, gv.String()+"=-")
+			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s=%p", n.GVK, s))
+		url := doc.ServerRelativeURL()
+		cacheable = cacheable && strings.Contains(url, "hash=")
+		parts = append(parts, gv.String()+"="+url)
 	}
 	sort.Strings(parts)
-	return strings.Join(parts, ","), nil
+	return strings.Join(parts, ","), cacheable
 }
+
+func openAPIPath(gv schema.GroupVersion) string {
+	if gv.Group == "" {
+		return "api/" + gv.Version
+	}
+	return "apis/" + gv.Group + "/" + gv.Version
+}
+
+// listedPaths is an openapi.Client whose listing was fetched already.
+type listedPaths struct {
+	client openapi.Client
+	paths  map[string]openapi.GroupVersion
+}
+
+func (l listedPaths) Paths() (map[string]openapi.GroupVersion, error) { return l.paths, nil }
 
 // disagreement turns CheckSchemas' errors into one ErrIncompatible naming
 // the cluster and, for each error, the kind of the resource it is about.

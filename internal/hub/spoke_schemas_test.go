@@ -1,14 +1,14 @@
 package hub
 
 import (
-	"context"
+	"crypto/sha256"
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/openapi"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -33,12 +33,15 @@ func gizmoDoc(sizeType string) string {
   "x-kubernetes-group-version-kind": [{"group": "example.com", "version": "v1", "kind": "Gizmo"}]}}}}`, sizeType)
 }
 
-// docClient serves one example.com/v1 document and counts fetches.
+// docClient serves one example.com/v1 document, listed with a hash of its
+// content as the API server lists it, and counts fetches.
 type docClient struct {
 	doc     string
 	mu      sync.Mutex
 	fetches int
 }
+
+var _ openapi.Client = &docClient{}
 
 func (c *docClient) Paths() (map[string]openapi.GroupVersion, error) {
 	return map[string]openapi.GroupVersion{"apis/example.com/v1": c}, nil
@@ -51,7 +54,22 @@ func (c *docClient) Schema(string) ([]byte, error) {
 	return []byte(c.doc), nil
 }
 
-func (c *docClient) ServerRelativeURL() string { return "/openapi/v3/apis/example.com/v1" }
+func (c *docClient) ServerRelativeURL() string {
+	return fmt.Sprintf("/openapi/v3/apis/example.com/v1?hash=%x", sha256.Sum256([]byte(c.doc)))
+}
+
+func (c *docClient) fetched() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fetches
+}
+
+// noOpenAPI is a cluster that serves no OpenAPI v3 listing.
+type noOpenAPI struct{}
+
+func (noOpenAPI) Paths() (map[string]openapi.GroupVersion, error) {
+	return nil, apierrors.NewNotFound(schema.GroupResource{}, "openapi/v3")
+}
 
 func gizmoGraphSource(t testing.TB) *v1alpha1.ResourceGraphDefinition {
 	t.Helper()
@@ -86,67 +104,65 @@ func gizmoGraph(t testing.TB) *graph.Graph {
 	return g
 }
 
-// namedCluster stands for an engaged cluster; only its identity is used.
+// namedCluster stands for an engaged cluster; only its name is used.
 type namedCluster struct {
 	cluster.Cluster
 	name string
 }
 
-func TestSpokeSchemasReportADisagreeingSpokeAndCacheTheVerdict(t *testing.T) {
-	g := gizmoGraph(t)
-	clients := map[string]*docClient{"agrees": {doc: gizmoDoc("integer")}, "differs": {doc: gizmoDoc("string")}}
+func fanOutWith(clients map[string]openapi.Client) *FanOut {
 	f := &FanOut{}
-	f.spokeSchemas.resolve = func(cl cluster.Cluster) (*resolver.Resolver, error) {
-		return resolver.New(clients[cl.(*namedCluster).name], resolver.Options{}), nil
+	f.spokeSchemas.openAPI = func(cl cluster.Cluster) (openapi.Client, error) {
+		return clients[cl.(*namedCluster).name], nil
 	}
-	engagement, disengage := context.WithCancel(context.Background())
-	defer disengage()
+	return f
+}
 
-	assert.NoError(t, f.checkSpokeSchemas(Cluster{Name: "agrees", Cluster: &namedCluster{name: "agrees"}}, g))
+func spoke(name string) Cluster { return Cluster{Name: name, Cluster: &namedCluster{name: name}} }
 
-	differs := Cluster{Name: "differs", Cluster: &namedCluster{name: "differs"}, Engagement: engagement}
-	err := f.checkSpokeSchemas(differs, g)
+func TestSpokeSchemasReportADisagreeingSpokeAndShareVerdicts(t *testing.T) {
+	g := gizmoGraph(t)
+	agrees, differs, differsToo := &docClient{doc: gizmoDoc("integer")}, &docClient{doc: gizmoDoc("string")}, &docClient{doc: gizmoDoc("string")}
+	f := fanOutWith(map[string]openapi.Client{"agrees": agrees, "differs": differs, "differs-too": differsToo, "bare": noOpenAPI{}})
+
+	assert.NoError(t, f.checkSpokeSchemas(spoke("agrees"), g))
+	assert.NoError(t, f.checkSpokeSchemas(spoke("bare"), g), "a cluster without OpenAPI describes no kind")
+
+	err := f.checkSpokeSchemas(spoke("differs"), g)
 	require.ErrorIs(t, err, ErrIncompatible)
 	assert.Contains(t, err.Error(), `cluster "differs"`)
 	assert.Contains(t, err.Error(), `kind example.com/v1, Kind=Gizmo: resource "gizmo": spec.size: ${schema.spec.size}: expression returns int but the field is string`)
 
-	again := f.checkSpokeSchemas(differs, g)
-	assert.Same(t, err, again, "the verdict is reused while the spoke's schemas stay the same")
-	assert.Equal(t, 1, clients["differs"].fetches, "the spoke's document is fetched once")
+	assert.Equal(t, err, f.checkSpokeSchemas(spoke("differs"), g))
+	assert.Equal(t, 1, differs.fetched(), "the verdict is reused while the spoke lists the same document")
 
-	disengage()
-	require.Eventually(t, func() bool {
-		f.spokeSchemas.mu.Lock()
-		defer f.spokeSchemas.mu.Unlock()
-		_, ok := f.spokeSchemas.byName["differs"]
-		return !ok
-	}, 5*time.Second, 10*time.Millisecond, "a spoke's cache goes with its engagement")
+	err = f.checkSpokeSchemas(spoke("differs-too"), g)
+	require.ErrorIs(t, err, ErrIncompatible)
+	assert.Contains(t, err.Error(), `cluster "differs-too"`)
+	assert.Equal(t, 0, differsToo.fetched(), "a spoke listing a document already checked shares its verdict")
 }
 
 func TestSpokeSchemasSkipAnUntypedGraph(t *testing.T) {
 	g, err := graph.Compile(gizmoGraphSource(t), graph.Options{})
 	require.NoError(t, err)
 	f := &FanOut{}
-	f.spokeSchemas.resolve = func(cluster.Cluster) (*resolver.Resolver, error) {
+	f.spokeSchemas.openAPI = func(cluster.Cluster) (openapi.Client, error) {
 		t.Error("no schema is read for a graph compiled without schemas")
 		return nil, fmt.Errorf("unexpected")
 	}
-	assert.NoError(t, f.checkSpokeSchemas(Cluster{Name: "any"}, g))
+	assert.NoError(t, f.checkSpokeSchemas(spoke("any"), g))
 }
 
 // BenchmarkSpokeSchemasSteadyState is the cost of the check when Ensure
-// runs again for a graph and spoke already checked.
+// runs again for a graph and a spoke whose documents were checked, less
+// the listing's GET (a fake answers it here).
 func BenchmarkSpokeSchemasSteadyState(b *testing.B) {
 	g := gizmoGraph(b)
-	f := &FanOut{}
-	f.spokeSchemas.resolve = func(cluster.Cluster) (*resolver.Resolver, error) {
-		return resolver.New(&docClient{doc: gizmoDoc("integer")}, resolver.Options{}), nil
-	}
-	c := Cluster{Name: "spoke", Cluster: &namedCluster{name: "spoke"}}
-	require.NoError(b, f.checkSpokeSchemas(c, g))
+	f := fanOutWith(map[string]openapi.Client{"spoke": &docClient{doc: gizmoDoc("integer")}})
+	require.NoError(b, f.checkSpokeSchemas(spoke("spoke"), g))
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := f.checkSpokeSchemas(c, g); err != nil {
+		if err := f.checkSpokeSchemas(spoke("spoke"), g); err != nil {
 			b.Fatal(err)
 		}
 	}

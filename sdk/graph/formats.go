@@ -2,7 +2,6 @@ package graph
 
 import (
 	"maps"
-	"sync"
 	"time"
 
 	"github.com/google/cel-go/cel"
@@ -63,26 +62,10 @@ func formatsOf(d *apiservercel.DeclType) *formatTree {
 	if d == nil {
 		return nil
 	}
-	formatCache.Lock()
-	f, ok := formatCache.m[d]
-	formatCache.Unlock()
-	if ok {
-		return f
-	}
-	f = buildFormats(d, 0)
-	formatCache.Lock()
-	if len(formatCache.m) >= declCacheSize {
-		clear(formatCache.m)
-	}
-	formatCache.m[d] = f
-	formatCache.Unlock()
-	return f
+	return formatCache.get(d, func() *formatTree { return buildFormats(d, 0) })
 }
 
-var formatCache = struct {
-	sync.Mutex
-	m map[*apiservercel.DeclType]*formatTree
-}{m: map[*apiservercel.DeclType]*formatTree{}}
+var formatCache = newBoundedCache[*apiservercel.DeclType, *formatTree](declCacheSize)
 
 func buildFormats(d *apiservercel.DeclType, depth int) *formatTree {
 	switch {

@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -86,19 +87,8 @@ name: ${job.metadata.name}`)))
 }
 
 func TestFormattedFieldsInReadyWhen(t *testing.T) {
-	rgd := parseRGD(t, rgdDoc("", `resources:
-- id: job
-  readyWhen: ['${job.status.completionTime > job.status.startTime}']
-  template:
-    apiVersion: batch/v1
-    kind: Job
-    metadata: {name: job}
-    spec:
-      template:
-        spec:
-          restartPolicy: Never
-          containers: [{name: c, image: busybox}]
-`))
+	rgd := parseRGD(t, rgdDoc("", "resources:\n"+strings.Replace(jobTemplate, "  template:",
+		"  readyWhen: ['${job.status.completionTime > job.status.startTime}']\n  template:", 1)))
 	g, err := graph.Compile(rgd, typedOptions(t))
 	require.NoError(t, err)
 	vals := graph.Values{"schema": instance("app", map[string]any{"name": "app"})}
@@ -110,18 +100,7 @@ func TestFormattedFieldsInReadyWhen(t *testing.T) {
 }
 
 func TestFormattedIteratorItemsKeepTheirType(t *testing.T) {
-	rgd := parseRGD(t, rgdDoc("", `resources:
-- id: job
-  template:
-    apiVersion: batch/v1
-    kind: Job
-    metadata: {name: job}
-    spec:
-      template:
-        spec:
-          restartPolicy: Never
-          containers: [{name: c, image: busybox}]
-- id: stamps
+	rgd := parseRGD(t, rgdDoc("", "resources:\n"+jobTemplate+`- id: stamps
   forEach:
     - at: ${[job.status.startTime, job.status.completionTime]}
   template:
