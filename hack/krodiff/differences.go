@@ -67,9 +67,6 @@ var (
 		`^verdict: kro accepted; fleetgraph rejected at compile: .*must be no more than 63 characters$`)
 	readyWhenBare = kind("a readyWhen entry without ${}: kro rejects it, fleetgraph accepts it",
 		`^verdict: kro rejected at compile: .*only standalone expressions are allowed.*; fleetgraph accepted$`)
-	nullComparison = kind("comparing a typed field with null (job.status.completionTime != null in kro's job example): "+
-		"kro accepts it, fleetgraph's type check finds no != for (string, null)",
-		`^verdict: kro accepted; fleetgraph rejected at compile: .*found no matching overload for '_[!=]=_' applied to '\(\w+, null\)'`)
 	numberAlias = kind("SimpleSchema type number: kro knows only float, fleetgraph accepts number as float's OpenAPI name",
 		`^verdict: kro rejected at compile: .*unknown type: number.*; fleetgraph accepted$`)
 )
@@ -83,7 +80,6 @@ var KnownDifferences = []KnownDifference{
 	{File: "edge-id-too-long.yaml", Kinds: []Kind{longIDs}},
 	{File: "invalid-readywhen-not-expression.yaml", Kinds: []Kind{readyWhenBare}},
 	{File: "types-number-keyword.yaml", Kinds: []Kind{numberAlias}},
-	{File: "kro/examples/kubernetes/job-example/rgd.yaml", Kinds: []Kind{nullComparison}},
 }
 
 // Kinds of behaviour difference.

@@ -4,8 +4,9 @@
 //   - FanOut puts a graph's generated CRD on one cluster with server-side
 //     apply and waits until it is established. It refuses to touch a CRD it
 //     does not own (Conflict), a cluster that does not serve a child kind
-//     the graph needs, or a breaking schema change without the RGD's opt-in
-//     (Incompatible). Its Ensure method is the gate the spoke runtime
+//     the graph needs or whose schemas of those kinds do not type-check the
+//     graph as the hub's did (spoke_schemas.go), or a breaking schema
+//     change without the RGD's opt-in (Incompatible). Its Ensure method is the gate the spoke runtime
 //     consults per graph and cluster, so instance watches start only where
 //     the CRD is established, and a slow or dead spoke delays only itself.
 //   - Tracker keeps each graph's state per cluster (the latest version's CRD

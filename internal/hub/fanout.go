@@ -97,6 +97,8 @@ func (o FanOutOptions) withDefaults() FanOutOptions {
 type FanOut struct {
 	opts    FanOutOptions
 	tracker *Tracker
+
+	spokeSchemas spokeSchemas // spoke_schemas.go
 }
 
 // NewFanOut returns a FanOut that records into tracker.
@@ -134,6 +136,9 @@ func (f *FanOut) Ensure(ctx context.Context, c Cluster, g *graph.Graph) error {
 func (f *FanOut) ensure(ctx context.Context, c Cluster, g *graph.Graph) error {
 	clusterName, cl := c.Name, c.Cluster
 	if err := servesKinds(cl, g); err != nil {
+		return err
+	}
+	if err := f.checkSpokeSchemas(c, g); err != nil {
 		return err
 	}
 	existed, err := f.checkExisting(ctx, cl, g)

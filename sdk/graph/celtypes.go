@@ -18,10 +18,10 @@ const maxTypeDepth = 32
 // declTypeOf turns an OpenAPI schema into a CEL type declaration named
 // after name (nested objects get name.field...).
 //
-// It differs from the API server's conversion on purpose, because our values
+// Strings with a format are typed as the API server and kro type them (see
+// formats.go). It differs from the API server's conversion where our values
 // at run time are plain JSON (map[string]any...) rather than schema-aware
-// wrappers: strings with a format (date-time, duration, byte) stay strings,
-// free-form objects (x-kubernetes-preserve-unknown-fields without
+// wrappers: free-form objects (x-kubernetes-preserve-unknown-fields without
 // properties) are map(string, dyn), int-or-string is dyn, and field names
 // are not escaped.
 func declTypeOf(s common.Schema, name string, depth int) *apiservercel.DeclType {
@@ -49,24 +49,6 @@ func declTypeOf(s common.Schema, name string, depth int) *apiservercel.DeclType 
 		return apiservercel.BoolType
 	}
 	return apiservercel.DynType
-}
-
-// Strings with a format are typed string in expressions (see declTypeOf)
-// but keep, in these distinct declarations, what kro's status inference
-// makes of them: kro types them timestamp, duration or bytes.
-var (
-	timeLikeString = apiservercel.NewSimpleTypeWithMinSize("string", cel.StringType, types.String(""), 0)
-	bytesString    = apiservercel.NewSimpleTypeWithMinSize("string", cel.StringType, types.String(""), 0)
-)
-
-func stringDecl(format string) *apiservercel.DeclType {
-	switch format {
-	case "date-time", "date", "duration":
-		return timeLikeString
-	case "byte":
-		return bytesString
-	}
-	return apiservercel.StringType
 }
 
 func objectDeclType(s common.Schema, name string, depth int) *apiservercel.DeclType {
@@ -151,11 +133,8 @@ func isIdentByte(c byte) bool {
 
 // declCache remembers the CEL type of each resolved schema, keyed by the
 // schema pointer (resolvers hand out the same pointer for the same kind) and
-// the type name. It is cleared when it grows past declCacheSize.
-var declCache = struct {
-	sync.Mutex
-	m map[declKey]*apiservercel.DeclType
-}{m: map[declKey]*apiservercel.DeclType{}}
+// the type name.
+var declCache = newBoundedCache[declKey, *apiservercel.DeclType](declCacheSize)
 
 const declCacheSize = 512
 
@@ -165,21 +144,40 @@ type declKey struct {
 }
 
 func cachedDeclType(s *spec.Schema, name string) *apiservercel.DeclType {
-	key := declKey{s, name}
-	declCache.Lock()
-	t, ok := declCache.m[key]
-	declCache.Unlock()
+	return declCache.get(declKey{s, name}, func() *apiservercel.DeclType {
+		return declTypeOf(&openapi.Schema{Schema: s}, name, 0)
+	})
+}
+
+// boundedCache is a map safe for concurrent use, cleared whenever it
+// reaches its size, for values derived from immutable keys.
+type boundedCache[K comparable, V any] struct {
+	mu   sync.Mutex
+	m    map[K]V
+	size int
+}
+
+func newBoundedCache[K comparable, V any](size int) *boundedCache[K, V] {
+	return &boundedCache[K, V]{m: map[K]V{}, size: size}
+}
+
+// get returns key's value, computing it with make (outside the lock) when
+// absent.
+func (c *boundedCache[K, V]) get(key K, make func() V) V {
+	c.mu.Lock()
+	v, ok := c.m[key]
+	c.mu.Unlock()
 	if ok {
-		return t
+		return v
 	}
-	t = declTypeOf(&openapi.Schema{Schema: s}, name, 0)
-	declCache.Lock()
-	if len(declCache.m) >= declCacheSize {
-		clear(declCache.m)
+	v = make()
+	c.mu.Lock()
+	if len(c.m) >= c.size {
+		clear(c.m)
 	}
-	declCache.m[key] = t
-	declCache.Unlock()
-	return t
+	c.m[key] = v
+	c.mu.Unlock()
+	return v
 }
 
 // celType returns the CEL type of a declaration, treating nil as dyn.

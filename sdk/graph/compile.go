@@ -52,6 +52,9 @@ type compiler struct {
 	// valueNames are the names expressions read from Values: schema and
 	// every resource id.
 	valueNames map[string]bool
+	// formats are the format trees of schema and each resource id (for a
+	// collection, of one item).
+	formats map[string]*formatTree
 
 	kinds    *typedEnv // base + the child kinds' types (cached across compiles)
 	instance *typedEnv // kinds + the instance's types + schema + every resource id
@@ -104,6 +107,8 @@ func (c *compiler) run() (*Graph, error) {
 		status:        status,
 		conditions:    c.conditions,
 		byID:          map[string]*Node{},
+		source:        c.rgd,
+		opts:          c.opts,
 	}
 	g.Instance = Instance{
 		GVK:        schema.GroupVersionKind{Group: c.group(), Version: c.rgd.Spec.Schema.APIVersion, Kind: c.rgd.Spec.Schema.Kind},
@@ -156,7 +161,9 @@ func (c *compiler) buildEnvs() error {
 	var kinds []*apiservercel.DeclType
 	seen := map[*apiservercel.DeclType]bool{}
 	vars := map[string]*cel.Type{varSchema: c.instanceDecl.CelType()}
+	c.formats = map[string]*formatTree{varSchema: formatsOf(c.instanceDecl)}
 	for _, r := range c.resources {
+		c.formats[r.node.ID] = formatsOf(r.decl)
 		if r.decl.IsObject() && !seen[r.decl] {
 			seen[r.decl] = true
 			kinds = append(kinds, r.decl)
@@ -215,6 +222,7 @@ func (c *compiler) compile(env *cel.Env, src, written, resID, path string) (*pro
 	}
 	p := *res.p
 	p.written = written
+	p.formats = formatsFor(p.refs, c.formats)
 	return &p, nil
 }
 

@@ -21,7 +21,10 @@
 //     template and externalRef, apiVersion/kind/metadata in templates;
 //   - expressions: every ${} is parsed and type-checked against the
 //     instance schema and, given a SchemaResolver, the schema of each
-//     referenced kind; a value that is a single expression keeps its type
+//     referenced kind, typed as kro and the API server type it (a string
+//     of format date-time or date is a timestamp, duration a duration, byte
+//     bytes; the runtime parses such strings before an expression reads
+//     them); a value that is a single expression keeps its type
 //     and must fit the field it fills; readyWhen reads only its own
 //     resource (and each); includeWhen and readyWhen return bools; forEach
 //     returns lists;
@@ -52,6 +55,10 @@
 // under "schema" and each observed resource under its id. An expression that
 // needs a resource not observed yet returns an error wrapping ErrPending,
 // which means "wait", not "fail".
+//
+// Graph.CheckSchemas type-checks a compiled graph again against another
+// cluster's schemas, so the hub can tell whether a spoke serves the child
+// kinds as the cluster it compiled against does.
 //
 // The package does no I/O except through a SchemaResolver; see the resolver
 // subpackage for one that reads a cluster's OpenAPI through discovery.

@@ -260,6 +260,9 @@ type program struct {
 	refs []string
 	// extensions names the fleetgraph extensions the expression uses.
 	extensions []string
+	// formats are the format trees of the refs that hold formatted
+	// strings, nil when none does.
+	formats map[string]*formatTree
 }
 
 // compileExpr parses, type-checks and plans src in env.

@@ -23,12 +23,35 @@ type scope struct {
 	// observing is set for readyWhen: every field read is of an observed
 	// object, so a missing one means "not yet".
 	observing bool
+	// formats are the format trees of the running program's names (see
+	// formatTree); converted keeps each name's converted value for the
+	// life of the scope.
+	formats   map[string]*formatTree
+	converted map[string]any
 }
 
 var _ interpreter.Activation = (*scope)(nil)
 
 // ResolveName implements interpreter.Activation.
 func (sc *scope) ResolveName(name string) (any, bool) {
+	if v, ok := sc.converted[name]; ok {
+		return v, true
+	}
+	v, ok := sc.resolve(name)
+	if !ok {
+		return nil, false
+	}
+	if f := sc.formats[name]; f != nil {
+		v = f.apply(v)
+		if sc.converted == nil {
+			sc.converted = map[string]any{}
+		}
+		sc.converted[name] = v
+	}
+	return v, true
+}
+
+func (sc *scope) resolve(name string) (any, bool) {
 	if v, ok := sc.extra[name]; ok {
 		return v, true
 	}
@@ -61,7 +84,10 @@ func plain(v any) any {
 }
 
 func (sc *scope) has(name string) bool {
-	_, ok := sc.ResolveName(name)
+	if _, ok := sc.converted[name]; ok {
+		return true
+	}
+	_, ok := sc.resolve(name)
 	return ok
 }
 
@@ -73,6 +99,7 @@ func (sc *scope) eval(p *program, path string) (ref.Val, error) {
 			return nil, sc.wrap(path, p.written, fmt.Errorf("%w: %q is not observed yet", ErrPending, name))
 		}
 	}
+	sc.formats = p.formats
 	out, err := run(p.prog, sc)
 	if err != nil {
 		if isMissingData(err) && (sc.observing || readsResource(p)) {

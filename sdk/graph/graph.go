@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 )
 
 // This file is the contract between the compiler (this package) and its
@@ -62,6 +64,9 @@ type Graph struct {
 	status     *statusProgram
 	conditions []conditionProgram
 	byID       map[string]*Node
+	// source and opts are what Compile was given, kept for CheckSchemas.
+	source *v1alpha1.ResourceGraphDefinition
+	opts   Options
 }
 
 // RemovalMode is how the spoke runtime serves a graph being removed.

@@ -18,7 +18,7 @@ func literalFits(want *apiservercel.DeclType, v any) bool {
 		return true
 	}
 	switch want.CelType().Kind() {
-	case types.StringKind:
+	case types.StringKind, types.TimestampKind, types.DurationKind, types.BytesKind:
 		_, ok := v.(string)
 		return ok
 	case types.IntKind:

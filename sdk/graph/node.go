@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/google/cel-go/common/types"
 
@@ -25,6 +26,8 @@ type nodeProgram struct {
 	include    []condition
 	readyWhen  []condition
 	iterators  []iteratorProgram
+	// formats is the format tree of one observed object of this node.
+	formats *formatTree
 }
 
 type condition struct {
@@ -36,6 +39,9 @@ type iteratorProgram struct {
 	name string
 	p    *program
 	path string
+	// formats is the format tree of one item: iterations hold JSON, and
+	// a timestamp item, for one, is parsed back before the template runs.
+	formats *formatTree
 }
 
 type refProgram struct {
@@ -105,11 +111,31 @@ func (np *nodeProgram) render(vals Values, iteration map[string]any) (*unstructu
 			return nil, &Error{ResourceID: np.id, Path: it.path, Err: errorf(ErrInvalid, "iteration has no value for iterator %q", it.name)}
 		}
 	}
-	v, _, err := np.template.eval(np.scope(vals, iteration))
+	v, _, err := np.template.eval(np.scope(vals, np.typedIteration(iteration)))
 	if err != nil {
 		return nil, err
 	}
 	return &unstructured.Unstructured{Object: v.(map[string]any)}, nil
+}
+
+// typedIteration returns iteration with each item's formatted strings
+// parsed (see formatTree); iteration itself is left as it is.
+func (np *nodeProgram) typedIteration(iteration map[string]any) map[string]any {
+	var out map[string]any
+	for _, it := range np.iterators {
+		v, ok := iteration[it.name]
+		if it.formats == nil || !ok {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(iteration)
+		}
+		out[it.name] = it.formats.apply(v)
+	}
+	if out == nil {
+		return iteration
+	}
+	return out
 }
 
 func (np *nodeProgram) ref(vals Values) (ExternalRef, error) {
@@ -170,10 +196,17 @@ func evalSelector(sc *scope, t tmpl) (*metav1.LabelSelector, error) {
 
 func (np *nodeProgram) ready(vals Values, observed map[string]any) (bool, error) {
 	extra := map[string]any{np.id: observed}
+	sc := np.scope(vals, extra)
 	if np.collection {
 		extra[varEach] = observed
 	}
-	sc := np.scope(vals, extra)
+	if np.formats != nil {
+		converted := np.formats.apply(observed)
+		sc.converted = map[string]any{np.id: converted}
+		if np.collection {
+			sc.converted[varEach] = converted
+		}
+	}
 	sc.observing = true
 	for _, c := range np.readyWhen {
 		ok, err := sc.evalBool(c.p, c.path)
@@ -189,7 +222,7 @@ func (np *nodeProgram) ready(vals Values, observed map[string]any) (bool, error)
 
 // compileResource compiles every expression of r into its node program.
 func (c *compiler) compileResource(r *resource) {
-	np := &nodeProgram{id: r.node.ID, collection: r.node.Collection}
+	np := &nodeProgram{id: r.node.ID, collection: r.node.Collection, formats: formatsOf(r.decl)}
 	r.node.program = np
 	env := c.compileIterators(r, np)
 	if env == nil {
@@ -228,7 +261,7 @@ func (c *compiler) compileIterators(r *resource, np *nodeProgram) *cel.Env {
 			elem = cel.DynType
 		}
 		vars[it.name] = elem
-		np.iterators = append(np.iterators, iteratorProgram{name: it.name, p: p, path: it.path})
+		np.iterators = append(np.iterators, iteratorProgram{name: it.name, p: p, path: it.path, formats: c.formatsOfType(elem, 0)})
 	}
 	env, err := withVariables(c.graphEnv, vars)
 	if err != nil {

@@ -212,9 +212,9 @@ func (c *compiler) schemaOfType(t *cel.Type, depth int) apiextensionsv1.JSONSche
 
 func (c *compiler) schemaOfDecl(d *apiservercel.DeclType, depth int) apiextensionsv1.JSONSchemaProps {
 	switch d {
-	case timeLikeString: // kro: a timestamp or duration field, any value
+	case timestampDecl, dateDecl, durationDecl: // kro: a timestamp or duration field, any value
 		return anyValue()
-	case bytesString:
+	case bytesDecl:
 		return apiextensionsv1.JSONSchemaProps{Type: "string", Format: "byte"}
 	}
 	if depth < maxStatusDepth && d.ElemType != nil && (d.IsList() || d.IsMap()) {

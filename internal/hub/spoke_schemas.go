@@ -1,0 +1,234 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/openapi"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/sdk/graph/resolver"
+)
+
+// The hub type-checks a graph against the hub cluster's OpenAPI, but its
+// children live on the spokes, which may serve another version of a child
+// kind (an older Kubernetes, a custom CRD whose field has another type).
+// So before a graph is served on a spoke, FanOut type-checks it again
+// against that spoke's schemas of the graph's kinds (graph.CheckSchemas):
+// where they disagree the spoke is Incompatible, with a message naming the
+// spoke, the kind, the field path and the expression, and the version it
+// serves already (if any) keeps serving.
+//
+// The API server lists its OpenAPI v3 documents with a content hash in each
+// URL. A verdict is kept per graph and set of document URLs, so spokes that
+// serve the same documents (a fleet on one Kubernetes version with the same
+// CRDs) share one check: a spoke costs one small GET of the listing, and a
+// document is fetched and parsed only for a set of hashes not seen yet.
+// Nothing is kept per spoke, so a fleet of thousands holds no copies of the
+// documents. A spoke that serves no OpenAPI v3 listing describes no kind:
+// there is nothing to check.
+
+// maxVerdicts bounds the verdicts kept; all are dropped when it is reached
+// (old graph versions and schema sets fall out that way).
+const maxVerdicts = 256
+
+// spokeSchemas holds the verdicts. The zero value is ready to use; it is
+// safe for concurrent use.
+type spokeSchemas struct {
+	mu       sync.Mutex
+	verdicts map[schemaVerdictKey]error
+	// openAPI returns a cluster's OpenAPI v3 client; tests replace it.
+	openAPI func(cluster.Cluster) (openapi.Client, error)
+}
+
+// schemaVerdictKey is one graph checked against one set of documents,
+// named by their URLs (content hashes included).
+type schemaVerdictKey struct {
+	g    *graph.Graph
+	docs string
+}
+
+// checkSpokeSchemas returns an error wrapping ErrIncompatible when c's
+// schemas of g's child kinds do not type-check g, a plain error when they
+// cannot be read, and nil otherwise (also for a graph compiled without
+// schemas, since nothing was type-checked then).
+func (f *FanOut) checkSpokeSchemas(c Cluster, g *graph.Graph) error {
+	if !g.TypeChecked() {
+		return nil
+	}
+	err := f.spokeSchemas.check(c.Cluster, g)
+	var incompatible *schemaDisagreement
+	if errors.As(err, &incompatible) {
+		return disagreement(c.Name, g, incompatible.err)
+	}
+	if err != nil {
+		return fmt.Errorf("reading the schemas of the graph's kinds on cluster %q: %w", c.Name, err)
+	}
+	return nil
+}
+
+// schemaDisagreement is a verdict: CheckSchemas' error, without the
+// cluster, since spokes share it.
+type schemaDisagreement struct{ err error }
+
+func (e *schemaDisagreement) Error() string { return e.err.Error() }
+
+func (s *spokeSchemas) check(cl cluster.Cluster, g *graph.Graph) error {
+	newClient := s.openAPI
+	if newClient == nil {
+		newClient = clusterOpenAPI
+	}
+	client, err := newClient(cl)
+	if err != nil {
+		return err
+	}
+	paths, err := client.Paths()
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil // no OpenAPI v3 listing: the cluster describes no kind
+	case err != nil:
+		return fmt.Errorf("listing OpenAPI v3 documents: %w", err)
+	}
+	docs, cacheable := documentsKey(paths, g)
+	key := schemaVerdictKey{g: g, docs: docs}
+	if cacheable {
+		s.mu.Lock()
+		verdict, ok := s.verdicts[key]
+		s.mu.Unlock()
+		if ok {
+			return verdict
+		}
+	}
+	r := resolver.New(listedPaths{client: client, paths: paths}, resolver.Options{})
+	err = g.CheckSchemas(spokeResolver{r})
+	switch {
+	case errors.Is(err, graph.ErrSchemaUnavailable):
+		return err
+	case err != nil:
+		err = &schemaDisagreement{err: err}
+	}
+	if cacheable {
+		s.mu.Lock()
+		if s.verdicts == nil || len(s.verdicts) >= maxVerdicts {
+			s.verdicts = map[schemaVerdictKey]error{}
+		}
+		s.verdicts[key] = err
+		s.mu.Unlock()
+	}
+	return err
+}
+
+func clusterOpenAPI(cl cluster.Cluster) (openapi.Client, error) {
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cl.GetConfig(), cl.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	return dc.OpenAPIV3(), nil
+}
+
+// documentsKey names the documents of g's group-versions by URL. It is
+// cacheable only when every listed URL carries a content hash.
+func documentsKey(paths map[string]openapi.GroupVersion, g *graph.Graph) (string, bool) {
+	seen := map[schema.GroupVersion]bool{}
+	var parts []string
+	cacheable := true
+	for _, n := range g.Nodes {
+		gv := n.GVK.GroupVersion()
+		if seen[gv] {
+			continue
+		}
+		seen[gv] = true
+		doc, ok := paths[openAPIPath(gv)]
+		if !ok {
+			parts = append(parts, gv.String()+"=-")
+			continue
+		}
+		url := doc.ServerRelativeURL()
+		cacheable = cacheable && strings.Contains(url, "hash=")
+		parts = append(parts, gv.String()+"="+url)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ","), cacheable
+}
+
+func openAPIPath(gv schema.GroupVersion) string {
+	if gv.Group == "" {
+		return "api/" + gv.Version
+	}
+	return "apis/" + gv.Group + "/" + gv.Version
+}
+
+// listedPaths is an openapi.Client whose listing was fetched already.
+type listedPaths struct {
+	client openapi.Client
+	paths  map[string]openapi.GroupVersion
+}
+
+func (l listedPaths) Paths() (map[string]openapi.GroupVersion, error) { return l.paths, nil }
+
+// disagreement turns CheckSchemas' errors into one ErrIncompatible naming
+// the cluster and, for each error, the kind of the resource it is about.
+func disagreement(clusterName string, g *graph.Graph, err error) error {
+	var lines []string
+	for _, e := range splitErrors(err) {
+		var ge *graph.Error
+		if errors.As(e, &ge) && ge.ResourceID != "" {
+			if n := g.Node(ge.ResourceID); n != nil {
+				lines = append(lines, fmt.Sprintf("kind %s: %v", n.GVK, e))
+				continue
+			}
+		}
+		lines = append(lines, e.Error())
+	}
+	return fmt.Errorf("%w: the schemas on cluster %q do not type-check the graph as the hub's do: %s",
+		ErrIncompatible, clusterName, strings.Join(lines, "; "))
+}
+
+// splitErrors returns the errors err joins, recursively; err alone if it
+// joins none.
+func splitErrors(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, splitErrors(e)...)
+	}
+	return out
+}
+
+// spokeResolver reads a spoke's OpenAPI. A cluster that serves no OpenAPI
+// document for a kind (or none at all) does not describe it: the kind is
+// typed dyn there, as graph.ErrSchemaNotFound makes CheckSchemas do.
+type spokeResolver struct{ r *resolver.Resolver }
+
+var (
+	_ graph.SchemaResolver = spokeResolver{}
+	_ graph.ScopeResolver  = spokeResolver{}
+)
+
+func (s spokeResolver) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
+	out, err := s.r.ResolveSchema(gvk)
+	return out, notFoundAsUnknown(err)
+}
+
+func (s spokeResolver) IsNamespaced(gvk schema.GroupVersionKind) (bool, error) {
+	out, err := s.r.IsNamespaced(gvk)
+	return out, notFoundAsUnknown(err)
+}
+
+func notFoundAsUnknown(err error) error {
+	if err != nil && apierrors.IsNotFound(err) && !errors.Is(err, graph.ErrSchemaNotFound) {
+		return fmt.Errorf("%w: %w", graph.ErrSchemaNotFound, err)
+	}
+	return err
+}
