@@ -49,6 +49,11 @@ bench: envtest-assets ## Benchmarks: compile, CRD fan-out (1 vs 3 spokes), 500 i
 		KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
 		$(GO) test -tags integration -run '^$$' -bench 'BenchmarkWebApp500(WritesOnly)?$$' -benchtime 7x -timeout 40m ./internal/spoke/; fi
 
+.PHONY: bench-fleet
+bench-fleet: envtest-assets ## One hub, N=100/300/1000 simulated clusters on one API server (testing provider, shared connection, namespace provider): time to serve, RSS per cluster. FLEET_SIZES, FLEET_MODES, FLEET_GRAPHS override.
+	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
+		$(GO) test -tags integration -run '^$$' -bench BenchmarkFleet -benchtime 1x -timeout 90m ./sdk/
+
 .PHONY: quickstart
 quickstart: envtest-assets ## Run the quickstart on a local embedded fleet.
 	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/quickstart

@@ -89,27 +89,7 @@ func createAndWait(b *testing.B, clusters []*fgtesting.Cluster, kind string) tim
 // registerAndWait registers a one-ConfigMap graph of the given kind and
 // returns the time until its CRD is established on n clusters.
 func registerAndWait(b *testing.B, h *sdk.Hub, kind string, n int) time.Duration {
-	rgd := rgdFromString(b, fmt.Sprintf(`
-apiVersion: kro.run/v1alpha1
-kind: ResourceGraphDefinition
-metadata:
-  name: %[1]s
-spec:
-  schema:
-    apiVersion: v1alpha1
-    kind: %[2]s
-    spec:
-      size: integer | default=1
-  resources:
-  - id: config
-    template:
-      apiVersion: v1
-      kind: ConfigMap
-      metadata:
-        name: ${schema.metadata.name}
-      data:
-        size: ${string(schema.spec.size)}
-`, strings.ToLower(kind), kind))
+	rgd := oneConfigMapRGD(b, kind)
 	start := time.Now()
 	require.NoError(b, h.RegisterGraph(context.Background(), rgd))
 	for {
