@@ -6,8 +6,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,6 +134,7 @@ func runFleet(b *testing.B, mode string, n, graphs int) {
 	b.Logf("%s: %d clusters served after %s", mode, n, served.Sub(start))
 	active := waitFor(b, "every instance ACTIVE", func() bool { return countActiveAll(ctx, c, kinds) == n*graphs })
 	after := settle(b)
+	writeProfiles(b, fmt.Sprintf("%s-%d-%d", mode, n, graphs))
 
 	report(b, mode, n, graphs, served.Sub(start), active.Sub(start), base, after)
 }
@@ -275,6 +278,25 @@ func report(b *testing.B, mode string, n, graphs int, served, active time.Durati
 		mode, n, graphs, served.Seconds(), targetServed, active.Seconds(),
 		mib(after.rss), mib(rssTarget), verdict(after.rss <= rssTarget || n < 1000), mib(after.heap), after.goroutines,
 		perKiB(base.rss, after.rss), perKiB(base.heap, after.heap), float64(after.goroutines-base.goroutines)/float64(n))
+}
+
+// writeProfiles writes the goroutine and heap profiles to $FLEET_PROFILES
+// (a directory), when set, to see where the per-cluster cost goes.
+func writeProfiles(b *testing.B, name string) {
+	dir := os.Getenv("FLEET_PROFILES")
+	if dir == "" {
+		return
+	}
+	for _, p := range []struct{ kind, file string }{{"goroutine", "goroutines.txt"}, {"heap", "heap.pprof"}} {
+		f, err := os.Create(filepath.Join(dir, name+"-"+p.file))
+		require.NoError(b, err)
+		debug := 0
+		if p.kind == "goroutine" {
+			debug = 1
+		}
+		require.NoError(b, pprof.Lookup(p.kind).WriteTo(f, debug))
+		require.NoError(b, f.Close())
+	}
 }
 
 func verdict(ok bool) string {

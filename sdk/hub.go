@@ -74,6 +74,9 @@ type Hub struct {
 	// revisions records every served spec on the hub; nil until
 	// SetupWithManager (see versions.go).
 	revisions *hub.Revisions
+	// replicas merges the fleet status with other replicas'; nil unless
+	// Options.Replica is set (see sharding.go).
+	replicas *hub.ReplicaStatus
 
 	// ctx bounds background removals; stop ends it when the manager stops.
 	ctx  context.Context

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/sdk"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -59,9 +61,8 @@ func TestReplicas(t *testing.T) {
 		replicas[i] = startReplica(t, fleet.Hub.Config, spoke.Config, fmt.Sprintf("replica-%d", i), sharding)
 	}
 	gvk := schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "Shard"}
-	for _, r := range replicas {
-		require.NoError(t, r.hub.RegisterGraph(ctx, oneConfigMapRGD(t, gvk.Kind)))
-	}
+	hubClient := newClient(t, fleet.Hub.Config)
+	createWhenServed(t, hubClient, toUnstructured(t, oneConfigMapRGD(t, gvk.Kind)))
 
 	live := func() []*replica {
 		return slices.DeleteFunc(slices.Clone(replicas), func(r *replica) bool { return !r.alive.Load() })
@@ -70,6 +71,11 @@ func TestReplicas(t *testing.T) {
 	defer watch()
 
 	owners := requireOwnedOnce(t, replicas, names, wait)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		require.Equal(ct, int32(len(names)), rgdClusters(t, hubClient, "shard"))
+	}, wait, tick, "the RGD's fleet status counts every cluster")
+	counted := watchRGDClusters(t, hubClient, "shard", len(names))
+	defer counted()
 	for _, ns := range names {
 		createWhenServed(t, c, nsInstance(gvk, ns, "before"))
 	}
@@ -93,6 +99,47 @@ func TestReplicas(t *testing.T) {
 	requireActive(t, c, gvk, names, "before")
 	requireActive(t, c, gvk, orphaned, "during")
 	requireExactChildrenIn(t, c, gvk, names)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		rgd := &v1alpha1.ResourceGraphDefinition{}
+		require.NoError(ct, hubClient.Get(ctx, client.ObjectKey{Name: "shard"}, rgd))
+		require.NotNil(ct, rgd.Status.Fleet)
+		assert.Equal(ct, int64(len(names)+len(orphaned)), rgd.Status.Fleet.ReadyInstances)
+	}, wait, tick, "the RGD's fleet status counts the instances of every replica")
+}
+
+// rgdClusters is the cluster count of the RGD's fleet status, -1 if none.
+func rgdClusters(t *testing.T, c client.Client, name string) int32 {
+	rgd := &v1alpha1.ResourceGraphDefinition{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: name}, rgd); err != nil || rgd.Status.Fleet == nil {
+		return -1
+	}
+	return rgd.Status.Fleet.Clusters
+}
+
+// watchRGDClusters checks every 50 ms, until the returned stop is called,
+// that the RGD's fleet status counts want clusters.
+func watchRGDClusters(t *testing.T, c client.Client, name string, want int) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond): // sampling interval
+			}
+			assert.Equal(t, int32(want), rgdClusters(t, c, name), "clusters in the RGD's fleet status")
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func toUnstructured(t *testing.T, rgd *v1alpha1.ResourceGraphDefinition) *unstructured.Unstructured {
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rgd)
+	require.NoError(t, err)
+	u := &unstructured.Unstructured{Object: raw}
+	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("ResourceGraphDefinition"))
+	return u
 }
 
 // startReplica runs one hub replica whose spokes are the namespaces rep-*
@@ -109,7 +156,7 @@ func startReplica(t *testing.T, hubCfg, spokeCfg *rest.Config, id string, opts s
 		HealthProbeBindAddress: "0",
 	}, mcmanager.WithCoordinator(sdk.NewShardedCoordinator(hubClient, opts)))
 	require.NoError(t, err)
-	h, err := sdk.NewHub(provider, sdk.Options{DisableRGDController: true, DepartureGrace: -1})
+	h, err := sdk.NewHub(provider, sdk.Options{InstallRGDCRD: true, DepartureGrace: -1, Replica: id, StatusResync: time.Second})
 	require.NoError(t, err)
 	require.NoError(t, h.SetupWithManager(mgr))
 	r := &replica{id: id, hub: h, stop: fgtesting.StartStoppable(t, mgr.Start)}

@@ -100,6 +100,9 @@ func (h *Hub) setupRGDController(local manager.Manager) error {
 			"kro.run/v1alpha1 ResourceGraphDefinition (set Options.InstallRGDCRD to install it)")
 		return nil
 	}
+	if err := h.setupReplicaStatus(local); err != nil {
+		return err
+	}
 	r := &hub.RGDReconciler{
 		Client:   local.GetClient(),
 		Registry: rgdRegistry{h},

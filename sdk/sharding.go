@@ -1,11 +1,16 @@
 package sdk
 
 import (
+	"context"
+	"fmt"
 	"slices"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
+	"github.com/fleetgraph/fleetgraph/internal/hub"
 	"github.com/fleetgraph/fleetgraph/internal/shard"
 )
 
@@ -24,9 +29,10 @@ type ShardingOptions = shard.Options
 // does not run before the manager starts).
 //
 // With replicas, each Hub's FleetStatus and Clusters cover only the
-// clusters it serves. Set Options.DepartureGrace negative: a cluster
-// handed to another replica leaves this one, and its clean-up would
-// release what the new owner serves.
+// clusters it serves; set Options.Replica to the same ID so that the RGD's
+// fleet status is the union over replicas. Set Options.DepartureGrace
+// negative: a cluster handed to another replica leaves this one, and its
+// clean-up would release what the new owner serves.
 func NewShardedCoordinator(hubClient client.Client, opts ShardingOptions) mcmanager.Coordinator {
 	return shard.NewCoordinator(hubClient, opts)
 }
@@ -42,4 +48,44 @@ func (h *Hub) Clusters() []string {
 	h.mu.Unlock()
 	slices.Sort(out)
 	return out
+}
+
+// DefaultReplicaStatusTTL is Options.ReplicaStatusTTL's default.
+const DefaultReplicaStatusTTL = time.Minute
+
+// setupReplicaStatus prepares the per-replica status records when this
+// Hub is one of several replicas (Options.Replica).
+func (h *Hub) setupReplicaStatus(local manager.Manager) error {
+	if h.opts.Replica == "" {
+		return nil
+	}
+	c, err := client.New(local.GetConfig(), client.Options{})
+	if err != nil {
+		return fmt.Errorf("client for the replicas' status records: %w", err)
+	}
+	ns, ttl := h.opts.ReplicaNamespace, h.opts.ReplicaStatusTTL
+	if ns == "" {
+		ns = "kube-system"
+	}
+	if ttl == 0 {
+		ttl = DefaultReplicaStatusTTL
+	}
+	h.replicas = &hub.ReplicaStatus{Client: c, Namespace: ns, Replica: h.opts.Replica, TTL: ttl}
+	return nil
+}
+
+// rgdFleetStatus is the fleet status written on the RGD: this Hub's view,
+// merged with the other replicas' when there are several.
+func (h *Hub) rgdFleetStatus(name string) GraphStatus {
+	own := h.FleetStatus(name)
+	if h.replicas == nil {
+		return own
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
+	defer cancel()
+	merged, err := h.replicas.Merged(ctx, own)
+	if err != nil {
+		h.opts.Logger.Info("fleet status of the other replicas unavailable; writing this replica's", "graph", name, "reason", err.Error())
+	}
+	return merged
 }
