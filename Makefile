@@ -50,9 +50,13 @@ bench: envtest-assets ## Benchmarks: compile, CRD fan-out (1 vs 3 spokes), 500 i
 		$(GO) test -tags integration -run '^$$' -bench 'BenchmarkWebApp500(WritesOnly)?$$' -benchtime 7x -timeout 40m ./internal/spoke/; fi
 
 .PHONY: bench-fleet
-bench-fleet: envtest-assets ## One hub, N=100/300/1000 simulated clusters on one API server (testing provider, shared connection, namespace provider): time to serve, RSS per cluster. FLEET_SIZES, FLEET_MODES, FLEET_GRAPHS override.
-	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
-		$(GO) test -tags integration -run '^$$' -bench BenchmarkFleet -benchtime 1x -timeout 90m ./sdk/
+FLEET_MODES ?= namespace shared testing
+FLEET_SIZES ?= 100 300 1000
+bench-fleet: envtest-assets ## One hub, N simulated clusters on one API server, each N in a fresh process: time to serve, RSS and goroutines per cluster. FLEET_MODES, FLEET_SIZES, FLEET_GRAPHS override.
+	@for mode in $(FLEET_MODES); do for n in $(FLEET_SIZES); do \
+		KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) FLEET_MODES=$$mode FLEET_SIZES=$$n \
+		$(GO) test -tags integration -run '^$$' -bench BenchmarkFleet -benchtime 1x -timeout 30m ./sdk/ \
+		| grep -E '^(fleet|Benchmark|FAIL|--- |    )' || exit 1; done; done
 
 .PHONY: quickstart
 quickstart: envtest-assets ## Run the quickstart on a local embedded fleet.

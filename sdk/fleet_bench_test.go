@@ -54,7 +54,10 @@ const (
 //     cluster) through fgtesting.NamespaceProvider.
 //
 // FLEET_SIZES (default 100,300,1000) and FLEET_GRAPHS (default 1) choose
-// the workload. Run it with `make bench-fleet`; it is not part of make test.
+// the workload. Run it with `make bench-fleet`, which runs each mode and
+// size in a process of its own (a stopped hub's memory is not all given
+// back, so totals after a large run are not those of a fresh process); it
+// is not part of make test.
 func BenchmarkFleet(b *testing.B) {
 	modes := envList("FLEET_MODES", "testing,shared,namespace")
 	sizes := envList("FLEET_SIZES", "100,300,1000")
