@@ -119,19 +119,9 @@ func rgdClusters(t *testing.T, c client.Client, name string) int32 {
 // watchRGDClusters checks every 50 ms, until the returned stop is called,
 // that the RGD's fleet status counts want clusters.
 func watchRGDClusters(t *testing.T, c client.Client, name string, want int) (stop func()) {
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(50 * time.Millisecond): // sampling interval
-			}
-			assert.Equal(t, int32(want), rgdClusters(t, c, name), "clusters in the RGD's fleet status")
-		}
-	}()
-	return func() { close(done); <-finished }
+	return sampleEvery(50*time.Millisecond, func() {
+		assert.Equal(t, int32(want), rgdClusters(t, c, name), "clusters in the RGD's fleet status")
+	})
 }
 
 func toUnstructured(t *testing.T, rgd *v1alpha1.ResourceGraphDefinition) *unstructured.Unstructured {
@@ -182,6 +172,19 @@ func ownership(replicas []*replica, graph string) (byClusters, byStatus map[stri
 // watchOwnership checks every 50 ms, until the returned stop is called,
 // that no spoke is served by two replicas at once.
 func watchOwnership(t *testing.T, live func() []*replica, graph string) (stop func()) {
+	return sampleEvery(50*time.Millisecond, func() {
+		byClusters, byStatus := ownership(live(), graph)
+		for cl, ids := range byClusters {
+			assert.Len(t, ids, 1, "cluster %s served by %v at once", cl, ids)
+		}
+		for cl, ids := range byStatus {
+			assert.Len(t, ids, 1, "cluster %s in the fleet status of %v at once", cl, ids)
+		}
+	})
+}
+
+// sampleEvery calls check every interval until the returned stop is called.
+func sampleEvery(interval time.Duration, check func()) (stop func()) {
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -189,15 +192,9 @@ func watchOwnership(t *testing.T, live func() []*replica, graph string) (stop fu
 			select {
 			case <-done:
 				return
-			case <-time.After(50 * time.Millisecond): // sampling interval
+			case <-time.After(interval): // sampling interval
 			}
-			byClusters, byStatus := ownership(live(), graph)
-			for cl, ids := range byClusters {
-				assert.Len(t, ids, 1, "cluster %s served by %v at once", cl, ids)
-			}
-			for cl, ids := range byStatus {
-				assert.Len(t, ids, 1, "cluster %s in the fleet status of %v at once", cl, ids)
-			}
+			check()
 		}
 	}()
 	return func() { close(done); <-finished }

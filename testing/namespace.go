@@ -336,16 +336,22 @@ type applyObject interface {
 // Apply maps the namespace of unstructured apply configurations; typed
 // apply configurations are refused, their namespace cannot be mapped here.
 func (c *namespaceClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	return c.m.applyIn(obj, func() error { return c.Client.Apply(ctx, obj, opts...) })
+}
+
+// applyIn runs apply with obj, an unstructured apply configuration, moved
+// into the server's namespace.
+func (m nsMapper) applyIn(obj runtime.ApplyConfiguration, apply func() error) error {
 	u, ok := obj.(applyObject)
 	if !ok {
-		return fmt.Errorf("namespace cluster %q: only unstructured apply configurations are supported, not %T", c.m.ns, obj)
+		return fmt.Errorf("namespace cluster %q: only unstructured apply configurations are supported, not %T", m.ns, obj)
 	}
-	leave, err := c.m.enter(u)
+	leave, err := m.enter(u)
 	if err != nil {
 		return err
 	}
 	defer leave()
-	return c.Client.Apply(ctx, obj, opts...)
+	return apply()
 }
 
 func (c *namespaceClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
@@ -398,16 +404,7 @@ func (s namespaceSubResource) Patch(ctx context.Context, obj client.Object, patc
 }
 
 func (s namespaceSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	u, ok := obj.(applyObject)
-	if !ok {
-		return fmt.Errorf("namespace cluster %q: only unstructured apply configurations are supported, not %T", s.c.m.ns, obj)
-	}
-	leave, err := s.c.m.enter(u)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	return s.sub.Apply(ctx, obj, opts...)
+	return s.c.m.applyIn(obj, func() error { return s.sub.Apply(ctx, obj, opts...) })
 }
 
 // namespaceCache reads the shared cache through namespaceReader and hands
