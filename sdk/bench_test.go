@@ -89,7 +89,7 @@ func createAndWait(b *testing.B, clusters []*fgtesting.Cluster, kind string) tim
 // registerAndWait registers a one-ConfigMap graph of the given kind and
 // returns the time until its CRD is established on n clusters.
 func registerAndWait(b *testing.B, h *sdk.Hub, kind string, n int) time.Duration {
-	rgd := benchRGD(b, strings.ToLower(kind), 0)
+	rgd := oneConfigMapRGD(b, kind)
 	start := time.Now()
 	require.NoError(b, h.RegisterGraph(context.Background(), rgd))
 	for {

@@ -80,6 +80,9 @@ type Hub struct {
 	// GraphRollouts on (nil when disabled). See rollout.go.
 	planner  *rollout.Planner
 	rollouts *rollout.Controller
+	// replicas merges the fleet status with other replicas'; nil unless
+	// Options.Replica is set (see sharding.go).
+	replicas *hub.ReplicaStatus
 
 	// ctx bounds background removals; stop ends it when the manager stops.
 	ctx  context.Context

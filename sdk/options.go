@@ -138,6 +138,23 @@ type Options struct {
 	RolloutResync time.Duration
 	// Logger defaults to controller-runtime's log.Log named "fleetgraph".
 	Logger logr.Logger
+	// Replica names this Hub among the replicas that share one hub cluster
+	// (see NewShardedCoordinator); use the same ID as ShardingOptions.ID.
+	// Each replica then keeps a record of the clusters it serves (a
+	// ConfigMap fleetgraph-<rgd>-<replica> in ReplicaNamespace) and writes
+	// on the RGD the union of its own view and the other replicas' live
+	// records, so that replicas do not overwrite each other's clusters.
+	// Defaults to "": the only replica, whose view is the fleet.
+	Replica string
+	// ReplicaNamespace holds the replicas' status records. Defaults to
+	// "kube-system".
+	ReplicaNamespace string
+	// ReplicaStatusTTL is how long a replica's record counts after its
+	// last renewal (every ReplicaStatusTTL/3 at most, and at each status
+	// change): longer than the sharding takeover bound, so that a dead
+	// replica's clusters are counted until their new owner has them.
+	// Defaults to 60 seconds.
+	ReplicaStatusTTL time.Duration
 }
 
 // DefaultDepartureGrace is Options.DepartureGrace's default.

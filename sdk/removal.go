@@ -244,7 +244,7 @@ func (r rgdRegistry) Serving(name string) *graph.Graph {
 	return nil
 }
 
-func (r rgdRegistry) Status(name string) hub.GraphStatus { return r.h.FleetStatus(name) }
+func (r rgdRegistry) Status(name string) hub.GraphStatus { return r.h.rgdFleetStatus(name) }
 
 func (r rgdRegistry) Remove(_ context.Context, rgd *v1alpha1.ResourceGraphDefinition) (bool, error) {
 	h := r.h

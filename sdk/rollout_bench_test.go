@@ -67,7 +67,15 @@ func BenchmarkRolloutOneWave(b *testing.B) {
 // benchRGD is a one-ConfigMap graph named name, of kind Name; generation
 // gen writes gen in its data.
 func benchRGD(b *testing.B, name string, gen int64) *v1alpha1.ResourceGraphDefinition {
-	rgd := rgdFromString(b, fmt.Sprintf(`
+	rgd := configMapRGD(b, name, strings.ToUpper(name[:1])+name[1:], gen)
+	rgd.Generation = gen
+	return rgd
+}
+
+// configMapRGD is a graph named name, of the given kind, with one
+// ConfigMap that records gen (so that each generation changes the child).
+func configMapRGD(t testing.TB, name, kind string, gen int64) *v1alpha1.ResourceGraphDefinition {
+	return rgdFromString(t, fmt.Sprintf(`
 apiVersion: kro.run/v1alpha1
 kind: ResourceGraphDefinition
 metadata:
@@ -88,9 +96,7 @@ spec:
       data:
         size: ${string(schema.spec.size)}
         generation: "%[3]d"
-`, name, strings.ToUpper(name[:1])+name[1:], gen))
-	rgd.Generation = gen
-	return rgd
+`, name, kind, gen))
 }
 
 // waitServed polls until every spoke serves generation gen of the graph.

@@ -146,6 +146,9 @@ func (s rgdStarter) Start(ctx context.Context) error {
 			"kro.run/v1alpha1 ResourceGraphDefinition (set Options.InstallRGDCRD to install it)")
 		return nil
 	}
+	if err := h.setupReplicaStatus(s.local); err != nil {
+		return err
+	}
 	r := &hub.RGDReconciler{
 		Client:   s.local.GetClient(),
 		Registry: rgdRegistry{h},

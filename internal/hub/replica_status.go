@@ -1,0 +1,160 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
+)
+
+// Labels and annotation of the per-replica status records.
+const (
+	// LabelFleetStatusOf marks a replica's record of one graph's fleet
+	// status; its value is the graph's name (as a label value).
+	LabelFleetStatusOf = "fleetgraph.dev/fleet-status-of"
+	// LabelReplica names the replica that keeps the record.
+	LabelReplica = "fleetgraph.dev/replica"
+	// AnnotationRenewed is when the replica last confirmed the record.
+	AnnotationRenewed = "fleetgraph.dev/renewed"
+	recordKey         = "clusters"
+)
+
+// ReplicaStatus is one hub replica's share of every graph's fleet status.
+// Each replica serves some of the clusters and sees only those; writing
+// its own view on the RGD would overwrite the others'. Instead each keeps a
+// record of its own clusters on the hub (a ConfigMap per graph and replica,
+// written by no one else) and the status written on the RGD is the union
+// of its own view and the other replicas' live records. Every replica
+// computes the same union from the same records, so their writes agree.
+type ReplicaStatus struct {
+	// Client reads and writes the records on the hub cluster; a direct
+	// (uncached) client.
+	Client client.Client
+	// Namespace holds the records.
+	Namespace string
+	// Replica is this replica's name, unique among the replicas.
+	Replica string
+	// TTL is how long a record counts after its last renewal: a replica
+	// that died stops counting after it, by which time its clusters have
+	// a new owner. Records are renewed every TTL/3.
+	TTL time.Duration
+
+	mu        sync.Mutex
+	published map[string]record // per graph, what this replica last wrote
+}
+
+type record struct {
+	data    string
+	renewed time.Time
+}
+
+// Merged publishes own, this replica's view of the graph, and returns the
+// union of it and every other replica's live record. A cluster in two
+// records (during a hand-over) is taken from this replica's view, else
+// from the record renewed last. On a read error own is returned, with the
+// error.
+func (r *ReplicaStatus) Merged(ctx context.Context, own GraphStatus) (GraphStatus, error) {
+	if err := r.publish(ctx, own); err != nil {
+		return own, err
+	}
+	list := &corev1.ConfigMapList{}
+	err := r.Client.List(ctx, list, client.InNamespace(r.Namespace),
+		client.MatchingLabels{LabelFleetStatusOf: contract.LabelValue(own.Graph)})
+	if err != nil {
+		return own, fmt.Errorf("listing the replicas' fleet status of graph %s: %w", own.Graph, err)
+	}
+	return r.merge(own, list.Items, time.Now()), nil
+}
+
+func (r *ReplicaStatus) merge(own GraphStatus, records []corev1.ConfigMap, now time.Time) GraphStatus {
+	seen := map[string]bool{}
+	for _, c := range own.Clusters {
+		seen[c.Cluster] = true
+	}
+	slices.SortFunc(records, func(a, b corev1.ConfigMap) int { return renewed(b).Compare(renewed(a)) }) // freshest first
+	out := own
+	out.Clusters = slices.Clone(own.Clusters)
+	for _, cm := range records {
+		if cm.Labels[LabelReplica] == r.Replica || now.After(renewed(cm).Add(r.TTL)) {
+			continue
+		}
+		var theirs []ClusterStatus
+		if json.Unmarshal([]byte(cm.Data[recordKey]), &theirs) != nil {
+			continue // not ours to judge; a bad record counts for nothing
+		}
+		for _, c := range theirs {
+			if !seen[c.Cluster] {
+				seen[c.Cluster] = true
+				out.Clusters = append(out.Clusters, c)
+			}
+		}
+	}
+	slices.SortFunc(out.Clusters, func(a, b ClusterStatus) int { return strings.Compare(a.Cluster, b.Cluster) })
+	return out
+}
+
+func renewed(cm corev1.ConfigMap) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, cm.Annotations[AnnotationRenewed])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// publish writes this replica's record of the graph when it changed or is
+// due for renewal.
+func (r *ReplicaStatus) publish(ctx context.Context, own GraphStatus) error {
+	raw, err := json.Marshal(own.Clusters)
+	if err != nil {
+		return fmt.Errorf("encoding the fleet status of graph %s: %w", own.Graph, err)
+	}
+	now := time.Now()
+	r.mu.Lock()
+	last, ok := r.published[own.Graph]
+	r.mu.Unlock()
+	if ok && last.data == string(raw) && now.Sub(last.renewed) < r.TTL/3 {
+		return nil
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   r.Namespace,
+			Name:        r.recordName(own.Graph),
+			Labels:      map[string]string{LabelFleetStatusOf: contract.LabelValue(own.Graph), LabelReplica: contract.LabelValue(r.Replica), contract.LabelManagedBy: contract.ManagedBy},
+			Annotations: map[string]string{AnnotationRenewed: now.UTC().Format(time.RFC3339Nano)},
+		},
+		Data: map[string]string{recordKey: string(raw)},
+	}
+	if err := r.write(ctx, cm); err != nil {
+		return fmt.Errorf("writing replica %s's fleet status of graph %s: %w", r.Replica, own.Graph, err)
+	}
+	r.mu.Lock()
+	if r.published == nil {
+		r.published = map[string]record{}
+	}
+	r.published[own.Graph] = record{data: string(raw), renewed: now}
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *ReplicaStatus) write(ctx context.Context, cm *corev1.ConfigMap) error {
+	err := r.Client.Update(ctx, cm)
+	if apierrors.IsNotFound(err) {
+		return r.Client.Create(ctx, cm)
+	}
+	return err
+}
+
+// recordName is the record's ConfigMap name: graph and replica.
+func (r *ReplicaStatus) recordName(graph string) string {
+	return "fleetgraph-" + graph + "-" + strings.ToLower(r.Replica)
+}

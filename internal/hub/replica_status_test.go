@@ -1,0 +1,52 @@
+package hub
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func replicaRecord(t *testing.T, replica string, renewed time.Time, clusters ...ClusterStatus) corev1.ConfigMap {
+	raw, err := json.Marshal(clusters)
+	require.NoError(t, err)
+	return corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels:      map[string]string{LabelReplica: replica},
+			Annotations: map[string]string{AnnotationRenewed: renewed.Format(time.RFC3339Nano)},
+		},
+		Data: map[string]string{recordKey: string(raw)},
+	}
+}
+
+// TestReplicaStatusMerge: the union lists every cluster once, this
+// replica's view first, then the freshest live record; expired and
+// unreadable records count for nothing, nor does this replica's own record.
+func TestReplicaStatusMerge(t *testing.T) {
+	now := time.Now()
+	r := &ReplicaStatus{Replica: "a", TTL: time.Minute}
+	own := GraphStatus{Graph: "g", Clusters: []ClusterStatus{{Cluster: "c1", Instances: 1}}}
+	bad := replicaRecord(t, "e", now)
+	bad.Data[recordKey] = "{not json"
+	records := []corev1.ConfigMap{
+		replicaRecord(t, "a", now, ClusterStatus{Cluster: "stale-own"}),
+		replicaRecord(t, "b", now.Add(-10*time.Second), ClusterStatus{Cluster: "c1", Instances: 9}, ClusterStatus{Cluster: "c2", Instances: 2}),
+		replicaRecord(t, "c", now.Add(-2*time.Minute), ClusterStatus{Cluster: "c4", Instances: 4}),
+		replicaRecord(t, "d", now, ClusterStatus{Cluster: "c2", Instances: 3}, ClusterStatus{Cluster: "c3", Instances: 3}),
+		bad,
+	}
+
+	got := r.merge(own, records, now)
+
+	byName := map[string]int{}
+	for _, c := range got.Clusters {
+		byName[c.Cluster] = c.Instances
+	}
+	assert.Equal(t, map[string]int{"c1": 1, "c2": 3, "c3": 3}, byName)
+	assert.Equal(t, "g", got.Graph)
+	assert.Equal(t, []ClusterStatus{{Cluster: "c1", Instances: 1}}, own.Clusters, "own view untouched")
+}

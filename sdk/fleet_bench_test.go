@@ -1,0 +1,327 @@
+//go:build integration
+
+package sdk_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/sdk"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+// The issue's targets for one hub process.
+const (
+	targetServed     = 5 * time.Second
+	targetRSS1Graph  = 512 << 20
+	targetRSS5Graphs = 1 << 30
+)
+
+// BenchmarkFleet engages N simulated clusters that share one real API
+// server, registers G graphs (one ConfigMap each) and creates one instance
+// per graph per cluster. It reports the time until every cluster serves
+// every graph, until every instance is ACTIVE, and the process's RSS, heap
+// and goroutines after settling (after GC), whole and per cluster (the
+// increment over the same hub with no cluster).
+//
+// Clusters are built three ways (FLEET_MODES, default all):
+//   - testing: the project's testing provider, one cluster object with its
+//     own HTTP client and REST mapper per cluster, as separate clusters have;
+//   - shared: the same, but every cluster shares one HTTP client and REST
+//     mapper (fgtesting.SharedConnection), as an embedder can do for
+//     clusters behind one endpoint;
+//   - namespace: multicluster-runtime's namespace provider (each namespace a
+//     cluster) through fgtesting.NamespaceProvider.
+//
+// FLEET_SIZES (default 100,300,1000) and FLEET_GRAPHS (default 1) choose
+// the workload. Run it with `make bench-fleet`, which runs each mode and
+// size in a process of its own (a stopped hub's memory is not all given
+// back, so totals after a large run are not those of a fresh process); it
+// is not part of make test.
+func BenchmarkFleet(b *testing.B) {
+	modes := envList("FLEET_MODES", "testing,shared,namespace")
+	sizes := envList("FLEET_SIZES", "100,300,1000")
+	graphs, err := strconv.Atoi(envOr("FLEET_GRAPHS", "1"))
+	require.NoError(b, err)
+	for _, mode := range modes {
+		for _, s := range sizes {
+			n, err := strconv.Atoi(s)
+			require.NoError(b, err)
+			b.Run(fmt.Sprintf("%s/clusters=%d/graphs=%d", mode, n, graphs), func(b *testing.B) {
+				for range b.N { // one engagement per iteration; run with -benchtime 1x
+					runFleet(b, mode, n, graphs)
+				}
+			})
+		}
+	}
+}
+
+// usage is the process's footprint after a full GC.
+type usage struct {
+	rss, heap  uint64
+	goroutines int
+}
+
+func measure(b *testing.B) usage {
+	runtime.GC()
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return usage{rss: rss(b), heap: ms.HeapInuse, goroutines: runtime.NumGoroutine()}
+}
+
+// rss reads the process's resident set from /proc (Linux only).
+func rss(b *testing.B) uint64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	require.NoError(b, err)
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kib, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			require.NoError(b, err)
+			return kib << 10
+		}
+	}
+	b.Fatal("no VmRSS in /proc/self/status")
+	return 0
+}
+
+func runFleet(b *testing.B, mode string, n, graphs int) {
+	fleet := fgtesting.StartFleet(b, 0, fgtesting.FleetOptions{Cluster: fgtesting.ClusterOptions{
+		APIServerFlags: map[string]string{"max-requests-inflight": "3000", "max-mutating-requests-inflight": "1500"},
+	}})
+	ctx := context.Background()
+	c, err := client.New(fleet.Hub.Config, client.Options{Scheme: fgtesting.NewScheme()})
+	require.NoError(b, err)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s%04d", simPrefix, i)
+	}
+	parallel(names, func(ns string) error {
+		return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
+
+	provider, engage := simulatedProvider(b, mode, fleet.Hub.Config, names)
+	h, stop := startStoppableHub(b, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+	defer stop()
+	kinds := make([]schema.GroupVersionKind, graphs)
+	for i := range kinds {
+		kinds[i] = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: fmt.Sprintf("FleetBench%d", i)}
+		require.NoError(b, h.RegisterGraph(ctx, oneConfigMapRGD(b, kinds[i].Kind)))
+	}
+	base := measure(b)
+
+	start := time.Now()
+	engage()
+	go createFleetInstances(ctx, c, kinds, names)
+	served := waitFor(b, "every cluster served", func() bool { return allServed(h, kinds, n) })
+	b.Logf("%s: %d clusters served after %s", mode, n, served.Sub(start))
+	active := waitFor(b, "every instance ACTIVE", func() bool { return countActiveAll(ctx, c, kinds) == n*graphs })
+	after := settle(b)
+	writeProfiles(b, fmt.Sprintf("%s-%d-%d", mode, n, graphs))
+
+	report(b, mode, n, graphs, served.Sub(start), active.Sub(start), base, after)
+}
+
+// simPrefix starts the name of every namespace that is a simulated
+// cluster, for the namespace provider.
+const simPrefix = "sim-"
+
+// simulatedProvider returns the provider for mode and the function that
+// makes it engage the clusters (called once the hub runs).
+func simulatedProvider(b *testing.B, mode string, cfg *rest.Config, names []string) (multicluster.Provider, func()) {
+	ctx := context.Background()
+	switch mode {
+	case "testing", "shared":
+		p := fgtesting.NewProvider()
+		var shared *fgtesting.SharedConnection
+		if mode == "shared" {
+			var err error
+			shared, err = fgtesting.NewSharedConnection(cfg)
+			require.NoError(b, err)
+		}
+		return p, func() { require.NoError(b, p.AddSimulated(ctx, cfg, names, shared)) }
+	case "namespace":
+		p, err := fgtesting.NewNamespaceProvider(cfg, fgtesting.NamespaceProviderOptions{Prefix: simPrefix})
+		require.NoError(b, err)
+		return p, func() {} // engages the namespaces as the manager starts
+	}
+	b.Fatalf("unknown FLEET_MODES entry %q (testing, shared, namespace)", mode)
+	return nil, nil
+}
+
+// parallel runs f for every name on 16 workers and panics on no error:
+// failures are retried until they pass (namespaces and instances are
+// created while the server is busy).
+func parallel(names []string, f func(name string) error) {
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for name := range work {
+				for err := f(name); client.IgnoreAlreadyExists(err) != nil; err = f(name) {
+					time.Sleep(50 * time.Millisecond) // retry pacing; the kind may not be served yet
+				}
+			}
+		})
+	}
+	for _, name := range names {
+		work <- name
+	}
+	close(work)
+	wg.Wait()
+}
+
+// createFleetInstances creates one instance of every kind in every cluster's
+// namespace, retrying each until its kind is served.
+func createFleetInstances(ctx context.Context, c client.Client, kinds []schema.GroupVersionKind, names []string) {
+	for _, gvk := range kinds {
+		parallel(names, func(ns string) error {
+			u := instance(gvk, "inst", map[string]any{"size": int64(1)})
+			u.SetNamespace(ns)
+			return c.Create(ctx, u)
+		})
+	}
+}
+
+func allServed(h *sdk.Hub, kinds []schema.GroupVersionKind, n int) bool {
+	for _, gvk := range kinds {
+		served := 0
+		for _, cs := range h.FleetStatus(strings.ToLower(gvk.Kind)).Clusters {
+			if cs.Serving && cs.CRD.Healthy() {
+				served++
+			}
+		}
+		if served < n {
+			return false
+		}
+	}
+	return true
+}
+
+func countActiveAll(ctx context.Context, c client.Client, kinds []schema.GroupVersionKind) int {
+	active := 0
+	for _, gvk := range kinds {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := c.List(ctx, list); err != nil {
+			return -1
+		}
+		for _, u := range list.Items {
+			if s, _, _ := unstructured.NestedString(u.Object, "status", "state"); s == "ACTIVE" {
+				active++
+			}
+		}
+	}
+	return active
+}
+
+// waitFor polls cond until it holds and returns when it first did.
+func waitFor(b *testing.B, what string, cond func() bool) time.Time {
+	deadline := time.Now().Add(10 * time.Minute)
+	for !cond() {
+		require.True(b, time.Now().Before(deadline), "timed out waiting for %s", what)
+		time.Sleep(20 * time.Millisecond) // measurement granularity, not synchronisation
+	}
+	return time.Now()
+}
+
+// settle waits until the goroutine count stops changing (three equal
+// samples a second apart, at most a minute) and measures then.
+func settle(b *testing.B) usage {
+	last, same := -1, 0
+	for deadline := time.Now().Add(time.Minute); same < 3 && time.Now().Before(deadline); {
+		time.Sleep(time.Second) // sampling interval
+		if g := runtime.NumGoroutine(); g == last {
+			same++
+		} else {
+			last, same = g, 0
+		}
+	}
+	return measure(b)
+}
+
+func report(b *testing.B, mode string, n, graphs int, served, active time.Duration, base, after usage) {
+	mib := func(v uint64) float64 { return float64(v) / (1 << 20) }
+	perKiB := func(a, z uint64) float64 { return (float64(z) - float64(a)) / 1024 / float64(n) }
+	b.ReportMetric(served.Seconds(), "s-served")
+	b.ReportMetric(active.Seconds(), "s-active")
+	b.ReportMetric(mib(after.rss), "MiB-rss")
+	b.ReportMetric(mib(after.heap), "MiB-heap")
+	b.ReportMetric(float64(after.goroutines), "goroutines")
+	b.ReportMetric(perKiB(base.rss, after.rss), "KiB-rss/cluster")
+	b.ReportMetric(perKiB(base.heap, after.heap), "KiB-heap/cluster")
+	b.ReportMetric(float64(after.goroutines-base.goroutines)/float64(n), "goroutines/cluster")
+	rssTarget := uint64(targetRSS1Graph)
+	if graphs > 1 {
+		rssTarget = targetRSS5Graphs
+	}
+	fmt.Printf("fleet %-9s clusters=%-5d graphs=%d  served %6.1fs (target <= %s)  active %6.1fs  "+
+		"rss %6.0f MiB (target <= %.0f MiB, %s)  heap %6.0f MiB  goroutines %6d  "+
+		"per cluster: %5.0f KiB rss, %5.0f KiB heap, %.1f goroutines\n",
+		mode, n, graphs, served.Seconds(), targetServed, active.Seconds(),
+		mib(after.rss), mib(rssTarget), verdict(after.rss <= rssTarget || n < 1000), mib(after.heap), after.goroutines,
+		perKiB(base.rss, after.rss), perKiB(base.heap, after.heap), float64(after.goroutines-base.goroutines)/float64(n))
+}
+
+// writeProfiles writes the goroutine and heap profiles to $FLEET_PROFILES
+// (a directory), when set, to see where the per-cluster cost goes.
+func writeProfiles(b *testing.B, name string) {
+	dir := os.Getenv("FLEET_PROFILES")
+	if dir == "" {
+		return
+	}
+	for _, p := range []struct{ kind, file string }{{"goroutine", "goroutines.txt"}, {"heap", "heap.pprof"}} {
+		f, err := os.Create(filepath.Join(dir, name+"-"+p.file))
+		require.NoError(b, err)
+		debug := 0
+		if p.kind == "goroutine" {
+			debug = 1
+		}
+		require.NoError(b, pprof.Lookup(p.kind).WriteTo(f, debug))
+		require.NoError(b, f.Close())
+	}
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
+// oneConfigMapRGD is a graph of one ConfigMap whose instance kind is kind;
+// the graph is named after the kind in lower case.
+func oneConfigMapRGD(t testing.TB, kind string) *v1alpha1.ResourceGraphDefinition {
+	return configMapRGD(t, strings.ToLower(kind), kind, 0)
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func envList(key, def string) []string {
+	return strings.Split(envOr(key, def), ",")
+}

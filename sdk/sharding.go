@@ -1,0 +1,91 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/shard"
+)
+
+// ShardingOptions configures one of N hub replicas that share a hub
+// cluster; see NewShardedCoordinator. Every field documents its default.
+type ShardingOptions = shard.Options
+
+// NewShardedCoordinator returns the coordinator that makes this process one
+// of N hub replicas: give it to the multicluster manager with
+// mcmanager.WithCoordinator. It is multicluster-runtime's sharded
+// coordinator: each cluster the provider offers is served by exactly one
+// replica (rendezvous hashing over the replicas' Leases, fenced by a Lease
+// per cluster), and when a replica dies the others take its clusters over
+// within opts.TakeoverBound(). hubClient reads and writes Leases on the hub
+// cluster (a direct client such as client.New(cfg, ...), since the cache
+// does not run before the manager starts).
+//
+// With replicas, each Hub's FleetStatus and Clusters cover only the
+// clusters it serves; set Options.Replica to the same ID so that the RGD's
+// fleet status is the union over replicas. Set Options.DepartureGrace
+// negative: a cluster handed to another replica leaves this one, and its
+// clean-up would release what the new owner serves.
+func NewShardedCoordinator(hubClient client.Client, opts ShardingOptions) mcmanager.Coordinator {
+	return shard.NewCoordinator(hubClient, opts)
+}
+
+// Clusters returns the names of the clusters this Hub serves, sorted: with
+// a sharded coordinator, the ones this replica owns.
+func (h *Hub) Clusters() []string {
+	h.mu.Lock()
+	out := make([]string, 0, len(h.clusters))
+	for name := range h.clusters {
+		out = append(out, name)
+	}
+	h.mu.Unlock()
+	slices.Sort(out)
+	return out
+}
+
+// DefaultReplicaStatusTTL is Options.ReplicaStatusTTL's default.
+const DefaultReplicaStatusTTL = time.Minute
+
+// setupReplicaStatus prepares the per-replica status records when this
+// Hub is one of several replicas (Options.Replica).
+func (h *Hub) setupReplicaStatus(local manager.Manager) error {
+	if h.opts.Replica == "" {
+		return nil
+	}
+	c, err := client.New(local.GetConfig(), client.Options{})
+	if err != nil {
+		return fmt.Errorf("client for the replicas' status records: %w", err)
+	}
+	ns, ttl := h.opts.ReplicaNamespace, h.opts.ReplicaStatusTTL
+	if ns == "" {
+		ns = "kube-system"
+	}
+	if ttl == 0 {
+		ttl = DefaultReplicaStatusTTL
+	}
+	h.replicas = &hub.ReplicaStatus{Client: c, Namespace: ns, Replica: h.opts.Replica, TTL: ttl}
+	return nil
+}
+
+// rgdFleetStatus is the fleet status written on the RGD: this Hub's view,
+// merged with the other replicas' when there are several.
+func (h *Hub) rgdFleetStatus(name string) GraphStatus {
+	own := h.FleetStatus(name)
+	if h.replicas == nil {
+		return own
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
+	defer cancel()
+	merged, err := h.replicas.Merged(ctx, own)
+	if err != nil {
+		h.opts.Logger.Info("fleet status of the other replicas unavailable; writing this replica's", "graph", name, "reason", err.Error())
+	}
+	return merged
+}
