@@ -74,6 +74,9 @@ type Hub struct {
 	// revisions records every served spec on the hub; nil until
 	// SetupWithManager (see versions.go).
 	revisions *hub.Revisions
+	// exporter publishes graphs in APIExport mode; nil otherwise
+	// (apiexport.go).
+	exporter *hub.Exporter
 
 	// ctx bounds background removals; stop ends it when the manager stops.
 	ctx  context.Context
@@ -141,6 +144,10 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		AdoptUnowned:    opts.AdoptUnowned,
 		Logger:          opts.Logger.WithName("spoke"),
 	})
+	if err := h.setupExporter(); err != nil {
+		stop()
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -196,6 +203,7 @@ func (h *Hub) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinitio
 	if err := h.runtime.Serve(g); err != nil {
 		return nil, fmt.Errorf("serving graph %s: %w", rgd.Name, err)
 	}
+	h.publish(g) // APIExport mode only (apiexport.go)
 	h.opts.Logger.Info("graph registered", "graph", rgd.Name, "kind", g.Instance.GVK.String(), "resources", len(g.Nodes), "source", src)
 	return g, nil
 }

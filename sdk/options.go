@@ -112,6 +112,10 @@ type Options struct {
 	// reached then keeps both (see the README). Negative turns the clean-up
 	// off. Defaults to DefaultDepartureGrace.
 	DepartureGrace time.Duration
+	// APIExport, when set, serves every graph through a kcp APIExport (see
+	// APIExportOptions) instead of applying its CRD to each cluster.
+	// Defaults to nil: CRD fan-out.
+	APIExport *APIExportOptions
 	// Logger defaults to controller-runtime's log.Log named "fleetgraph".
 	Logger logr.Logger
 }
@@ -137,6 +141,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = log.Log.WithName("fleetgraph")
+	}
+	if o.APIExport != nil {
+		o.DisableAdmissionPolicy = true // nothing is installed in consumer workspaces
+		if o.Probe.Path == "" {
+			o.Probe.Path = apiExportProbePath
+		}
 	}
 	return o
 }
