@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -75,6 +76,10 @@ type Exporter struct {
 	opts ExporterOptions
 	// mu serialises this process's read-modify-write of the export.
 	mu sync.Mutex
+	// published holds, per graph name, the last publication written, so
+	// that the gate of thousands of consumers costs no read of the export
+	// each; a graph whose schema changes is published again.
+	published map[string]Publication
 }
 
 // Publication is what Publish put in the export for one graph.
@@ -101,7 +106,7 @@ func NewExporter(cfg *rest.Config, opts ExporterOptions) (*Exporter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exporter: client for the provider workspace: %w", err)
 	}
-	return &Exporter{c: c, opts: opts}, nil
+	return &Exporter{c: c, opts: opts, published: map[string]Publication{}}, nil
 }
 
 // Name returns the APIExport's name.
@@ -139,6 +144,9 @@ func (e *Exporter) Publish(ctx context.Context, g *graph.Graph) (Publication, er
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if done, ok := e.published[g.Name]; ok && done.Schema == pub.Schema && slices.Equal(done.Claims, pub.Claims) {
+		return done, nil
+	}
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		export, err := e.export(ctx)
 		if err != nil {
@@ -152,6 +160,9 @@ func (e *Exporter) Publish(ctx context.Context, g *graph.Graph) (Publication, er
 		}
 		return e.writeExport(ctx, export, pub)
 	})
+	if err == nil {
+		e.published[g.Name] = pub
+	}
 	return pub, err
 }
 
