@@ -94,23 +94,7 @@ func TestHubServesKCPWorkspaces(t *testing.T) {
 	}, 2*time.Minute, 200*time.Millisecond, "the hub installs the RGD CRD in the platform workspace")
 
 	a, b := clientFor(t, k, tenants.Join("a")), clientFor(t, k, tenants.Join("b"))
-	inst := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"color": "green"}}}
-	inst.SetAPIVersion("kro.run/v1alpha1")
-	inst.SetKind("Settings")
-	inst.SetNamespace("default")
-	inst.SetName("team")
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.NoError(ct, client.IgnoreAlreadyExists(a.Create(ctx, inst.DeepCopy())))
-	}, 2*time.Minute, 200*time.Millisecond, "workspace a serves Settings once the hub fanned its CRD out")
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		got := inst.DeepCopy()
-		require.NoError(ct, a.Get(ctx, client.ObjectKeyFromObject(inst), got))
-		state, _, _ := unstructured.NestedString(got.Object, "status", "state")
-		assert.Equal(ct, "ACTIVE", state)
-		cm := &corev1.ConfigMap{}
-		require.NoError(ct, a.Get(ctx, client.ObjectKey{Namespace: "default", Name: "team-settings"}, cm))
-		assert.Equal(ct, "green", cm.Data["color"])
-	}, 2*time.Minute, 200*time.Millisecond)
+	requireTeamActive(t, a, "workspace a serves Settings once the hub fanned its CRD out")
 
 	err := b.Get(ctx, client.ObjectKey{Namespace: "default", Name: "team-settings"}, &corev1.ConfigMap{})
 	assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "children stay in the instance's workspace")
@@ -163,23 +147,7 @@ func TestHubServesKCPConsumersThroughAnAPIExport(t *testing.T) {
 		bindPlatform(t, clientFor(t, k, root.Join(ws)), provider)
 	}
 	a, b := clientFor(t, k, root.Join("consumer-a")), clientFor(t, k, root.Join("consumer-b"))
-	inst := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"color": "green"}}}
-	inst.SetAPIVersion("kro.run/v1alpha1")
-	inst.SetKind("Settings")
-	inst.SetNamespace("default")
-	inst.SetName("team")
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.NoError(ct, client.IgnoreAlreadyExists(a.Create(ctx, inst.DeepCopy())))
-	}, 2*time.Minute, 200*time.Millisecond, "consumer-a serves Settings once it binds the export")
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		got := inst.DeepCopy()
-		require.NoError(ct, a.Get(ctx, client.ObjectKeyFromObject(inst), got))
-		state, _, _ := unstructured.NestedString(got.Object, "status", "state")
-		assert.Equal(ct, "ACTIVE", state)
-		cm := &corev1.ConfigMap{}
-		require.NoError(ct, a.Get(ctx, client.ObjectKey{Namespace: "default", Name: "team-settings"}, cm))
-		assert.Equal(ct, "green", cm.Data["color"])
-	}, 2*time.Minute, 200*time.Millisecond)
+	requireTeamActive(t, a, "consumer-a serves Settings once it binds the export")
 	err := b.Get(ctx, client.ObjectKey{Namespace: "default", Name: "team-settings"}, &corev1.ConfigMap{})
 	assert.True(t, apierrors.IsNotFound(err), "children stay in the instance's workspace: %v", err)
 }
@@ -201,4 +169,29 @@ func bindPlatform(t *testing.T, consumer client.Client, provider logicalcluster.
 		},
 	}}
 	require.NoError(t, consumer.Create(context.Background(), binding))
+}
+
+// requireTeamActive creates the Settings instance "team" (color green) once
+// c serves the kind (why says what makes it served), and waits until it is
+// ACTIVE with its ConfigMap next to it.
+func requireTeamActive(t *testing.T, c client.Client, why string) {
+	t.Helper()
+	ctx := context.Background()
+	inst := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"color": "green"}}}
+	inst.SetAPIVersion("kro.run/v1alpha1")
+	inst.SetKind("Settings")
+	inst.SetNamespace("default")
+	inst.SetName("team")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.NoError(ct, client.IgnoreAlreadyExists(c.Create(ctx, inst.DeepCopy())))
+	}, 2*time.Minute, 200*time.Millisecond, why)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		got := inst.DeepCopy()
+		require.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(inst), got))
+		state, _, _ := unstructured.NestedString(got.Object, "status", "state")
+		assert.Equal(ct, "ACTIVE", state)
+		cm := &corev1.ConfigMap{}
+		require.NoError(ct, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "team-settings"}, cm))
+		assert.Equal(ct, "green", cm.Data["color"])
+	}, 2*time.Minute, 200*time.Millisecond)
 }
