@@ -114,8 +114,15 @@ func TestHubServesGraphsThroughAnAPIExport(t *testing.T) {
 		}, wait, tick)
 		_, err := dyn(provider).Resource(apiResourceSchemas).Get(ctx, first, metav1.GetOptions{})
 		assert.NoError(t, err, "the previous schema is left in place")
-		requireActiveWithConfigMap(t, one, "alpha", map[string]any{"color": "green", "size": "1"})
-		requireActiveWithConfigMap(t, two, "beta", map[string]any{"color": "red", "size": "1"})
+		requireBoundTo(t, one, "settings", second)
+		requireBoundTo(t, two, "settings", second)
+		// New instances get the new schema's default and the new template.
+		// (Instances from before keep their cached form, without size,
+		// until they change: see the package doc.)
+		createSettings(t, one, "alpha-2", "green")
+		createSettings(t, two, "beta-2", "red")
+		requireActiveWithConfigMap(t, one, "alpha-2", map[string]any{"color": "green", "size": "1"})
+		requireActiveWithConfigMap(t, two, "beta-2", map[string]any{"color": "red", "size": "1"})
 	})
 
 	t.Run("unbinding disengages the consumer without a leak", func(t *testing.T) {
@@ -286,4 +293,20 @@ func requireActiveWithConfigMap(t *testing.T, consumer logicalcluster.Path, name
 			assert.Equal(c, data, got)
 		}
 	}, wait, tick, "%s in %s is ACTIVE with its ConfigMap", name, consumer)
+}
+
+// requireBoundTo waits until consumer's binding serves schema.
+func requireBoundTo(t *testing.T, consumer logicalcluster.Path, binding, schema string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got, err := dyn(consumer).Resource(apiBindings).Get(t.Context(), binding, metav1.GetOptions{})
+		if !assert.NoError(c, err) {
+			return
+		}
+		bound, _, _ := unstructured.NestedSlice(got.Object, "status", "boundResources")
+		if assert.Len(c, bound, 1) {
+			name, _, _ := unstructured.NestedString(bound[0].(map[string]any), "schema", "name")
+			assert.Equal(c, schema, name)
+		}
+	}, wait, tick, "the binding in %s serves %s", consumer, schema)
 }
