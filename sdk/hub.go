@@ -83,6 +83,9 @@ type Hub struct {
 	// replicas merges the fleet status with other replicas'; nil unless
 	// Options.Replica is set (see sharding.go).
 	replicas *hub.ReplicaStatus
+	// exporter publishes graphs in APIExport mode; nil otherwise
+	// (apiexport.go).
+	exporter *hub.Exporter
 
 	// ctx bounds background removals; stop ends it when the manager stops.
 	ctx  context.Context
@@ -167,6 +170,10 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 
 		ConfineToNamespace: opts.ConfineToNamespace,
 	})
+	if err := h.setupExporter(); err != nil {
+		stop()
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -222,6 +229,7 @@ func (h *Hub) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinitio
 	if err := h.runtime.Serve(g); err != nil {
 		return nil, fmt.Errorf("serving graph %s: %w", rgd.Name, err)
 	}
+	h.publish(g) // APIExport mode only (apiexport.go)
 	h.opts.Logger.Info("graph registered", "graph", rgd.Name, "kind", g.Instance.GVK.String(), "resources", len(g.Nodes), "source", src)
 	return g, nil
 }

@@ -136,6 +136,10 @@ type Options struct {
 	// RolloutResync is how often every GraphRollout is looked at (and
 	// cluster labels re-read). Defaults to 1 second.
 	RolloutResync time.Duration
+	// APIExport, when set, serves every graph through a kcp APIExport (see
+	// APIExportOptions) instead of applying its CRD to each cluster.
+	// Defaults to nil: CRD fan-out.
+	APIExport *APIExportOptions
 	// Logger defaults to controller-runtime's log.Log named "fleetgraph".
 	Logger logr.Logger
 	// Replica names this Hub among the replicas that share one hub cluster
@@ -178,6 +182,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = log.Log.WithName("fleetgraph")
+	}
+	if o.APIExport != nil {
+		o.DisableAdmissionPolicy = true // nothing is installed in consumer workspaces
+		if o.Probe.Path == "" {
+			o.Probe.Path = apiExportProbePath
+		}
 	}
 	return o
 }

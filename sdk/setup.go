@@ -261,7 +261,11 @@ func (h *Hub) gate(ctx context.Context, name multicluster.ClusterName, g *graph.
 	if e == nil {
 		return fmt.Errorf("cluster %q is not engaged", name)
 	}
-	return h.fanOut.Ensure(ctx, hub.Cluster{Name: e.name, Cluster: e.cl, Engagement: e.ctx}, g)
+	c := hub.Cluster{Name: e.name, Cluster: e.cl, Engagement: e.ctx}
+	if h.exporter != nil {
+		return h.exportGate(ctx, c, g)
+	}
+	return h.fanOut.Ensure(ctx, c, g)
 }
 
 func (h *Hub) allowsBreaking(graphName string) bool {

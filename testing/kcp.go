@@ -35,6 +35,8 @@ var ErrKCPMissing = errors.New("kcp binary not found")
 // WorkspacesGVR is kcp's tenancy.kcp.io/v1alpha1 Workspace resource.
 var WorkspacesGVR = schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspaces"}
 
+var workspaceTypesGVR = schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspacetypes"}
+
 // KCPBinary returns the path of the kcp binary: the KCP_BINARY environment
 // variable when set, else the cache path hack/kcp/build.sh builds into
 // (CacheDir()/kcp/<KCPVersion>/kcp). It fails with ErrKCPMissing when the
@@ -159,8 +161,9 @@ func (k *KCP) start(bin string, opts KCPOptions) error {
 	return nil
 }
 
-// waitReady polls until the admin kubeconfig exists, /readyz answers ok and
-// the root workspace serves workspaces.
+// waitReady polls until the admin kubeconfig exists, /readyz answers ok,
+// the root workspace serves workspaces and its universal workspace type
+// exists.
 func (k *KCP) waitReady(ctx context.Context) error {
 	return poll(ctx, 250*time.Millisecond, func() error {
 		select {
@@ -178,7 +181,13 @@ func (k *KCP) waitReady(ctx context.Context) error {
 		if err := k.readyz(ctx); err != nil {
 			return err
 		}
-		_, err := k.dynamic(logicalcluster.NewPath("root")).Resource(WorkspacesGVR).List(ctx, metav1.ListOptions{Limit: 1})
+		root := k.dynamic(logicalcluster.NewPath("root"))
+		if _, err := root.Resource(WorkspacesGVR).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			return err
+		}
+		// CreateWorkspace uses root:universal, which kcp bootstraps after
+		// it reports ready.
+		_, err := root.Resource(workspaceTypesGVR).Get(ctx, "universal", metav1.GetOptions{})
 		return err
 	})
 }

@@ -114,9 +114,15 @@ func NewFanOut(tracker *Tracker, opts FanOutOptions) *FanOut {
 // a write per new instance), then waits for Established. It returns nil once
 // the graph can be served on cl. Safe for concurrent use.
 func (f *FanOut) Ensure(ctx context.Context, c Cluster, g *graph.Graph) error {
+	return f.record(ctx, c, g, func() error { return f.ensure(ctx, c, g) })
+}
+
+// record runs ensure and reports its outcome for g on c to the tracker,
+// the metrics and the log.
+func (f *FanOut) record(ctx context.Context, c Cluster, g *graph.Graph, ensure func() error) error {
 	start := time.Now()
 	clusterName := c.Name
-	err := f.ensure(ctx, c, g)
+	err := ensure()
 	state, msg := classify(err)
 	if ctx.Err() != nil && err != nil {
 		return err // disengaged or stopped: nothing worth recording
@@ -348,6 +354,8 @@ func classify(err error) (CRDState, string) {
 		return CRDConflict, err.Error()
 	case errors.Is(err, ErrIncompatible):
 		return CRDIncompatible, err.Error()
+	case errors.Is(err, errNotServedYet):
+		return CRDApplied, err.Error()
 	}
 	return CRDError, err.Error()
 }

@@ -35,6 +35,10 @@ type ProberOptions struct {
 	Interval time.Duration
 	// Timeout bounds one probe. Defaults to DefaultProbeTimeout.
 	Timeout time.Duration
+	// Path is the URL path asked below each cluster's host; any answer but
+	// 200 counts as not ready. Defaults to "/readyz". A kcp APIExport
+	// virtual workspace serves no /readyz per consumer: probe "/apis" there.
+	Path string
 	// Logger defaults to controller-runtime's log.Log named "prober".
 	Logger logr.Logger
 }
@@ -45,6 +49,9 @@ func (o ProberOptions) withDefaults() ProberOptions {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultProbeTimeout
+	}
+	if o.Path == "" {
+		o.Path = "/readyz"
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = log.Log.WithName("prober")
@@ -87,7 +94,7 @@ func (p *Prober) run(ctx context.Context, name string, cl cluster.Cluster) {
 	t := time.NewTicker(p.opts.Interval)
 	defer t.Stop()
 	for {
-		err := Probe(ctx, cl, p.opts.Timeout)
+		err := ProbePath(ctx, cl, p.opts.Path, p.opts.Timeout)
 		if ctx.Err() != nil {
 			return
 		}
@@ -105,9 +112,14 @@ func (p *Prober) run(ctx context.Context, name string, cl cluster.Cluster) {
 // Probe asks cl's API server whether it is ready, waiting at most timeout.
 // Errors name the cause, never credentials.
 func Probe(ctx context.Context, cl cluster.Cluster, timeout time.Duration) error {
+	return ProbePath(ctx, cl, "/readyz", timeout)
+}
+
+// ProbePath is Probe asking path instead of /readyz.
+func ProbePath(ctx context.Context, cl cluster.Cluster, path string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	u := strings.TrimSuffix(cl.GetConfig().Host, "/") + "/readyz"
+	u := strings.TrimSuffix(cl.GetConfig().Host, "/") + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return fmt.Errorf("malformed server URL: %w", err)
@@ -119,13 +131,13 @@ func Probe(ctx context.Context, cl cluster.Cluster, timeout time.Duration) error
 			err = ue.Err
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("no answer to /readyz within %s", timeout)
+			return fmt.Errorf("no answer to %s within %s", path, timeout)
 		}
-		return fmt.Errorf("probing /readyz: %w", err)
+		return fmt.Errorf("probing %s: %w", path, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("/readyz answered %s", resp.Status)
+		return fmt.Errorf("%s answered %s", path, resp.Status)
 	}
 	return nil
 }

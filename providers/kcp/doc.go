@@ -40,16 +40,57 @@
 //
 // An engaged cluster of this mode reaches its workspace through the
 // APIExport's virtual workspace: it sees and serves only the exported
-// resources (and the resources claimed by the export's permission claims),
-// and reads come from the shared wildcard cache. So the hub must fan out
-// differently: it cannot apply a CRD per cluster (CRDs are not exported, and
-// a consumer's workspace is not the hub's to change). Instead the hub
-// publishes each graph's schema once, as an APIResourceSchema listed in the
-// APIExport in the service provider's workspace; consumers opt in by binding
-// the export, which is what makes them clusters here; and a schema change is
-// a new APIResourceSchema (they are immutable) that the export switches to.
-// Instances and their children are then handled per engaged cluster as usual,
-// limited to exported or claimed resources.
+// resources and the resources the export claims, and reads come from the
+// shared wildcard cache. So the hub cannot apply a CRD per cluster (CRDs
+// are not served there, and a consumer's workspace is not the hub's to
+// change). With sdk.Options.APIExport set, the hub instead:
+//
+//   - converts each graph's generated CRD into an APIResourceSchema in the
+//     provider workspace, named v<hash>.<plural>.<group> after its content
+//     (schemas are immutable: a changed schema is a new object, and old
+//     ones are left in place);
+//   - lists it in the APIExport (created when missing), with a permission
+//     claim (verbs get, list, watch, create, update, patch, delete) for
+//     every child kind, resolved to a resource through the provider
+//     workspace's discovery;
+//   - switches the export to a changed schema only when the change is
+//     compatible with the listed one, or the RGD allows breaking changes:
+//     until then the previous schema, and the previous graph version, keep
+//     serving, and every consumer is reported Incompatible with the reason;
+//   - serves a graph on a consumer once its APIBinding accepts every claim
+//     the graph needs, is bound to the published schema
+//     (status.boundResources) and the virtual workspace's discovery lists
+//     the instance and child kinds; a binding that does not accept the
+//     claims is reported Incompatible ("APIBinding <name> does not accept
+//     configmaps (core)") in FleetStatus and status.fleet;
+//   - reconciles instances through the virtual workspace, so children land
+//     in the instance's own workspace only; installs no admission policy
+//     (the runtime stamps its finalizer itself) and probes each consumer
+//     with GET /apis, since the virtual workspace serves no /readyz.
+//
+// What works on kcp v0.30.0, each proven by an integration test against
+// the real server (hub_apiexport_integration_test.go, examples/kcp):
+// publishing and updating the export; two consumers binding it, each
+// reconciling its own instances to ACTIVE with their ConfigMaps in their
+// own workspace; a compatible schema change moving both consumers to the
+// new schema; a breaking change refused while the previous schema keeps
+// serving; a binding without the accepted claim reported; and a consumer
+// that deletes its binding disengaged with nothing of it left running.
+// Limits: claims carry no identity hash, so children must be kinds built
+// into kcp workspaces (ConfigMaps, Secrets, ServiceAccounts, ...), not
+// other exports' resources; a plain kcp workspace serves no Deployments.
+// Removing a graph (UnregisterGraph) leaves its resource listed in the
+// export and is not covered by a test in this mode yet;
+// DeleteCRDsOnUnregister does not apply.
+// An instance created before a compatible change that adds a defaulted
+// field is reconciled from the shared cache, which holds it as it was
+// listed (without the new default) until it changes; an expression that
+// reads the new field then fails for it (ERROR) until it is updated.
+// Instances created after the switch get the default.
+// kcp v0.30.0 lists a fresh export's virtual-workspace URL in the
+// APIExportEndpointSlice a moment before serving it, and the wrapped
+// provider tries each URL once; NewAPIExport therefore waits (up to
+// APIExportOptions.EndpointWait) until a new URL answers discovery.
 //
 // # Wiring
 //

@@ -45,6 +45,10 @@ var (
 	crds    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
+// kcpStart bounds kcp's start: it bootstraps its root workspace on the
+// CPU, which takes ~30 s on an idle 2-core machine and minutes on a busy one.
+const kcpStart = 8 * time.Minute
+
 func TestMain(m *testing.M) {
 	if os.Getenv("FLEETGRAPH_TEST_LOGS") != "" {
 		log.SetLogger(zap.New(zap.UseDevMode(true)))
@@ -52,7 +56,7 @@ func TestMain(m *testing.M) {
 		log.SetLogger(logr.Discard())
 	}
 	start := time.Now()
-	k, err := fgtesting.NewKCP(fgtesting.KCPOptions{})
+	k, err := fgtesting.NewKCP(fgtesting.KCPOptions{StartTimeout: kcpStart})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
