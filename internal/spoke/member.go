@@ -56,6 +56,9 @@ type member struct {
 	listed map[types.UID]map[schema.GroupVersionKind]bool
 	// crdUID is the UID of the graph's CRD as last seen (crd.go).
 	crdUID types.UID
+	// schemas is the cluster's record of the instance schemas its
+	// informers were started under (schema_watch.go).
+	schemas *instanceSchemas
 }
 
 // seenInstance is what the instance watch last delivered for a name.
@@ -72,6 +75,7 @@ func newMember(c *controller, e *engagement) *member {
 		g:          c.g,
 		cluster:    e.name,
 		cl:         e.cl,
+		schemas:    &e.schemas,
 		recorder:   e.cl.GetEventRecorder("fleetgraph"),
 		log:        c.log.WithValues("cluster", e.name.String()),
 		ctx:        ctx,
@@ -125,6 +129,7 @@ func (m *member) open() error {
 	}
 	inst := &unstructured.Unstructured{}
 	inst.SetGroupVersionKind(m.g.Instance.GVK)
+	m.refreshInstanceInformer(inst)
 	if err := m.watch(inst, instanceHandler{m}); err != nil {
 		return err
 	}
