@@ -1,9 +1,10 @@
 package sdk
 
 import (
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
 	"github.com/fleetgraph/fleetgraph/internal/hub"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
 // The fleet's state as the hub sees it. The types are defined next to the

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/fleetgraph/fleetgraph/internal/crdschema"
 )
 
 // crdGVK is the kind whose writes make new kinds known.
@@ -96,7 +97,7 @@ func (a *fakeAPI) setCRD(crd *apiextensionsv1.CustomResourceDefinition) {
 			namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
 			shortNames: crd.Spec.Names.ShortNames,
 			status:     v.Subresources != nil && v.Subresources.Status != nil,
-			schema:     structuralOf(v.Schema),
+			schema:     crdschema.Structural(v.Schema),
 		})
 	}
 	a.mu.Lock()
@@ -146,24 +147,6 @@ func singularOf(crd *apiextensionsv1.CustomResourceDefinition) string {
 		return crd.Spec.Names.Singular
 	}
 	return strings.ToLower(crd.Spec.Names.Kind)
-}
-
-// structuralOf converts a CRD version's schema for the defaulting package;
-// a schema that is not structural gives nil (no defaulting), as the API
-// server would have refused the CRD.
-func structuralOf(v *apiextensionsv1.CustomResourceValidation) *structuralschema.Structural {
-	if v == nil || v.OpenAPIV3Schema == nil {
-		return nil
-	}
-	internal := &apiextensionsinternal.JSONSchemaProps{}
-	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.OpenAPIV3Schema, internal, nil); err != nil {
-		return nil
-	}
-	s, err := structuralschema.NewStructural(internal)
-	if err != nil {
-		return nil
-	}
-	return s
 }
 
 // clusterScoped names the built-in kinds that are not namespaced; the

@@ -11,10 +11,11 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/kcp-dev/logicalcluster/v3"
+
 	"github.com/fleetgraph/fleetgraph/providers/kcp"
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
-	"github.com/kcp-dev/logicalcluster/v3"
 )
 
 // setupper is what a provider needs from the manager before it starts.

@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
 func TestInstancesAreServedSoonAfterTheirCRDComesBack(t *testing.T) {

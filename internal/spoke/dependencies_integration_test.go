@@ -6,12 +6,13 @@ import (
 	"context"
 	"testing"
 
-	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
 // gatedRGD: "settings" is an external ConfigMap; "db" is a Deployment that

@@ -4,11 +4,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fleetgraph/fleetgraph/internal/contract"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
 // finalize deletes a deleting instance's children wave by wave, in reverse

@@ -3,12 +3,13 @@ package spoke
 import (
 	"maps"
 
-	"github.com/fleetgraph/fleetgraph/internal/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
 var (

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/fleetgraph/fleetgraph/internal/contract"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
 // patchFinalizers writes the instance's finalizers in a merge patch guarded

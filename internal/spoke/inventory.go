@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/fleetgraph/fleetgraph/internal/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
 // InventoryEntry is one child of an instance: enough to prune or delete it.

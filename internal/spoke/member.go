@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -15,6 +17,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/crdschema"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
@@ -56,9 +59,9 @@ type member struct {
 	listed map[types.UID]map[schema.GroupVersionKind]bool
 	// crdUID is the UID of the graph's CRD as last seen (crd.go).
 	crdUID types.UID
-	// schemas is the cluster's record of the instance schemas its
-	// informers were started under (schema_watch.go).
-	schemas *instanceSchemas
+	// defaults is the instance schema whose defaults every instance read
+	// gets (defaults.go); nil when the graph has no structural schema.
+	defaults *structuralschema.Structural
 }
 
 // seenInstance is what the instance watch last delivered for a name.
@@ -75,7 +78,7 @@ func newMember(c *controller, e *engagement) *member {
 		g:          c.g,
 		cluster:    e.name,
 		cl:         e.cl,
-		schemas:    &e.schemas,
+		defaults:   crdschema.StorageSchema(c.g.CRD),
 		recorder:   e.cl.GetEventRecorder("fleetgraph"),
 		log:        c.log.WithValues("cluster", e.name.String()),
 		ctx:        ctx,
@@ -129,7 +132,6 @@ func (m *member) open() error {
 	}
 	inst := &unstructured.Unstructured{}
 	inst.SetGroupVersionKind(m.g.Instance.GVK)
-	m.refreshInstanceInformer(inst)
 	if err := m.watch(inst, instanceHandler{m}); err != nil {
 		return err
 	}

@@ -3,12 +3,13 @@ package spoke
 import (
 	"time"
 
-	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
 // This file is the member's memory of what it wrote, which lets a reconcile

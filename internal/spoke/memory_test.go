@@ -3,13 +3,14 @@ package spoke
 import (
 	"testing"
 
-	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
 func testMember() *member {

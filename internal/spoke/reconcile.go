@@ -82,7 +82,7 @@ func (m *member) instance(key types.NamespacedName) (*unstructured.Unstructured,
 		}
 		return nil, fmt.Errorf("reading instance %s: %w", key, err)
 	}
-	return m.fresher(u), nil
+	return m.withDefaults(m.fresher(u)), nil
 }
 
 // suspended reports whether the instance asks not to be reconciled: either

@@ -65,8 +65,6 @@ type engagement struct {
 	name multicluster.ClusterName
 	cl   cluster.Cluster
 	ctx  context.Context
-	// schemas outlives the members, which come and go with versions.
-	schemas instanceSchemas
 }
 
 // New returns a Runtime with opts' defaults filled in. It serves nothing until

@@ -7,9 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
 // The messages and reasons of the built-in conditions, kro v0.9.3's words:

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fleetgraph/fleetgraph/internal/contract"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
 // sync reconciles a live instance: finalizer and child kinds, children in

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +19,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/internal/spoke"
 )
 
 // Event reasons recorded on kubeconfig Secrets.
