@@ -83,10 +83,9 @@
 // export and is not covered by a test in this mode yet;
 // DeleteCRDsOnUnregister does not apply.
 // An instance created before a compatible change that adds a defaulted
-// field is reconciled from the shared cache, which holds it as it was
-// listed (without the new default) until it changes; an expression that
-// reads the new field then fails for it (ERROR) until it is updated.
-// Instances created after the switch get the default.
+// field is held by the shared cache as it was listed, without the new
+// field; the runtime applies the schema's defaults to every instance it
+// reads, as the server would, so it is reconciled with the default.
 // kcp v0.30.0 lists a fresh export's virtual-workspace URL in the
 // APIExportEndpointSlice a moment before serving it, and the wrapped
 // provider tries each URL once; NewAPIExport therefore waits (up to

@@ -116,9 +116,11 @@ func TestHubServesGraphsThroughAnAPIExport(t *testing.T) {
 		assert.NoError(t, err, "the previous schema is left in place")
 		requireBoundTo(t, one, "settings", second)
 		requireBoundTo(t, two, "settings", second)
-		// New instances get the new schema's default and the new template.
-		// (Instances from before keep their cached form, without size,
-		// until they change: see the package doc.)
+		// Instances from before get the new default too, although the
+		// shared cache holds them as listed before the change; new ones
+		// get it from the server.
+		requireActiveWithConfigMap(t, one, "alpha", map[string]any{"color": "green", "size": "1"})
+		requireActiveWithConfigMap(t, two, "beta", map[string]any{"color": "red", "size": "1"})
 		createSettings(t, one, "alpha-2", "green")
 		createSettings(t, two, "beta-2", "red")
 		requireActiveWithConfigMap(t, one, "alpha-2", map[string]any{"color": "green", "size": "1"})

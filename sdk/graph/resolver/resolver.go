@@ -2,10 +2,14 @@ package resolver
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,6 +28,8 @@ const (
 	// DefaultRefetchAfterMiss is how old a cached document must be before a
 	// kind missing from it causes a refetch, by default.
 	DefaultRefetchAfterMiss = 5 * time.Second
+	// DefaultRetryFor bounds, by default, how long a server error is retried.
+	DefaultRetryFor = 10 * time.Second
 )
 
 // Options tune a Resolver. The zero value is valid.
@@ -35,6 +41,10 @@ type Options struct {
 	// this old, the document is fetched again (a CRD may just have been
 	// installed). Defaults to DefaultRefetchAfterMiss.
 	RefetchAfterMiss time.Duration
+	// RetryFor is how long a document is asked for again while the server
+	// answers with a server error (5xx or 429). Defaults to
+	// DefaultRetryFor; negative turns retries off.
+	RetryFor time.Duration
 	// Now tells the time. Defaults to time.Now; tests set it.
 	Now func() time.Time
 }
@@ -48,6 +58,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.RetryFor == 0 {
+		o.RetryFor = DefaultRetryFor
 	}
 }
 
@@ -141,13 +154,42 @@ func (r *Resolver) document(gv schema.GroupVersion, refetch bool) (*document, er
 	if doc, ok := r.docs[gv]; ok && !refetch && now.Sub(doc.fetched) < r.opts.TTL {
 		return doc, nil
 	}
-	doc, err := r.fetch(gv, refetch)
+	doc, err := r.fetchRetrying(gv, refetch)
 	if err != nil {
 		return nil, err
 	}
 	doc.fetched = now
 	r.docs[gv] = doc
 	return doc, nil
+}
+
+// fetchRetrying is fetch, asked again with a fresh path list while the
+// server answers with a server error, for at most Options.RetryFor. Right
+// after a CRD is installed some servers fail OpenAPI requests for a moment
+// (kcp v0.30.0 answers 500, "CRD ... not found"), and a compile must not
+// fail for that. Called with r.mu held.
+func (r *Resolver) fetchRetrying(gv schema.GroupVersion, refreshPaths bool) (*document, error) {
+	deadline := time.Now().Add(r.opts.RetryFor)
+	delay := 50 * time.Millisecond
+	for {
+		doc, err := r.fetch(gv, refreshPaths)
+		if err == nil || !transient(err) || time.Now().Add(delay).After(deadline) {
+			return doc, err
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, time.Second)
+		refreshPaths = true
+	}
+}
+
+// transient reports whether err is a server error worth asking again.
+func transient(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	code := status.Status().Code
+	return code >= http.StatusInternalServerError || code == http.StatusTooManyRequests
 }
 
 func (r *Resolver) fetch(gv schema.GroupVersion, refreshPaths bool) (*document, error) {

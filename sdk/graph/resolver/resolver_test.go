@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/openapi/openapitest"
@@ -48,6 +49,9 @@ type countingClient struct {
 	mu      sync.Mutex
 	doc     []byte
 	fetches int
+	// fail answers the next fetches with this error, failures times.
+	fail     error
+	failures int
 }
 
 func (c *countingClient) Paths() (map[string]openapi.GroupVersion, error) {
@@ -58,6 +62,10 @@ func (c *countingClient) Schema(string) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.fetches++
+	if c.failures > 0 {
+		c.failures--
+		return nil, c.fail
+	}
 	return c.doc, nil
 }
 
@@ -162,4 +170,27 @@ func TestScopesComeFromTheServedPaths(t *testing.T) {
 	assert.False(t, namespaced)
 	_, err = r.IsNamespaced(widgetGVK)
 	assert.ErrorIs(t, err, graph.ErrSchemaNotFound)
+}
+
+// A server error right after a CRD is installed (kcp answers 500 for a
+// moment) is asked again; an error the server means is not.
+func TestServerErrorsAreRetriedBriefly(t *testing.T) {
+	c := &countingClient{fail: apierrors.NewInternalError(errors.New("CRD not found")), failures: 2}
+	c.set(widgetDoc)
+	r := resolver.New(c, resolver.Options{})
+	_, err := r.ResolveSchema(widgetGVK)
+	require.NoError(t, err)
+	assert.Equal(t, 3, c.fetches, "two failures, then the document")
+
+	forbidden := &countingClient{fail: apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("no")), failures: 1}
+	forbidden.set(widgetDoc)
+	_, err = resolver.New(forbidden, resolver.Options{}).ResolveSchema(widgetGVK)
+	assert.True(t, apierrors.IsForbidden(err), "got %v", err)
+	assert.Equal(t, 1, forbidden.fetches, "a refusal is not retried")
+
+	off := &countingClient{fail: apierrors.NewInternalError(errors.New("down")), failures: 1}
+	off.set(widgetDoc)
+	_, err = resolver.New(off, resolver.Options{RetryFor: -1}).ResolveSchema(widgetGVK)
+	assert.True(t, apierrors.IsInternalError(err), "got %v", err)
+	assert.Equal(t, 1, off.fetches, "retries turned off")
 }
