@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -83,26 +82,9 @@ type usage struct {
 }
 
 func measure(b *testing.B) usage {
-	runtime.GC()
-	debug.FreeOSMemory()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return usage{rss: rss(b), heap: ms.HeapInuse, goroutines: runtime.NumGoroutine()}
-}
-
-// rss reads the process's resident set from /proc (Linux only).
-func rss(b *testing.B) uint64 {
-	raw, err := os.ReadFile("/proc/self/status")
+	f, err := fgtesting.MeasureFootprint()
 	require.NoError(b, err)
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kib, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			require.NoError(b, err)
-			return kib << 10
-		}
-	}
-	b.Fatal("no VmRSS in /proc/self/status")
-	return 0
+	return usage{rss: f.RSS, heap: f.HeapInuse, goroutines: f.Goroutines}
 }
 
 func runFleet(b *testing.B, mode string, n, graphs int) {

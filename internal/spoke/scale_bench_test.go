@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -58,7 +55,9 @@ func scaleRound(b *testing.B, g *graph.Graph, n int) {
 	// The spoke's cache is trimmed as the runtime recommends (TrimCache).
 	ctx, rt, stop := serveSingleCluster(b, srv.Config, g, spoke.TrimCache)
 	defer stop()
-	heap0 := heapAfterGC()
+	before, err := fgtesting.MeasureFootprint()
+	require.NoError(b, err)
+	heap0 := before.HeapAlloc
 	b.StartTimer()
 
 	start := time.Now()
@@ -67,8 +66,9 @@ func scaleRound(b *testing.B, g *graph.Graph, n int) {
 	})
 	waitCounts(b, rt, g, func(cnt spoke.Count) bool { return cnt.Ready == n })
 	active := time.Since(start)
-	heap := heapAfterGC()
-	rss := rssBytes(b)
+	after, err := fgtesting.MeasureFootprint()
+	require.NoError(b, err)
+	heap, rss := after.HeapAlloc, after.RSS
 	writeHeapProfile(b, n)
 	perInstance := float64(heap-heap0) / float64(n) / 1024
 	b.ReportMetric(perInstance, "heap-KiB/instance")
@@ -108,30 +108,4 @@ func waitCounts(b *testing.B, rt *spoke.Runtime, g *graph.Graph, ok func(spoke.C
 		require.True(b, time.Now().Before(deadline), "counts: %v", rt.Counts(g.Name))
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// heapAfterGC is the live heap after a full collection.
-func heapAfterGC() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
-// rssBytes is the process's resident set after returning free memory to
-// the OS, from /proc/self/status.
-func rssBytes(b *testing.B) uint64 {
-	debug.FreeOSMemory()
-	data, err := os.ReadFile("/proc/self/status")
-	require.NoError(b, err)
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			require.NoError(b, err)
-			return kb << 10
-		}
-	}
-	b.Fatal("no VmRSS in /proc/self/status")
-	return 0
 }
