@@ -3,7 +3,10 @@ package sdk
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
+
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/hub"
@@ -26,6 +29,9 @@ const (
 	// departureProbe bounds the check, before each attempt, that the
 	// cluster still answers: one that does not is left as it is at once.
 	departureProbe = 5 * time.Second
+	// departureRecheck is the least time between two looks at a cluster
+	// that left but that the provider still knows.
+	departureRecheck = time.Second
 )
 
 // departed is called when cluster e was disengaged while the hub runs.
@@ -41,16 +47,50 @@ func (h *Hub) departed(e *engaged) {
 		return
 	}
 	h.departures.Go(func() {
-		select {
-		case <-h.ctx.Done():
-			return // the hub is stopping, not the cluster leaving
-		case <-time.After(h.opts.DepartureGrace):
-		}
-		if h.isEngaged(e.name) {
-			return // back already: a rotation
+		if h.comesBack(e.name) {
+			return
 		}
 		h.cleanUpAfter(e)
 	})
+}
+
+// comesBack waits for the grace period, and for as long after it as the
+// provider still knows a cluster called name, and reports whether that
+// cluster was engaged again (a rotation) or the hub is stopping. Engaging
+// rotated credentials can take longer than any fixed grace on a loaded
+// hub (a new client, a cache to sync): the provider knowing the name says
+// that it is on its way back.
+func (h *Hub) comesBack(name string) bool {
+	for wait := h.opts.DepartureGrace; ; wait = max(h.opts.DepartureGrace, departureRecheck) {
+		select {
+		case <-h.ctx.Done():
+			return true // the hub is stopping, not the cluster leaving
+		case <-time.After(wait):
+		}
+		if h.isEngaged(name) {
+			return true
+		}
+		if !h.provides(name) {
+			return false
+		}
+	}
+}
+
+// provides reports whether the hub's provider still has a cluster called
+// name, engaged or on its way to be.
+func (h *Hub) provides(name string) bool {
+	if h.provider == nil {
+		return false
+	}
+	if lister, ok := h.provider.(interface {
+		ClusterNames() []multicluster.ClusterName
+	}); ok {
+		return slices.Contains(lister.ClusterNames(), multicluster.ClusterName(name))
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, departureProbe)
+	defer cancel()
+	_, err := h.provider.Get(ctx, multicluster.ClusterName(name))
+	return err == nil
 }
 
 // cleanUpAfter takes every graph's admission policy off e and releases its
@@ -85,7 +125,7 @@ func (h *Hub) releaseAll(ctx context.Context, e *engaged) (int, error) {
 	total := 0
 	var errs []error
 	for _, g := range h.allGraphs() {
-		if err := hub.RemoveAdmission(ctx, e.cl, g); err != nil {
+		if err := h.fanOut.RemoveAdmission(ctx, e.name, e.cl, g); err != nil {
 			errs = append(errs, err)
 			continue
 		}

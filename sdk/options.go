@@ -117,9 +117,10 @@ type Options struct {
 	// kubeconfig does at once, before the hub cleans up after it: removes
 	// every graph's admission policy there and releases the instances (our
 	// finalizer taken off, children left), so that no delete is held by a
-	// hub that will not serve the cluster again. A cluster that cannot be
-	// reached then keeps both (see the README). Negative turns the clean-up
-	// off. Defaults to DefaultDepartureGrace.
+	// hub that will not serve the cluster again. A cluster that the
+	// provider still knows after the grace (being engaged again) is waited
+	// for; one that cannot be reached keeps both (see the README). Negative
+	// turns the clean-up off. Defaults to DefaultDepartureGrace.
 	DepartureGrace time.Duration
 	// Placement, if set, decides which clusters serve which graph, by the
 	// labels the provider gives each cluster (see ClusterLabeler); a

@@ -153,7 +153,7 @@ func (h *Hub) removalStep(ctx context.Context, name string, rm *removal, cleaned
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, removalTimeout)
 			defer cancel()
-			done[i], held[i], errs[i] = removeFromCluster(cctx, e, g, wasCleaned)
+			done[i], held[i], errs[i] = h.removeFromCluster(cctx, e, g, wasCleaned)
 		})
 	}
 	wg.Wait()
@@ -186,9 +186,9 @@ func (h *Hub) removalStep(ctx context.Context, name string, rm *removal, cleaned
 
 // removeFromCluster is one removal step on one cluster. It reports whether
 // the policy is off, and how many instances still hold the finalizer.
-func removeFromCluster(ctx context.Context, e *engaged, g *graph.Graph, cleaned bool) (bool, int, error) {
+func (h *Hub) removeFromCluster(ctx context.Context, e *engaged, g *graph.Graph, cleaned bool) (bool, int, error) {
 	if !cleaned {
-		if err := hub.RemoveAdmission(ctx, e.cl, g); err != nil {
+		if err := h.fanOut.RemoveAdmission(ctx, e.name, e.cl, g); err != nil {
 			return false, 0, fmt.Errorf("cluster %q: %w", e.name, err)
 		}
 	}

@@ -243,7 +243,7 @@ func (h *Hub) releaseUnplaced(e *engaged, g *graph.Graph) {
 		if placed, _ := h.planner.Placed(g.Name, e.name); placed {
 			return // placed again meanwhile
 		}
-		err := hub.RemoveAdmission(ctx, e.cl, g)
+		err := h.fanOut.RemoveAdmission(ctx, e.name, e.cl, g)
 		if err == nil {
 			var n int
 			n, err = hub.ReleaseInstances(ctx, e.cl, g, contract.Finalizer)

@@ -328,6 +328,7 @@ func (t clusterTracker) Engage(ctx context.Context, name multicluster.ClusterNam
 			hub.ClusterEngaged(false)
 			t.h.tracker.DropCluster(e.name)
 			hub.ForgetCluster(e.name)
+			t.h.fanOut.ForgetCluster(e.name)
 			t.h.departed(e)
 		}
 	})

@@ -26,7 +26,7 @@
 //     writing kro's conditions (GraphAccepted, KindReady, ControllerReady,
 //     Ready), the topological order and the fleet summary back. Claimed RGDs
 //     carry a finalizer until their graph is removed from every cluster.
-//   - RemoveAdmission and HeldInstances are the per-cluster steps of
+//   - FanOut.RemoveAdmission and HeldInstances are the per-cluster steps of
 //     removing a graph; sdk.Hub orders and retries them.
 //
 // Metrics are registered in controller-runtime's registry, labelled with

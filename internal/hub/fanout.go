@@ -99,6 +99,7 @@ type FanOut struct {
 	tracker *Tracker
 
 	spokeSchemas spokeSchemas // spoke_schemas.go
+	fence        fence        // admission_fence.go
 }
 
 // NewFanOut returns a FanOut that records into tracker.
@@ -141,6 +142,7 @@ func (f *FanOut) record(ctx context.Context, c Cluster, g *graph.Graph, ensure f
 
 func (f *FanOut) ensure(ctx context.Context, c Cluster, g *graph.Graph) error {
 	clusterName, cl := c.Name, c.Cluster
+	ticket := f.fence.begin() // admission_fence.go
 	if err := servesKinds(cl, g); err != nil {
 		return err
 	}
@@ -169,7 +171,9 @@ func (f *FanOut) ensure(ctx context.Context, c Cluster, g *graph.Graph) error {
 		if lifetime == nil {
 			lifetime = ctx
 		}
-		go f.activateAdmission(lifetime, clusterName, cl, g) // admission_activate.go
+		f.fence.start(lifetime, fenceKey{cluster: clusterName, graph: g.Name}, ticket, func(ctx context.Context) {
+			f.activateAdmission(ctx, clusterName, cl, g) // admission_activate.go
+		})
 	}
 	return nil
 }

@@ -20,13 +20,6 @@ import (
 // These are the steps of removing a graph from one cluster. The caller
 // (sdk.Hub) orders them and retries each until it succeeds.
 
-// RemoveAdmission deletes g's admission policy and its binding from cl, so
-// that new instances no longer get the runtime's finalizer. Absent objects,
-// and a cluster that does not serve the API, count as removed.
-func RemoveAdmission(ctx context.Context, cl cluster.Cluster, g *graph.Graph) error {
-	return deleteAdmission(ctx, cl, g)
-}
-
 // HeldInstances returns how many instances of g on cl still carry
 // finalizer. A cluster that does not serve g's kind holds none.
 func HeldInstances(ctx context.Context, cl cluster.Cluster, g *graph.Graph, finalizer string) (int, error) {

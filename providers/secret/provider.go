@@ -228,7 +228,8 @@ func (p *Provider) IndexField(ctx context.Context, obj client.Object, field stri
 	return p.clusters.IndexField(ctx, obj, field, extract)
 }
 
-// ClusterNames returns the names of the engaged clusters, sorted.
+// ClusterNames returns the names of the clusters engaged or being engaged
+// (a rotated kubeconfig replaces its cluster under the same name), sorted.
 func (p *Provider) ClusterNames() []multicluster.ClusterName {
 	p.lock.RLock()
 	defer p.lock.RUnlock()

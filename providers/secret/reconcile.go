@@ -162,14 +162,19 @@ func (p *Provider) probe(ctx context.Context, rc *rest.Config) error {
 }
 
 // engage registers e under name, replacing (and first stopping) any
-// previous engagement of that name, then starts, syncs and engages it.
+// previous engagement of that name, then starts, syncs and engages it. The
+// name stays registered throughout, so that a rotation never looks like a
+// departure to ClusterNames.
 func (p *Provider) engage(name multicluster.ClusterName, e *engagement) error {
-	p.disengage(name)
 	p.lock.Lock()
+	old := p.byName[name]
 	p.gen++
 	e.key = multicluster.ClusterName(fmt.Sprintf("%s#%d", name, p.gen))
 	p.byName[name] = e
 	p.lock.Unlock()
+	if old != nil {
+		p.stop(name, old)
+	}
 	if err := p.clusters.Add(p.ctx, e.key, e.tc, renamed{aware: p.aware, name: name}); err != nil {
 		p.dropIfCurrent(name, e.tc)
 		p.stop(name, e)
