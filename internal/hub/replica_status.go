@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -61,8 +62,10 @@ type record struct {
 // Merged publishes own, this replica's view of the graph, and returns the
 // union of it and every other replica's live record. A cluster in two
 // records (during a hand-over) is taken from this replica's view, else
-// from the record renewed last. On a read error own is returned, with the
-// error.
+// from the record renewed last. Records that expired (replicas that died
+// or were scaled away) are deleted on the way. On a read error own is
+// returned, with the error; if only a delete failed, the union is, with
+// the error.
 func (r *ReplicaStatus) Merged(ctx context.Context, own GraphStatus) (GraphStatus, error) {
 	if err := r.publish(ctx, own); err != nil {
 		return own, err
@@ -73,7 +76,42 @@ func (r *ReplicaStatus) Merged(ctx context.Context, own GraphStatus) (GraphStatu
 	if err != nil {
 		return own, fmt.Errorf("listing the replicas' fleet status of graph %s: %w", own.Graph, err)
 	}
-	return r.merge(own, list.Items, time.Now()), nil
+	now := time.Now()
+	err = r.prune(ctx, expired(list.Items, r.Replica, r.TTL, now))
+	return r.merge(own, list.Items, now), err
+}
+
+// expired returns the records of other replicas that were not renewed
+// within ttl: they count for nothing in the merge, and a replica that is
+// alive renews its own every ttl/3. Only records we wrote (managed-by
+// fleetgraph) are returned. Renewals are stamped with the writer's clock:
+// replicas' clocks must agree to well within ttl.
+func expired(records []corev1.ConfigMap, self string, ttl time.Duration, now time.Time) []corev1.ConfigMap {
+	var out []corev1.ConfigMap
+	for _, cm := range records {
+		ours := cm.Labels[contract.LabelManagedBy] == contract.ManagedBy
+		if ours && cm.Labels[LabelReplica] != self && isExpired(cm, ttl, now) {
+			out = append(out, cm)
+		}
+	}
+	return out
+}
+
+// prune deletes expired records, so that the records of replicas that are
+// gone (a killed pod's replacement has another name) do not pile up on the
+// hub. Each delete is fenced on the record's resourceVersion: a record its
+// replica renewed meanwhile stays. A failed delete is retried at the
+// next merge, which finds the same record expired.
+func (r *ReplicaStatus) prune(ctx context.Context, stale []corev1.ConfigMap) error {
+	var errs []error
+	for _, cm := range stale {
+		err := r.Client.Delete(ctx, &cm, client.Preconditions{UID: &cm.UID, ResourceVersion: &cm.ResourceVersion})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("deleting the expired fleet status record %s/%s of replica %s: %w",
+				cm.Namespace, cm.Name, cm.Labels[LabelReplica], err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (r *ReplicaStatus) merge(own GraphStatus, records []corev1.ConfigMap, now time.Time) GraphStatus {
@@ -85,7 +123,7 @@ func (r *ReplicaStatus) merge(own GraphStatus, records []corev1.ConfigMap, now t
 	out := own
 	out.Clusters = slices.Clone(own.Clusters)
 	for _, cm := range records {
-		if cm.Labels[LabelReplica] == r.Replica || now.After(renewed(cm).Add(r.TTL)) {
+		if cm.Labels[LabelReplica] == r.Replica || isExpired(cm, r.TTL, now) {
 			continue
 		}
 		var theirs []ClusterStatus
@@ -101,6 +139,10 @@ func (r *ReplicaStatus) merge(own GraphStatus, records []corev1.ConfigMap, now t
 	}
 	slices.SortFunc(out.Clusters, func(a, b ClusterStatus) int { return strings.Compare(a.Cluster, b.Cluster) })
 	return out
+}
+
+func isExpired(cm corev1.ConfigMap, ttl time.Duration, now time.Time) bool {
+	return now.After(renewed(cm).Add(ttl))
 }
 
 func renewed(cm corev1.ConfigMap) time.Time {

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
 func replicaRecord(t *testing.T, replica string, renewed time.Time, clusters ...ClusterStatus) corev1.ConfigMap {
@@ -49,4 +51,27 @@ func TestReplicaStatusMerge(t *testing.T) {
 	assert.Equal(t, map[string]int{"c1": 1, "c2": 3, "c3": 3}, byName)
 	assert.Equal(t, "g", got.Graph)
 	assert.Equal(t, []ClusterStatus{{Cluster: "c1", Instances: 1}}, own.Clusters, "own view untouched")
+}
+
+// TestReplicaStatusExpired: only other replicas' records of ours that
+// outlived the TTL are up for deletion; this replica's own never is, nor
+// is a ConfigMap someone else labelled like a record.
+func TestReplicaStatusExpired(t *testing.T) {
+	now := time.Now()
+	ours := func(cm corev1.ConfigMap) corev1.ConfigMap {
+		cm.Labels[contract.LabelManagedBy] = contract.ManagedBy
+		return cm
+	}
+	records := []corev1.ConfigMap{
+		ours(replicaRecord(t, "a", now.Add(-time.Hour))),
+		ours(replicaRecord(t, "b", now.Add(-61*time.Second))),
+		ours(replicaRecord(t, "c", now.Add(-59*time.Second))),
+		replicaRecord(t, "d", now.Add(-time.Hour)),
+	}
+	records[1].Name = "dead"
+
+	got := expired(records, "a", time.Minute, now)
+
+	require.Len(t, got, 1)
+	assert.Equal(t, "dead", got[0].Name)
 }
