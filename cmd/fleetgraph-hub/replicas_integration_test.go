@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,6 +45,9 @@ const (
 	// the next metrics scrape.
 	engageMargin = 5 * time.Second
 	statusTTL    = 20 * time.Second
+	// shardNamespace is where config/rbac/hub.yaml's Role
+	// fleetgraph-hub-replicas lets replicas keep Leases and records.
+	shardNamespace = "kube-system"
 )
 
 // hubReplica is one fleetgraph-hub process of TestKilledReplica.
@@ -54,21 +58,25 @@ type hubReplica struct {
 }
 
 // TestKilledReplica runs three fleetgraph-hub processes as sharded replicas
-// of one hub cluster with six spokes registered as kubeconfig Secrets, and
-// kills the busiest with SIGKILL: it renews and releases nothing. Every
-// spoke is served by exactly one live process (as each process's metrics
-// show) before and after; the killed replica's spokes are served again
-// within the takeover bound plus a margin; instances created on them while
-// no one served them become ACTIVE; every spoke ends with exactly one child
-// per instance and none orphaned; and the RGD's fleet status counts every
-// spoke exactly once, sampled every 100 ms from start to end.
+// of one hub cluster with six spokes registered as kubeconfig Secrets, as
+// an identity bound to exactly the roles of config/rbac/hub.yaml, and kills
+// the busiest with SIGKILL: it renews and releases nothing. Every spoke is
+// served by exactly one live process (as each process's metrics show)
+// before and after; the killed replica's spokes are served again within
+// the takeover bound plus a margin; instances created on them while no one
+// served them become ACTIVE; every spoke ends with exactly one child per
+// instance and none orphaned; the RGD's fleet status counts every spoke
+// exactly once, sampled every 100 ms from start to end; and the killed
+// replica's fleet status record is deleted once it expires.
 func TestKilledReplica(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 6)
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "hub.kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, fleet.Hub.Kubeconfig, 0o600))
 	admin, err := client.New(fleet.Hub.Config, client.Options{Scheme: fgtesting.NewScheme()})
 	require.NoError(t, err)
+	require.NoError(t, admin.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secret.DefaultNamespace}}))
+	hubUser := bindDocumentedRoles(t, fleet.Hub, admin, "../../config/rbac/hub.yaml", "fleetgraph-hub")
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "hub.kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, hubUser.kubeconfig, 0o600))
 	spokes := map[string]client.Client{}
 	for _, s := range fleet.Spokes() {
 		registerSpoke(t, admin, s.Name, s.Kubeconfig)
@@ -125,6 +133,9 @@ func TestKilledReplica(t *testing.T) {
 	t.Logf("%s's fleet status record deleted %s after the kill (TTL %s)", victim.id, time.Since(start), statusTTL)
 	overlap()
 	counted()
+	for _, r := range replicas {
+		assert.NotContains(t, strings.ToLower(r.logs.String()), "forbidden", "%s: the documented roles cover every call of a replica", r.id)
+	}
 }
 
 // requireRecords waits until the fleet status records on the hub are
@@ -134,7 +145,7 @@ func requireRecords(t *testing.T, hub client.Client, live []*hubReplica, names [
 	t.Helper()
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		list := &corev1.ConfigMapList{}
-		require.NoError(ct, hub.List(context.Background(), list, client.InNamespace(secret.DefaultNamespace),
+		require.NoError(ct, hub.List(context.Background(), list, client.InNamespace(shardNamespace),
 			client.MatchingLabels{fghub.LabelFleetStatusOf: "shard"}))
 		var replicas, clusters []string
 		for _, cm := range list.Items {
@@ -161,7 +172,7 @@ func startReplicaProcess(t *testing.T, bin, kubeconfig, id string) *hubReplica {
 	r := &hubReplica{id: id, metrics: freeAddr(t)}
 	r.process = startProcess(t, bin, "--kubeconfig", kubeconfig,
 		"--metrics-bind-address="+r.metrics, "--health-probe-bind-address=0",
-		"--replicas-shard", "--replica-id="+id, "--shard-namespace="+secret.DefaultNamespace,
+		"--replicas-shard", "--replica-id="+id, "--shard-namespace="+shardNamespace,
 		"--shard-lease-duration="+shardLease.String(), "--shard-renew-interval="+shardRenew.String(),
 		"--shard-probe="+shardProbe.String(), "--replica-status-ttl="+statusTTL.String(), "--status-resync=1s")
 	t.Cleanup(func() {
