@@ -84,5 +84,8 @@ func (o *options) validate() error {
 	if o.replicas.shard && o.leaderElect {
 		return fmt.Errorf("--replicas-shard and --leader-elect exclude each other: sharded replicas all serve, each its own clusters")
 	}
-	return o.replicas.validate()
+	if err := o.replicas.validate(); err != nil {
+		return err
+	}
+	return o.replicas.validateResync(o.statusResync)
 }

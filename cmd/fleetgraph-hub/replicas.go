@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
+	"github.com/fleetgraph/fleetgraph/internal/hub"
 	"github.com/fleetgraph/fleetgraph/sdk"
 )
 
@@ -71,6 +72,18 @@ func (r *replicaOptions) validate() error {
 	}
 	if bound := r.sharding().TakeoverBound(); r.statusTTL <= bound {
 		return fmt.Errorf("--replica-status-ttl (%s) must be longer than the takeover bound lease + renew + probe (%s), or a killed replica's spokes drop out of the fleet status before their new owner reports them", r.statusTTL, bound)
+	}
+	return nil
+}
+
+// validateResync checks that a replica renews its status records (at a
+// status refresh, once a third of the TTL has passed) before they expire.
+func (r *replicaOptions) validateResync(resync time.Duration) error {
+	if resync == 0 {
+		resync = hub.DefaultResync
+	}
+	if r.shard && 3*resync >= 2*r.statusTTL {
+		return fmt.Errorf("--status-resync (%s) must be under two thirds of --replica-status-ttl (%s): records are renewed only at a status refresh", resync, r.statusTTL)
 	}
 	return nil
 }

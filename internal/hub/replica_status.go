@@ -52,6 +52,7 @@ type ReplicaStatus struct {
 
 	mu        sync.Mutex
 	published map[string]record // per graph, what this replica last wrote
+	pruned    time.Time         // when expired records were last deleted
 }
 
 type record struct {
@@ -62,8 +63,8 @@ type record struct {
 // Merged publishes own, this replica's view of the graph, and returns the
 // union of it and every other replica's live record. A cluster in two
 // records (during a hand-over) is taken from this replica's view, else
-// from the record renewed last. Records that expired (replicas that died
-// or were scaled away) are deleted on the way. On a read error own is
+// from the record renewed last. Every TTL/3 it also deletes the records,
+// of any graph, that expired (see prune). On a read error own is
 // returned, with the error; if only a delete failed, the union is, with
 // the error.
 func (r *ReplicaStatus) Merged(ctx context.Context, own GraphStatus) (GraphStatus, error) {
@@ -77,8 +78,7 @@ func (r *ReplicaStatus) Merged(ctx context.Context, own GraphStatus) (GraphStatu
 		return own, fmt.Errorf("listing the replicas' fleet status of graph %s: %w", own.Graph, err)
 	}
 	now := time.Now()
-	err = r.prune(ctx, expired(list.Items, r.Replica, r.TTL, now))
-	return r.merge(own, list.Items, now), err
+	return r.merge(own, list.Items, now), r.pruneIfDue(ctx, now)
 }
 
 // expired returns the records of other replicas that were not renewed
@@ -86,29 +86,53 @@ func (r *ReplicaStatus) Merged(ctx context.Context, own GraphStatus) (GraphStatu
 // alive renews its own every ttl/3. Only records we wrote (managed-by
 // fleetgraph) are returned. Renewals are stamped with the writer's clock:
 // replicas' clocks must agree to well within ttl.
-func expired(records []corev1.ConfigMap, self string, ttl time.Duration, now time.Time) []corev1.ConfigMap {
-	var out []corev1.ConfigMap
-	for _, cm := range records {
-		ours := cm.Labels[contract.LabelManagedBy] == contract.ManagedBy
-		if ours && cm.Labels[LabelReplica] != self && isExpired(cm, ttl, now) {
-			out = append(out, cm)
+func expired(records []metav1.PartialObjectMetadata, self string, ttl time.Duration, now time.Time) []metav1.PartialObjectMetadata {
+	var out []metav1.PartialObjectMetadata
+	for _, m := range records {
+		ours := m.Labels[contract.LabelManagedBy] == contract.ManagedBy
+		if ours && m.Labels[LabelReplica] != self && isExpired(&m, ttl, now) {
+			out = append(out, m)
 		}
 	}
 	return out
 }
 
-// prune deletes expired records, so that the records of replicas that are
-// gone (a killed pod's replacement has another name) do not pile up on the
-// hub. Each delete is fenced on the record's resourceVersion: a record its
-// replica renewed meanwhile stays. A failed delete is retried at the
-// next merge, which finds the same record expired.
-func (r *ReplicaStatus) prune(ctx context.Context, stale []corev1.ConfigMap) error {
+// pruneIfDue deletes, at most every TTL/3, the records of every graph
+// that expired: those of replicas that are gone (a killed pod's
+// replacement has another name, a scaled-away replica has none) and of
+// graphs that were deleted, which no one renews. They count for nothing
+// already; deleting them keeps them from piling up on the hub. A replica
+// leaves its own records to the others. Only metadata is read.
+func (r *ReplicaStatus) pruneIfDue(ctx context.Context, now time.Time) error {
+	r.mu.Lock()
+	due := now.Sub(r.pruned) >= r.TTL/3
+	if due {
+		r.pruned = now
+	}
+	r.mu.Unlock()
+	if !due {
+		return nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	err := r.Client.List(ctx, list, client.InNamespace(r.Namespace), client.HasLabels{LabelFleetStatusOf})
+	if err != nil {
+		return fmt.Errorf("listing the replicas' fleet status records: %w", err)
+	}
+	return r.prune(ctx, expired(list.Items, r.Replica, r.TTL, now))
+}
+
+// prune deletes the stale records, each fenced on its resourceVersion: a
+// record its replica renewed since it was read stays. A failed delete is
+// retried at the next prune, which finds the same record expired.
+func (r *ReplicaStatus) prune(ctx context.Context, stale []metav1.PartialObjectMetadata) error {
 	var errs []error
-	for _, cm := range stale {
-		err := r.Client.Delete(ctx, &cm, client.Preconditions{UID: &cm.UID, ResourceVersion: &cm.ResourceVersion})
+	for _, m := range stale {
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+		err := r.Client.Delete(ctx, &m, client.Preconditions{UID: &m.UID, ResourceVersion: &m.ResourceVersion})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("deleting the expired fleet status record %s/%s of replica %s: %w",
-				cm.Namespace, cm.Name, cm.Labels[LabelReplica], err))
+				m.Namespace, m.Name, m.Labels[LabelReplica], err))
 		}
 	}
 	return errors.Join(errs...)
@@ -119,11 +143,11 @@ func (r *ReplicaStatus) merge(own GraphStatus, records []corev1.ConfigMap, now t
 	for _, c := range own.Clusters {
 		seen[c.Cluster] = true
 	}
-	slices.SortFunc(records, func(a, b corev1.ConfigMap) int { return renewed(b).Compare(renewed(a)) }) // freshest first
+	slices.SortFunc(records, func(a, b corev1.ConfigMap) int { return renewed(&b).Compare(renewed(&a)) }) // freshest first
 	out := own
 	out.Clusters = slices.Clone(own.Clusters)
 	for _, cm := range records {
-		if cm.Labels[LabelReplica] == r.Replica || isExpired(cm, r.TTL, now) {
+		if cm.Labels[LabelReplica] == r.Replica || isExpired(&cm, r.TTL, now) {
 			continue
 		}
 		var theirs []ClusterStatus
@@ -141,12 +165,12 @@ func (r *ReplicaStatus) merge(own GraphStatus, records []corev1.ConfigMap, now t
 	return out
 }
 
-func isExpired(cm corev1.ConfigMap, ttl time.Duration, now time.Time) bool {
-	return now.After(renewed(cm).Add(ttl))
+func isExpired(m metav1.Object, ttl time.Duration, now time.Time) bool {
+	return now.After(renewed(m).Add(ttl))
 }
 
-func renewed(cm corev1.ConfigMap) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, cm.Annotations[AnnotationRenewed])
+func renewed(m metav1.Object) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, m.GetAnnotations()[AnnotationRenewed])
 	if err != nil {
 		return time.Time{}
 	}

@@ -4,6 +4,7 @@ package hub
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
@@ -18,8 +20,9 @@ import (
 )
 
 // TestReplicaStatusPrunesDeadReplicas: on a real hub, merging deletes the
-// record of a replica that stopped renewing it (killed, scaled away), so
-// dead replicas' records neither count nor pile up; a live replica's record
+// records that stopped being renewed, of a replica that is gone (killed,
+// scaled away) or of a graph that was deleted, so that they neither count
+// nor pile up; a live replica's record
 // and a look-alike ConfigMap that is not ours stay, and a record renewed
 // after it was read is not deleted on the strength of the stale read.
 func TestReplicaStatusPrunesDeadReplicas(t *testing.T) {
@@ -30,7 +33,7 @@ func TestReplicaStatusPrunesDeadReplicas(t *testing.T) {
 	now := time.Now()
 	create := func(cm corev1.ConfigMap, name string, managed bool) *corev1.ConfigMap {
 		cm.Namespace, cm.Name = "default", name
-		cm.Labels[LabelFleetStatusOf] = "g"
+		cm.Labels[LabelFleetStatusOf] = strings.Split(name, "-")[1]
 		if managed {
 			cm.Labels[contract.LabelManagedBy] = contract.ManagedBy
 		}
@@ -40,14 +43,17 @@ func TestReplicaStatusPrunesDeadReplicas(t *testing.T) {
 	dead := create(replicaRecord(t, "dead", now.Add(-2*time.Minute), ClusterStatus{Cluster: "c9", Instances: 9}), "fleetgraph-g-dead", true)
 	live := create(replicaRecord(t, "live", now, ClusterStatus{Cluster: "c2", Instances: 2}), "fleetgraph-g-live", true)
 	notOurs := create(replicaRecord(t, "other", now.Add(-2*time.Minute)), "someone-elses", false)
+	deletedGraph := create(replicaRecord(t, "live", now.Add(-2*time.Minute), ClusterStatus{Cluster: "c2"}), "fleetgraph-gone-live", true)
 	r := &ReplicaStatus{Client: c, Namespace: "default", Replica: "a", TTL: time.Minute}
 
 	got, err := r.Merged(ctx, GraphStatus{Graph: "g", Clusters: []ClusterStatus{{Cluster: "c1", Instances: 1}}})
 
 	require.NoError(t, err)
 	assert.Equal(t, []ClusterStatus{{Cluster: "c1", Instances: 1}, {Cluster: "c2", Instances: 2}}, got.Clusters)
-	err = c.Get(ctx, client.ObjectKeyFromObject(dead), &corev1.ConfigMap{})
-	assert.True(t, apierrors.IsNotFound(err), "the dead replica's record is deleted, got %v", err)
+	for _, gone := range []*corev1.ConfigMap{dead, deletedGraph} {
+		err = c.Get(ctx, client.ObjectKeyFromObject(gone), &corev1.ConfigMap{})
+		assert.True(t, apierrors.IsNotFound(err), "expired record %s is deleted, got %v", gone.Name, err)
+	}
 	for _, kept := range []*corev1.ConfigMap{live, notOurs} {
 		assert.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(kept), &corev1.ConfigMap{}), "%s stays", kept.Name)
 	}
@@ -58,6 +64,6 @@ func TestReplicaStatusPrunesDeadReplicas(t *testing.T) {
 	renewedMeanwhile := live.DeepCopy()
 	renewedMeanwhile.Annotations[AnnotationRenewed] = time.Now().Format(time.RFC3339Nano)
 	require.NoError(t, c.Update(ctx, renewedMeanwhile))
-	require.NoError(t, r.prune(ctx, []corev1.ConfigMap{*stale}))
+	require.NoError(t, r.prune(ctx, []metav1.PartialObjectMetadata{{ObjectMeta: stale.ObjectMeta}}))
 	assert.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(live), &corev1.ConfigMap{}), "a record renewed after the read stays")
 }

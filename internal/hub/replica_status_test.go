@@ -58,20 +58,28 @@ func TestReplicaStatusMerge(t *testing.T) {
 // is a ConfigMap someone else labelled like a record.
 func TestReplicaStatusExpired(t *testing.T) {
 	now := time.Now()
-	ours := func(cm corev1.ConfigMap) corev1.ConfigMap {
-		cm.Labels[contract.LabelManagedBy] = contract.ManagedBy
-		return cm
+	meta := func(replica string, renewed time.Time, ours bool) metav1.PartialObjectMetadata {
+		cm := replicaRecord(t, replica, renewed)
+		if ours {
+			cm.Labels[contract.LabelManagedBy] = contract.ManagedBy
+		}
+		cm.Name = replica
+		return metav1.PartialObjectMetadata{ObjectMeta: cm.ObjectMeta}
 	}
-	records := []corev1.ConfigMap{
-		ours(replicaRecord(t, "a", now.Add(-time.Hour))),
-		ours(replicaRecord(t, "b", now.Add(-61*time.Second))),
-		ours(replicaRecord(t, "c", now.Add(-59*time.Second))),
-		replicaRecord(t, "d", now.Add(-time.Hour)),
+	records := []metav1.PartialObjectMetadata{
+		meta("a", now.Add(-time.Hour), true),
+		meta("dead", now.Add(-61*time.Second), true),
+		meta("c", now.Add(-59*time.Second), true),
+		meta("not-ours", now.Add(-time.Hour), false),
+		meta("unstamped", time.Time{}, true),
 	}
-	records[1].Name = "dead"
+	records[4].Annotations = nil
 
 	got := expired(records, "a", time.Minute, now)
 
-	require.Len(t, got, 1)
-	assert.Equal(t, "dead", got[0].Name)
+	var names []string
+	for _, m := range got {
+		names = append(names, m.Name)
+	}
+	assert.Equal(t, []string{"dead", "unstamped"}, names)
 }
