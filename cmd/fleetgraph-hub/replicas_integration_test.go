@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -95,7 +96,7 @@ func TestKilledReplica(t *testing.T) {
 	rgd := applyShardRGD(t, admin, replicas[0].process)
 	counted := watchFleetCount(t, admin, rgd, len(names))
 
-	owners := requireServedOnce(t, replicas, names, 2*time.Minute)
+	owners := requireServedOnce(t, admin, replicas, names, 2*time.Minute)
 	overlap := watchOverlap(t, func() []*hubReplica { return *live.Load() })
 	for _, name := range names {
 		createShard(t, spokes[name], name, "before")
@@ -113,7 +114,7 @@ func TestKilledReplica(t *testing.T) {
 	for _, name := range orphaned {
 		createShard(t, spokes[name], name, "during")
 	}
-	requireServedOnce(t, survivors, names, takeoverTime+engageMargin+30*time.Second)
+	requireServedOnce(t, admin, survivors, names, takeoverTime+engageMargin+30*time.Second)
 	took := time.Since(start)
 	t.Logf("spokes of %s served again %s after the kill (bound %s + margin %s)", victim.id, took, takeoverTime, engageMargin)
 	assert.LessOrEqual(t, took, takeoverTime+engageMargin, "takeover within lease + renew + probe, plus engaging")
@@ -224,9 +225,10 @@ func watchFleetCount(t *testing.T, hub client.Client, rgd *v1alpha1.ResourceGrap
 }
 
 // requireServedOnce waits until every spoke is served (its CRD
-// Established) by exactly one of replicas, as their metrics show, and
-// returns who serves which.
-func requireServedOnce(t *testing.T, replicas []*hubReplica, names []string, within time.Duration) map[string]string {
+// Established) by exactly one of replicas, as their metrics show, the one
+// that holds the spoke's fence Lease on the hub, and returns who serves
+// which.
+func requireServedOnce(t *testing.T, hub client.Client, replicas []*hubReplica, names []string, within time.Duration) map[string]string {
 	t.Helper()
 	var owners map[string]string
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -241,6 +243,12 @@ func requireServedOnce(t *testing.T, replicas []*hubReplica, names []string, wit
 			}
 		}
 		require.Equal(ct, names, slices.Sorted(maps.Keys(owners)))
+		for cl, owner := range owners {
+			fence := &coordv1.Lease{}
+			require.NoError(ct, hub.Get(context.Background(), client.ObjectKey{Namespace: shardNamespace, Name: "mcr-shard-" + cl}, fence))
+			require.NotNil(ct, fence.Spec.HolderIdentity, cl)
+			require.Equal(ct, owner, *fence.Spec.HolderIdentity, "holder of %s's fence", cl)
+		}
 	}, within, 100*time.Millisecond, "every spoke served by exactly one replica")
 	return owners
 }
