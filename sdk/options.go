@@ -157,7 +157,9 @@ type Options struct {
 	// ReplicaStatusTTL is how long a replica's record counts after its
 	// last renewal (every ReplicaStatusTTL/3 at most, and at each status
 	// change): longer than the sharding takeover bound, so that a dead
-	// replica's clusters are counted until their new owner has them.
+	// replica's clusters are counted until their new owner has them. An
+	// expired record (a dead replica's, a deleted graph's) is deleted by
+	// another replica within a further ReplicaStatusTTL/3.
 	// Defaults to 60 seconds.
 	ReplicaStatusTTL time.Duration
 }

@@ -85,7 +85,7 @@ func (h *Hub) rgdFleetStatus(name string) GraphStatus {
 	defer cancel()
 	merged, err := h.replicas.Merged(ctx, own)
 	if err != nil {
-		h.opts.Logger.Info("fleet status of the other replicas unavailable; writing this replica's", "graph", name, "reason", err.Error())
+		h.opts.Logger.Info("merging the fleet status records of the replicas failed; writing what was merged", "graph", name, "reason", err.Error())
 	}
 	return merged
 }

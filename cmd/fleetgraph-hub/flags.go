@@ -33,6 +33,8 @@ type options struct {
 	workers           int
 	establishTimeout  time.Duration
 	allowExecKubeconf bool
+	statusResync      time.Duration
+	replicas          replicaOptions
 	zap               zap.Options
 }
 
@@ -56,14 +58,17 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.BoolVar(&o.deleteCRDs, "delete-crds-on-unregister", false, "remove a graph's CRD from spokes with no instances left when its RGD is deleted")
 	fs.IntVar(&o.workers, "workers", 0, "instances of one graph reconciled at once (0: the SDK's default)")
 	fs.DurationVar(&o.establishTimeout, "establish-timeout", 0, "bound on one wait for a CRD to be established on a spoke (0: the SDK's default)")
+	fs.DurationVar(&o.statusResync, "status-resync", 0, "how often each RGD's fleet status is refreshed (0: the SDK's default, 10s)")
+	o.replicas.bindFlags(fs)
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	return o, o.validate()
+	err := o.validate()
+	return o, err
 }
 
-func (o options) validate() error {
+func (o *options) validate() error {
 	switch o.provider {
 	case providerSecret, providerSingle:
 	case providerKCPWorkspaces:
@@ -76,5 +81,11 @@ func (o options) validate() error {
 	if o.workers < 0 {
 		return fmt.Errorf("--workers must not be negative, got %d", o.workers)
 	}
-	return nil
+	if o.replicas.shard && o.leaderElect {
+		return fmt.Errorf("--replicas-shard and --leader-elect exclude each other: sharded replicas all serve, each its own clusters")
+	}
+	if err := o.replicas.validate(); err != nil {
+		return err
+	}
+	return o.replicas.validateResync(o.statusResync)
 }

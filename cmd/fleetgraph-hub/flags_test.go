@@ -3,10 +3,14 @@ package main
 import (
 	"flag"
 	"io"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fleetgraph/fleetgraph/sdk"
 )
 
 func parse(t *testing.T, args ...string) (options, error) {
@@ -48,5 +52,69 @@ func TestFlagsAcceptEachProvider(t *testing.T) {
 	} {
 		_, err := parse(t, args...)
 		assert.NoError(t, err, args)
+	}
+}
+
+// Without --replicas-shard the hub is the only replica: no coordinator, no
+// status records, departures cleaned up as before.
+func TestFlagsReplicasOffByDefault(t *testing.T) {
+	o, err := parse(t)
+	require.NoError(t, err)
+	assert.False(t, o.replicas.shard)
+	assert.Empty(t, o.replicas.id)
+	opts, err := o.replicas.coordinator(nil)
+	require.NoError(t, err)
+	assert.Empty(t, opts)
+	assert.Equal(t, sdk.Options{Workers: 3}, o.replicas.hubOptions(sdk.Options{Workers: 3}))
+}
+
+// A sharded replica's identity defaults to $POD_NAME, else the host name;
+// its timings default to the coordinator's and reach both the coordinator
+// and the Hub.
+func TestFlagsShardedReplicaDefaults(t *testing.T) {
+	t.Setenv("POD_NAME", "")
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	o, err := parse(t, "--replicas-shard")
+	require.NoError(t, err)
+	assert.Equal(t, host, o.replicas.id)
+	assert.Equal(t, sdk.ShardingOptions{ID: host, Namespace: "kube-system", LeaseDuration: 20 * time.Second, Probe: 5 * time.Second},
+		o.replicas.sharding())
+	h := o.replicas.hubOptions(sdk.Options{Workers: 3})
+	assert.Equal(t, sdk.Options{Workers: 3, Replica: host, ReplicaNamespace: "kube-system", ReplicaStatusTTL: time.Minute, DepartureGrace: -1}, h)
+
+	t.Setenv("POD_NAME", "fleetgraph-hub-7d9f-x2k")
+	o, err = parse(t, "--replicas-shard")
+	require.NoError(t, err)
+	assert.Equal(t, "fleetgraph-hub-7d9f-x2k", o.replicas.id)
+}
+
+func TestFlagsShardedReplicaExplicit(t *testing.T) {
+	o, err := parse(t, "--replicas-shard", "--replica-id=r1", "--shard-namespace=fleetgraph-system",
+		"--shard-lease-duration=6s", "--shard-renew-interval=2s", "--shard-probe=1s", "--replica-status-ttl=30s", "--status-resync=1s")
+	require.NoError(t, err)
+	assert.Equal(t, sdk.ShardingOptions{ID: "r1", Namespace: "fleetgraph-system", LeaseDuration: 6 * time.Second, RenewInterval: 2 * time.Second, Probe: time.Second},
+		o.replicas.sharding())
+	assert.Equal(t, 9*time.Second, o.replicas.sharding().TakeoverBound())
+	assert.Equal(t, time.Second, o.statusResync)
+	h := o.replicas.hubOptions(sdk.Options{})
+	assert.Equal(t, "r1", h.Replica)
+	assert.Equal(t, "fleetgraph-system", h.ReplicaNamespace)
+	assert.Equal(t, 30*time.Second, h.ReplicaStatusTTL)
+}
+
+func TestFlagsRefuseReplicasThatCannotWork(t *testing.T) {
+	for name, args := range map[string][]string{
+		"with leader election":    {"--replicas-shard", "--leader-elect"},
+		"renew not below lease":   {"--replicas-shard", "--shard-lease-duration=5s", "--shard-renew-interval=5s"},
+		"zero lease":              {"--replicas-shard", "--shard-lease-duration=0"},
+		"zero probe":              {"--replicas-shard", "--shard-probe=0"},
+		"status TTL within bound": {"--replicas-shard", "--shard-lease-duration=20s", "--replica-status-ttl=30s"},
+		"negative renew interval": {"--replicas-shard", "--shard-renew-interval=-1s"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := parse(t, args...)
+			assert.Error(t, err)
+		})
 	}
 }

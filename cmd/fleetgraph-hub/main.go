@@ -7,6 +7,14 @@
 //	fleetgraph-hub --provider=single                                # the hub is its own only spoke
 //	fleetgraph-hub --provider=kcp-workspaces --kcp-parent=root:org  # kcp workspaces below root:org
 //	fleetgraph-hub --leader-elect --leader-election-namespace=fleetgraph-system
+//	fleetgraph-hub --replicas-shard --shard-namespace=fleetgraph-system   # one of N replicas
+//
+// With --replicas-shard every replica serves, each its own share of the
+// spokes (multicluster-runtime's sharded coordinator: peer Leases and a
+// fence Lease per spoke in --shard-namespace); when one dies the others
+// take its spokes over within lease + renew + probe. Each replica keeps a
+// record of its spokes' status there, and the RGD's fleet status is their
+// union.
 //
 // With --provider=secret (the default) a spoke is a Secret in
 // --secret-namespace labelled fleetgraph.dev/kubeconfig=true whose

@@ -29,16 +29,21 @@ func newManager(cfg *rest.Config, o options) (mcmanager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := mcmanager.New(cfg, provider, managerOptions(o))
+	coordinator, err := o.replicas.coordinator(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := mcmanager.New(cfg, provider, managerOptions(o), coordinator...)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	hub, err := sdk.NewHub(nil, sdk.Options{ // nil: the manager's provider
+	hub, err := sdk.NewHub(nil, o.replicas.hubOptions(sdk.Options{ // nil: the manager's provider
 		InstallRGDCRD:          o.installRGDCRD,
 		DeleteCRDsOnUnregister: o.deleteCRDs,
 		Workers:                o.workers,
 		EstablishTimeout:       o.establishTimeout,
-	})
+		StatusResync:           o.statusResync,
+	}))
 	if err != nil {
 		return nil, err
 	}

@@ -13,30 +13,34 @@ import (
 	yamlutil "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// The Deployment runs this command with flags it accepts, and every role it
-// binds is one config/rbac defines.
+// Each Deployment (one leader-elected, one sharded) runs this command with
+// flags it accepts, and every role it binds is one config/rbac defines.
 func TestDeployManifestMatchesTheBinaryAndRoles(t *testing.T) {
 	roles := map[string]bool{}
 	for _, obj := range decodeAll(t, "../../config/rbac/hub.yaml") {
 		roles[obj.GetKind()+"/"+obj.GetName()] = true
 	}
-	var deployments int
-	for _, obj := range decodeAll(t, "../../config/deploy/hub.yaml") {
-		switch obj.GetKind() {
-		case "ClusterRoleBinding", "RoleBinding":
-			kind, _, _ := unstructured.NestedString(obj.Object, "roleRef", "kind")
-			name, _, _ := unstructured.NestedString(obj.Object, "roleRef", "name")
-			assert.True(t, roles[kind+"/"+name], "%s %s binds %s %s, which config/rbac/hub.yaml does not define", obj.GetKind(), obj.GetName(), kind, name)
-		case "Deployment":
-			deployments++
-			containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
-			require.Len(t, containers, 1)
-			args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
-			_, err := parse(t, args...)
-			assert.NoError(t, err, "the Deployment's args must parse")
+	sharded := map[string]bool{"hub.yaml": false, "hub-replicas.yaml": true}
+	for file, shard := range sharded {
+		var deployments int
+		for _, obj := range decodeAll(t, "../../config/deploy/"+file) {
+			switch obj.GetKind() {
+			case "ClusterRoleBinding", "RoleBinding":
+				kind, _, _ := unstructured.NestedString(obj.Object, "roleRef", "kind")
+				name, _, _ := unstructured.NestedString(obj.Object, "roleRef", "name")
+				assert.True(t, roles[kind+"/"+name], "%s: %s %s binds %s %s, which config/rbac/hub.yaml does not define", file, obj.GetKind(), obj.GetName(), kind, name)
+			case "Deployment":
+				deployments++
+				containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+				require.Len(t, containers, 1)
+				args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+				o, err := parse(t, args...)
+				assert.NoError(t, err, "%s: the Deployment's args must parse", file)
+				assert.Equal(t, shard, o.replicas.shard, "%s: sharded replicas", file)
+			}
 		}
+		assert.Equal(t, 1, deployments, file)
 	}
-	assert.Equal(t, 1, deployments)
 }
 
 func decodeAll(t *testing.T, file string) []*unstructured.Unstructured {

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -51,6 +52,7 @@ type ReplicaStatus struct {
 
 	mu        sync.Mutex
 	published map[string]record // per graph, what this replica last wrote
+	pruned    time.Time         // when expired records were last deleted
 }
 
 type record struct {
@@ -61,8 +63,10 @@ type record struct {
 // Merged publishes own, this replica's view of the graph, and returns the
 // union of it and every other replica's live record. A cluster in two
 // records (during a hand-over) is taken from this replica's view, else
-// from the record renewed last. On a read error own is returned, with the
-// error.
+// from the record renewed last. Every TTL/3 it also deletes the records,
+// of any graph, that expired (see prune). On a read error own is
+// returned, with the error; if only a delete failed, the union is, with
+// the error.
 func (r *ReplicaStatus) Merged(ctx context.Context, own GraphStatus) (GraphStatus, error) {
 	if err := r.publish(ctx, own); err != nil {
 		return own, err
@@ -73,7 +77,65 @@ func (r *ReplicaStatus) Merged(ctx context.Context, own GraphStatus) (GraphStatu
 	if err != nil {
 		return own, fmt.Errorf("listing the replicas' fleet status of graph %s: %w", own.Graph, err)
 	}
-	return r.merge(own, list.Items, time.Now()), nil
+	now := time.Now()
+	return r.merge(own, list.Items, now), r.pruneIfDue(ctx, now)
+}
+
+// expired returns the records of other replicas that were not renewed
+// within ttl: they count for nothing in the merge, and a replica that is
+// alive renews its own every ttl/3. Only records we wrote (managed-by
+// fleetgraph) are returned. Renewals are stamped with the writer's clock:
+// replicas' clocks must agree to well within ttl.
+func expired(records []metav1.PartialObjectMetadata, self string, ttl time.Duration, now time.Time) []metav1.PartialObjectMetadata {
+	var out []metav1.PartialObjectMetadata
+	for _, m := range records {
+		ours := m.Labels[contract.LabelManagedBy] == contract.ManagedBy
+		if ours && m.Labels[LabelReplica] != self && isExpired(&m, ttl, now) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// pruneIfDue deletes, at most every TTL/3, the records of every graph
+// that expired: those of replicas that are gone (a killed pod's
+// replacement has another name, a scaled-away replica has none) and of
+// graphs that were deleted, which no one renews. They count for nothing
+// already; deleting them keeps them from piling up on the hub. A replica
+// leaves its own records to the others. Only metadata is read.
+func (r *ReplicaStatus) pruneIfDue(ctx context.Context, now time.Time) error {
+	r.mu.Lock()
+	due := now.Sub(r.pruned) >= r.TTL/3
+	if due {
+		r.pruned = now
+	}
+	r.mu.Unlock()
+	if !due {
+		return nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	err := r.Client.List(ctx, list, client.InNamespace(r.Namespace), client.HasLabels{LabelFleetStatusOf})
+	if err != nil {
+		return fmt.Errorf("listing the replicas' fleet status records: %w", err)
+	}
+	return r.prune(ctx, expired(list.Items, r.Replica, r.TTL, now))
+}
+
+// prune deletes the stale records, each fenced on its resourceVersion: a
+// record its replica renewed since it was read stays. A failed delete is
+// retried at the next prune, which finds the same record expired.
+func (r *ReplicaStatus) prune(ctx context.Context, stale []metav1.PartialObjectMetadata) error {
+	var errs []error
+	for _, m := range stale {
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+		err := r.Client.Delete(ctx, &m, client.Preconditions{UID: &m.UID, ResourceVersion: &m.ResourceVersion})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("deleting the expired fleet status record %s/%s of replica %s: %w",
+				m.Namespace, m.Name, m.Labels[LabelReplica], err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (r *ReplicaStatus) merge(own GraphStatus, records []corev1.ConfigMap, now time.Time) GraphStatus {
@@ -81,11 +143,11 @@ func (r *ReplicaStatus) merge(own GraphStatus, records []corev1.ConfigMap, now t
 	for _, c := range own.Clusters {
 		seen[c.Cluster] = true
 	}
-	slices.SortFunc(records, func(a, b corev1.ConfigMap) int { return renewed(b).Compare(renewed(a)) }) // freshest first
+	slices.SortFunc(records, func(a, b corev1.ConfigMap) int { return renewed(&b).Compare(renewed(&a)) }) // freshest first
 	out := own
 	out.Clusters = slices.Clone(own.Clusters)
 	for _, cm := range records {
-		if cm.Labels[LabelReplica] == r.Replica || now.After(renewed(cm).Add(r.TTL)) {
+		if cm.Labels[LabelReplica] == r.Replica || isExpired(&cm, r.TTL, now) {
 			continue
 		}
 		var theirs []ClusterStatus
@@ -103,8 +165,12 @@ func (r *ReplicaStatus) merge(own GraphStatus, records []corev1.ConfigMap, now t
 	return out
 }
 
-func renewed(cm corev1.ConfigMap) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, cm.Annotations[AnnotationRenewed])
+func isExpired(m metav1.Object, ttl time.Duration, now time.Time) bool {
+	return now.After(renewed(m).Add(ttl))
+}
+
+func renewed(m metav1.Object) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, m.GetAnnotations()[AnnotationRenewed])
 	if err != nil {
 		return time.Time{}
 	}

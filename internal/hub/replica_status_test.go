@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
 func replicaRecord(t *testing.T, replica string, renewed time.Time, clusters ...ClusterStatus) corev1.ConfigMap {
@@ -49,4 +51,35 @@ func TestReplicaStatusMerge(t *testing.T) {
 	assert.Equal(t, map[string]int{"c1": 1, "c2": 3, "c3": 3}, byName)
 	assert.Equal(t, "g", got.Graph)
 	assert.Equal(t, []ClusterStatus{{Cluster: "c1", Instances: 1}}, own.Clusters, "own view untouched")
+}
+
+// TestReplicaStatusExpired: only other replicas' records of ours that
+// outlived the TTL are up for deletion; this replica's own never is, nor
+// is a ConfigMap someone else labelled like a record.
+func TestReplicaStatusExpired(t *testing.T) {
+	now := time.Now()
+	meta := func(replica string, renewed time.Time, ours bool) metav1.PartialObjectMetadata {
+		cm := replicaRecord(t, replica, renewed)
+		if ours {
+			cm.Labels[contract.LabelManagedBy] = contract.ManagedBy
+		}
+		cm.Name = replica
+		return metav1.PartialObjectMetadata{ObjectMeta: cm.ObjectMeta}
+	}
+	records := []metav1.PartialObjectMetadata{
+		meta("a", now.Add(-time.Hour), true),
+		meta("dead", now.Add(-61*time.Second), true),
+		meta("c", now.Add(-59*time.Second), true),
+		meta("not-ours", now.Add(-time.Hour), false),
+		meta("unstamped", time.Time{}, true),
+	}
+	records[4].Annotations = nil
+
+	got := expired(records, "a", time.Minute, now)
+
+	var names []string
+	for _, m := range got {
+		names = append(names, m.Name)
+	}
+	assert.Equal(t, []string{"dead", "unstamped"}, names)
 }

@@ -1,0 +1,69 @@
+//go:build integration
+
+package hub
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+// TestReplicaStatusPrunesDeadReplicas: on a real hub, merging deletes the
+// records that stopped being renewed, of a replica that is gone (killed,
+// scaled away) or of a graph that was deleted, so that they neither count
+// nor pile up; a live replica's record
+// and a look-alike ConfigMap that is not ours stay, and a record renewed
+// after it was read is not deleted on the strength of the stale read.
+func TestReplicaStatusPrunesDeadReplicas(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 0)
+	ctx := context.Background()
+	c, err := client.New(fleet.Hub.Config, client.Options{})
+	require.NoError(t, err)
+	now := time.Now()
+	create := func(cm corev1.ConfigMap, name string, managed bool) *corev1.ConfigMap {
+		cm.Namespace, cm.Name = "default", name
+		cm.Labels[LabelFleetStatusOf] = strings.Split(name, "-")[1]
+		if managed {
+			cm.Labels[contract.LabelManagedBy] = contract.ManagedBy
+		}
+		require.NoError(t, c.Create(ctx, &cm))
+		return &cm
+	}
+	dead := create(replicaRecord(t, "dead", now.Add(-2*time.Minute), ClusterStatus{Cluster: "c9", Instances: 9}), "fleetgraph-g-dead", true)
+	live := create(replicaRecord(t, "live", now, ClusterStatus{Cluster: "c2", Instances: 2}), "fleetgraph-g-live", true)
+	notOurs := create(replicaRecord(t, "other", now.Add(-2*time.Minute)), "someone-elses", false)
+	deletedGraph := create(replicaRecord(t, "live", now.Add(-2*time.Minute), ClusterStatus{Cluster: "c2"}), "fleetgraph-gone-live", true)
+	r := &ReplicaStatus{Client: c, Namespace: "default", Replica: "a", TTL: time.Minute}
+
+	got, err := r.Merged(ctx, GraphStatus{Graph: "g", Clusters: []ClusterStatus{{Cluster: "c1", Instances: 1}}})
+
+	require.NoError(t, err)
+	assert.Equal(t, []ClusterStatus{{Cluster: "c1", Instances: 1}, {Cluster: "c2", Instances: 2}}, got.Clusters)
+	for _, gone := range []*corev1.ConfigMap{dead, deletedGraph} {
+		err = c.Get(ctx, client.ObjectKeyFromObject(gone), &corev1.ConfigMap{})
+		assert.True(t, apierrors.IsNotFound(err), "expired record %s is deleted, got %v", gone.Name, err)
+	}
+	for _, kept := range []*corev1.ConfigMap{live, notOurs} {
+		assert.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(kept), &corev1.ConfigMap{}), "%s stays", kept.Name)
+	}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "fleetgraph-g-a"}, &corev1.ConfigMap{}), "own record written")
+
+	stale := live.DeepCopy()
+	stale.Annotations[AnnotationRenewed] = now.Add(-2 * time.Minute).Format(time.RFC3339Nano)
+	renewedMeanwhile := live.DeepCopy()
+	renewedMeanwhile.Annotations[AnnotationRenewed] = time.Now().Format(time.RFC3339Nano)
+	require.NoError(t, c.Update(ctx, renewedMeanwhile))
+	require.NoError(t, r.prune(ctx, []metav1.PartialObjectMetadata{{ObjectMeta: stale.ObjectMeta}}))
+	assert.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(live), &corev1.ConfigMap{}), "a record renewed after the read stays")
+}
