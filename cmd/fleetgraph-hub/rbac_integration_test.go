@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
@@ -54,6 +56,15 @@ func TestBinaryRunsUnderTheDocumentedRBAC(t *testing.T) {
 	registerSpoke(t, admin, spoke.Name, spokeUser.kubeconfig)
 	applyWebAppRGD(t, admin, p)
 	app := createActiveWebApp(t, spokeAdmin, "rbac", p)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		list := &admissionv1.MutatingAdmissionPolicyBindingList{}
+		require.NoError(ct, spokeAdmin.List(context.Background(), list, client.MatchingLabels{contract.LabelGraph: "webapp"}))
+		var names []string
+		for _, b := range list.Items {
+			names = append(names, b.Name)
+		}
+		assert.Contains(ct, names, "fleetgraph.webapps.kro.run")
+	}, time.Minute, 100*time.Millisecond, "the admission policy is bound under the documented roles: %s", p.logs)
 
 	require.NoError(t, spokeAdmin.Delete(context.Background(), app))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -55,6 +56,9 @@ func (f *FanOut) activateAdmission(ctx context.Context, clusterName string, cl c
 	}
 	defer func() { _ = deleteObjects(context.WithoutCancel(ctx), cl, contract.AdmissionProbe(g)) }()
 	if err := waitAdmissionReady(ctx, cl, g); err != nil {
+		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return // superseded, removed or disengaged (admission_fence.go)
+		}
 		log.Info("admission policy not bound; the runtime stamps new instances itself", "reason", err.Error())
 		return
 	}
