@@ -3,6 +3,7 @@ package testing_test
 import (
 	"bufio"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -84,4 +85,31 @@ func TestProxyHangsAndResumes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "three\n", got)
 	require.NoError(t, p.Close())
+}
+
+func TestProxyResetDropsConnectionsAndAcceptsNewOnes(t *testing.T) {
+	p, err := fgtesting.NewProxy(echo(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c.Close()
+	r := bufio.NewReader(c)
+	got, err := roundTrip(c, r, "one", 10*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, "one\n", got)
+
+	p.Reset()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = r.ReadString('\n')
+	require.Error(t, err, "a reset must close the connection")
+	require.NotErrorIs(t, err, os.ErrDeadlineExceeded, "the connection must end, not hang")
+
+	fresh, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer fresh.Close()
+	got, err = roundTrip(fresh, bufio.NewReader(fresh), "two", 10*time.Second)
+	require.NoError(t, err, "the proxy accepts connections after a reset")
+	require.Equal(t, "two\n", got)
 }
