@@ -378,3 +378,14 @@ func withWatchCondition(wire []any, inst *unstructured.Unstructured, c *conditio
 func kindName(gvk schema.GroupVersionKind) string {
 	return gvk.GroupVersion().String() + "/" + gvk.Kind
 }
+
+// observedInformer is the informer of a kind the runtime watches on its own
+// (outside the cluster's cache) over lw: it reports its calls' results to
+// the cluster's watch health, when the cluster has one.
+func (m *member) observedInformer(gvk schema.GroupVersionKind, lw *toolscache.ListWatch) toolscache.SharedIndexInformer {
+	var through toolscache.ListerWatcher = lw
+	if h := healthOf(m.cl); h != nil {
+		through = observedLW{inner: lw, raw: lw, h: h, gvk: gvk}
+	}
+	return toolscache.NewSharedIndexInformer(through, &unstructured.Unstructured{}, 0, toolscache.Indexers{})
+}

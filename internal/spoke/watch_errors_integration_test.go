@@ -10,8 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -21,9 +23,40 @@ import (
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
+// watchedRGD renders a ConfigMap from the instance and an external Secret.
+const watchedRGD = `
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: watched
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Watched
+    spec:
+      value: string | default="a"
+  resources:
+  - id: settings
+    externalRef:
+      apiVersion: v1
+      kind: Secret
+      metadata:
+        name: settings
+  - id: copy
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name}-copy
+      data:
+        value: ${schema.spec.value}
+        from: ${settings.metadata.name}
+`
+
 // hubRoles gives user what the runtime needs to serve g's instances of
-// ConfigMaps, except list and watch of ConfigMaps, which the returned
-// binding grants (delete it to revoke them).
+// a ConfigMap from an external Secret, except list and watch of ConfigMaps
+// and Secrets, which the returned binding grants (delete it to revoke
+// them).
 func hubRoles(t *testing.T, c client.Client, g *graph.Graph, user string) *rbacv1.ClusterRoleBinding {
 	t.Helper()
 	ctx := context.Background()
@@ -35,8 +68,8 @@ func hubRoles(t *testing.T, c client.Client, g *graph.Graph, user string) *rbacv
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: all, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{g.Instance.GVK.Group}, Resources: all, Verbs: all},
 	}}
-	watch := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "hub-watch-configmaps"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}},
+	watch := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "hub-watch"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"list", "watch"}},
 	}}
 	for _, r := range []*rbacv1.ClusterRole{base, watch} {
 		require.NoError(t, c.Create(ctx, r))
@@ -47,7 +80,7 @@ func hubRoles(t *testing.T, c client.Client, g *graph.Graph, user string) *rbacv
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: base.Name},
 	}))
 	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "hub-watch-configmaps"}, Subjects: subject,
+		ObjectMeta: metav1.ObjectMeta{Name: "hub-watch"}, Subjects: subject,
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: watch.Name},
 	}
 	require.NoError(t, c.Create(ctx, binding.DeepCopy()))
@@ -89,19 +122,25 @@ func watchedCondition(u *unstructured.Unstructured) map[string]any {
 	return nil
 }
 
-// The hub loses list and watch of ConfigMaps, the kind of the graph's
-// children, while the instance is served: once the child watch is opened
-// again (here: the connection drops) it fails in the background. The
-// failure is counted, the instance says which watch fails and why, and it
-// stops saying so once the role is back.
+// The hub loses list and watch of ConfigMaps and Secrets, the kinds of the
+// graph's child and external reference, while the instance is served: once
+// the watches are opened again (here: the connection drops) they fail in
+// the background. The failures are counted, the instance says which
+// watches fail and why, and it stops saying so once the role is back.
 func TestAFailingWatchShowsInStatusAndMetrics(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 1)
 	ctx := context.Background()
-	g := compile(t, pairRGD)
+	g := compile(t, watchedRGD)
 	s := fleet.Spokes()[0]
 	admin := newClient(t, s.Config)
 	installCRD(t, admin, g)
 	createNamespace(t, admin, "team")
+	secret := &unstructured.Unstructured{}
+	secret.SetAPIVersion("v1")
+	secret.SetKind("Secret")
+	secret.SetNamespace("team")
+	secret.SetName("settings")
+	require.NoError(t, admin.Create(ctx, secret))
 	binding := hubRoles(t, admin, g, "fleetgraph-hub")
 	hubCfg, _, err := s.AddUser("fleetgraph-hub")
 	require.NoError(t, err)
@@ -113,10 +152,22 @@ func TestAFailingWatchShowsInStatusAndMetrics(t *testing.T) {
 
 	require.NoError(t, admin.Create(ctx, newInstance(g, "team", "a", map[string]any{})))
 	stateIs(t, admin, g, "team", "a", contract.StateActive)
-	const kind, counter, gauge = "v1/ConfigMap", "fleetgraph_spoke_watch_errors_total", "fleetgraph_spoke_watches_failing"
-	before, _ := watchSeries(t, counter, s.Name, kind)
+	const counter, gauge = "fleetgraph_spoke_watch_errors_total", "fleetgraph_spoke_watches_failing"
+	kinds := []string{"v1/ConfigMap", "v1/Secret"}
+	before := map[string]float64{}
+	for _, k := range kinds {
+		before[k], _ = watchSeries(t, counter, s.Name, k)
+	}
 
 	require.NoError(t, admin.Delete(ctx, binding.DeepCopy()))
+	hub := newClient(t, hubCfg)
+	eventually(t, func() (bool, string) { // RBAC changes reach the authorizer through a watch
+		cms, secrets := &metav1.PartialObjectMetadataList{}, &metav1.PartialObjectMetadataList{}
+		cms.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMapList"})
+		secrets.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "SecretList"})
+		errCMs, errSecrets := hub.List(ctx, cms), hub.List(ctx, secrets)
+		return apierrors.IsForbidden(errCMs) && apierrors.IsForbidden(errSecrets), fmt.Sprintf("lists: %v, %v", errCMs, errSecrets)
+	})
 	proxy.Reset()
 	eventually(t, func() (bool, string) {
 		u, err := getInstance(t, admin, g, "team", "a")
@@ -125,14 +176,25 @@ func TestAFailingWatchShowsInStatusAndMetrics(t *testing.T) {
 		}
 		c := watchedCondition(u)
 		msg, _ := c["message"].(string)
-		return c != nil && c["status"] == "False" && strings.Contains(msg, kind) && strings.Contains(msg, "forbidden"),
-			fmt.Sprintf("conditions %v", u.Object["status"])
+		named := c != nil && c["status"] == "False" && strings.Count(msg, "forbidden") >= 2
+		for _, k := range kinds {
+			named = named && strings.Contains(msg, k)
+		}
+		var series []string
+		for _, k := range kinds {
+			n, _ := watchSeries(t, counter, s.Name, k)
+			f, _ := watchSeries(t, gauge, s.Name, k)
+			series = append(series, fmt.Sprintf("%s: %v errors, failing %v", k, n, f))
+		}
+		return named, fmt.Sprintf("conditions %v; %v", u.Object["status"], series)
 	})
-	n, _ := watchSeries(t, counter, s.Name, kind)
-	require.Greater(t, n, before, "failed lists of %s are counted", kind)
-	failing, ok := watchSeries(t, gauge, s.Name, kind)
-	require.True(t, ok)
-	require.Equal(t, 1.0, failing)
+	for _, k := range kinds {
+		n, _ := watchSeries(t, counter, s.Name, k)
+		require.Greater(t, n, before[k], "failed calls of %s are counted", k)
+		failing, ok := watchSeries(t, gauge, s.Name, k)
+		require.True(t, ok)
+		require.Equal(t, 1.0, failing, "%s failing", k)
+	}
 	u, err := getInstance(t, admin, g, "team", "a")
 	require.NoError(t, err)
 	state, _, _ := unstructured.NestedString(u.Object, "status", "state")
@@ -146,13 +208,15 @@ func TestAFailingWatchShowsInStatusAndMetrics(t *testing.T) {
 		}
 		return watchedCondition(u) == nil, fmt.Sprintf("conditions %v", u.Object["status"])
 	})
-	failing, _ = watchSeries(t, gauge, s.Name, kind)
-	require.Zero(t, failing)
+	for _, k := range kinds {
+		failing, _ := watchSeries(t, gauge, s.Name, k)
+		require.Zero(t, failing, "%s failing", k)
+	}
 
 	// Drift is seen again: a child changed behind the hub's back is put back.
-	cm, err := configMap(admin, "team", "a-left")
+	cm, err := configMap(admin, "team", "a-copy")
 	require.NoError(t, err)
 	require.NoError(t, unstructured.SetNestedField(cm.Object, "drifted", "data", "value"))
 	require.NoError(t, admin.Update(ctx, cm))
-	configMapData(t, admin, "team", "a-left", "value", "a")
+	configMapData(t, admin, "team", "a-copy", "value", "a")
 }
