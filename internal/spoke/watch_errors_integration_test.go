@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -169,6 +170,7 @@ func TestAFailingWatchShowsInStatusAndMetrics(t *testing.T) {
 		return apierrors.IsForbidden(errCMs) && apierrors.IsForbidden(errSecrets), fmt.Sprintf("lists: %v, %v", errCMs, errSecrets)
 	})
 	proxy.Reset()
+	revoked := time.Now()
 	eventually(t, func() (bool, string) {
 		u, err := getInstance(t, admin, g, "team", "a")
 		if err != nil {
@@ -200,7 +202,9 @@ func TestAFailingWatchShowsInStatusAndMetrics(t *testing.T) {
 	state, _, _ := unstructured.NestedString(u.Object, "status", "state")
 	require.Equal(t, contract.StateActive, state, "the children are fine; only their changes are unseen")
 
+	seen := time.Since(revoked)
 	require.NoError(t, admin.Create(ctx, binding.DeepCopy()))
+	restored := time.Now()
 	eventually(t, func() (bool, string) {
 		u, err := getInstance(t, admin, g, "team", "a")
 		if err != nil {
@@ -208,6 +212,7 @@ func TestAFailingWatchShowsInStatusAndMetrics(t *testing.T) {
 		}
 		return watchedCondition(u) == nil, fmt.Sprintf("conditions %v", u.Object["status"])
 	})
+	t.Logf("failure shown %s after the watches reopened; cleared %s after the role came back", seen, time.Since(restored))
 	for _, k := range kinds {
 		failing, _ := watchSeries(t, gauge, s.Name, k)
 		require.Zero(t, failing, "%s failing", k)
