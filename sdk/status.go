@@ -59,3 +59,13 @@ const (
 // hub never reads. The secret provider applies it to every cluster; an
 // embedder's own provider can pass it to cluster.New.
 func TrimCache(o *cluster.Options) { spoke.TrimCache(o) }
+
+// ReportWatchErrors is a cluster.Option for providers that create the
+// clusters the hub serves: the hub then learns when an informer of the
+// cluster's cache fails to list or watch a kind (RBAC revoked, kind gone,
+// spoke unreachable), counts it in fleetgraph_spoke_watch_errors_total and
+// fleetgraph_spoke_watches_failing, and shows it on the affected instances
+// as a ResourcesWatched=False condition until the watch works again. The
+// secret and kcp providers apply it to every cluster; without it nothing
+// breaks, but such failures are only logged.
+func ReportWatchErrors(o *cluster.Options) { spoke.ReportWatchErrors(o) }

@@ -9,6 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcclusters "sigs.k8s.io/multicluster-runtime/providers/clusters"
+
+	"github.com/fleetgraph/fleetgraph/internal/spoke"
 )
 
 var (
@@ -29,9 +31,11 @@ type Provider struct {
 }
 
 // NewProvider returns an empty Provider. clusterOpts apply to every cluster
-// AddConfig creates (for instance a scheme).
+// AddConfig creates (for instance a scheme), after spoke.ReportWatchErrors,
+// which every such cluster gets as the hub's providers give it.
 func NewProvider(clusterOpts ...cluster.Option) *Provider {
-	return &Provider{inner: mcclusters.New(), clusterOpts: clusterOpts}
+	opts := append([]cluster.Option{spoke.ReportWatchErrors}, clusterOpts...)
+	return &Provider{inner: mcclusters.New(), clusterOpts: opts}
 }
 
 // AddConfig creates a cluster for cfg and adds it under name.

@@ -102,6 +102,18 @@ func (p *Proxy) Resume() {
 	}
 }
 
+// Reset closes every connection open through the proxy and goes on
+// accepting new ones: to a client, the network dropped its connections, so
+// its watches end and are opened again (and authorized again, which an
+// open watch is not when its RBAC changes).
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
 // Close stops accepting, closes every connection and waits for the
 // proxy's goroutines. It may be called more than once.
 func (p *Proxy) Close() error {

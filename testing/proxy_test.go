@@ -3,6 +3,7 @@ package testing_test
 import (
 	"bufio"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -51,21 +52,28 @@ func roundTrip(c net.Conn, r *bufio.Reader, line string, d time.Duration) (strin
 	return r.ReadString('\n')
 }
 
-func TestProxyHangsAndResumes(t *testing.T) {
+// echoThroughProxy starts a proxy in front of an echo server and returns it
+// with a connection through it that has answered once.
+func echoThroughProxy(t *testing.T) (*fgtesting.Proxy, net.Conn, *bufio.Reader) {
+	t.Helper()
 	p, err := fgtesting.NewProxy(echo(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })
-
 	c, err := net.Dial("tcp", p.Addr())
 	require.NoError(t, err)
-	defer c.Close()
+	t.Cleanup(func() { _ = c.Close() })
 	r := bufio.NewReader(c)
 	got, err := roundTrip(c, r, "one", 10*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, "one\n", got)
+	return p, c, r
+}
+
+func TestProxyHangsAndResumes(t *testing.T) {
+	p, c, r := echoThroughProxy(t)
 
 	p.Hang()
-	_, err = roundTrip(c, r, "two", 300*time.Millisecond)
+	_, err := roundTrip(c, r, "two", 300*time.Millisecond)
 	require.Error(t, err, "a hung proxy must not answer on an existing connection")
 	fresh, err := net.Dial("tcp", p.Addr())
 	require.NoError(t, err, "a hung proxy still accepts connections")
@@ -76,7 +84,7 @@ func TestProxyHangsAndResumes(t *testing.T) {
 
 	p.Resume()
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	got, err = r.ReadString('\n')
+	got, err := r.ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "two\n", got, "what was held is delivered on resume")
 	_ = fresh.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -84,4 +92,21 @@ func TestProxyHangsAndResumes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "three\n", got)
 	require.NoError(t, p.Close())
+}
+
+func TestProxyResetDropsConnectionsAndAcceptsNewOnes(t *testing.T) {
+	p, c, r := echoThroughProxy(t)
+
+	p.Reset()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := r.ReadString('\n')
+	require.Error(t, err, "a reset must close the connection")
+	require.NotErrorIs(t, err, os.ErrDeadlineExceeded, "the connection must end, not hang")
+
+	fresh, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer fresh.Close()
+	got, err := roundTrip(fresh, bufio.NewReader(fresh), "two", 10*time.Second)
+	require.NoError(t, err, "the proxy accepts connections after a reset")
+	require.Equal(t, "two\n", got)
 }

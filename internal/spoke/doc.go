@@ -80,6 +80,16 @@
 // memory, which puts back drift no event reported. External references are
 // watched no wider than they name (one object, or a label selector).
 //
+// A watch that fails in the background (the hub's identity lost list or
+// watch of a kind, the kind is gone) is only retried by client-go, and
+// changes it would report go unseen. With ReportWatchErrors given to the
+// provider as a cluster.Option, every list and watch call of the cluster's
+// informers (and of the runtime's own external-reference informers) is
+// observed: the instances of the graphs that use a failing kind carry
+// ResourcesWatched=False naming it and its error, until a list or watch of
+// that kind succeeds, and the failures are counted per cluster and kind
+// (watch_errors.go).
+//
 // # What the hub holds per spoke
 //
 // In the cluster's cache (the provider's, shared by every graph):

@@ -10,11 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -64,13 +65,8 @@ func (m *member) startScoped(key scopeKey) error {
 	if err != nil {
 		return fmt.Errorf("watching %s: %w", key.gvk, err)
 	}
-	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, mapping.Resource, key.namespace, 0, toolscache.Indexers{},
-		func(o *metav1.ListOptions) {
-			if key.name != "" {
-				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", key.name).String()
-			}
-			o.LabelSelector = key.selector
-		}).Informer()
+	m.listenHealth(key.gvk)
+	inf := m.observedInformer(key.gvk, scopedListWatch(dyn.Resource(mapping.Resource).Namespace(key.namespace), key))
 	if _, err := inf.AddEventHandler(externalHandler{m: m, gvk: key.gvk}); err != nil {
 		return fmt.Errorf("watching %s: %w", key.gvk, err)
 	}
@@ -87,6 +83,26 @@ func (m *member) startScoped(key scopeKey) error {
 	m.scoped[key] = &scoped{store: inf.GetStore(), cancel: cancel, users: map[types.NamespacedName]struct{}{}}
 	m.mu.Unlock()
 	return nil
+}
+
+// scopedListWatch lists and watches, through res, what key names.
+func scopedListWatch(res dynamic.ResourceInterface, key scopeKey) *toolscache.ListWatch {
+	scope := func(o *metav1.ListOptions) {
+		if key.name != "" {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", key.name).String()
+		}
+		o.LabelSelector = key.selector
+	}
+	return &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			scope(&o)
+			return res.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (apiwatch.Interface, error) {
+			scope(&o)
+			return res.Watch(ctx, o)
+		},
+	}
 }
 
 // errNotWatched: the scope stopped after it was ensured (its last user

@@ -45,6 +45,7 @@ func (m *member) writeStatus(inst *unstructured.Unstructured, o *outcome, pruneE
 	if m.g.HasConditions() {
 		state, wire = m.authorConditions(inst, o, state, wire)
 	}
+	wire = withWatchCondition(wire, inst, m.watchCondition(inst))
 	return state, conds[3], m.patchStatus(inst, state, wire, fields, true)
 }
 

@@ -35,6 +35,7 @@ type watch struct {
 // sync).
 func (m *member) ensureWatch(gvk schema.GroupVersionKind) error {
 	return m.startOnce(watchKey{gvk: gvk}, func() error {
+		m.listenHealth(gvk)
 		meta := &metav1.PartialObjectMetadata{}
 		meta.SetGroupVersionKind(gvk)
 		return m.watch(meta, childHandler{m: m, gvk: gvk})

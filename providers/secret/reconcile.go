@@ -113,7 +113,7 @@ func (p *Provider) connect(ctx context.Context, s *corev1.Secret, log logr.Logge
 		p.report(s, log, ReasonInvalidKubeconfig, fmt.Errorf("%w: cannot build an HTTP client", ErrInvalidKubeconfig))
 		return nil
 	}
-	opts := append([]cluster.Option{func(o *cluster.Options) { o.HTTPClient = httpClient }, spoke.TrimCache},
+	opts := append([]cluster.Option{func(o *cluster.Options) { o.HTTPClient = httpClient }, spoke.TrimCache, spoke.ReportWatchErrors},
 		p.opts.ClusterOptions...)
 	cl, err := cluster.New(rc, opts...)
 	if err != nil {
