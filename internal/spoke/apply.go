@@ -42,7 +42,7 @@ func (m *member) applyChild(inst *unstructured.Unstructured, n *graph.Node, u *u
 	}
 	u.SetLabels(m.ownership(inst, n, u.GetLabels()))
 
-	key := childKey{gvk: gvk, namespace: u.GetNamespace(), name: u.GetName()}
+	key := newChildKey(gvk, u.GetNamespace(), u.GetName())
 	hash, err := hashOf(u)
 	if err != nil {
 		return nil, entry, err

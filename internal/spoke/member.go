@@ -42,7 +42,7 @@ type member struct {
 	watches  map[any]*watch // watchKey, scopeKey
 	children map[childKey]*childState
 	owned    map[childKey]ownedChild
-	byOwner  map[types.UID]map[childKey]struct{}
+	byOwner  map[types.UID][]childKey  // owned.go
 	kinds    []schema.GroupVersionKind // contract.GraphKinds(g)
 	// graphLabel is the value of contract.LabelGraph on our children.
 	graphLabel string
@@ -87,7 +87,7 @@ func newMember(c *controller, e *engagement) *member {
 		watches:    map[any]*watch{},
 		children:   map[childKey]*childState{},
 		owned:      map[childKey]ownedChild{},
-		byOwner:    map[types.UID]map[childKey]struct{}{},
+		byOwner:    map[types.UID][]childKey{},
 		kinds:      contract.GraphKinds(c.g),
 		graphLabel: contract.LabelValue(c.g.Name),
 		owners:     map[types.UID]types.NamespacedName{},

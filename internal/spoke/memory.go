@@ -2,6 +2,7 @@ package spoke
 
 import (
 	"time"
+	"unique"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,11 +22,19 @@ import (
 // skip it).
 const writtenTTL = 30 * time.Second
 
-// childKey identifies a child in one cluster.
+// childKey identifies a child in one cluster. It is held several times
+// per child (apply memory, owned index), so its kind is a handle to one
+// shared copy rather than three strings.
 type childKey struct {
-	gvk             schema.GroupVersionKind
+	kind            unique.Handle[schema.GroupVersionKind]
 	namespace, name string
 }
+
+func newChildKey(gvk schema.GroupVersionKind, namespace, name string) childKey {
+	return childKey{kind: unique.Make(gvk), namespace: namespace, name: name}
+}
+
+func (k childKey) gvk() schema.GroupVersionKind { return k.kind.Value() }
 
 // childState is what we last applied for a child. hash empty means "apply
 // again". While an apply is in flight, the resourceVersions the watch reports
@@ -35,7 +44,7 @@ type childState struct {
 	owner    types.NamespacedName
 	hash     string
 	rv       string
-	observed []byte // the apply's answer, encoded (observed.go)
+	observed []byte // the apply's answer, compressed (observed.go)
 	inflight int
 	seen     []string
 }
@@ -51,7 +60,7 @@ func (m *member) appliedChild(key childKey, hash string) (map[string]any, bool) 
 	if st == nil || st.inflight > 0 || st.hash == "" || st.hash != hash {
 		return nil, false
 	}
-	return decodeObserved(st.observed)
+	return answerCodec.decode(key.gvk(), st.observed)
 }
 
 func (m *member) beginApply(key childKey, owner types.NamespacedName) {
@@ -69,6 +78,10 @@ func (m *member) beginApply(key childKey, owner types.NamespacedName) {
 // endApply records an apply's outcome. It reports whether another writer
 // raced with us, in which case the owner must be reconciled again.
 func (m *member) endApply(key childKey, hash string, obj *unstructured.Unstructured, err error) bool {
+	var observed []byte
+	if err == nil {
+		observed = answerCodec.encode(key.gvk(), obj.Object) // not under the lock: it compresses
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := m.children[key]
@@ -83,7 +96,7 @@ func (m *member) endApply(key childKey, hash string, obj *unstructured.Unstructu
 		}
 		return false
 	}
-	st.hash, st.rv, st.observed = hash, obj.GetResourceVersion(), encodeObserved(obj.Object)
+	st.hash, st.rv, st.observed = hash, obj.GetResourceVersion(), observed
 	if st.observed == nil {
 		st.hash = ""
 	}
@@ -310,7 +323,7 @@ func (m *member) forgetInstance(key types.NamespacedName, uid types.UID) {
 			delete(m.owners, u)
 		}
 		delete(m.listed, u)
-		for k := range m.byOwner[u] {
+		for _, k := range m.byOwner[u] {
 			if st := m.children[k]; st != nil && st.owner == key && st.inflight == 0 {
 				delete(m.children, k)
 			}

@@ -14,7 +14,7 @@ import (
 )
 
 func testMember() *member {
-	return &member{children: map[childKey]*childState{}, owned: map[childKey]ownedChild{}, byOwner: map[types.UID]map[childKey]struct{}{}}
+	return &member{children: map[childKey]*childState{}, owned: map[childKey]ownedChild{}, byOwner: map[types.UID][]childKey{}}
 }
 
 func applied(rv string) *unstructured.Unstructured {
@@ -23,7 +23,7 @@ func applied(rv string) *unstructured.Unstructured {
 	return u
 }
 
-var cmKey = childKey{gvk: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, namespace: "ns", name: "a"}
+var cmKey = newChildKey(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "ns", "a")
 
 func TestEchoOfOurOwnApplyDoesNotRequeue(t *testing.T) {
 	m := testMember()

@@ -2,15 +2,23 @@ package spoke
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
-// Of what the hub holds per spoke, the largest part the runtime never reads
-// is the field sets of managedFields (which fields each manager owns): the
-// runtime reads only the managers' names, to say who wrote an object it
-// will not take over. The caches belong to the clusters the provider
-// creates, so trimming them is the embedder's (or provider's) choice:
-// TrimCache is the cluster.Option that does it.
+// Of what the hub holds per spoke, most is what the runtime never reads:
+// the field sets of managedFields (which fields each manager owns; the
+// runtime reads only the managers' names of children, to say who wrote an
+// object it will not take over, and nothing of an instance's), kubectl's
+// last-applied annotation, and one copy per object of strings every object
+// repeats (map and label keys, kinds, condition types). The caches belong
+// to the clusters the provider creates, so trimming them is the embedder's
+// (or provider's) choice: TrimCache is the cluster.Option that does it.
+
+// lastApplied is kubectl's copy of the whole object as last applied.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // TrimManagedFields is a cache transform that keeps each managedFields
 // entry's manager, operation, API version, subresource and time, and drops
@@ -31,12 +39,77 @@ func TrimManagedFields(obj any) (any, error) {
 	return obj, nil
 }
 
-// TrimCache is a cluster.Option that makes TrimManagedFields the default
+// TrimObject is the cache transform TrimCache installs. Full objects
+// (unstructured, as the runtime caches instances) lose managedFields and
+// the last-applied annotation, and share their map keys and repeated
+// values. Metadata-only objects (as it caches children) keep of
+// managedFields the managers' names only, lose the last-applied
+// annotation and share label keys and the values of our labels that
+// repeat. Other objects get TrimManagedFields.
+func TrimObject(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		trimUnstructured(o)
+		return o, nil
+	case *metav1.PartialObjectMetadata:
+		trimMeta(&o.ObjectMeta)
+		return o, nil
+	default:
+		return TrimManagedFields(obj)
+	}
+}
+
+func trimUnstructured(u *unstructured.Unstructured) {
+	if md, ok := u.Object["metadata"].(map[string]any); ok {
+		delete(md, "managedFields")
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			delete(ann, lastApplied)
+		}
+	}
+	u.Object = internJSON(u.Object, "").(map[string]any)
+}
+
+func trimMeta(o *metav1.ObjectMeta) {
+	managers := o.ManagedFields[:0]
+	for _, f := range o.ManagedFields {
+		if f.Manager != "" {
+			managers = append(managers, metav1.ManagedFieldsEntry{Manager: intern(f.Manager)})
+		}
+	}
+	o.ManagedFields = managers
+	if len(managers) == 0 {
+		o.ManagedFields = nil
+	}
+	delete(o.Annotations, lastApplied)
+	o.Namespace = intern(o.Namespace)
+	o.Labels = internMap(o.Labels, repeatedLabel)
+	o.Annotations = internMap(o.Annotations, func(string) bool { return false })
+	for i, f := range o.Finalizers {
+		o.Finalizers[i] = intern(f)
+	}
+	for i := range o.OwnerReferences {
+		r := &o.OwnerReferences[i]
+		r.APIVersion, r.Kind = intern(r.APIVersion), intern(r.Kind)
+	}
+}
+
+// repeatedLabel reports whether a label's value is mostly the same across
+// objects: ours but for the instance's name and UID (shared by a few
+// children only, they would cost the table more than they save).
+func repeatedLabel(key string) bool {
+	switch key {
+	case contract.LabelManagedBy, contract.LabelGraph, contract.LabelNodeID, contract.LabelInstanceNamespace:
+		return true
+	}
+	return false
+}
+
+// TrimCache is a cluster.Option that makes TrimObject the default
 // transform of the cluster's cache, unless the options set one already.
 // Measured with the reference workload, it saves about a quarter of the
 // hub's heap per instance.
 func TrimCache(o *cluster.Options) {
 	if o.Cache.DefaultTransform == nil {
-		o.Cache.DefaultTransform = TrimManagedFields
+		o.Cache.DefaultTransform = TrimObject
 	}
 }
