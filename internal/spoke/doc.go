@@ -93,8 +93,8 @@
 // of children. TrimCache, given to the provider as a cluster.Option, drops
 // the rest: an instance's managedFields and kubectl's last-applied
 // annotation whole, of a child's managedFields all but the managers' names,
-// and it makes objects share the strings they repeat (keys, kinds, our
-// labels' values, condition types).
+// and it makes objects share what they repeat (keys, kinds, our labels'
+// values, conditions alike).
 //
 // Outside the cache, per graph served on the spoke:
 //

@@ -1,6 +1,7 @@
 package spoke
 
 import (
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 )
@@ -8,26 +9,55 @@ import (
 // Decoding an object gives every string its own copy: the same label keys,
 // kinds, condition types and map keys are held once per cached object.
 // The cache transform (trim.go) replaces them by one shared copy from a
-// table. The table is bounded: strings unique to one object that reach it
-// must not grow it without limit. When it is full it is replaced by an
-// empty one; strings already shared stay shared, and the new table fills
-// with what is common now.
+// table. Likewise the items of lists that hold only scalars, such as an
+// instance's conditions, which many instances have alike: the cache's
+// objects are read-only (client-go's rule; readers get deep copies), so
+// they may share them. A table is bounded: what is unique to one object
+// must not grow it without limit. When one is full it is replaced by an
+// empty one; what is shared stays shared, and the new table fills with
+// what is common now.
 
-// Bounds of the intern table.
+// Bounds of the intern tables.
 const (
 	maxInterned    = 8192
-	maxInternedLen = 128
+	maxInternedLen = 128 // of a string
+	maxLeafLen     = 512 // of a list item, as JSON
 )
 
-// internTable is one generation of the table.
+// internTable is one generation of a table.
 type internTable struct {
-	strings sync.Map // string -> string
-	n       atomic.Int64
+	values sync.Map // string -> shared value
+	n      atomic.Int64
 }
 
-var interned atomic.Pointer[internTable]
+// pool is a table that starts over when full.
+type pool struct{ current atomic.Pointer[internTable] }
 
-func init() { interned.Store(&internTable{}) }
+func newPool() *pool {
+	p := &pool{}
+	p.current.Store(&internTable{})
+	return p
+}
+
+// share returns the value shared under key, storing v there if none is.
+func (p *pool) share(key string, v any) any {
+	t := p.current.Load()
+	if got, ok := t.values.Load(key); ok {
+		return got
+	}
+	if t.n.Add(1) > maxInterned {
+		p.current.CompareAndSwap(t, &internTable{})
+		t = p.current.Load()
+		t.n.Add(1)
+	}
+	got, _ := t.values.LoadOrStore(key, v)
+	return got
+}
+
+var (
+	strs   = newPool() // strings
+	leaves = newPool() // list items that hold only scalars, by their JSON
+)
 
 // intern returns the shared copy of s.
 func intern(s string) string {
@@ -42,17 +72,7 @@ func internBoxed(s string) any {
 	if s == "" || len(s) > maxInternedLen {
 		return s
 	}
-	t := interned.Load()
-	if v, ok := t.strings.Load(s); ok {
-		return v
-	}
-	if t.n.Add(1) > maxInterned {
-		interned.CompareAndSwap(t, &internTable{})
-		t = interned.Load()
-		t.n.Add(1)
-	}
-	v, _ := t.strings.LoadOrStore(s, s)
-	return v
+	return strs.share(s, s)
 }
 
 // internMap rebuilds a string map with interned keys, and values interned
@@ -72,8 +92,9 @@ func internMap(m map[string]string, internValue func(key string) bool) map[strin
 }
 
 // internJSON rebuilds a decoded JSON value (unstructured content) with
-// interned map keys, and interned string values under the keys
-// repeatedValue names.
+// interned map keys, interned string values under the keys repeatedValue
+// names, and shared list items where they hold only scalars (internLeaf). It never
+// changes a map it did not make, as those may be shared.
 func internJSON(v any, key string) any {
 	switch t := v.(type) {
 	case map[string]any:
@@ -83,10 +104,14 @@ func internJSON(v any, key string) any {
 		}
 		return out
 	case []any:
+		out := make([]any, len(t))
 		for i, e := range t {
-			t[i] = internJSON(e, key)
+			out[i] = internJSON(e, key)
+			if m, ok := out[i].(map[string]any); ok {
+				out[i] = internLeaf(m)
+			}
 		}
-		return t
+		return out
 	case string:
 		if repeatedValue[key] {
 			return internBoxed(t)
@@ -95,6 +120,24 @@ func internJSON(v any, key string) any {
 	default:
 		return v
 	}
+}
+
+// internLeaf returns the shared map equal to m if m holds only strings,
+// integers, booleans and nulls (a float may print as an integer would, and
+// must not be shared with one).
+func internLeaf(m map[string]any) any {
+	for _, e := range m {
+		switch e.(type) {
+		case string, int64, bool, nil:
+		default:
+			return m
+		}
+	}
+	b, err := json.Marshal(m) // keys sorted: equal maps, equal JSON
+	if err != nil || len(b) > maxLeafLen {
+		return m
+	}
+	return leaves.share(string(b), m)
 }
 
 // repeatedValue names the keys whose string values are mostly the same

@@ -1,6 +1,8 @@
 package spoke
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -41,11 +43,13 @@ func TrimManagedFields(obj any) (any, error) {
 
 // TrimObject is the cache transform TrimCache installs. Full objects
 // (unstructured, as the runtime caches instances) lose managedFields and
-// the last-applied annotation, and share their map keys and repeated
-// values. Metadata-only objects (as it caches children) keep of
-// managedFields the managers' names only, lose the last-applied
-// annotation and share label keys and the values of our labels that
-// repeat. Other objects get TrimManagedFields.
+// the last-applied annotation, and share their map keys, repeated values
+// and like list items (conditions) with other objects (intern.go).
+// Metadata-only objects (as it caches children) keep of managedFields the
+// managers' names only, lose the last-applied annotation and share label
+// keys and the values of our labels that repeat. Other objects get
+// TrimManagedFields. The cache's objects are read-only, as client-go
+// requires: what they share must never be changed in place.
 func TrimObject(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
@@ -70,16 +74,7 @@ func trimUnstructured(u *unstructured.Unstructured) {
 }
 
 func trimMeta(o *metav1.ObjectMeta) {
-	managers := o.ManagedFields[:0]
-	for _, f := range o.ManagedFields {
-		if f.Manager != "" {
-			managers = append(managers, metav1.ManagedFieldsEntry{Manager: intern(f.Manager)})
-		}
-	}
-	o.ManagedFields = managers
-	if len(managers) == 0 {
-		o.ManagedFields = nil
-	}
+	o.ManagedFields = managersOnly(o.ManagedFields)
 	delete(o.Annotations, lastApplied)
 	o.Namespace = intern(o.Namespace)
 	o.Labels = internMap(o.Labels, repeatedLabel)
@@ -91,6 +86,26 @@ func trimMeta(o *metav1.ObjectMeta) {
 		r := &o.OwnerReferences[i]
 		r.APIVersion, r.Kind = intern(r.APIVersion), intern(r.Kind)
 	}
+}
+
+// managersOnly returns entries with the managers' names only, one slice
+// shared by every object with the same managers (most have just ours).
+func managersOnly(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	var names []string
+	for _, f := range entries {
+		if f.Manager != "" {
+			names = append(names, f.Manager)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	out := make([]metav1.ManagedFieldsEntry, len(names))
+	for i, n := range names {
+		out[i].Manager = intern(n)
+	}
+	shared, _ := leaves.share("managers\x00"+strings.Join(names, "\x00"), out).([]metav1.ManagedFieldsEntry)
+	return shared
 }
 
 // repeatedLabel reports whether a label's value is mostly the same across
@@ -106,8 +121,10 @@ func repeatedLabel(key string) bool {
 
 // TrimCache is a cluster.Option that makes TrimObject the default
 // transform of the cluster's cache, unless the options set one already.
-// Measured with the reference workload, it saves about a quarter of the
-// hub's heap per instance.
+// Measured with the reference workload (BenchmarkWebAppScale, heap
+// profile), the cache's part of the hub's heap per ACTIVE instance (the
+// instance and its three children's metadata) is about 4.5 KiB with it,
+// against 9.5 KiB when only the field sets were dropped.
 func TrimCache(o *cluster.Options) {
 	if o.Cache.DefaultTransform == nil {
 		o.Cache.DefaultTransform = TrimObject

@@ -1,6 +1,7 @@
 package spoke
 
 import (
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,7 +97,38 @@ func TestInternSharesAndStaysBounded(t *testing.T) {
 	for i := range 2 * maxInterned {
 		intern(strconv.Itoa(i))
 	}
-	assert.LessOrEqual(t, interned.Load().n.Load(), int64(maxInterned))
+	assert.LessOrEqual(t, strs.current.Load().n.Load(), int64(maxInterned))
 	long := strings.Repeat("x", maxInternedLen+1)
 	assert.Same(t, unsafe.StringData(long), unsafe.StringData(intern(long)), "long strings are left alone")
+}
+
+// Conditions alike in two instances are one map in the cache; lists of
+// other things, and maps with floats, are left as they are.
+func TestTrimObjectSharesLikeListItems(t *testing.T) {
+	inst := func(name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"name": name},
+			"spec":     map[string]any{"weights": []any{map[string]any{"w": 0.5}}},
+			"status": map[string]any{"conditions": []any{map[string]any{
+				"type": "Ready", "status": "True", "observedGeneration": int64(1), "lastTransitionTime": "2026-11-23T07:00:00Z",
+			}}},
+		}}
+	}
+	a, err := TrimObject(inst("a"))
+	require.NoError(t, err)
+	b, err := TrimObject(inst("b"))
+	require.NoError(t, err)
+	condOf := func(o any) map[string]any {
+		return o.(*unstructured.Unstructured).Object["status"].(map[string]any)["conditions"].([]any)[0].(map[string]any)
+	}
+	weightOf := func(o any) map[string]any {
+		return o.(*unstructured.Unstructured).Object["spec"].(map[string]any)["weights"].([]any)[0].(map[string]any)
+	}
+	assert.Equal(t, inst("a").Object, a.(*unstructured.Unstructured).Object)
+	assert.Equal(t, reflect.ValueOf(condOf(a)).UnsafePointer(), reflect.ValueOf(condOf(b)).UnsafePointer(), "one shared condition")
+	assert.NotEqual(t, reflect.ValueOf(weightOf(a)).UnsafePointer(), reflect.ValueOf(weightOf(b)).UnsafePointer(), "floats are not shared")
+
+	again, err := TrimObject(a)
+	require.NoError(t, err)
+	assert.Equal(t, inst("a").Object, again.(*unstructured.Unstructured).Object, "the transform may run twice")
 }
