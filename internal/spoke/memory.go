@@ -36,13 +36,13 @@ func newChildKey(gvk schema.GroupVersionKind, namespace, name string) childKey {
 
 func (k childKey) gvk() schema.GroupVersionKind { return k.kind.Value() }
 
-// childState is what we last applied for a child. hash empty means "apply
+// childState is what we last applied for a child. hash 0 means "apply
 // again". While an apply is in flight, the resourceVersions the watch reports
 // are collected in seen: any that differs from the apply's result means
 // somebody else wrote too.
 type childState struct {
 	owner    types.NamespacedName
-	hash     string
+	hash     desiredHash
 	rv       string
 	observed []byte // the apply's answer, compressed (observed.go)
 	inflight int
@@ -51,13 +51,16 @@ type childState struct {
 
 const deletedRV = "<deleted>"
 
+// desiredHash is the FNV-64a hash of a child's desired form, never 0.
+type desiredHash uint64
+
 // appliedChild returns the observed object of our last apply if desired
 // (hash) has not changed and nobody has touched the child since.
-func (m *member) appliedChild(key childKey, hash string) (map[string]any, bool) {
+func (m *member) appliedChild(key childKey, hash desiredHash) (map[string]any, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := m.children[key]
-	if st == nil || st.inflight > 0 || st.hash == "" || st.hash != hash {
+	if st == nil || st.inflight > 0 || st.hash == 0 || st.hash != hash {
 		return nil, false
 	}
 	return answerCodec.decode(key.gvk(), st.observed)
@@ -77,7 +80,7 @@ func (m *member) beginApply(key childKey, owner types.NamespacedName) {
 
 // endApply records an apply's outcome. It reports whether another writer
 // raced with us, in which case the owner must be reconciled again.
-func (m *member) endApply(key childKey, hash string, obj *unstructured.Unstructured, err error) bool {
+func (m *member) endApply(key childKey, hash desiredHash, obj *unstructured.Unstructured, err error) bool {
 	var observed []byte
 	if err == nil {
 		observed = answerCodec.encode(key.gvk(), obj.Object) // not under the lock: it compresses
@@ -90,7 +93,7 @@ func (m *member) endApply(key childKey, hash string, obj *unstructured.Unstructu
 	}
 	st.inflight--
 	if err != nil {
-		st.hash = ""
+		st.hash = 0
 		if st.rv == "" && st.inflight == 0 {
 			delete(m.children, key) // never applied: nothing to remember
 		}
@@ -98,7 +101,7 @@ func (m *member) endApply(key childKey, hash string, obj *unstructured.Unstructu
 	}
 	st.hash, st.rv, st.observed = hash, obj.GetResourceVersion(), observed
 	if st.observed == nil {
-		st.hash = ""
+		st.hash = 0
 	}
 	raced := false
 	for _, rv := range st.seen {
@@ -108,7 +111,7 @@ func (m *member) endApply(key childKey, hash string, obj *unstructured.Unstructu
 	}
 	st.seen = nil
 	if raced {
-		st.hash = ""
+		st.hash = 0
 	}
 	return raced
 }
@@ -125,10 +128,10 @@ func (m *member) childObserved(key childKey, rv string) bool {
 	case st.inflight > 0:
 		st.seen = append(st.seen, rv)
 		return false
-	case st.rv == rv && st.hash != "":
+	case st.rv == rv && st.hash != 0:
 		return false
 	default:
-		st.hash = ""
+		st.hash = 0
 		return true
 	}
 }

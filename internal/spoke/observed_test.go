@@ -21,15 +21,15 @@ func TestRememberedAnswerKeepsTypesAndIsACopy(t *testing.T) {
 	}}
 	answer.SetResourceVersion("7")
 	m.beginApply(cmKey, types.NamespacedName{Name: "owner"})
-	require.False(t, m.endApply(cmKey, "h", answer, nil))
+	require.False(t, m.endApply(cmKey, 1, answer, nil))
 
-	got, ok := m.appliedChild(cmKey, "h")
+	got, ok := m.appliedChild(cmKey, 1)
 	require.True(t, ok)
 	assert.Equal(t, answer.Object, got)
 	assert.IsType(t, int64(0), got["spec"].(map[string]any)["replicas"])
 
 	got["spec"].(map[string]any)["replicas"] = int64(9)
-	again, ok := m.appliedChild(cmKey, "h")
+	again, ok := m.appliedChild(cmKey, 1)
 	require.True(t, ok)
 	assert.Equal(t, int64(3), again["spec"].(map[string]any)["replicas"], "a reader's change must not reach the memory")
 }
