@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
-	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,7 +41,7 @@ func (m *member) applyChild(inst *unstructured.Unstructured, n *graph.Node, u *u
 	}
 	u.SetLabels(m.ownership(inst, n, u.GetLabels()))
 
-	key := childKey{gvk: gvk, namespace: u.GetNamespace(), name: u.GetName()}
+	key := newChildKey(gvk, u.GetNamespace(), u.GetName())
 	hash, err := hashOf(u)
 	if err != nil {
 		return nil, entry, err
@@ -110,12 +109,12 @@ func defaultNamespace(inst *unstructured.Unstructured) string {
 	return "default"
 }
 
-func hashOf(u *unstructured.Unstructured) (string, error) {
+func hashOf(u *unstructured.Unstructured) (desiredHash, error) {
 	b, err := json.Marshal(u.Object)
 	if err != nil {
-		return "", fmt.Errorf("encoding %s %s: %w", u.GetKind(), u.GetName(), err)
+		return 0, fmt.Errorf("encoding %s %s: %w", u.GetKind(), u.GetName(), err)
 	}
 	h := fnv.New64a()
 	_, _ = h.Write(b)
-	return strconv.FormatUint(h.Sum64(), 36), nil
+	return max(desiredHash(h.Sum64()), 1), nil // 0 is "apply again"
 }

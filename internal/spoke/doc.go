@@ -99,8 +99,12 @@
 //     cluster-wide, so that objects that are not ours are seen before they
 //     would be overwritten), and one on CRDs, to notice a re-created CRD.
 //
-// The runtime reads nothing of managedFields there but the managers' names;
-// TrimCache, given to the provider as a cluster.Option, drops the rest.
+// The runtime reads nothing of managedFields there but the managers' names
+// of children. TrimCache, given to the provider as a cluster.Option, drops
+// the rest: an instance's managedFields and kubectl's last-applied
+// annotation whole, of a child's managedFields all but the managers' names,
+// and it makes objects share what they repeat (keys, kinds, our labels'
+// values, conditions alike).
 //
 // Outside the cache, per graph served on the spoke:
 //
@@ -109,8 +113,9 @@
 //     refers to it any more; nothing else of a referenced kind is held;
 //   - per child we applied: the hash of its desired form, the
 //     resourceVersion and the API server's answer to our last apply,
-//     without managedFields, as compact JSON (decoded only when a reconcile
-//     reuses it);
+//     without managedFields, as JSON compressed against the first answer of
+//     its kind (about 100 bytes for a Deployment's answer of 1.3 KB;
+//     decoded only when a reconcile reuses it);
 //   - per child we own: its owner's UID, node id and its own UID (the owned
 //     index, which finds an instance's children without a list);
 //   - per instance: its state, the resourceVersion last seen, its next

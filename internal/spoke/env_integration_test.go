@@ -89,7 +89,9 @@ func servedOnOneSpokeWith(t *testing.T, rgdYAML string, opts spoke.Options) (cli
 	c := newClient(t, fleet.Spokes()[0].Config)
 	installCRD(t, c, g)
 	createNamespace(t, c, "team")
-	provider, err := fleet.NewProvider(context.Background())
+	// Trimmed as providers/secret trims it, so that the runtime is tested
+	// on the caches it meets in production.
+	provider, err := fleet.NewProvider(context.Background(), spoke.TrimCache)
 	require.NoError(t, err)
 	rt := startRuntime(t, fleet, provider, opts)
 	require.NoError(t, rt.Serve(g))

@@ -14,9 +14,12 @@ import (
 
 // finalize deletes a deleting instance's children wave by wave, in reverse
 // DAG order: a wave starts only when every child of the previous one is
-// gone. Then the finalizer is released. While it waits, status says which
-// child holds it, and the request is retried after Options.DeletionPoll (or
-// sooner, on the child's delete event).
+// gone. Then the finalizer is released. While it waits, the request is
+// retried after Options.DeletionPoll (or sooner, on the child's delete
+// event), and status says which child holds it once one was already being
+// deleted when we looked: a child we have just asked to delete is usually
+// gone a moment later, and writing status for each wave would nearly
+// double the writes of a mass deletion.
 func (m *member) finalize(inst *unstructured.Unstructured) (time.Duration, error) {
 	key := keyOf(inst)
 	if !slices.Contains(inst.GetFinalizers(), contract.Finalizer) {
@@ -28,12 +31,15 @@ func (m *member) finalize(inst *unstructured.Unstructured) (time.Duration, error
 		return 0, err
 	}
 	for _, wave := range m.deletionWaves(children) {
-		blocker, err := m.deleteWave(wave)
+		blocker, held, err := m.deleteWave(wave)
 		if err != nil {
 			return 0, err
 		}
 		if blocker != nil {
 			m.setState(key, contract.StateDeleting)
+			if !held {
+				return m.c.opts.DeletionPoll, nil
+			}
 			if err := m.patchStatus(inst, contract.StateDeleting, dated(wireConditions(inst), deletingConditions(blocker.String()), inst.GetGeneration()), nil, false); err != nil {
 				return 0, err
 			}
@@ -66,48 +72,48 @@ func (m *member) deletionWaves(inv []InventoryEntry) [][]InventoryEntry {
 }
 
 // deleteWave asks for every child of the wave to be deleted and returns the
-// first one still present, or nil when the wave is gone.
-func (m *member) deleteWave(wave []InventoryEntry) (*InventoryEntry, error) {
-	var blocker *InventoryEntry
+// first one still present, or nil when the wave is gone; held reports that
+// it was being deleted already (not just now, by us).
+func (m *member) deleteWave(wave []InventoryEntry) (blocker *InventoryEntry, held bool, err error) {
 	for i, e := range wave {
-		gone, err := m.deleteIfPresent(e)
+		gone, asked, err := m.deleteIfPresent(e)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		if !gone && blocker == nil {
-			blocker = &wave[i]
+		if !gone && (blocker == nil || !asked && !held) {
+			blocker, held = &wave[i], !asked
 		}
 	}
-	return blocker, nil
+	return blocker, held, nil
 }
 
 // deleteIfPresent reports whether the child is gone, asking the API server
-// to delete it if it is present and not being deleted yet. A child is
-// present while the owned index has it (its delete event removes it); one
-// the cache shows as being deleted is waited for.
-func (m *member) deleteIfPresent(e InventoryEntry) (bool, error) {
+// to delete it if it is present and not being deleted yet (asked). A child
+// is present while the owned index has it (its delete event removes it);
+// one the cache shows as being deleted is waited for.
+func (m *member) deleteIfPresent(e InventoryEntry) (gone, asked bool, err error) {
 	if !m.owns(e.key()) {
-		return true, nil
+		return true, false, nil
 	}
 	if !m.graphKind(e.gvk()) {
 		// Not watched (see extraKinds): the accepted delete is all we see.
-		err := m.deleteChild(e)
+		err = m.deleteChild(e)
 		m.dropChild(e.key())
-		return err == nil, err
+		return err == nil, true, err
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(e.gvk())
 	ctx, cancel := m.callCtx()
 	defer cancel()
-	err := m.cl.GetCache().Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: e.Name}, obj)
+	err = m.cl.GetCache().Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: e.Name}, obj)
 	switch {
 	case err != nil && !apierrors.IsNotFound(err):
-		return false, err
+		return false, false, err
 	case err == nil && obj.DeletionTimestamp != nil:
-		return false, nil
+		return false, false, nil
 	}
 	if err := m.deleteChild(e); err != nil {
-		return false, err
+		return false, true, err
 	}
-	return !m.owns(e.key()), nil
+	return !m.owns(e.key()), true, nil
 }

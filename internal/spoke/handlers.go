@@ -109,7 +109,7 @@ func (h childHandler) observed(obj any) {
 }
 
 func (h childHandler) key(meta *metav1.PartialObjectMetadata) childKey {
-	return childKey{gvk: h.gvk, namespace: meta.Namespace, name: meta.Name}
+	return newChildKey(h.gvk, meta.Namespace, meta.Name)
 }
 
 // labelled reports whether the object carries our graph's owner labels.

@@ -31,7 +31,7 @@ func (e InventoryEntry) gvk() schema.GroupVersionKind {
 }
 
 func (e InventoryEntry) key() childKey {
-	return childKey{gvk: e.gvk(), namespace: e.Namespace, name: e.Name}
+	return newChildKey(e.gvk(), e.Namespace, e.Name)
 }
 
 func (e InventoryEntry) objectName() string {
@@ -43,7 +43,7 @@ func (e InventoryEntry) String() string {
 }
 
 func entryOf(key childKey, node string) InventoryEntry {
-	apiVersion, kind := key.gvk.ToAPIVersionAndKind()
+	apiVersion, kind := key.gvk().ToAPIVersionAndKind()
 	return InventoryEntry{APIVersion: apiVersion, Kind: kind, Namespace: key.namespace, Name: key.name, Node: node}
 }
 
@@ -97,7 +97,7 @@ func (m *member) extraKinds(inst *unstructured.Unstructured) error {
 			return fmt.Errorf("listing children of kind %s: %w", k, err)
 		}
 		for _, o := range list.Items {
-			m.recordChild(childKey{gvk: k, namespace: o.Namespace, name: o.Name}, uid, o.Labels[contract.LabelNodeID], o.UID)
+			m.recordChild(newChildKey(k, o.Namespace, o.Name), uid, o.Labels[contract.LabelNodeID], o.UID)
 		}
 		m.markListed(uid, k)
 	}

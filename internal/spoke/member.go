@@ -42,7 +42,7 @@ type member struct {
 	watches  map[any]*watch // watchKey, scopeKey
 	children map[childKey]*childState
 	owned    map[childKey]ownedChild
-	byOwner  map[types.UID]map[childKey]struct{}
+	byOwner  map[types.UID][]childKey  // owned.go
 	kinds    []schema.GroupVersionKind // contract.GraphKinds(g)
 	// graphLabel is the value of contract.LabelGraph on our children.
 	graphLabel string
@@ -53,6 +53,7 @@ type member struct {
 	written    map[types.NamespacedName]*writtenInstance
 	lastSeen   map[types.NamespacedName]seenInstance
 	states     map[types.NamespacedName]string
+	active     int // states that are contract.StateActive, so that count never scans
 	resyncAt   map[types.NamespacedName]time.Time
 	// listed records, per instance UID, the kinds outside the graph that
 	// were listed for its children (see extraKinds).
@@ -87,7 +88,7 @@ func newMember(c *controller, e *engagement) *member {
 		watches:    map[any]*watch{},
 		children:   map[childKey]*childState{},
 		owned:      map[childKey]ownedChild{},
-		byOwner:    map[types.UID]map[childKey]struct{}{},
+		byOwner:    map[types.UID][]childKey{},
 		kinds:      contract.GraphKinds(c.g),
 		graphLabel: contract.LabelValue(c.g.Name),
 		owners:     map[types.UID]types.NamespacedName{},
@@ -183,6 +184,12 @@ func (m *member) setState(key types.NamespacedName, state string) {
 	} else {
 		m.states[key] = state
 	}
+	if had && old == contract.StateActive {
+		m.active--
+	}
+	if state == contract.StateActive {
+		m.active++
+	}
 	m.mu.Unlock()
 	if old == state || m.ctx.Err() != nil {
 		return
@@ -199,11 +206,5 @@ func (m *member) setState(key types.NamespacedName, state string) {
 func (m *member) count() Count {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n := Count{Total: len(m.states)}
-	for _, s := range m.states {
-		if s == contract.StateActive {
-			n.Ready++
-		}
-	}
-	return n
+	return Count{Total: len(m.states), Ready: m.active}
 }

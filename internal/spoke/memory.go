@@ -2,6 +2,7 @@ package spoke
 
 import (
 	"time"
+	"unique"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,37 +22,48 @@ import (
 // skip it).
 const writtenTTL = 30 * time.Second
 
-// childKey identifies a child in one cluster.
+// childKey identifies a child in one cluster. It is held several times
+// per child (apply memory, owned index), so its kind is a handle to one
+// shared copy rather than three strings.
 type childKey struct {
-	gvk             schema.GroupVersionKind
+	kind            unique.Handle[schema.GroupVersionKind]
 	namespace, name string
 }
 
-// childState is what we last applied for a child. hash empty means "apply
+func newChildKey(gvk schema.GroupVersionKind, namespace, name string) childKey {
+	return childKey{kind: unique.Make(gvk), namespace: namespace, name: name}
+}
+
+func (k childKey) gvk() schema.GroupVersionKind { return k.kind.Value() }
+
+// childState is what we last applied for a child. hash 0 means "apply
 // again". While an apply is in flight, the resourceVersions the watch reports
 // are collected in seen: any that differs from the apply's result means
 // somebody else wrote too.
 type childState struct {
 	owner    types.NamespacedName
-	hash     string
+	hash     desiredHash
 	rv       string
-	observed []byte // the apply's answer, encoded (observed.go)
+	observed []byte // the apply's answer, compressed (observed.go)
 	inflight int
 	seen     []string
 }
 
 const deletedRV = "<deleted>"
 
+// desiredHash is the FNV-64a hash of a child's desired form, never 0.
+type desiredHash uint64
+
 // appliedChild returns the observed object of our last apply if desired
 // (hash) has not changed and nobody has touched the child since.
-func (m *member) appliedChild(key childKey, hash string) (map[string]any, bool) {
+func (m *member) appliedChild(key childKey, hash desiredHash) (map[string]any, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := m.children[key]
-	if st == nil || st.inflight > 0 || st.hash == "" || st.hash != hash {
+	if st == nil || st.inflight > 0 || st.hash == 0 || st.hash != hash {
 		return nil, false
 	}
-	return decodeObserved(st.observed)
+	return answerCodec.decode(key.gvk(), st.observed)
 }
 
 func (m *member) beginApply(key childKey, owner types.NamespacedName) {
@@ -68,7 +80,11 @@ func (m *member) beginApply(key childKey, owner types.NamespacedName) {
 
 // endApply records an apply's outcome. It reports whether another writer
 // raced with us, in which case the owner must be reconciled again.
-func (m *member) endApply(key childKey, hash string, obj *unstructured.Unstructured, err error) bool {
+func (m *member) endApply(key childKey, hash desiredHash, obj *unstructured.Unstructured, err error) bool {
+	var observed []byte
+	if err == nil {
+		observed = answerCodec.encode(key.gvk(), obj.Object) // not under the lock: it compresses
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := m.children[key]
@@ -77,15 +93,15 @@ func (m *member) endApply(key childKey, hash string, obj *unstructured.Unstructu
 	}
 	st.inflight--
 	if err != nil {
-		st.hash = ""
+		st.hash = 0
 		if st.rv == "" && st.inflight == 0 {
 			delete(m.children, key) // never applied: nothing to remember
 		}
 		return false
 	}
-	st.hash, st.rv, st.observed = hash, obj.GetResourceVersion(), encodeObserved(obj.Object)
+	st.hash, st.rv, st.observed = hash, obj.GetResourceVersion(), observed
 	if st.observed == nil {
-		st.hash = ""
+		st.hash = 0
 	}
 	raced := false
 	for _, rv := range st.seen {
@@ -95,7 +111,7 @@ func (m *member) endApply(key childKey, hash string, obj *unstructured.Unstructu
 	}
 	st.seen = nil
 	if raced {
-		st.hash = ""
+		st.hash = 0
 	}
 	return raced
 }
@@ -112,10 +128,10 @@ func (m *member) childObserved(key childKey, rv string) bool {
 	case st.inflight > 0:
 		st.seen = append(st.seen, rv)
 		return false
-	case st.rv == rv && st.hash != "":
+	case st.rv == rv && st.hash != 0:
 		return false
 	default:
-		st.hash = ""
+		st.hash = 0
 		return true
 	}
 }
@@ -310,7 +326,7 @@ func (m *member) forgetInstance(key types.NamespacedName, uid types.UID) {
 			delete(m.owners, u)
 		}
 		delete(m.listed, u)
-		for k := range m.byOwner[u] {
+		for _, k := range m.byOwner[u] {
 			if st := m.children[k]; st != nil && st.owner == key && st.inflight == 0 {
 				delete(m.children, k)
 			}

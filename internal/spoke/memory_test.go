@@ -14,7 +14,7 @@ import (
 )
 
 func testMember() *member {
-	return &member{children: map[childKey]*childState{}, owned: map[childKey]ownedChild{}, byOwner: map[types.UID]map[childKey]struct{}{}}
+	return &member{children: map[childKey]*childState{}, owned: map[childKey]ownedChild{}, byOwner: map[types.UID][]childKey{}}
 }
 
 func applied(rv string) *unstructured.Unstructured {
@@ -23,15 +23,15 @@ func applied(rv string) *unstructured.Unstructured {
 	return u
 }
 
-var cmKey = childKey{gvk: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, namespace: "ns", name: "a"}
+var cmKey = newChildKey(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "ns", "a")
 
 func TestEchoOfOurOwnApplyDoesNotRequeue(t *testing.T) {
 	m := testMember()
 	m.beginApply(cmKey, types.NamespacedName{Name: "owner"})
 	assert.False(t, m.childObserved(cmKey, "5"), "an event during the apply waits for its answer")
-	assert.False(t, m.endApply(cmKey, "h", applied("5"), nil), "the event was our own write")
+	assert.False(t, m.endApply(cmKey, 1, applied("5"), nil), "the event was our own write")
 	assert.False(t, m.childObserved(cmKey, "5"))
-	_, ok := m.appliedChild(cmKey, "h")
+	_, ok := m.appliedChild(cmKey, 1)
 	assert.True(t, ok, "an unchanged child needs no apply")
 }
 
@@ -39,25 +39,25 @@ func TestForeignWriteDuringApplyForcesAnotherApply(t *testing.T) {
 	m := testMember()
 	m.beginApply(cmKey, types.NamespacedName{Name: "owner"})
 	m.childObserved(cmKey, "6")
-	assert.True(t, m.endApply(cmKey, "h", applied("5"), nil))
-	_, ok := m.appliedChild(cmKey, "h")
+	assert.True(t, m.endApply(cmKey, 1, applied("5"), nil))
+	_, ok := m.appliedChild(cmKey, 1)
 	assert.False(t, ok)
 }
 
 func TestDriftAfterApplyRequeuesAndForcesApply(t *testing.T) {
 	m := testMember()
 	m.beginApply(cmKey, types.NamespacedName{Name: "owner"})
-	m.endApply(cmKey, "h", applied("5"), nil)
+	m.endApply(cmKey, 1, applied("5"), nil)
 	assert.True(t, m.childObserved(cmKey, "7"))
-	_, ok := m.appliedChild(cmKey, "h")
+	_, ok := m.appliedChild(cmKey, 1)
 	assert.False(t, ok)
 }
 
 func TestChangedDesiredFormIsApplied(t *testing.T) {
 	m := testMember()
 	m.beginApply(cmKey, types.NamespacedName{Name: "owner"})
-	m.endApply(cmKey, "h", applied("5"), nil)
-	_, ok := m.appliedChild(cmKey, "other")
+	m.endApply(cmKey, 1, applied("5"), nil)
+	_, ok := m.appliedChild(cmKey, 2)
 	assert.False(t, ok)
 }
 
@@ -143,7 +143,7 @@ func TestForgettingAnInstanceForgetsItsOwnerAndChildren(t *testing.T) {
 	inst.SetUID("uid-a")
 	m.observeInstance(inst)
 	m.beginApply(cmKey, owner)
-	m.endApply(cmKey, "h", applied("5"), nil)
+	m.endApply(cmKey, 1, applied("5"), nil)
 	m.recordChild(cmKey, "uid-a", "config", "cm-1")
 
 	m.forgetInstance(owner, "") // gone without our finalize path: no UID at hand
@@ -155,7 +155,7 @@ func TestForgettingAnInstanceForgetsItsOwnerAndChildren(t *testing.T) {
 func TestAFailedFirstApplyLeavesNoMemory(t *testing.T) {
 	m := testMember()
 	m.beginApply(cmKey, types.NamespacedName{Name: "owner"})
-	m.endApply(cmKey, "h", applied(""), assert.AnError)
+	m.endApply(cmKey, 1, applied(""), assert.AnError)
 	assert.Empty(t, m.children)
 }
 

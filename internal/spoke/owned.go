@@ -26,16 +26,14 @@ func (m *member) recordChild(key childKey, owner types.UID, node string, uid typ
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.owned[key]; ok && old.owner != owner {
-		delete(m.byOwner[old.owner], key)
+	old, ok := m.owned[key]
+	if ok && old.owner != owner {
+		m.unlinkLocked(old.owner, key)
 	}
 	m.owned[key] = ownedChild{owner: owner, node: node, uid: uid}
-	set := m.byOwner[owner]
-	if set == nil {
-		set = map[childKey]struct{}{}
-		m.byOwner[owner] = set
+	if !ok || old.owner != owner {
+		m.byOwner[owner] = append(m.byOwner[owner], key)
 	}
-	set[key] = struct{}{}
 }
 
 // dropChild forgets a child that is gone.
@@ -47,19 +45,25 @@ func (m *member) dropChild(key childKey) {
 		return
 	}
 	delete(m.owned, key)
-	if set := m.byOwner[old.owner]; set != nil {
-		delete(set, key)
-		if len(set) == 0 {
-			delete(m.byOwner, old.owner)
-		}
+	m.unlinkLocked(old.owner, key)
+}
+
+// unlinkLocked removes key from owner's children. An instance has few
+// children, so a slice costs less than a set and a scan little.
+func (m *member) unlinkLocked(owner types.UID, key childKey) {
+	keys := slices.DeleteFunc(m.byOwner[owner], func(k childKey) bool { return k == key })
+	if len(keys) == 0 {
+		delete(m.byOwner, owner)
+		return
 	}
+	m.byOwner[owner] = keys
 }
 
 // ownedBy returns owner's children in a stable order.
 func (m *member) ownedBy(owner types.UID) []InventoryEntry {
 	m.mu.Lock()
 	out := make([]InventoryEntry, 0, len(m.byOwner[owner]))
-	for key := range m.byOwner[owner] {
+	for _, key := range m.byOwner[owner] {
 		out = append(out, entryOf(key, m.owned[key].node))
 	}
 	m.mu.Unlock()

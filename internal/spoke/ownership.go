@@ -79,7 +79,7 @@ func deleting(n *graph.Node, key childKey, observed map[string]any) error {
 // is set. A child being deleted is waited for. It reads only the cache.
 func (m *member) claim(inst *unstructured.Unstructured, n *graph.Node, key childKey) error {
 	existing := &metav1.PartialObjectMetadata{}
-	existing.SetGroupVersionKind(key.gvk)
+	existing.SetGroupVersionKind(key.gvk())
 	ctx, cancel := m.callCtx()
 	defer cancel()
 	err := m.cl.GetCache().Get(ctx, types.NamespacedName{Namespace: key.namespace, Name: key.name}, existing)
@@ -87,7 +87,7 @@ func (m *member) claim(inst *unstructured.Unstructured, n *graph.Node, key child
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading %s %s: %w", key.gvk.Kind, objectName(key), err)
+		return fmt.Errorf("reading %s %s: %w", key.gvk().Kind, objectName(key), err)
 	}
 	if existing.DeletionTimestamp != nil {
 		return &deletingError{node: n.ID, object: objectName(key)}
@@ -101,7 +101,7 @@ func (m *member) claim(inst *unstructured.Unstructured, n *graph.Node, key child
 	case l[contract.LabelInstanceUID] == "" && m.c.opts.AdoptUnowned:
 		return nil
 	}
-	return &conflictError{kind: key.gvk.Kind, object: objectName(key), owner: ownerOfObject(existing)}
+	return &conflictError{kind: key.gvk().Kind, object: objectName(key), owner: ownerOfObject(existing)}
 }
 
 // recordsOwn reports whether our records say the object uid at key is
