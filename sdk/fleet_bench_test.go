@@ -102,9 +102,15 @@ func runFleet(b *testing.B, mode string, n, graphs int) {
 		return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	})
 
+	before := runtime.NumGoroutine()
 	provider, engage := simulatedProvider(b, mode, fleet.Hub.Config, names)
 	h, stop := startStoppableHub(b, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
-	defer stop()
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+		}
+	}()
 	kinds := make([]schema.GroupVersionKind, graphs)
 	for i := range kinds {
 		kinds[i] = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: fmt.Sprintf("FleetBench%d", i)}
@@ -115,13 +121,33 @@ func runFleet(b *testing.B, mode string, n, graphs int) {
 	start := time.Now()
 	engage()
 	go createFleetInstances(ctx, c, kinds, names)
-	served := waitFor(b, "every cluster served", func() bool { return allServed(h, kinds, n) })
+	served := waitFor(b, "every cluster served", 20*time.Millisecond, func() bool { return allServed(h, kinds, n) })
 	b.Logf("%s: %d clusters served after %s", mode, n, served.Sub(start))
-	active := waitFor(b, "every instance ACTIVE", func() bool { return countActiveAll(ctx, c, kinds) == n*graphs })
+	active := waitFor(b, "every instance ACTIVE", 500*time.Millisecond, func() bool { return countActiveAll(ctx, c, kinds) == n*graphs })
 	after := settle(b)
 	writeProfiles(b, fmt.Sprintf("%s-%d-%d", mode, n, graphs))
 
 	report(b, mode, n, graphs, served.Sub(start), active.Sub(start), base, after)
+	stop()
+	stopped = true
+	left := goroutinesLeft(before)
+	b.ReportMetric(float64(left), "goroutines-left")
+	fmt.Printf("fleet %-9s clusters=%-5d graphs=%d  goroutines left after the hub stopped: %d (target 0)\n", mode, n, graphs, left)
+	if left > 0 {
+		writeProfiles(b, fmt.Sprintf("%s-%d-%d-stopped", mode, n, graphs))
+	}
+}
+
+// goroutinesLeft waits, up to a minute, until the process has no more
+// goroutines than before the hub started, and returns how many more it
+// has then (0 when it got there): what a stopped hub leaks.
+func goroutinesLeft(before int) int {
+	left := runtime.NumGoroutine() - before
+	for deadline := time.Now().Add(time.Minute); left > 0 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond) // sampling interval
+		left = runtime.NumGoroutine() - before
+	}
+	return max(left, 0)
 }
 
 // simPrefix starts the name of every namespace that is a simulated
@@ -217,12 +243,15 @@ func countActiveAll(ctx context.Context, c client.Client, kinds []schema.GroupVe
 	return active
 }
 
-// waitFor polls cond until it holds and returns when it first did.
-func waitFor(b *testing.B, what string, cond func() bool) time.Time {
+// waitFor polls cond every interval until it holds and returns when it
+// first did. The interval is the measurement's granularity: a cond that
+// lists every instance of the fleet would, polled often, take the CPU the
+// hub needs.
+func waitFor(b *testing.B, what string, interval time.Duration, cond func() bool) time.Time {
 	deadline := time.Now().Add(10 * time.Minute)
 	for !cond() {
 		require.True(b, time.Now().Before(deadline), "timed out waiting for %s", what)
-		time.Sleep(20 * time.Millisecond) // measurement granularity, not synchronisation
+		time.Sleep(interval) // measurement granularity, not synchronisation
 	}
 	return time.Now()
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -61,6 +60,14 @@ type FanOutOptions struct {
 	// OnTransition is called when a graph's CRD state on a cluster changes,
 	// e.g. to emit an event. Defaults to nothing.
 	OnTransition func(graph, cluster string, state CRDState, msg string)
+	// SharedCheckTTL is how long a full Ensure of a graph on one API server
+	// stands for the other clusters that reach that server with the same
+	// identity (simulated clusters, namespaces or virtual clusters on one
+	// server): within it each such cluster costs one metadata read of the
+	// CRD, shared with the clusters that ask at the same moment, instead of
+	// the whole Ensure (shared_ensure.go). Defaults to
+	// DefaultSharedCheckTTL; negative checks every cluster on its own.
+	SharedCheckTTL time.Duration
 	// DisableAdmissionPolicy leaves contract.AdmissionPolicy off the clusters:
 	// the spoke runtime then stamps every new instance itself, one write
 	// more per instance. Defaults to false: the policy is bound where the
@@ -81,6 +88,9 @@ func (o FanOutOptions) withDefaults() FanOutOptions {
 	if o.PollInterval == 0 {
 		o.PollInterval = DefaultPollInterval
 	}
+	if o.SharedCheckTTL == 0 {
+		o.SharedCheckTTL = DefaultSharedCheckTTL
+	}
 	if o.AllowBreaking == nil {
 		o.AllowBreaking = func(string) bool { return false }
 	}
@@ -100,6 +110,7 @@ type FanOut struct {
 
 	spokeSchemas spokeSchemas // spoke_schemas.go
 	fence        fence        // admission_fence.go
+	shared       sharedChecks // shared_ensure.go
 }
 
 // NewFanOut returns a FanOut that records into tracker.
@@ -115,7 +126,7 @@ func NewFanOut(tracker *Tracker, opts FanOutOptions) *FanOut {
 // a write per new instance), then waits for Established. It returns nil once
 // the graph can be served on cl. Safe for concurrent use.
 func (f *FanOut) Ensure(ctx context.Context, c Cluster, g *graph.Graph) error {
-	return f.record(ctx, c, g, func() error { return f.ensure(ctx, c, g) })
+	return f.record(ctx, c, g, func() error { return f.ensureShared(ctx, c, g) })
 }
 
 // record runs ensure and reports its outcome for g on c to the tracker,
@@ -140,30 +151,34 @@ func (f *FanOut) record(ctx context.Context, c Cluster, g *graph.Graph, ensure f
 	return err
 }
 
-func (f *FanOut) ensure(ctx context.Context, c Cluster, g *graph.Graph) error {
+// ensure is Ensure's whole work on one cluster. It returns the version of
+// the CRD it saw established, and errors that name no cluster (the caller
+// names it, clusterError), since clusters of one server share them.
+func (f *FanOut) ensure(ctx context.Context, c Cluster, g *graph.Graph) (establishedCRD, error) {
 	clusterName, cl := c.Name, c.Cluster
 	ticket := f.fence.begin() // admission_fence.go
 	if err := servesKinds(cl, g); err != nil {
-		return err
+		return establishedCRD{}, err
 	}
-	if err := f.checkSpokeSchemas(c, g); err != nil {
-		return err
+	if err := f.spokeSchemaVerdict(cl, g); err != nil {
+		return establishedCRD{}, err
 	}
 	existed, err := f.checkExisting(ctx, cl, g)
 	if err != nil {
-		return err
+		return establishedCRD{}, err
 	}
 	if !existed && !f.opts.DisableAdmissionPolicy {
 		if err := retractAdmission(ctx, cl, g); err != nil {
-			return err
+			return establishedCRD{}, err
 		}
 	}
 	if err := f.apply(ctx, cl, g); err != nil {
-		return err
+		return establishedCRD{}, err
 	}
 	f.tracker.Record(ctx, g.Name, clusterName, g.Generation, CRDApplied, "")
-	if err := f.waitEstablished(ctx, cl, g.CRD.Name); err != nil {
-		return err
+	crd, err := f.waitEstablished(ctx, cl, g.CRD.Name)
+	if err != nil {
+		return establishedCRD{}, err
 	}
 	if !f.opts.DisableAdmissionPolicy {
 		// After Ensure returns, for as long as the cluster is engaged.
@@ -175,7 +190,7 @@ func (f *FanOut) ensure(ctx context.Context, c Cluster, g *graph.Graph) error {
 			f.activateAdmission(ctx, clusterName, cl, g) // admission_activate.go
 		})
 	}
-	return nil
+	return establishedCRD{uid: crd.UID, generation: crd.Generation}, nil
 }
 
 // checkExisting refuses a CRD we do not own and a breaking change to ours.
@@ -208,12 +223,12 @@ func (f *FanOut) apply(ctx context.Context, cl cluster.Cluster, g *graph.Graph) 
 	if err != nil {
 		return err
 	}
-	if g.Revision > 0 {
+	if rev := revisionLabel(g); rev != "" {
 		labels := u.GetLabels()
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels[fgv1alpha1.LabelGraphRevision] = strconv.FormatInt(g.Revision, 10)
+		labels[fgv1alpha1.LabelGraphRevision] = rev
 		u.SetLabels(labels)
 	}
 	err = cl.GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
@@ -248,31 +263,34 @@ func applyIntent(obj runtime.Object) (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
-func (f *FanOut) waitEstablished(ctx context.Context, cl cluster.Cluster, name string) error {
+func (f *FanOut) waitEstablished(ctx context.Context, cl cluster.Cluster, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
 	return waitEstablished(ctx, cl.GetAPIReader(), name, f.opts.PollInterval, f.opts.EstablishTimeout)
 }
 
 // WaitEstablished waits, up to DefaultEstablishTimeout, until the named CRD
 // is established.
 func WaitEstablished(ctx context.Context, r client.Reader, name string) error {
-	return waitEstablished(ctx, r, name, DefaultPollInterval, DefaultEstablishTimeout)
+	_, err := waitEstablished(ctx, r, name, DefaultPollInterval, DefaultEstablishTimeout)
+	return err
 }
 
-func waitEstablished(ctx context.Context, r client.Reader, name string, interval, timeout time.Duration) error {
+// waitEstablished returns the CRD as it was seen established.
+func waitEstablished(ctx context.Context, r client.Reader, name string, interval, timeout time.Duration) (*apiextensionsv1.CustomResourceDefinition, error) {
 	var last string
+	var seen *apiextensionsv1.CustomResourceDefinition
 	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
 		crd, err := getCRD(ctx, r, name)
 		if err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
 		established, msg := establishment(crd)
-		last = msg
+		last, seen = msg, crd
 		return established, nil
 	})
 	if err != nil {
-		return fmt.Errorf("CRD %s not established: %s: %w", name, last, err)
+		return nil, fmt.Errorf("CRD %s not established: %s: %w", name, last, err)
 	}
-	return nil
+	return seen, nil
 }
 
 // getCRD reads a CRD live (no informer per spoke for a one-off check) and as

@@ -64,13 +64,16 @@ func (o ProberOptions) withDefaults() ProberOptions {
 // in a Tracker: a cluster that does not answer in time, or answers anything
 // but 200, is Unreachable in every graph's status until it answers again.
 // One probe per cluster is in flight at a time, so a dead cluster costs one
-// goroutine and no other cluster waits for it.
+// goroutine and no other cluster waits for it. Clusters behind one API
+// server and identity share its answers (probe_share.go): for them the
+// bound above grows by probeShareWindow (1 s).
 //
 // Add it to the multicluster manager (it implements multicluster.Aware and
 // manager.Runnable); probing a cluster stops when its engagement ends.
 type Prober struct {
 	opts    ProberOptions
 	tracker *Tracker
+	shared  sharedProbes // probe_share.go
 }
 
 // NewProber returns a Prober that records into tracker.
@@ -94,7 +97,7 @@ func (p *Prober) run(ctx context.Context, name string, cl cluster.Cluster) {
 	t := time.NewTicker(p.opts.Interval)
 	defer t.Stop()
 	for {
-		err := ProbePath(ctx, cl, p.opts.Path, p.opts.Timeout)
+		err := p.shared.probe(ctx, cl, func() error { return ProbePath(ctx, cl, p.opts.Path, p.opts.Timeout) })
 		if ctx.Err() != nil {
 			return
 		}

@@ -59,27 +59,40 @@ type schemaVerdictKey struct {
 // checkSpokeSchemas returns an error wrapping ErrIncompatible when c's
 // schemas of g's child kinds do not type-check g, a plain error when they
 // cannot be read, and nil otherwise (also for a graph compiled without
-// schemas, since nothing was type-checked then).
+// schemas, since nothing was type-checked then). Errors name the cluster.
 func (f *FanOut) checkSpokeSchemas(c Cluster, g *graph.Graph) error {
+	return clusterError(c.Name, g, f.spokeSchemaVerdict(c.Cluster, g))
+}
+
+// spokeSchemaVerdict is checkSpokeSchemas' outcome without the cluster's
+// name, which clusters of one server share (shared_ensure.go): a
+// *schemaDisagreement or a *schemaUnread.
+func (f *FanOut) spokeSchemaVerdict(cl cluster.Cluster, g *graph.Graph) error {
 	if !g.TypeChecked() {
 		return nil
 	}
-	err := f.spokeSchemas.check(c.Cluster, g)
+	err := f.spokeSchemas.check(cl, g)
 	var incompatible *schemaDisagreement
-	if errors.As(err, &incompatible) {
-		return disagreement(c.Name, g, incompatible.err)
+	if err != nil && !errors.As(err, &incompatible) {
+		return &schemaUnread{err: err}
 	}
-	if err != nil {
-		return fmt.Errorf("reading the schemas of the graph's kinds on cluster %q: %w", c.Name, err)
-	}
-	return nil
+	return err
 }
 
 // schemaDisagreement is a verdict: CheckSchemas' error, without the
-// cluster, since spokes share it.
+// cluster, since spokes share it. clusterError makes it an ErrIncompatible
+// naming the cluster.
 type schemaDisagreement struct{ err error }
 
 func (e *schemaDisagreement) Error() string { return e.err.Error() }
+
+// schemaUnread: the schemas of the graph's kinds could not be read.
+type schemaUnread struct{ err error }
+
+func (e *schemaUnread) Error() string {
+	return "reading the schemas of the graph's kinds: " + e.err.Error()
+}
+func (e *schemaUnread) Unwrap() error { return e.err }
 
 func (s *spokeSchemas) check(cl cluster.Cluster, g *graph.Graph) error {
 	newClient := s.openAPI
