@@ -173,7 +173,31 @@ func (o observedLW) Watch(opts metav1.ListOptions) (apiwatch.Interface, error) {
 func (o observedLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (apiwatch.Interface, error) {
 	w, err := o.inner.WatchWithContext(ctx, opts)
 	o.h.observe(ctx, o.gvk, err)
-	return w, err
+	if w == nil {
+		return w, err
+	}
+	return &drainedWatch{Interface: w}, err
+}
+
+// drainedWatch reads what is left of a watch once it is stopped. A
+// reflector that stops reads no further event, and apimachinery's
+// watch.Filter (which controller-runtime's metadata informers put in front
+// of every watch) then blocks for ever on its next send, one goroutine per
+// stopped informer (kubernetes/kubernetes#113254). Reading until the
+// channel closes lets it end.
+type drainedWatch struct {
+	apiwatch.Interface
+	once sync.Once
+}
+
+func (d *drainedWatch) Stop() {
+	d.Interface.Stop()
+	d.once.Do(func() {
+		go func() {
+			for range d.ResultChan() { // until the watch closes it
+			}
+		}()
+	})
 }
 
 // IsWatchListSemanticsUnSupported passes on what the wrapped ListerWatcher
