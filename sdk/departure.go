@@ -76,11 +76,24 @@ func (h *Hub) comesBack(name string) bool {
 	}
 }
 
+// ClusterRegistry is implemented by providers that know which clusters are
+// registered with them, engaged or not (providers/secret: a kubeconfig
+// Secret names the cluster). Before the hub cleans up after a cluster that
+// was disengaged, it asks: one still registered is being engaged again or
+// failing for now, and has not left the fleet. For other providers the hub
+// asks Get, or ClusterNames where the provider has it.
+type ClusterRegistry interface {
+	Registered(name multicluster.ClusterName) bool
+}
+
 // provides reports whether the hub's provider still has a cluster called
 // name, engaged or on its way to be.
 func (h *Hub) provides(name string) bool {
 	if h.provider == nil {
 		return false
+	}
+	if r, ok := h.provider.(ClusterRegistry); ok {
+		return r.Registered(multicluster.ClusterName(name))
 	}
 	if lister, ok := h.provider.(interface {
 		ClusterNames() []multicluster.ClusterName

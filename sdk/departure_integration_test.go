@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -98,8 +99,18 @@ func TestARotatedKubeconfigIsNotADeparture(t *testing.T) {
 		assert.NotEmpty(ct, policies(ct, c, "webapp"))
 	}, wait, tick)
 
+	// First a kubeconfig whose server cannot be reached: the cluster is
+	// disengaged and retried, but its Secret still registers it.
+	kubeconfig.Data[secret.DefaultDataKey] = withServer(t, s1.Kubeconfig, "https://127.0.0.1:1")
+	require.NoError(t, hubClient.Update(ctx, kubeconfig))
+	require.Eventually(t, func() bool { return !slices.Contains(h.Clusters(), "spoke-1") }, wait, tick)
+	require.Never(t, func() bool {
+		return !holdsFinalizer(t, c, gvk, "app") || len(policies(t, c, "webapp")) == 0
+	}, grace+3*time.Second, tick, "a registered cluster that cannot be reached for now has not left")
+
 	_, rotated, err := s1.AddUser("rotated", "system:masters")
 	require.NoError(t, err)
+	require.NoError(t, hubClient.Get(ctx, client.ObjectKeyFromObject(kubeconfig), kubeconfig))
 	kubeconfig.Data[secret.DefaultDataKey] = rotated
 	require.NoError(t, hubClient.Update(ctx, kubeconfig))
 	require.Never(t, func() bool {
@@ -114,4 +125,16 @@ func holdsFinalizer(t require.TestingT, c client.Client, gvk schema.GroupVersion
 	u.SetGroupVersionKind(gvk)
 	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, u))
 	return slices.Contains(u.GetFinalizers(), contract.Finalizer)
+}
+
+// withServer returns kubeconfig with every cluster's server set to server.
+func withServer(t *testing.T, kubeconfig []byte, server string) []byte {
+	cfg, err := clientcmd.Load(kubeconfig)
+	require.NoError(t, err)
+	for _, c := range cfg.Clusters {
+		c.Server = server
+	}
+	out, err := clientcmd.Write(*cfg)
+	require.NoError(t, err)
+	return out
 }

@@ -88,7 +88,9 @@ func policies(t require.TestingT, c client.Client, graphName string) []string {
 	require.NoError(t, c.List(context.Background(), list, client.MatchingLabels{contract.LabelGraph: graphName}))
 	var out []string
 	for _, p := range list.Items {
-		out = append(out, p.Name)
+		if !strings.HasPrefix(p.Name, "fleetgraph-probe.") { // the readiness probe's, short-lived
+			out = append(out, p.Name)
+		}
 	}
 	return out
 }

@@ -49,3 +49,11 @@ func (c *claims) release(secret types.NamespacedName) []multicluster.ClusterName
 	}
 	return released
 }
+
+// held reports whether some Secret holds name.
+func (c *claims) held(name multicluster.ClusterName) bool {
+	c.lock.Lock()
+	defer c.lock.Unlock()
+	_, ok := c.byName[name]
+	return ok
+}

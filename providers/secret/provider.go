@@ -228,6 +228,14 @@ func (p *Provider) IndexField(ctx context.Context, obj client.Object, field stri
 	return p.clusters.IndexField(ctx, obj, field, extract)
 }
 
+// Registered reports whether a kubeconfig Secret names the cluster, engaged
+// or not: one whose server is unreachable, or whose new kubeconfig is being
+// engaged, is still registered. A hub asks this before it treats a
+// disengaged cluster as one that left the fleet (sdk.ClusterRegistry).
+func (p *Provider) Registered(name multicluster.ClusterName) bool {
+	return p.claims.held(name)
+}
+
 // ClusterNames returns the names of the clusters engaged or being engaged
 // (a rotated kubeconfig replaces its cluster under the same name), sorted.
 func (p *Provider) ClusterNames() []multicluster.ClusterName {
