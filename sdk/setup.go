@@ -3,11 +3,13 @@ package sdk
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -141,7 +143,7 @@ func (s rgdStarter) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	if !servesRGDs(s.local) {
+	if !servesRGDs(ctx, s.local, h.opts.InstallRGDCRD) {
 		h.opts.Logger.Info("RGD controller off: the hub cluster does not serve " +
 			"kro.run/v1alpha1 ResourceGraphDefinition (set Options.InstallRGDCRD to install it)")
 		return nil
@@ -163,11 +165,25 @@ func (s rgdStarter) Start(ctx context.Context) error {
 	return nil
 }
 
-func servesRGDs(local manager.Manager) bool {
+// servesRGDs reports whether the hub serves the RGD kind. Right after the
+// CRD was installed, discovery lags its Established condition by a few
+// seconds, so then it asks again until rgdDiscoveryWait has passed.
+func servesRGDs(ctx context.Context, local manager.Manager, installed bool) bool {
 	gvk := v1alpha1.GroupVersion.WithKind("ResourceGraphDefinition")
-	_, err := local.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	return err == nil
+	served := func(context.Context) (bool, error) {
+		_, err := local.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		return err == nil, nil
+	}
+	if !installed {
+		ok, _ := served(ctx)
+		return ok
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, rgdDiscoveryWait, true, served) == nil
 }
+
+// rgdDiscoveryWait bounds how long the hub waits for discovery to list the
+// RGD kind after installing its CRD.
+const rgdDiscoveryWait = 30 * time.Second
 
 // installRGDCRD creates or updates the RGD CRD with a direct client (the
 // manager's cache need not know CRDs); ctx is the manager's. A CRD that another manager installed
