@@ -124,6 +124,7 @@ func (h *Hub) runRemoval(ctx context.Context, name string, rm *removal) {
 	}
 	h.runtime.Stop(name)
 	h.tracker.DropGraph(name)
+	h.forgetReplicaRecord(ctx, name)
 	h.mu.Lock()
 	if h.removals[name] == rm {
 		delete(h.removals, name)

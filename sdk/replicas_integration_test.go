@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/hub"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -105,6 +107,21 @@ func TestReplicas(t *testing.T) {
 		require.NotNil(ct, rgd.Status.Fleet)
 		assert.Equal(ct, int64(len(names)+len(orphaned)), rgd.Status.Fleet.ReadyInstances)
 	}, wait, tick, "the RGD's fleet status counts the instances of every replica")
+
+	counted()
+	require.NoError(t, hubClient.Delete(ctx, toUnstructured(t, oneConfigMapRGD(t, gvk.Kind))))
+	for _, ns := range names {
+		require.NoError(t, client.IgnoreNotFound(c.Delete(ctx, nsInstance(gvk, ns, "before"))))
+		require.NoError(t, client.IgnoreNotFound(c.Delete(ctx, nsInstance(gvk, ns, "during"))))
+	}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		records := &corev1.ConfigMapList{}
+		require.NoError(ct, hubClient.List(ctx, records, client.MatchingLabels{hub.LabelFleetStatusOf: "shard"}))
+		for _, r := range records.Items {
+			isLive := slices.ContainsFunc(live(), func(l *replica) bool { return l.id == r.Labels[hub.LabelReplica] })
+			assert.False(ct, isLive, "live replica %s still keeps a record of the deleted graph", r.Labels[hub.LabelReplica])
+		}
+	}, wait, tick, "each live replica deletes its own record of a deleted graph")
 }
 
 // rgdClusters is the cluster count of the RGD's fleet status, -1 if none.
@@ -183,7 +200,8 @@ func watchOwnership(t *testing.T, live func() []*replica, graph string) (stop fu
 	})
 }
 
-// sampleEvery calls check every interval until the returned stop is called.
+// sampleEvery calls check every interval until the returned stop is
+// called (once or more).
 func sampleEvery(interval time.Duration, check func()) (stop func()) {
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -197,7 +215,8 @@ func sampleEvery(interval time.Duration, check func()) (stop func()) {
 			check()
 		}
 	}()
-	return func() { close(done); <-finished }
+	var once sync.Once
+	return func() { once.Do(func() { close(done); <-finished }) }
 }
 
 // requireOwnedOnce waits until every spoke is served by exactly one of

@@ -89,3 +89,16 @@ func (h *Hub) rgdFleetStatus(name string) GraphStatus {
 	}
 	return merged
 }
+
+// forgetReplicaRecord deletes this replica's status record of a graph that
+// is removed. A failure is logged only: the record has expired within
+// ReplicaStatusTTL, and then any replica's prune, this one's included,
+// deletes it.
+func (h *Hub) forgetReplicaRecord(ctx context.Context, name string) {
+	if h.replicas == nil {
+		return
+	}
+	if err := h.replicas.Forget(ctx, name); err != nil {
+		h.opts.Logger.Info("could not delete this replica's fleet status record of the removed graph; it is pruned once expired", "graph", name, "reason", err.Error())
+	}
+}

@@ -81,16 +81,19 @@ func (r *ReplicaStatus) Merged(ctx context.Context, own GraphStatus) (GraphStatu
 	return r.merge(own, list.Items, now), r.pruneIfDue(ctx, now)
 }
 
-// expired returns the records of other replicas that were not renewed
-// within ttl: they count for nothing in the merge, and a replica that is
-// alive renews its own every ttl/3. Only records we wrote (managed-by
+// expired returns the records that were not renewed within ttl: they
+// count for nothing in the merge, and a replica that is alive renews its
+// own every ttl/3. That includes this replica's own records of graphs it
+// no longer serves (deleted while it was down, say); one of a graph it
+// still serves is written again at its next publish, since the last
+// write is as old as the record. Only records we wrote (managed-by
 // fleetgraph) are returned. Renewals are stamped with the writer's clock:
 // replicas' clocks must agree to well within ttl.
-func expired(records []metav1.PartialObjectMetadata, self string, ttl time.Duration, now time.Time) []metav1.PartialObjectMetadata {
+func expired(records []metav1.PartialObjectMetadata, ttl time.Duration, now time.Time) []metav1.PartialObjectMetadata {
 	var out []metav1.PartialObjectMetadata
 	for _, m := range records {
 		ours := m.Labels[contract.LabelManagedBy] == contract.ManagedBy
-		if ours && m.Labels[LabelReplica] != self && isExpired(&m, ttl, now) {
+		if ours && isExpired(&m, ttl, now) {
 			out = append(out, m)
 		}
 	}
@@ -101,8 +104,8 @@ func expired(records []metav1.PartialObjectMetadata, self string, ttl time.Durat
 // that expired: those of replicas that are gone (a killed pod's
 // replacement has another name, a scaled-away replica has none) and of
 // graphs that were deleted, which no one renews. They count for nothing
-// already; deleting them keeps them from piling up on the hub. A replica
-// leaves its own records to the others. Only metadata is read.
+// already; deleting them keeps them from piling up on the hub. Only
+// metadata is read.
 func (r *ReplicaStatus) pruneIfDue(ctx context.Context, now time.Time) error {
 	r.mu.Lock()
 	due := now.Sub(r.pruned) >= r.TTL/3
@@ -119,7 +122,21 @@ func (r *ReplicaStatus) pruneIfDue(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("listing the replicas' fleet status records: %w", err)
 	}
-	return r.prune(ctx, expired(list.Items, r.Replica, r.TTL, now))
+	return r.prune(ctx, expired(list.Items, r.TTL, now))
+}
+
+// Forget deletes this replica's record of a graph that was removed, so
+// that it neither counts nor waits a TTL for a prune. A record that is
+// already gone is no error.
+func (r *ReplicaStatus) Forget(ctx context.Context, graph string) error {
+	r.mu.Lock()
+	delete(r.published, graph)
+	r.mu.Unlock()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.recordName(graph)}}
+	if err := r.Client.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting replica %s's fleet status record of removed graph %s: %w", r.Replica, graph, err)
+	}
+	return nil
 }
 
 // prune deletes the stale records, each fenced on its resourceVersion: a

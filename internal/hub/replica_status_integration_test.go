@@ -21,10 +21,11 @@ import (
 
 // TestReplicaStatusPrunesDeadReplicas: on a real hub, merging deletes the
 // records that stopped being renewed, of a replica that is gone (killed,
-// scaled away) or of a graph that was deleted, so that they neither count
-// nor pile up; a live replica's record
-// and a look-alike ConfigMap that is not ours stay, and a record renewed
-// after it was read is not deleted on the strength of the stale read.
+// scaled away) or of a graph that was deleted (this replica's own too), so
+// that they neither count nor pile up; a live replica's record and a
+// look-alike ConfigMap that is not ours stay, and a record renewed after
+// it was read is not deleted on the strength of the stale read. Forget
+// deletes the own record of a removed graph at once.
 func TestReplicaStatusPrunesDeadReplicas(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 0)
 	ctx := context.Background()
@@ -44,13 +45,14 @@ func TestReplicaStatusPrunesDeadReplicas(t *testing.T) {
 	live := create(replicaRecord(t, "live", now, ClusterStatus{Cluster: "c2", Instances: 2}), "fleetgraph-g-live", true)
 	notOurs := create(replicaRecord(t, "other", now.Add(-2*time.Minute)), "someone-elses", false)
 	deletedGraph := create(replicaRecord(t, "live", now.Add(-2*time.Minute), ClusterStatus{Cluster: "c2"}), "fleetgraph-gone-live", true)
+	ownDeletedGraph := create(replicaRecord(t, "a", now.Add(-2*time.Minute), ClusterStatus{Cluster: "c1"}), "fleetgraph-old-a", true)
 	r := &ReplicaStatus{Client: c, Namespace: "default", Replica: "a", TTL: time.Minute}
 
 	got, err := r.Merged(ctx, GraphStatus{Graph: "g", Clusters: []ClusterStatus{{Cluster: "c1", Instances: 1}}})
 
 	require.NoError(t, err)
 	assert.Equal(t, []ClusterStatus{{Cluster: "c1", Instances: 1}, {Cluster: "c2", Instances: 2}}, got.Clusters)
-	for _, gone := range []*corev1.ConfigMap{dead, deletedGraph} {
+	for _, gone := range []*corev1.ConfigMap{dead, deletedGraph, ownDeletedGraph} {
 		err = c.Get(ctx, client.ObjectKeyFromObject(gone), &corev1.ConfigMap{})
 		assert.True(t, apierrors.IsNotFound(err), "expired record %s is deleted, got %v", gone.Name, err)
 	}
@@ -66,4 +68,13 @@ func TestReplicaStatusPrunesDeadReplicas(t *testing.T) {
 	require.NoError(t, c.Update(ctx, renewedMeanwhile))
 	require.NoError(t, r.prune(ctx, []metav1.PartialObjectMetadata{{ObjectMeta: stale.ObjectMeta}}))
 	assert.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(live), &corev1.ConfigMap{}), "a record renewed after the read stays")
+
+	require.NoError(t, r.Forget(ctx, "g"))
+	err = c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "fleetgraph-g-a"}, &corev1.ConfigMap{})
+	assert.True(t, apierrors.IsNotFound(err), "a removed graph's own record is deleted at once, got %v", err)
+	require.NoError(t, r.Forget(ctx, "g"), "forgetting twice is no error")
+	_, err = r.Merged(ctx, GraphStatus{Graph: "g", Clusters: []ClusterStatus{{Cluster: "c1", Instances: 1}}})
+	require.NoError(t, err)
+	assert.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "fleetgraph-g-a"}, &corev1.ConfigMap{}),
+		"a graph registered again is published again, not skipped as unchanged")
 }

@@ -53,9 +53,10 @@ func TestReplicaStatusMerge(t *testing.T) {
 	assert.Equal(t, []ClusterStatus{{Cluster: "c1", Instances: 1}}, own.Clusters, "own view untouched")
 }
 
-// TestReplicaStatusExpired: only other replicas' records of ours that
-// outlived the TTL are up for deletion; this replica's own never is, nor
-// is a ConfigMap someone else labelled like a record.
+// TestReplicaStatusExpired: records of ours that outlived the TTL are up
+// for deletion, this replica's own included (a lone replica would keep
+// its records of deleted graphs otherwise); a live record is not, nor is
+// a ConfigMap someone else labelled like a record.
 func TestReplicaStatusExpired(t *testing.T) {
 	now := time.Now()
 	meta := func(replica string, renewed time.Time, ours bool) metav1.PartialObjectMetadata {
@@ -75,11 +76,11 @@ func TestReplicaStatusExpired(t *testing.T) {
 	}
 	records[4].Annotations = nil
 
-	got := expired(records, "a", time.Minute, now)
+	got := expired(records, time.Minute, now)
 
 	var names []string
 	for _, m := range got {
 		names = append(names, m.Name)
 	}
-	assert.Equal(t, []string{"dead", "unstamped"}, names)
+	assert.Equal(t, []string{"a", "dead", "unstamped"}, names)
 }
