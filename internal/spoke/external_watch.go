@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -72,12 +71,11 @@ func (m *member) startScoped(key scopeKey) error {
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
 	go inf.RunWithContext(ctx)
-	err = wait.PollUntilContextCancel(ctx, handlerSyncPoll, true, func(context.Context) (bool, error) {
-		return inf.HasSynced(), nil
-	})
-	if err != nil {
+	select {
+	case <-inf.HasSyncedChecker().Done():
+	case <-ctx.Done():
 		cancel()
-		return fmt.Errorf("watching %s: %w", key.gvk, err)
+		return fmt.Errorf("watching %s: %w", key.gvk, m.ctx.Err())
 	}
 	m.mu.Lock()
 	m.scoped[key] = &scoped{store: inf.GetStore(), cancel: cancel, users: map[types.NamespacedName]struct{}{}}

@@ -1,21 +1,14 @@
 package spoke
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// handlerSyncPoll is how often watch checks whether a new handler has seen
-// the informer's initial objects.
-const handlerSyncPoll = 5 * time.Millisecond
 
 // watchKey names the metadata-only informer of one child kind that a
 // member listens to.
@@ -95,13 +88,15 @@ func (m *member) watch(obj client.Object, h toolscache.ResourceEventHandler) err
 		return fmt.Errorf("watching %s: %w", obj.GetObjectKind().GroupVersionKind(), err)
 	}
 	m.addCleanup(func() { _ = inf.RemoveEventHandler(reg) })
-	err = wait.PollUntilContextCancel(m.ctx, handlerSyncPoll, true, func(context.Context) (bool, error) {
-		return reg.HasSynced(), nil
-	})
-	if err != nil {
-		return fmt.Errorf("watching %s: %w", obj.GetObjectKind().GroupVersionKind(), err)
+	// Wait on the registration's own signal rather than polling it: a hub
+	// engaging a thousand clusters starts thousands of these at once, and
+	// a poll each would keep the CPU busy with timers while lists are slow.
+	select {
+	case <-reg.HasSyncedChecker().Done():
+		return nil
+	case <-m.ctx.Done():
+		return fmt.Errorf("watching %s: %w", obj.GetObjectKind().GroupVersionKind(), m.ctx.Err())
 	}
-	return nil
 }
 
 // tombstone unwraps a deleted object whose final state the informer missed.
