@@ -70,7 +70,7 @@ bench-fleet: envtest-assets ## One hub, N simulated clusters on one API server, 
 	@for mode in $(FLEET_MODES); do for n in $(FLEET_SIZES); do \
 		KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) FLEET_MODES=$$mode FLEET_SIZES=$$n \
 		$(GO) test -tags integration -run '^$$' -bench BenchmarkFleet -benchtime 1x -timeout 30m ./sdk/ \
-		| grep -E '^(fleet|Benchmark|FAIL|--- |    )' || exit 1; done; done
+		| grep --line-buffered -E '^(fleet|Benchmark|FAIL|--- |    )' || exit 1; done; done
 
 .PHONY: quickstart
 quickstart: envtest-assets ## Run the quickstart on a local embedded fleet.

@@ -4,6 +4,7 @@ package sdk_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -121,9 +123,20 @@ func runFleet(b *testing.B, mode string, n, graphs int) {
 	start := time.Now()
 	engage()
 	go createFleetInstances(ctx, c, kinds, names)
-	served := waitFor(b, "every cluster served", 20*time.Millisecond, func() bool { return allServed(h, kinds, n) })
+	profile := func() {
+		writeProfiles(b, fmt.Sprintf("%s-%d-%d-timeout", mode, n, graphs))
+		writeServerProfiles(b, fleet.Hub.Config, fmt.Sprintf("%s-%d-%d-timeout", mode, n, graphs))
+		logNotActive(ctx, b, c, kinds, 3)
+	}
+	served := waitFor(b, "every cluster served", 20*time.Millisecond, profile, func() (bool, string) {
+		got := countServed(h, kinds)
+		return got == n*graphs, fmt.Sprintf("%d of %d (cluster, graph) pairs served", got, n*graphs)
+	})
 	b.Logf("%s: %d clusters served after %s", mode, n, served.Sub(start))
-	active := waitFor(b, "every instance ACTIVE", 500*time.Millisecond, func() bool { return countActiveAll(ctx, c, kinds) == n*graphs })
+	active := waitFor(b, "every instance ACTIVE", 500*time.Millisecond, profile, func() (bool, string) {
+		got := countActiveAll(ctx, c, kinds)
+		return got == n*graphs, fmt.Sprintf("%d of %d instances ACTIVE", got, n*graphs)
+	})
 	after := settle(b)
 	writeProfiles(b, fmt.Sprintf("%s-%d-%d", mode, n, graphs))
 
@@ -200,30 +213,32 @@ func parallel(names []string, f func(name string) error) {
 }
 
 // createFleetInstances creates one instance of every kind in every cluster's
-// namespace, retrying each until its kind is served.
+// namespace, retrying each until its kind is served. Each kind's instance
+// has a name of its own: every graph names its ConfigMap after the
+// instance, and instances of two graphs with one name would claim one
+// ConfigMap, which the runtime refuses as a conflict.
 func createFleetInstances(ctx context.Context, c client.Client, kinds []schema.GroupVersionKind, names []string) {
 	for _, gvk := range kinds {
 		parallel(names, func(ns string) error {
-			u := instance(gvk, "inst", map[string]any{"size": int64(1)})
+			u := instance(gvk, strings.ToLower(gvk.Kind), map[string]any{"size": int64(1)})
 			u.SetNamespace(ns)
 			return c.Create(ctx, u)
 		})
 	}
 }
 
-func allServed(h *sdk.Hub, kinds []schema.GroupVersionKind, n int) bool {
+// countServed counts the (cluster, graph) pairs whose cluster serves the
+// graph.
+func countServed(h *sdk.Hub, kinds []schema.GroupVersionKind) int {
+	served := 0
 	for _, gvk := range kinds {
-		served := 0
 		for _, cs := range h.FleetStatus(strings.ToLower(gvk.Kind)).Clusters {
 			if cs.Serving && cs.CRD.Healthy() {
 				served++
 			}
 		}
-		if served < n {
-			return false
-		}
 	}
-	return true
+	return served
 }
 
 func countActiveAll(ctx context.Context, c client.Client, kinds []schema.GroupVersionKind) int {
@@ -246,14 +261,35 @@ func countActiveAll(ctx context.Context, c client.Client, kinds []schema.GroupVe
 // waitFor polls cond every interval until it holds and returns when it
 // first did. The interval is the measurement's granularity: a cond that
 // lists every instance of the fleet would, polled often, take the CPU the
-// hub needs.
-func waitFor(b *testing.B, what string, interval time.Duration, cond func() bool) time.Time {
-	deadline := time.Now().Add(10 * time.Minute)
-	for !cond() {
-		require.True(b, time.Now().Before(deadline), "timed out waiting for %s", what)
+// hub needs. cond also says how far it got, which is logged every 30 s
+// and on timeout, when onTimeout runs too (to write profiles).
+func waitFor(b *testing.B, what string, interval time.Duration, onTimeout func(), cond func() (bool, string)) time.Time {
+	start := time.Now()
+	deadline, nextLog := start.Add(envDuration(b, "FLEET_TIMEOUT", 10*time.Minute)), start.Add(30*time.Second)
+	for {
+		done, progress := cond()
+		if done {
+			return time.Now()
+		}
+		if now := time.Now(); now.After(deadline) {
+			onTimeout()
+			b.Fatalf("timed out waiting for %s: %s after %s", what, progress, now.Sub(start).Round(time.Second))
+		} else if now.After(nextLog) {
+			fmt.Printf("fleet     waiting for %s: %s after %s\n", what, progress, now.Sub(start).Round(time.Second))
+			nextLog = now.Add(30 * time.Second)
+		}
 		time.Sleep(interval) // measurement granularity, not synchronisation
 	}
-	return time.Now()
+}
+
+func envDuration(b *testing.B, key string, def time.Duration) time.Duration {
+	v := os.Getenv(key)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	require.NoError(b, err, "%s", key)
+	return d
 }
 
 // settle waits until the goroutine count stops changing (three equal
@@ -310,6 +346,53 @@ func writeProfiles(b *testing.B, name string) {
 		}
 		require.NoError(b, pprof.Lookup(p.kind).WriteTo(f, debug))
 		require.NoError(b, f.Close())
+	}
+}
+
+// logNotActive logs the status of up to max instances of each kind that
+// are not ACTIVE, and how many of each kind exist: what a stalled fleet
+// says about itself.
+func logNotActive(ctx context.Context, b *testing.B, c client.Client, kinds []schema.GroupVersionKind, max int) {
+	for _, gvk := range kinds {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := c.List(ctx, list); err != nil {
+			b.Logf("listing %s: %v", gvk.Kind, err)
+			continue
+		}
+		shown := 0
+		for _, u := range list.Items {
+			if s, _, _ := unstructured.NestedString(u.Object, "status", "state"); s != "ACTIVE" && shown < max {
+				shown++
+				status, _ := json.Marshal(u.Object["status"])
+				b.Logf("%s %s/%s not ACTIVE: finalizers %v, status %s", gvk.Kind, u.GetNamespace(), u.GetName(), u.GetFinalizers(), status)
+			}
+		}
+		b.Logf("%s: %d instances exist", gvk.Kind, len(list.Items))
+	}
+}
+
+// writeServerProfiles writes the API server's goroutines and metrics to
+// $FLEET_PROFILES, when set, to see what a stalled fleet waits for on the
+// server's side.
+func writeServerProfiles(b *testing.B, cfg *rest.Config, name string) {
+	dir := os.Getenv("FLEET_PROFILES")
+	if dir == "" {
+		return
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(b, err)
+	for path, file := range map[string]string{"/debug/pprof/goroutine": "server-goroutines.txt", "/metrics": "server-metrics.txt"} {
+		req := cs.CoreV1().RESTClient().Get().AbsPath(path)
+		if file == "server-goroutines.txt" {
+			req = req.Param("debug", "1")
+		}
+		raw, err := req.DoRaw(context.Background())
+		if err != nil {
+			b.Logf("reading the API server's %s: %v", path, err)
+			continue
+		}
+		require.NoError(b, os.WriteFile(filepath.Join(dir, name+"-"+file), raw, 0o600))
 	}
 }
 
