@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"github.com/fleetgraph/fleetgraph/internal/crdschema"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
@@ -42,6 +44,10 @@ type controller struct {
 	// onEmpty, if set, is called (in a goroutine) whenever the last member
 	// detaches; the Runtime uses it to stop versions nobody serves anymore.
 	onEmpty func()
+	// defaults is the instance schema whose defaults every instance read
+	// gets (defaults.go), built once for every cluster: it is only read.
+	// Nil when the graph has no structural schema.
+	defaults *structuralschema.Structural
 }
 
 // QueueName is the name of a graph's work queue, the "name" label of its
@@ -66,6 +72,9 @@ func newController(parent context.Context, name string, g *graph.Graph, opts Opt
 		members: map[multicluster.ClusterName]*member{},
 		busy:    map[*member]int{},
 		parked:  map[*member]map[mcreconcile.Request]struct{}{},
+		// Per member, this was 12 KiB each on a hub with 5 graphs on
+		// 1,000 clusters.
+		defaults: crdschema.StorageSchema(g.CRD),
 	}
 	c.idle = sync.NewCond(&c.mu)
 	for range opts.Workers {

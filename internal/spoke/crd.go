@@ -55,7 +55,7 @@ func (m *member) watchCRD() {
 	}
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	if err := m.watch(crd, crdHandler{m}); err != nil {
+	if err := m.listenShared(crd, crdHandler{m}); err != nil {
 		m.log.Info("not watching the graph's CRD; a re-created CRD is noticed late", "reason", err.Error())
 	}
 }

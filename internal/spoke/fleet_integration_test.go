@@ -174,3 +174,63 @@ func TestRemovedSpokeStopsItsWorkWithoutLeaks(t *testing.T) {
 	_, err = configMap(c, "team", "still-left")
 	require.True(t, apierrors.IsNotFound(err))
 }
+
+const soloRGD = `
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: solo
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Solo
+    spec:
+      value: string | default="s"
+  resources:
+  - id: only
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name}-solo
+      data:
+        value: ${schema.spec.value}
+`
+
+// TestGraphsOnOneClusterShareChildWatches: graphs on one cluster share one
+// handler per child kind (shared_handlers.go). A graph served after
+// another already watches ConfigMaps joins late, and both must go on
+// getting events: a deleted child is put back at once (the resync is ten
+// minutes away), through a graph stopping and being served again.
+func TestGraphsOnOneClusterShareChildWatches(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 1)
+	ctx := context.Background()
+	pair, solo := compile(t, pairRGD), compile(t, soloRGD)
+	c := newClient(t, fleet.Spokes()[0].Config)
+	installCRD(t, c, pair)
+	installCRD(t, c, solo)
+	createNamespace(t, c, "team")
+	provider, err := fleet.NewProvider(ctx)
+	require.NoError(t, err)
+	rt := startRuntime(t, fleet, provider, spoke.Options{})
+	require.NoError(t, rt.Serve(pair))
+	require.NoError(t, c.Create(ctx, newInstance(pair, "team", "p", map[string]any{"value": "x"})))
+	stateIs(t, c, pair, "team", "p", contract.StateActive)
+
+	require.NoError(t, rt.Serve(solo))
+	require.NoError(t, c.Create(ctx, newInstance(solo, "team", "s", map[string]any{"value": "y"})))
+	stateIs(t, c, solo, "team", "s", contract.StateActive)
+	putBack := func(name, value string) {
+		t.Helper()
+		require.NoError(t, c.Delete(ctx, configMapRef("team", name)))
+		configMapData(t, c, "team", name, "value", value)
+	}
+	putBack("s-solo", "y")
+	putBack("p-left", "x")
+
+	rt.Stop("solo")
+	putBack("p-left", "x")
+	require.NoError(t, rt.Serve(solo))
+	putBack("s-solo", "y")
+	putBack("p-right", "x")
+}

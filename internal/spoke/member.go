@@ -17,7 +17,6 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
-	"github.com/fleetgraph/fleetgraph/internal/crdschema"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
@@ -60,8 +59,10 @@ type member struct {
 	listed map[types.UID]map[schema.GroupVersionKind]bool
 	// crdUID is the UID of the graph's CRD as last seen (crd.go).
 	crdUID types.UID
-	// defaults is the instance schema whose defaults every instance read
-	// gets (defaults.go); nil when the graph has no structural schema.
+	// fan is the cluster's shared handlers (shared_handlers.go).
+	fan *fanouts
+	// defaults is the controller's (shared, read-only) instance schema
+	// for defaulting.
 	defaults *structuralschema.Structural
 }
 
@@ -79,7 +80,8 @@ func newMember(c *controller, e *engagement) *member {
 		g:          c.g,
 		cluster:    e.name,
 		cl:         e.cl,
-		defaults:   crdschema.StorageSchema(c.g.CRD),
+		fan:        e.fan,
+		defaults:   c.defaults,
 		recorder:   e.cl.GetEventRecorder("fleetgraph"),
 		log:        c.log.WithValues("cluster", e.name.String()),
 		ctx:        ctx,

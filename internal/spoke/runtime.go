@@ -65,6 +65,9 @@ type engagement struct {
 	name multicluster.ClusterName
 	cl   cluster.Cluster
 	ctx  context.Context
+	// fan holds the handlers the graphs' members share on the cluster's
+	// metadata informers (shared_handlers.go).
+	fan *fanouts
 }
 
 // New returns a Runtime with opts' defaults filled in. It serves nothing until
@@ -123,7 +126,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 // is a no-op; engaging a different cluster under the same name replaces it.
 // It implements multicluster.Aware.
 func (rt *Runtime) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	e := &engagement{name: name, cl: cl, ctx: ctx}
+	e := &engagement{name: name, cl: cl, ctx: ctx, fan: newFanouts()}
 	rt.mu.Lock()
 	if old, ok := rt.clusters[name]; ok && old.cl == cl && old.ctx.Err() == nil {
 		rt.mu.Unlock()

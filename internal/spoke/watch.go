@@ -31,7 +31,7 @@ func (m *member) ensureWatch(gvk schema.GroupVersionKind) error {
 		m.listenHealth(gvk)
 		meta := &metav1.PartialObjectMetadata{}
 		meta.SetGroupVersionKind(gvk)
-		return m.watch(meta, childHandler{m: m, gvk: gvk})
+		return m.listenShared(meta, childHandler{m: m, gvk: gvk})
 	})
 }
 
