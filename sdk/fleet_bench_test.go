@@ -120,6 +120,7 @@ func runFleet(b *testing.B, mode string, n, graphs int) {
 	}
 	base := measure(b)
 
+	stopCPU := profileCPU(b, fmt.Sprintf("%s-%d-%d-serving", mode, n, graphs))
 	start := time.Now()
 	engage()
 	go createFleetInstances(ctx, c, kinds, names)
@@ -132,6 +133,7 @@ func runFleet(b *testing.B, mode string, n, graphs int) {
 		got := countServed(h, kinds)
 		return got == n*graphs, fmt.Sprintf("%d of %d (cluster, graph) pairs served", got, n*graphs)
 	})
+	stopCPU()
 	b.Logf("%s: %d clusters served after %s", mode, n, served.Sub(start))
 	active := waitFor(b, "every instance ACTIVE", 500*time.Millisecond, profile, func() (bool, string) {
 		got := countActiveAll(ctx, c, kinds)
@@ -369,6 +371,22 @@ func logNotActive(ctx context.Context, b *testing.B, c client.Client, kinds []sc
 			}
 		}
 		b.Logf("%s: %d instances exist", gvk.Kind, len(list.Items))
+	}
+}
+
+// profileCPU profiles the CPU into $FLEET_PROFILES, when set, until the
+// returned stop is called: where the time to serve every cluster goes.
+func profileCPU(b *testing.B, name string) (stop func()) {
+	dir := os.Getenv("FLEET_PROFILES")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, name+"-cpu.pprof"))
+	require.NoError(b, err)
+	require.NoError(b, pprof.StartCPUProfile(f))
+	return func() {
+		pprof.StopCPUProfile()
+		require.NoError(b, f.Close())
 	}
 }
 
