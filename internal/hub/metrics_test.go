@@ -50,3 +50,27 @@ fleetgraph_clusters_not_engaged{reason="UnsafeKubeconfig"} 2
 	require.NoError(t, err)
 	assert.Zero(t, n, "a cluster that left, and a hub that stopped, leave no series")
 }
+
+// A cluster's state series moves with each transition, goes with the
+// cluster when the tracker drops it, and a new engagement starts one
+// series afresh: never two states at once for a graph and cluster.
+func TestStateSeriesMovesWithTransitions(t *testing.T) {
+	ctx := context.Background()
+	tr := &hub.Tracker{}
+	count := func() int {
+		n, err := testutil.GatherAndCount(metrics.Registry, "fleetgraph_graph_cluster_state")
+		require.NoError(t, err)
+		return n
+	}
+	before := count()
+	for _, s := range []hub.CRDState{hub.CRDPending, hub.CRDApplied, hub.CRDError, hub.CRDEstablished} {
+		tr.Record(ctx, "series-g", "series-a", 1, s, "")
+		assert.Equal(t, before+1, count(), "one series after moving to %s", s)
+	}
+	tr.DropCluster("series-a")
+	assert.Equal(t, before, count(), "a dropped cluster leaves no series")
+	tr.Record(ctx, "series-g", "series-a", 1, hub.CRDApplied, "")
+	assert.Equal(t, before+1, count())
+	tr.DropGraph("series-g")
+	assert.Equal(t, before, count())
+}

@@ -183,7 +183,11 @@ func (t *Tracker) Record(ctx context.Context, graph, cluster string, generation 
 		byCluster[cluster] = &ClusterStatus{Cluster: cluster, CRD: state, Message: msg, Generation: generation, Since: time.Now()}
 	}
 	if transition {
-		recordState(graph, cluster, state)
+		var prev CRDState
+		if cur != nil {
+			prev = cur.CRD
+		}
+		recordState(graph, cluster, prev, state)
 	}
 	t.mu.Unlock()
 	if changed {
@@ -242,8 +246,12 @@ func (t *Tracker) DropCluster(cluster string) {
 	delete(t.unreachable, cluster)
 	var touched []string
 	for g, byCluster := range t.graphs {
-		if _, ok := byCluster[cluster]; ok {
+		if cur, ok := byCluster[cluster]; ok {
 			delete(byCluster, cluster)
+			// Its series goes too, or one recorded after a new
+			// engagement would sit beside it (recordState deletes the
+			// state it knows was last).
+			crdState.DeleteLabelValues(g, cluster, string(cur.CRD))
 			touched = append(touched, g)
 		}
 	}
