@@ -4,8 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"weak"
 
 	"k8s.io/client-go/rest"
 )
@@ -23,7 +26,38 @@ import (
 // credentials in it are hashed, never kept. It returns false when cfg does
 // not say all of it (a custom transport or dialer may add its own identity
 // or route elsewhere), and such a cluster is checked on its own.
+//
+// A cluster's config is hashed once: every Ensure and probe asks, and with
+// thousands of clusters the hashing was a twentieth of the hub's CPU while
+// a fleet engaged. The answer is kept for as long as the config lives
+// (cluster configs are not changed once the cluster is built; a rotation
+// builds a new cluster).
 func serverKey(cfg *rest.Config) (string, bool) {
+	if cfg == nil {
+		return "", false
+	}
+	wp := weak.Make(cfg)
+	if k, ok := serverKeys.Load(wp); ok {
+		key := k.(cachedKey)
+		return key.key, key.ok
+	}
+	key, ok := computeServerKey(cfg)
+	if _, loaded := serverKeys.LoadOrStore(wp, cachedKey{key, ok}); !loaded {
+		runtime.AddCleanup(cfg, func(wp weak.Pointer[rest.Config]) { serverKeys.Delete(wp) }, wp)
+	}
+	return key, ok
+}
+
+// serverKeys caches serverKey by config, weakly: an entry goes with its
+// config.
+var serverKeys sync.Map // weak.Pointer[rest.Config] -> cachedKey
+
+type cachedKey struct {
+	key string
+	ok  bool
+}
+
+func computeServerKey(cfg *rest.Config) (string, bool) {
 	if cfg == nil || cfg.Host == "" || cfg.Transport != nil || cfg.WrapTransport != nil ||
 		cfg.Dial != nil || cfg.Proxy != nil || cfg.NextProtos != nil {
 		return "", false
