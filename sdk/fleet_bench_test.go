@@ -52,7 +52,10 @@ const (
 //     mapper (fgtesting.SharedConnection), as an embedder can do for
 //     clusters behind one endpoint;
 //   - namespace: multicluster-runtime's namespace provider (each namespace a
-//     cluster) through fgtesting.NamespaceProvider.
+//     cluster) through fgtesting.NamespaceProvider;
+//   - floor: no hub, only the informers any controller serving these graphs
+//     on these clusters needs (see runFloor): the machine's and API
+//     server's floor for the time to serve and the memory per cluster.
 //
 // FLEET_SIZES (default 100,300,1000) and FLEET_GRAPHS (default 1) choose
 // the workload. Run it with `make bench-fleet`, which runs each mode and
@@ -89,11 +92,12 @@ func measure(b *testing.B) usage {
 	return usage{rss: f.RSS, heap: f.HeapInuse, goroutines: f.Goroutines}
 }
 
-func runFleet(b *testing.B, mode string, n, graphs int) {
+// startFleetNamespaces starts a hub API server with a namespace per
+// simulated cluster, and returns a client of it and the namespaces.
+func startFleetNamespaces(b *testing.B, n int) (*fgtesting.Fleet, client.Client, []string) {
 	fleet := fgtesting.StartFleet(b, 0, fgtesting.FleetOptions{Cluster: fgtesting.ClusterOptions{
 		APIServerFlags: map[string]string{"max-requests-inflight": "3000", "max-mutating-requests-inflight": "1500"},
 	}})
-	ctx := context.Background()
 	c, err := client.New(fleet.Hub.Config, client.Options{Scheme: fgtesting.NewScheme()})
 	require.NoError(b, err)
 	names := make([]string, n)
@@ -101,8 +105,18 @@ func runFleet(b *testing.B, mode string, n, graphs int) {
 		names[i] = fmt.Sprintf("%s%04d", simPrefix, i)
 	}
 	parallel(names, func(ns string) error {
-		return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		return c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	})
+	return fleet, c, names
+}
+
+func runFleet(b *testing.B, mode string, n, graphs int) {
+	if mode == "floor" {
+		runFloor(b, n, graphs)
+		return
+	}
+	fleet, c, names := startFleetNamespaces(b, n)
+	ctx := context.Background()
 
 	before := runtime.NumGoroutine()
 	provider, engage := simulatedProvider(b, mode, fleet.Hub.Config, names)
@@ -324,11 +338,15 @@ func report(b *testing.B, mode string, n, graphs int, served, active time.Durati
 	if graphs > 1 {
 		rssTarget = targetRSS5Graphs
 	}
-	fmt.Printf("fleet %-9s clusters=%-5d graphs=%d  served %6.1fs (target <= %s)  active %6.1fs  "+
+	activeCol, verdictCol := fmt.Sprintf("%6.1fs", active.Seconds()), verdict(after.rss <= rssTarget || n < 1000)
+	if mode == "floor" { // informers only: nothing gets ACTIVE, and a floor is not held to a target
+		activeCol, verdictCol = "     -", "the floor"
+	}
+	fmt.Printf("fleet %-9s clusters=%-5d graphs=%d  served %6.1fs (target <= %s)  active %s  "+
 		"rss %6.0f MiB (target <= %.0f MiB, %s)  heap %6.0f MiB  goroutines %6d  "+
 		"per cluster: %5.0f KiB rss, %5.0f KiB heap, %.1f goroutines\n",
-		mode, n, graphs, served.Seconds(), targetServed, active.Seconds(),
-		mib(after.rss), mib(rssTarget), verdict(after.rss <= rssTarget || n < 1000), mib(after.heap), after.goroutines,
+		mode, n, graphs, served.Seconds(), targetServed, activeCol,
+		mib(after.rss), mib(rssTarget), verdictCol, mib(after.heap), after.goroutines,
 		perKiB(base.rss, after.rss), perKiB(base.heap, after.heap), float64(after.goroutines-base.goroutines)/float64(n))
 }
 
