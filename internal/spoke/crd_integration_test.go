@@ -13,13 +13,42 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/spoke"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
+// TestInstancesAreServedSoonAfterTheirCRDComesBack: an instance created
+// after the graph's CRD was deleted and installed again is served within
+// seconds, not after the instance watch's backoff. A cluster built with
+// spoke.ReportWatchErrors learns that the kind went from the instance
+// watch itself; any other cluster, from a watch of the CRDs.
 func TestInstancesAreServedSoonAfterTheirCRDComesBack(t *testing.T) {
+	t.Run("reported by the instance watch", func(t *testing.T) {
+		crdComesBack(t)
+	})
+	t.Run("seen by a watch of the CRDs", func(t *testing.T) {
+		crdComesBack(t, withoutWatchReports)
+	})
+}
+
+// withoutWatchReports builds a cluster's cache as a provider that does not
+// add spoke.ReportWatchErrors would.
+func withoutWatchReports(o *cluster.Options) { o.NewCache = nil }
+
+func crdComesBack(t *testing.T, clusterOpts ...cluster.Option) {
 	ctx := context.Background()
-	c, g, _ := servedOnOneSpoke(t, pairRGD)
+	fleet := fgtesting.StartFleet(t, 1)
+	g := compile(t, pairRGD)
+	c := newClient(t, fleet.Spokes()[0].Config)
+	installCRD(t, c, g)
+	createNamespace(t, c, "team")
+	provider, err := fleet.NewProvider(ctx, append([]cluster.Option{spoke.TrimCache}, clusterOpts...)...)
+	require.NoError(t, err)
+	rt := startRuntime(t, fleet, provider, spoke.Options{})
+	require.NoError(t, rt.Serve(g))
 	require.NoError(t, c.Create(ctx, newInstance(g, "team", "before", map[string]any{})))
 	stateIs(t, c, g, "team", "before", contract.StateActive)
 

@@ -59,6 +59,9 @@ type member struct {
 	listed map[types.UID]map[schema.GroupVersionKind]bool
 	// crdUID is the UID of the graph's CRD as last seen (crd.go).
 	crdUID types.UID
+	// rewatching is set while the instance watch waits to be replaced
+	// after the CRD went away (crd.go).
+	rewatching bool
 	// fan is the cluster's shared handlers (shared_handlers.go).
 	fan *fanouts
 	// defaults is the controller's (shared, read-only) instance schema
@@ -138,7 +141,7 @@ func (m *member) open() error {
 	if err := m.watch(inst, instanceHandler{m}); err != nil {
 		return err
 	}
-	m.watchCRD()
+	m.followCRD()
 	return nil
 }
 

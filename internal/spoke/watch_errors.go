@@ -352,9 +352,12 @@ func (m *member) listenHealth(gvk schema.GroupVersionKind) {
 // watchHealthChanged requeues every instance the member serves: each uses
 // the graph's kinds, and a status that shows the change is written only
 // by a reconcile.
-func (m *member) watchHealthChanged(schema.GroupVersionKind) {
+func (m *member) watchHealthChanged(gvk schema.GroupVersionKind) {
 	if m.ctx.Err() != nil {
 		return
+	}
+	if gvk == m.g.Instance.GVK {
+		m.instanceKindChanged()
 	}
 	m.mu.Lock()
 	keys := make([]types.NamespacedName, 0, len(m.states))
