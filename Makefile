@@ -64,9 +64,9 @@ rollout-demo: envtest-assets ## Run the two-wave rollout demo on a local embedde
 	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/rollout
 
 .PHONY: bench-fleet
-FLEET_MODES ?= namespace shared testing
+FLEET_MODES ?= floor namespace shared testing
 FLEET_SIZES ?= 100 300 1000
-bench-fleet: envtest-assets ## One hub, N simulated clusters on one API server, each N in a fresh process: time to serve, RSS and goroutines per cluster. FLEET_MODES, FLEET_SIZES, FLEET_GRAPHS override.
+bench-fleet: envtest-assets ## One hub, N simulated clusters on one API server, each N in a fresh process: time to serve, RSS and goroutines per cluster, and the floor (the same informers, no hub). FLEET_MODES, FLEET_SIZES, FLEET_GRAPHS, FLEET_TIMEOUT override.
 	@for mode in $(FLEET_MODES); do for n in $(FLEET_SIZES); do \
 		KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) FLEET_MODES=$$mode FLEET_SIZES=$$n \
 		$(GO) test -tags integration -run '^$$' -bench BenchmarkFleet -benchtime 1x -timeout 30m ./sdk/ \
