@@ -26,7 +26,7 @@ import (
 // the informers any controller serving the same graphs on the same
 // clusters needs, each with one handler, over one shared HTTP client. Per
 // cluster: one informer of each graph's instance kind in the cluster's
-// namespace, one of ConfigMap metadata there, and one of CRD metadata. It
+// namespace, and one of ConfigMap (the child kind) metadata there. It
 // reports the time until they have all synced and the memory they take,
 // as the hub's figures are reported: what one machine and one API server
 // cannot do faster or in less, whatever the hub does.
@@ -43,7 +43,6 @@ func runFloor(b *testing.B, n, graphs int) {
 	require.NoError(b, err)
 	meta, err := metadata.NewForConfigAndClient(fleet.Hub.Config, httpClient)
 	require.NoError(b, err)
-	crds := apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
 	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	var informers []toolscache.SharedIndexInformer
 	start := time.Now()
@@ -52,8 +51,7 @@ func runFloor(b *testing.B, n, graphs int) {
 			informers = append(informers, dynamicinformer.NewFilteredDynamicInformer(dyn, gvr, ns, 0, toolscache.Indexers{}, nil).Informer())
 		}
 		informers = append(informers,
-			metadatainformer.NewFilteredMetadataInformer(meta, configMaps, ns, 0, toolscache.Indexers{}, nil).Informer(),
-			metadatainformer.NewFilteredMetadataInformer(meta, crds, "", 0, toolscache.Indexers{}, nil).Informer())
+			metadatainformer.NewFilteredMetadataInformer(meta, configMaps, ns, 0, toolscache.Indexers{}, nil).Informer())
 	}
 	for _, inf := range informers {
 		_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{})
