@@ -1,7 +1,6 @@
 package spoke
 
 import (
-	"context"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -9,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -32,9 +30,12 @@ import (
 
 var _ toolscache.ResourceEventHandler = crdHandler{}
 
-// crdServedPoll is how often a CRD that came back is checked for being
-// served.
+// crdServedPoll is how soon, at first, the instance kind is checked for
+// being served again after it went away.
 const crdServedPoll = 100 * time.Millisecond
+
+// crdServedPollMax bounds the checks' backoff while the kind stays away.
+const crdServedPollMax = time.Second
 
 // crdHandler follows the graph's CRD on the member's cluster.
 type crdHandler struct{ m *member }
@@ -107,19 +108,28 @@ func (m *member) watchCRD() {
 	}
 }
 
+// kindLists reports whether the instance kind lists, into list.
+func (m *member) kindLists(list *metav1.PartialObjectMetadataList) bool {
+	ctx, cancel := withCallTimeout(m.ctx, m.c.opts.CallTimeout)
+	defer cancel()
+	return m.cl.GetAPIReader().List(ctx, list, client.Limit(1)) == nil
+}
+
 // rewatchInstances waits until the instance kind lists again, then
 // replaces the instance informer, whose new initial list enqueues every
 // instance.
 func (m *member) rewatchInstances() {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(m.g.Instance.GVK.GroupVersion().WithKind(m.g.Instance.GVK.Kind + "List"))
-	err := wait.PollUntilContextCancel(m.ctx, crdServedPoll, true, func(ctx context.Context) (bool, error) {
-		lctx, cancel := withCallTimeout(ctx, m.c.opts.CallTimeout)
-		defer cancel()
-		return m.cl.GetAPIReader().List(lctx, list, client.Limit(1)) == nil, nil
-	})
-	if err != nil {
-		return
+	// The kind may stay away (a tenant deleted the CRD and the hub cannot
+	// put it back), so the checks slow down to one a second. (wait.Backoff
+	// with a Cap stops at the cap, so this loops itself.)
+	for delay := crdServedPoll; !m.kindLists(list); delay = min(2*delay, crdServedPollMax) {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-time.After(delay):
+		}
 	}
 	inst := &unstructured.Unstructured{}
 	inst.SetGroupVersionKind(m.g.Instance.GVK)
