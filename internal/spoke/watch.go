@@ -88,15 +88,10 @@ func (m *member) watch(obj client.Object, h toolscache.ResourceEventHandler) err
 		return fmt.Errorf("watching %s: %w", obj.GetObjectKind().GroupVersionKind(), err)
 	}
 	m.addCleanup(func() { _ = inf.RemoveEventHandler(reg) })
-	// Wait on the registration's own signal rather than polling it: a hub
-	// engaging a thousand clusters starts thousands of these at once, and
-	// a poll each would keep the CPU busy with timers while lists are slow.
-	select {
-	case <-reg.HasSyncedChecker().Done():
-		return nil
-	case <-m.ctx.Done():
-		return fmt.Errorf("watching %s: %w", obj.GetObjectKind().GroupVersionKind(), m.ctx.Err())
+	if err := waitSynced(m.ctx, reg); err != nil {
+		return fmt.Errorf("watching %s: %w", obj.GetObjectKind().GroupVersionKind(), err)
 	}
+	return nil
 }
 
 // tombstone unwraps a deleted object whose final state the informer missed.
