@@ -127,16 +127,49 @@ func (r *ReplicaStatus) pruneIfDue(ctx context.Context, now time.Time) error {
 
 // Forget deletes this replica's record of a graph that was removed, so
 // that it neither counts nor waits a TTL for a prune. A record that is
-// already gone is no error.
+// already gone is no error; an object of that name that is not this
+// replica's record is left alone.
 func (r *ReplicaStatus) Forget(ctx context.Context, graph string) error {
 	r.mu.Lock()
 	delete(r.published, graph)
 	r.mu.Unlock()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.recordName(graph)}}
-	if err := r.Client.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
+	cur, err := r.ownRecord(ctx, graph)
+	if errors.Is(err, ErrNotOurRecord) {
+		return nil
+	}
+	if err != nil || cur == nil {
+		return err
+	}
+	err = r.Client.Delete(ctx, cur, client.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion})
+	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting replica %s's fleet status record of removed graph %s: %w", r.Replica, graph, err)
 	}
 	return nil
+}
+
+// ErrNotOurRecord is returned when an object has the name of a replica's
+// status record but that replica did not write it: it is neither
+// overwritten nor deleted.
+var ErrNotOurRecord = errors.New("not this replica's fleet status record")
+
+// ownRecord reads the metadata of this replica's record of graph: nil
+// when there is none, and ErrNotOurRecord when the object of its name was
+// not written by this replica.
+func (r *ReplicaStatus) ownRecord(ctx context.Context, graph string) (*metav1.PartialObjectMetadata, error) {
+	cur := &metav1.PartialObjectMetadata{}
+	cur.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.recordName(graph)}, cur)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading replica %s's fleet status record of graph %s: %w", r.Replica, graph, err)
+	}
+	labels := cur.GetLabels()
+	if labels[contract.LabelManagedBy] != contract.ManagedBy || labels[LabelReplica] != contract.LabelValue(r.Replica) {
+		return cur, fmt.Errorf("ConfigMap %s/%s: %w", cur.Namespace, cur.Name, ErrNotOurRecord)
+	}
+	return cur, nil
 }
 
 // prune deletes the stale records, each fenced on its resourceVersion: a
@@ -164,7 +197,7 @@ func (r *ReplicaStatus) merge(own GraphStatus, records []corev1.ConfigMap, now t
 	out := own
 	out.Clusters = slices.Clone(own.Clusters)
 	for _, cm := range records {
-		if cm.Labels[LabelReplica] == r.Replica || isExpired(&cm, r.TTL, now) {
+		if cm.Labels[LabelReplica] == contract.LabelValue(r.Replica) || isExpired(&cm, r.TTL, now) {
 			continue
 		}
 		var theirs []ClusterStatus
@@ -217,7 +250,7 @@ func (r *ReplicaStatus) publish(ctx context.Context, own GraphStatus) error {
 		},
 		Data: map[string]string{recordKey: string(raw)},
 	}
-	if err := r.write(ctx, cm); err != nil {
+	if err := r.write(ctx, own.Graph, cm); err != nil {
 		return fmt.Errorf("writing replica %s's fleet status of graph %s: %w", r.Replica, own.Graph, err)
 	}
 	r.mu.Lock()
@@ -229,12 +262,19 @@ func (r *ReplicaStatus) publish(ctx context.Context, own GraphStatus) error {
 	return nil
 }
 
-func (r *ReplicaStatus) write(ctx context.Context, cm *corev1.ConfigMap) error {
-	err := r.Client.Update(ctx, cm)
-	if apierrors.IsNotFound(err) {
+// write creates the record, or replaces it if this replica wrote it. The
+// replacement is fenced on the version read: an object of that name that
+// someone else put there meanwhile is not overwritten.
+func (r *ReplicaStatus) write(ctx context.Context, graph string, cm *corev1.ConfigMap) error {
+	cur, err := r.ownRecord(ctx, graph)
+	if err != nil {
+		return err
+	}
+	if cur == nil {
 		return r.Client.Create(ctx, cm)
 	}
-	return err
+	cm.ResourceVersion = cur.ResourceVersion
+	return r.Client.Update(ctx, cm)
 }
 
 // recordName is the record's ConfigMap name: graph and replica.

@@ -78,3 +78,34 @@ func TestReplicaStatusPrunesDeadReplicas(t *testing.T) {
 	assert.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "fleetgraph-g-a"}, &corev1.ConfigMap{}),
 		"a graph registered again is published again, not skipped as unchanged")
 }
+
+// TestReplicaStatusLeavesObjectsItDidNotWrite: a ConfigMap that has the
+// name of this replica's record but was not written by it (a tenant's,
+// or another replica's under a colliding name) is neither overwritten by
+// a publish nor deleted by Forget.
+func TestReplicaStatusLeavesObjectsItDidNotWrite(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 0)
+	ctx := context.Background()
+	c, err := client.New(fleet.Hub.Config, client.Options{})
+	require.NoError(t, err)
+	theirs := map[string]*corev1.ConfigMap{
+		"unlabelled": {ObjectMeta: metav1.ObjectMeta{Name: "fleetgraph-h-a"}},
+		"other replica": {ObjectMeta: metav1.ObjectMeta{Name: "fleetgraph-k-a", Labels: map[string]string{
+			contract.LabelManagedBy: contract.ManagedBy, LabelReplica: "b", LabelFleetStatusOf: "k"}}},
+	}
+	graphs := map[string]string{"unlabelled": "h", "other replica": "k"}
+	r := &ReplicaStatus{Client: c, Namespace: "default", Replica: "a", TTL: time.Minute}
+	for what, cm := range theirs {
+		cm.Namespace, cm.Data = "default", map[string]string{"mine": what}
+		require.NoError(t, c.Create(ctx, cm))
+
+		_, err := r.Merged(ctx, GraphStatus{Graph: graphs[what], Clusters: []ClusterStatus{{Cluster: "c1"}}})
+		require.ErrorIs(t, err, ErrNotOurRecord, what)
+		require.NoError(t, r.Forget(ctx, graphs[what]), what)
+
+		got := &corev1.ConfigMap{}
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(cm), got), "%s: not deleted", what)
+		assert.Equal(t, map[string]string{"mine": what}, got.Data, "%s: not overwritten", what)
+		assert.Equal(t, cm.Labels, got.Labels, "%s: not relabelled", what)
+	}
+}
