@@ -17,7 +17,8 @@ kcp-assets: ## Build the kcp server into the cache (first time only).
 	@if [ -x hack/kcp/build.sh ]; then hack/kcp/build.sh >/dev/null; fi
 
 .PHONY: check
-check: ## go vet and gofmt.
+check: ## go vet, gofmt, and no build output (binaries, files over 1 MiB) tracked.
+	@hack/check/tracked-files.sh
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
