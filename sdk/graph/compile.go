@@ -28,7 +28,7 @@ func Compile(rgd *v1alpha1.ResourceGraphDefinition, opts Options) (*Graph, error
 	}
 	c := &compiler{
 		rgd:        rgd.DeepCopy(),
-		opts:       opts,
+		opts:       opts.withDefaults(),
 		byID:       map[string]*resource{},
 		valueNames: map[string]bool{varSchema: true},
 		programs:   map[programKey]programResult{},

@@ -119,6 +119,11 @@ type ExternalRef struct {
 	Selector  *metav1.LabelSelector
 }
 
+// Limits returns the limits the graph was compiled with (Options.Limits,
+// defaults filled in). Its evaluations enforce them; the runtime that
+// serves it enforces the per-instance ones.
+func (g *Graph) Limits() Limits { return g.opts.Limits }
+
 // Node returns the node with the given id, or nil.
 func (g *Graph) Node(id string) *Node { return g.byID[id] }
 

@@ -40,6 +40,20 @@ type Options struct {
 	// Defaults to false: extensions are allowed, and listed in
 	// Graph.Extensions.
 	Strict bool
+
+	// Limits bound what the RGD may make the compiler build and what its
+	// expressions may cost when they run; the compiled Graph keeps them
+	// (Graph.Limits) for the runtime that evaluates it.
+	//
+	// Defaults to Limits{}.WithDefaults(): every field at its documented
+	// default.
+	Limits Limits
+}
+
+// withDefaults returns o with its defaults filled in.
+func (o Options) withDefaults() Options {
+	o.Limits = o.Limits.WithDefaults()
+	return o
 }
 
 // SchemaResolver looks up the OpenAPI v3 schema of a kind. Its method set
