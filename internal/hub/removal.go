@@ -63,6 +63,17 @@ func ReleaseInstances(ctx context.Context, cl cluster.Cluster, g *graph.Graph, f
 	if err != nil {
 		return 0, err
 	}
+	held := map[types.UID]bool{}
+	for i := range items {
+		if slices.Contains(items[i].Finalizers, finalizer) {
+			held[items[i].UID] = true
+		}
+	}
+	// Children first: an instance released before its children are
+	// marked could lose them to the orphan collector (release_children.go).
+	if err := markChildrenReleased(ctx, cl, g, held); err != nil {
+		return 0, err
+	}
 	released := 0
 	var errs []error
 	for i := range items {

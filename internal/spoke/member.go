@@ -3,6 +3,7 @@ package spoke
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -52,8 +53,12 @@ type member struct {
 	written    map[types.NamespacedName]*writtenInstance
 	lastSeen   map[types.NamespacedName]seenInstance
 	states     map[types.NamespacedName]string
-	active     int // states that are contract.StateActive, so that count never scans
-	resyncAt   map[types.NamespacedName]time.Time
+	// tally counts the instances the instance cache holds (counts.go).
+	tally atomic.Pointer[instanceTally]
+	// orphans finds and deletes children whose instance is gone
+	// (orphans.go).
+	orphans  *orphanage
+	resyncAt map[types.NamespacedName]time.Time
 	// listed records, per instance UID, the kinds outside the graph that
 	// were listed for its children (see extraKinds).
 	listed map[types.UID]map[schema.GroupVersionKind]bool
@@ -106,7 +111,8 @@ func newMember(c *controller, e *engagement) *member {
 		resyncAt:   map[types.NamespacedName]time.Time{},
 		listed:     map[types.UID]map[schema.GroupVersionKind]bool{},
 	}
-	m.cleanups = append(m.cleanups, func() { stop() })
+	m.orphans = newOrphanage(m)
+	m.cleanups = append(m.cleanups, func() { stop() }, m.orphans.stop)
 	return m
 }
 
@@ -138,10 +144,11 @@ func (m *member) open() error {
 	}
 	inst := &unstructured.Unstructured{}
 	inst.SetGroupVersionKind(m.g.Instance.GVK)
-	if err := m.watch(inst, instanceHandler{m}); err != nil {
+	if err := m.watch(inst, m.newInstanceHandler()); err != nil {
 		return err
 	}
 	m.followCRD()
+	m.startOrphanage()
 	return nil
 }
 
@@ -179,7 +186,7 @@ func (m *member) enqueueAfter(key types.NamespacedName, d time.Duration) {
 	m.c.queue.AddAfter(mcreconcile.Request{ClusterName: m.cluster, Request: reconcileRequest(key)}, d)
 }
 
-// setState records an instance's state for Counts and the instances gauge.
+// setState records an instance's state for the instances gauge.
 // An empty state forgets the instance.
 func (m *member) setState(key types.NamespacedName, state string) {
 	m.mu.Lock()
@@ -188,12 +195,6 @@ func (m *member) setState(key types.NamespacedName, state string) {
 		delete(m.states, key)
 	} else {
 		m.states[key] = state
-	}
-	if had && old == contract.StateActive {
-		m.active--
-	}
-	if state == contract.StateActive {
-		m.active++
 	}
 	m.mu.Unlock()
 	if old == state || m.ctx.Err() != nil {
@@ -206,10 +207,4 @@ func (m *member) setState(key types.NamespacedName, state string) {
 	if state != "" {
 		instancesByState.WithLabelValues(m.g.Name, cluster, state).Inc()
 	}
-}
-
-func (m *member) count() Count {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return Count{Total: len(m.states), Ready: m.active}
 }
