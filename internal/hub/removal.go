@@ -55,9 +55,10 @@ func listInstances(ctx context.Context, cl cluster.Cluster, g *graph.Graph) ([]m
 // ReleaseInstances takes finalizer off every instance of g on cl that
 // carries it, leaving the instances and their children in place: what is
 // left when nothing will finalize them any more (their cluster left the
-// fleet). Each write is conditional on the instance's resourceVersion; a
-// conflict is returned, and the caller tries again. It returns how many
-// instances it released.
+// fleet). Their children are first marked contract.AnnotationReleased, so
+// that they are never collected as orphans. Each write is conditional on
+// the instance's resourceVersion; a conflict is returned, and the caller
+// tries again. It returns how many instances it released.
 func ReleaseInstances(ctx context.Context, cl cluster.Cluster, g *graph.Graph, finalizer string) (int, error) {
 	items, err := listInstances(ctx, cl, g)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,8 +64,16 @@ import (
 // instance went while no process served it (nothing lists kinds the graph
 // does not have once the instance that named them is gone).
 
-// orphanMaxRetry caps the backoff of a suspect whose check failed.
-const orphanMaxRetry = 5 * time.Minute
+const (
+	// orphanMaxRetry caps the backoff of a suspect whose check failed.
+	orphanMaxRetry = 5 * time.Minute
+	// orphanConcurrency is how many suspects of one graph on one cluster
+	// are looked at at once: a mass deletion by hand is collected in
+	// seconds without taking the cluster's API server from reconciles.
+	orphanConcurrency = 4
+	// orphanEventNames bounds the children an event names.
+	orphanEventNames = 10
+)
 
 var orphansCollected = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "fleetgraph_spoke_orphans_collected_total",
@@ -89,11 +98,16 @@ type orphanage struct {
 }
 
 type suspect struct {
-	due time.Time
+	due  time.Time
+	busy bool // a worker of the pass has it in hand
 	// confirmed: a live read showed the instance gone; its children are
 	// being deleted, wave by wave.
 	confirmed bool
 	failures  int
+	// instance names the gone instance, from its children's labels;
+	// deleted lists the children deleted so far, for the event.
+	instance types.NamespacedName
+	deleted  []string
 }
 
 func newOrphanage(m *member) *orphanage {
@@ -169,13 +183,19 @@ func (o *orphanage) pass() {
 	o.mu.Unlock()
 	defer o.passes.Done()
 
-	for o.m.ctx.Err() == nil {
-		owner, s := o.nextDue()
-		if s == nil {
-			break
-		}
-		o.settle(owner, s, o.look(owner, s))
+	var workers sync.WaitGroup
+	for range orphanConcurrency {
+		workers.Go(func() {
+			for o.m.ctx.Err() == nil {
+				owner, s := o.nextDue()
+				if s == nil {
+					return
+				}
+				o.settle(owner, s, o.look(owner, s))
+			}
+		})
 	}
+	workers.Wait()
 
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -191,12 +211,15 @@ func (o *orphanage) pass() {
 	}
 }
 
+// nextDue hands out a suspect that is due and that no other worker of the
+// pass has in hand.
 func (o *orphanage) nextDue() (types.UID, *suspect) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := time.Now()
 	for owner, s := range o.suspects {
-		if !s.due.After(now) {
+		if !s.busy && !s.due.After(now) {
+			s.busy = true
 			return owner, s
 		}
 	}
@@ -208,6 +231,7 @@ func (o *orphanage) nextDue() (types.UID, *suspect) {
 func (o *orphanage) settle(owner types.UID, s *suspect, after time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	s.busy = false
 	if after <= 0 {
 		delete(o.suspects, owner)
 		return
@@ -225,6 +249,7 @@ func (o *orphanage) look(owner types.UID, s *suspect) time.Duration {
 	}
 	children := m.ownedBy(owner)
 	if len(children) == 0 {
+		m.reportCollected(owner, s)
 		return 0
 	}
 	if _, live := m.instanceOf(owner); live {
@@ -234,16 +259,18 @@ func (o *orphanage) look(owner types.UID, s *suspect) time.Duration {
 		if !m.instancesListed() {
 			return o.grace
 		}
-		gone, err := m.ownerGone(owner, children)
+		instance, gone, err := m.ownerGone(owner, children)
 		if err != nil {
 			return o.failed(owner, s, err)
 		}
 		if !gone {
 			return 0 // the instance watch has not caught up; it reports a deletion
 		}
-		s.confirmed = true
+		o.mu.Lock()
+		s.confirmed, s.instance = true, instance
+		o.mu.Unlock()
 	}
-	waiting, err := m.collectWaves(owner, children)
+	waiting, err := m.collectWaves(owner, children, s)
 	if err != nil {
 		return o.failed(owner, s, err)
 	}
@@ -252,6 +279,7 @@ func (o *orphanage) look(owner types.UID, s *suspect) time.Duration {
 		// A child's delete event hurries this (childGone).
 		return m.c.opts.DeletionPoll
 	}
+	m.reportCollected(owner, s)
 	return 0
 }
 
@@ -278,13 +306,14 @@ func (m *member) instancesListed() bool {
 }
 
 // ownerGone asks the API server whether the instance with UID owner is
-// gone, by the name and namespace its children's labels give.
-func (m *member) ownerGone(owner types.UID, children []InventoryEntry) (bool, error) {
+// gone, by the name and namespace its children's labels give, which it
+// returns.
+func (m *member) ownerGone(owner types.UID, children []InventoryEntry) (types.NamespacedName, bool, error) {
 	var labels map[string]string
 	for _, e := range children {
 		meta, err := m.childMeta(e)
 		if err != nil {
-			return false, err
+			return types.NamespacedName{}, false, err
 		}
 		if meta != nil && meta.Labels[contract.LabelInstanceUID] == string(owner) {
 			labels = meta.Labels
@@ -292,23 +321,26 @@ func (m *member) ownerGone(owner types.UID, children []InventoryEntry) (bool, er
 		}
 	}
 	if labels == nil {
-		return false, nil // no child says where its instance is: leave them
+		return types.NamespacedName{}, false, nil // no child says where its instance is: leave them
 	}
-	ns, name := labels[contract.LabelInstanceNamespace], labels[contract.LabelInstanceName]
-	inst := &metav1.PartialObjectMetadata{}
-	inst.SetGroupVersionKind(m.g.Instance.GVK)
+	key := types.NamespacedName{Namespace: labels[contract.LabelInstanceNamespace], Name: labels[contract.LabelInstanceName]}
 	ctx, cancel := m.callCtx()
 	defer cancel()
-	err := m.cl.GetAPIReader().Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, inst)
-	switch {
-	case err == nil && inst.UID == owner:
-		return false, nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return false, fmt.Errorf("reading instance %s/%s: %w", ns, name, err)
-	case name != "" && name == contract.LabelValue(name) && len(name) < maxNameLabel:
-		return true, nil // the label holds the whole name: nothing else can be it
+	if key.Name != "" {
+		inst := &metav1.PartialObjectMetadata{}
+		inst.SetGroupVersionKind(m.g.Instance.GVK)
+		err := m.cl.GetAPIReader().Get(ctx, key, inst)
+		switch {
+		case err == nil && inst.UID == owner:
+			return key, false, nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return key, false, fmt.Errorf("reading instance %s: %w", key, err)
+		case len(key.Name) < maxNameLabel:
+			return key, true, nil // the label holds the whole name: nothing else can be it
+		}
 	}
-	return m.noInstanceWithUID(ctx, ns, owner)
+	gone, err := m.noInstanceWithUID(ctx, key.Namespace, owner)
+	return key, gone, err
 }
 
 // maxNameLabel is the length of a name label that may have been shortened
@@ -371,11 +403,11 @@ func (m *member) childMeta(e InventoryEntry) (*metav1.PartialObjectMetadata, err
 
 // collectWaves deletes the children of a gone instance wave by wave. It
 // reports waiting while a wave still has a child present.
-func (m *member) collectWaves(owner types.UID, children []InventoryEntry) (waiting bool, err error) {
+func (m *member) collectWaves(owner types.UID, children []InventoryEntry, s *suspect) (waiting bool, err error) {
 	for _, wave := range m.deletionWaves(children) {
 		present := false
 		for _, e := range wave {
-			p, err := m.collectChild(owner, e)
+			p, err := m.collectChild(owner, e, s)
 			if err != nil {
 				return false, err
 			}
@@ -390,7 +422,7 @@ func (m *member) collectWaves(owner types.UID, children []InventoryEntry) (waiti
 
 // collectChild deletes one child of a gone instance if it is ours, and
 // reports whether it is still present (being deleted).
-func (m *member) collectChild(owner types.UID, e InventoryEntry) (present bool, err error) {
+func (m *member) collectChild(owner types.UID, e InventoryEntry, s *suspect) (present bool, err error) {
 	c, ok := m.indexed(e.key())
 	if !ok || c.owner != owner {
 		return false, nil
@@ -424,7 +456,10 @@ func (m *member) collectChild(owner types.UID, e InventoryEntry) (present bool, 
 	case err != nil:
 		return false, fmt.Errorf("deleting %s: %w", e, err)
 	}
-	m.collected(owner, e, meta)
+	orphansCollected.WithLabelValues(m.g.Name, m.cluster.String(), e.Kind).Inc()
+	m.log.Info("deleted a child whose instance no longer exists", "child", e.String(),
+		"instance", s.instance.String(), "instanceUID", owner)
+	s.deleted = append(s.deleted, e.Kind+" "+e.objectName())
 	return true, nil
 }
 
@@ -447,21 +482,31 @@ func (m *member) notCollectable(owner types.UID, c ownedChild, meta *metav1.Part
 	return ""
 }
 
-// collected counts, logs and records an event for a child deleted
-// because its instance is gone.
-func (m *member) collected(owner types.UID, e InventoryEntry, meta *metav1.PartialObjectMetadata) {
-	orphansCollected.WithLabelValues(m.g.Name, m.cluster.String(), e.Kind).Inc()
-	instance := types.NamespacedName{
-		Namespace: meta.Labels[contract.LabelInstanceNamespace], Name: meta.Labels[contract.LabelInstanceName]}
-	m.log.Info("deleted a child whose instance no longer exists", "child", e.String(),
-		"instance", instance.String(), "instanceUID", owner)
-	m.recorder.Eventf(meta, nil, corev1.EventTypeNormal, reasonOrphanDeleted, "Delete",
-		"deleted: its instance %s %s (uid %s) of graph %q no longer exists",
-		m.g.Instance.GVK.Kind, instance, owner, m.g.Name)
+// reportCollected records an event on the gone instance naming the
+// children deleted because it is gone: one event per instance, not per
+// child, so that collecting a mass deletion writes few events.
+func (m *member) reportCollected(owner types.UID, s *suspect) {
+	if len(s.deleted) == 0 {
+		return
+	}
+	names := strings.Join(s.deleted[:min(len(s.deleted), orphanEventNames)], ", ")
+	if more := len(s.deleted) - orphanEventNames; more > 0 {
+		names += fmt.Sprintf(" and %d more", more)
+	}
+	inst := &metav1.PartialObjectMetadata{}
+	inst.SetGroupVersionKind(m.g.Instance.GVK)
+	inst.SetNamespace(s.instance.Namespace)
+	inst.SetName(s.instance.Name)
+	inst.SetUID(owner)
+	m.recorder.Eventf(inst, nil, corev1.EventTypeNormal, reasonOrphansDeleted, "Delete",
+		"deleted %d children left behind (%s): the instance (uid %s) of graph %q no longer exists",
+		len(s.deleted), names, owner, m.g.Name)
+	s.deleted = nil
 }
 
-// reasonOrphanDeleted is the reason of the event on a collected child.
-const reasonOrphanDeleted = "OrphanDeleted"
+// reasonOrphansDeleted is the reason of the event on a gone instance whose
+// children were collected.
+const reasonOrphansDeleted = "OrphansDeleted"
 
 // startOrphanage runs once the instance watch has its initial list. The
 // child watches start with the first reconcile that needs them, which a

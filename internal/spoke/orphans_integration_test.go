@@ -151,7 +151,7 @@ func TestOrphansAreCollected(t *testing.T) {
 		assert.Equal(t, kept, uidsOf(t, c, "restart", "kept-first", "kept-second"), "children of a live instance are kept")
 		collected, _ := watchSeries(t, "fleetgraph_spoke_orphans_collected_total", cluster, "ConfigMap")
 		assert.Equal(t, 1.0, collected)
-		orphanEvent(t, c, "restart", "gone-first", string(goneInst.GetUID()))
+		orphanEvent(t, c, "restart", "gone", string(goneInst.GetUID()), "ConfigMap restart/gone-first")
 	})
 
 	// An instance stuck deleting (its first child is held by somebody's
@@ -247,19 +247,24 @@ func uidsOf(t *testing.T, c client.Client, ns string, names ...string) map[strin
 	return out
 }
 
-// orphanEvent waits for the event that says why a child was deleted.
-func orphanEvent(t *testing.T, c client.Client, ns, name, ownerUID string) {
+// orphanEvent waits for the event on a gone instance that names a child
+// deleted because the instance is gone.
+func orphanEvent(t *testing.T, c client.Client, ns, instance, ownerUID, child string) {
 	t.Helper()
 	eventually(t, func() (bool, string) {
 		list := &eventsv1.EventList{}
 		if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
 		}
+		var seen []string
 		for _, e := range list.Items {
-			if e.Regarding.Name == name && e.Reason == "OrphanDeleted" && strings.Contains(e.Note, ownerUID) {
-				return true, ""
+			if e.Regarding.Name == instance && string(e.Regarding.UID) == ownerUID && e.Reason == "OrphansDeleted" {
+				if strings.Contains(e.Note, child) {
+					return true, ""
+				}
+				seen = append(seen, e.Note)
 			}
 		}
-		return false, fmt.Sprintf("no OrphanDeleted event on %s among %d", name, len(list.Items))
+		return false, fmt.Sprintf("no OrphansDeleted event on %s naming %s: %q", instance, child, seen)
 	})
 }
