@@ -100,6 +100,9 @@ type orphanage struct {
 type suspect struct {
 	due  time.Time
 	busy bool // a worker of the pass has it in hand
+	// hurried: a child went while a worker had it in hand; it is looked
+	// at again at once.
+	hurried bool
 	// confirmed: a live read showed the instance gone; its children are
 	// being deleted, wave by wave.
 	confirmed bool
@@ -111,7 +114,7 @@ type suspect struct {
 }
 
 func newOrphanage(m *member) *orphanage {
-	return &orphanage{m: m, grace: m.c.opts.OrphanGrace, suspects: map[types.UID]*suspect{}}
+	return &orphanage{m: m, grace: m.c.opts.OrphanGrace}
 }
 
 // suspect notes that owner's instance may be gone; it is looked at after
@@ -124,6 +127,9 @@ func (o *orphanage) suspect(owner types.UID) {
 	defer o.mu.Unlock()
 	if o.stopped || o.suspects[owner] != nil {
 		return
+	}
+	if o.suspects == nil {
+		o.suspects = map[types.UID]*suspect{} // most members never need one
 	}
 	due := time.Now().Add(o.grace)
 	o.suspects[owner] = &suspect{due: due}
@@ -138,7 +144,12 @@ func (o *orphanage) childGone(owner types.UID) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if s := o.suspects[owner]; s != nil && s.confirmed && !o.stopped {
+	s := o.suspects[owner]
+	switch {
+	case s == nil || !s.confirmed || o.stopped:
+	case s.busy:
+		s.hurried = true // settle would put it off again
+	default:
 		s.due = time.Now()
 		o.armLocked(s.due)
 	}
@@ -235,6 +246,9 @@ func (o *orphanage) settle(owner types.UID, s *suspect, after time.Duration) {
 	if after <= 0 {
 		delete(o.suspects, owner)
 		return
+	}
+	if s.hurried {
+		s.hurried, after = false, 0
 	}
 	s.due = time.Now().Add(after)
 }
