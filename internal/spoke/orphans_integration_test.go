@@ -215,6 +215,25 @@ func TestOrphansAreCollected(t *testing.T) {
 		logs.mention(t, "left alone", "released/freed-second", "when its instance was released")
 		assert.Equal(t, children, uidsOf(t, c, "released", "freed-first", "freed-second"))
 	})
+
+	// No instance of a graph is left on the cluster when the hub comes
+	// back, so no reconcile would ever start a watch of its child kinds:
+	// the children of its last instance are found all the same.
+	t.Run("children of the last instance, deleted while the hub was down", func(t *testing.T) {
+		lonely := compile(t, strings.NewReplacer("name: orphan", "name: lonely", "kind: Orphan", "kind: Lonely").Replace(orphanRGD))
+		installCRD(t, c, lonely)
+		createNamespace(t, c, "lonely")
+		require.NoError(t, rt.Serve(lonely))
+		require.NoError(t, c.Create(ctx, newInstance(lonely, "lonely", "last", map[string]any{})))
+		stateIs(t, c, lonely, "lonely", "last", contract.StateActive)
+		stop()
+
+		unstick(t, c, lonely, "lonely", "last")
+		rt, _ = newRuntime()
+		require.NoError(t, rt.Serve(lonely))
+		gone(t, c, "lonely", "last-second")
+		gone(t, c, "lonely", "last-first")
+	})
 }
 
 // unstick removes every finalizer of an instance, as a person does to
