@@ -1,0 +1,21 @@
+// Command fleetgraph checks, draws and operates fleetgraph resource graphs:
+// validate, generate and diagram work on RGD files without a cluster;
+// status and rollout read and steer a fleet from its hub cluster.
+//
+//	go install ./cmd/fleetgraph
+//	fleetgraph validate rgds/
+//	fleetgraph status --watch
+//
+// Named kubectl-fleetgraph (a symlink, or go build -o kubectl-fleetgraph),
+// it is a kubectl plugin: kubectl fleetgraph status. See `fleetgraph --help`.
+package main
+
+import (
+	"os"
+
+	"github.com/fleetgraph/fleetgraph/internal/cli"
+)
+
+func main() {
+	os.Exit(cli.Main(os.Args[0], os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}))
+}
