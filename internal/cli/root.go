@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -46,12 +47,12 @@ func failed(format string, args ...any) error {
 }
 
 // Main runs the command named by argv0 (its path: the base name decides
-// whether it presents itself as a kubectl plugin) with args, and returns
-// the exit code.
-func Main(argv0 string, args []string, s Streams) int {
+// whether it presents itself as a kubectl plugin) with args until it ends
+// or ctx does (--watch runs until then), and returns the exit code.
+func Main(ctx context.Context, argv0 string, args []string, s Streams) int {
 	cmd := NewCommand(CommandName(argv0), s)
 	cmd.SetArgs(args)
-	err := cmd.Execute()
+	err := cmd.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
 	}
