@@ -209,6 +209,7 @@ func (o *validateOptions) validate(d *manifest.Document, res schemas.Resolver) (
 	for _, x := range g.Extensions {
 		r.Extensions = append(r.Extensions, diagnostic{Line: d.LineOf(x.ResourceID, x.Path), Resource: x.ResourceID, Path: x.Path, Message: x.Feature})
 	}
+	slices.SortStableFunc(r.Extensions, func(a, b diagnostic) int { return a.Line - b.Line })
 	return r, g
 }
 
