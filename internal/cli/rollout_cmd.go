@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -349,7 +350,7 @@ func renderRollout(ro *fgv1alpha1.GraphRollout, output string) (string, error) {
 	st := ro.Status
 	fmt.Fprintf(&b, "GraphRollout %s (graph %s): %s\n", ro.Name, ro.Spec.Graph, dashIfEmpty(st.Phase))
 	fmt.Fprintf(&b, "  target revision %d, stable revision %d", st.TargetRevision, st.StableRevision)
-	if st.WaveName != "" {
+	if st.WaveName != "" && int(st.Wave) < waves(ro) {
 		fmt.Fprintf(&b, ", wave %q (%d of %d)", st.WaveName, st.Wave+1, waves(ro))
 	}
 	fmt.Fprintln(&b)
@@ -366,17 +367,38 @@ func renderRollout(ro *fgv1alpha1.GraphRollout, output string) (string, error) {
 		fmt.Fprintf(&b, "  %s\n", st.Message)
 	}
 	if len(st.Clusters) > 0 {
-		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		tr := &trimmed{w: &b}
+		tw := tabwriter.NewWriter(tr, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "CLUSTER\tWAVE\tREVISION\tMESSAGE")
 		for _, c := range st.Clusters {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, waveLabel(ro, c.Wave), revisionLabel(c.Revision), c.Message)
 		}
-		_ = tw.Flush()
+		if err := errors.Join(tw.Flush(), tr.done()); err != nil {
+			return "", err
+		}
 	}
 	for _, h := range st.HoldingBack {
 		fmt.Fprintf(&b, "holding back: %s: %s\n", h.Name, h.Message)
 	}
 	return b.String(), nil
+}
+
+// trimmed holds a table until done, then writes it without the spaces
+// tabwriter leaves at the end of a line whose last cell is empty.
+type trimmed struct {
+	w   io.Writer
+	buf bytes.Buffer
+}
+
+func (t *trimmed) Write(p []byte) (int, error) { return t.buf.Write(p) }
+
+func (t *trimmed) done() error {
+	lines := bytes.Split(t.buf.Bytes(), []byte("\n"))
+	for i, l := range lines {
+		lines[i] = bytes.TrimRight(l, " ")
+	}
+	_, err := t.w.Write(bytes.Join(lines, []byte("\n")))
+	return err
 }
 
 // rolloutView is what -o json and yaml print: the GraphRollout as the hub

@@ -97,6 +97,9 @@ func (o *validateOptions) run(g *globals, args []string) error {
 		return err
 	}
 	report := &validationReport{Files: set.Files, Skipped: set.Skipped}
+	for _, err := range set.NotYAML {
+		report.NotYAML = append(report.NotYAML, err.Error())
+	}
 	for _, d := range set.Documents {
 		r, _ := o.validate(d, res)
 		report.Results = append(report.Results, r)

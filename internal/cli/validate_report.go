@@ -10,8 +10,10 @@ import (
 
 // validationReport is what validate found, as -o json and yaml write it.
 type validationReport struct {
-	Files   int                `json:"files"`
-	Skipped int                `json:"skippedDocuments"`
+	Files   int `json:"files"`
+	Skipped int `json:"skippedDocuments"`
+	// NotYAML are the files of directories that are not YAML, skipped.
+	NotYAML []string           `json:"notYAML,omitempty"`
 	Results []validationResult `json:"results"`
 }
 
@@ -84,6 +86,9 @@ func (r *validationReport) write(s Streams, format string) error {
 		return writeJSON(s.Out, r)
 	case "yaml":
 		return writeYAML(s.Out, r)
+	}
+	for _, msg := range r.NotYAML {
+		fmt.Fprintf(s.Out, "warning: skipped %s\n", msg)
 	}
 	for _, res := range r.Results {
 		for _, d := range res.Errors {

@@ -43,14 +43,18 @@ type Set struct {
 	Files int
 	// Skipped counts the documents of other kinds (instances, CRDs...).
 	Skipped int
+	// NotYAML lists the files found in directories that are not YAML
+	// (templates for another tool, say), each with why; they are skipped.
+	NotYAML []error
 }
 
 // Read reads every ResourceGraphDefinition in paths: files (multi-document
 // YAML or JSON; "-" is standard input) and directories (their .yaml, .yml
 // and .json files, recursively, in lexical order). Documents of other kinds
-// are counted and skipped. A file that cannot be read, or that is not YAML,
-// is an error; a ResourceGraphDefinition the strict loader refuses is a
-// Document with Err set.
+// are counted and skipped. A file that cannot be read is an error, and so
+// is one named in paths that is not YAML; one found in a directory that is
+// not YAML is listed in NotYAML and skipped. A ResourceGraphDefinition the
+// strict loader refuses is a Document with Err set.
 func Read(stdin []byte, paths ...string) (*Set, error) {
 	set := &Set{}
 	for _, root := range paths {
@@ -67,7 +71,13 @@ func Read(stdin []byte, paths ...string) (*Set, error) {
 			if d.IsDir() || (path != root && !isManifest(path)) {
 				return nil
 			}
-			return set.readFile(path)
+			err = set.readFile(path)
+			var ny *notYAML
+			if path != root && errors.As(err, &ny) {
+				set.NotYAML = append(set.NotYAML, err)
+				return nil
+			}
+			return err
 		})
 		if err != nil {
 			return nil, err
@@ -92,19 +102,34 @@ func (s *Set) readFile(path string) error {
 	return s.readData(path, raw)
 }
 
+// readData reads one file's documents; nothing of a file that is not YAML.
 func (s *Set) readData(name string, raw []byte) error {
-	s.Files++
+	var docs []*Document
+	skipped := s.Skipped
 	for _, chunk := range split(raw) {
 		d, err := s.readDocument(name, chunk)
 		if err != nil {
+			s.Skipped = skipped
 			return err
 		}
 		if d != nil {
-			s.Documents = append(s.Documents, d)
+			docs = append(docs, d)
 		}
 	}
+	s.Files++
+	s.Documents = append(s.Documents, docs...)
 	return nil
 }
+
+// notYAML is a document that does not parse as YAML.
+type notYAML struct {
+	file string
+	line int
+	err  error
+}
+
+func (e *notYAML) Error() string { return fmt.Sprintf("%s:%d: not YAML: %v", e.file, e.line, e.err) }
+func (e *notYAML) Unwrap() error { return e.err }
 
 // chunk is one YAML document's text and the line it starts on.
 type chunk struct {
@@ -148,7 +173,7 @@ func isSeparator(line []byte) bool {
 func (s *Set) readDocument(name string, c chunk) (*Document, error) {
 	var node yamlv3.Node
 	if err := yamlv3.Unmarshal(c.text, &node); err != nil {
-		return nil, fmt.Errorf("%s:%d: not YAML: %w", name, c.line, err)
+		return nil, &notYAML{file: name, line: c.line, err: err}
 	}
 	if len(node.Content) == 0 || node.Content[0].Kind != yamlv3.MappingNode {
 		if len(node.Content) > 0 && node.Content[0].Tag != "!!null" {

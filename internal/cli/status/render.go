@@ -1,6 +1,8 @@
 package status
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -31,7 +33,8 @@ func WriteGraphs(w io.Writer, f *Fleet, st Style) error {
 			fmt.Fprintln(w)
 		}
 		writeHeader(w, g, st)
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		tr := &trimmed{w: w}
+		tw := tabwriter.NewWriter(tr, 0, 4, 2, ' ', 0)
 		head := "CLUSTER\tCRD\tSERVED\tDESIRED\tINSTANCES\tREADY\tERRORS\tREACHABLE"
 		if st.Wide {
 			head += "\tWAVE\tSINCE\tSOURCE"
@@ -51,7 +54,7 @@ func WriteGraphs(w io.Writer, f *Fleet, st Style) error {
 			}
 			fmt.Fprintln(tw, strings.Join(append(cells, msg), "\t"))
 		}
-		if err := tw.Flush(); err != nil {
+		if err := errors.Join(tw.Flush(), tr.done()); err != nil {
 			return err
 		}
 		if g.Unlisted > 0 {
@@ -91,6 +94,24 @@ func writeHeader(w io.Writer, g Graph, st Style) {
 	}
 }
 
+// trimmed holds a table until done, then writes it without the spaces
+// tabwriter leaves at the end of a line whose last cell is empty.
+type trimmed struct {
+	w   io.Writer
+	buf bytes.Buffer
+}
+
+func (t *trimmed) Write(p []byte) (int, error) { return t.buf.Write(p) }
+
+func (t *trimmed) done() error {
+	lines := bytes.Split(t.buf.Bytes(), []byte("\n"))
+	for i, l := range lines {
+		lines[i] = bytes.TrimRight(l, " ")
+	}
+	_, err := t.w.Write(bytes.Join(lines, []byte("\n")))
+	return err
+}
+
 // WriteMatrix writes the fleet as graphs × clusters: in each cell the
 // revision served (with "→N" when it should be N) or the CRD state when
 // it is not established; "·" where the graph is not known there.
@@ -100,7 +121,8 @@ func WriteMatrix(w io.Writer, f *Fleet, st Style) error {
 		return nil
 	}
 	cols, hidden := st.columns(f)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tr := &trimmed{w: w}
+	tw := tabwriter.NewWriter(tr, 0, 4, 2, ' ', 0)
 	head := []string{"GRAPH", "READY", "REVISION", "CLUSTERS", "INSTANCES"}
 	head = append(head, cols...)
 	if hidden > 0 {
@@ -133,7 +155,7 @@ func WriteMatrix(w io.Writer, f *Fleet, st Style) error {
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := errors.Join(tw.Flush(), tr.done()); err != nil {
 		return err
 	}
 	if unlisted := f.unlisted(); unlisted > 0 {
