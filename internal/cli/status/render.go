@@ -42,7 +42,7 @@ func WriteGraphs(w io.Writer, f *Fleet, st Style) error {
 		fmt.Fprintln(tw, head+"\tMESSAGE")
 		for _, c := range g.Clusters {
 			cells := []string{
-				c.Name, st.paint(c.CRD, crdTone(c)), rev(c.Served), rev(c.Desired),
+				c.Name, st.paint(dash(c.CRD), crdTone(c)), rev(c.Served), rev(c.Desired),
 				num(c.Instances), num(c.ReadyInstances), num(c.ErrorInstances), st.paint(dash(c.Reachable), reachTone(c.Reachable)),
 			}
 			if st.Wide {
