@@ -131,3 +131,29 @@ func (r reference) verdict(ctx context.Context, raw []byte) (bool, string) {
 	}
 	return true, "accepted"
 }
+
+// --schemas-from a kubeconfig file, or "cluster" for --kubeconfig's,
+// type-checks child templates against what that cluster serves.
+func TestValidateReadsSchemasFromACluster(t *testing.T) {
+	ctx := context.Background()
+	crds, err := schemas.ReadCRDs("testdata/crds")
+	require.NoError(t, err)
+	ext, err := apiextensionsclient.NewForConfig(fleet.Hub.Config)
+	require.NoError(t, err)
+	for _, crd := range crds {
+		_, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{})
+		require.NoError(t, client0(err))
+	}
+	for _, args := range [][]string{
+		{"validate", "--schemas-from", hubConfig, "testdata/custom-kind.yaml"},
+		{"--kubeconfig", hubConfig, "validate", "--schemas-from", "cluster", "testdata/custom-kind.yaml"},
+	} {
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			r := fleetgraph(t, args...)
+			assert.Equal(ct, cli.ExitFailed, r.code, r.String())
+			assert.Contains(ct, r.out, `custom-kind.yaml:21: resource "widget": spec.colour: unknown field "colour": the kind's schema has no such field`)
+		}, wait, tick, "once the hub's OpenAPI has Widget: %v", args)
+	}
+	r := fleetgraph(t, "--kubeconfig", hubConfig, "validate", "--schemas-from", "cluster", "testdata/shapes.yaml", webapp)
+	assert.Equal(t, cli.ExitOK, r.code, "built-in kinds come from the cluster: %s", r)
+}

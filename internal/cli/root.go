@@ -125,7 +125,8 @@ func example(name, text string) string {
 	return strings.ReplaceAll(text, "fleetgraph ", name+" ")
 }
 
-// stdinIfPiped returns os.Stdin's content holder for "-" arguments.
+// readAll reads the command's standard input (os.Stdin when Streams.In is
+// nil), for "-" arguments.
 func readAll(r io.Reader) ([]byte, error) {
 	if r == nil {
 		r = os.Stdin
