@@ -99,7 +99,9 @@ func (s *sampler) object(p apiextensionsv1.JSONSchemaProps) *yamlv3.Node {
 }
 
 // value is a field's sample: its default, or, when required, a value its
-// schema accepts; nil for an optional field without default.
+// schema accepts (a string matching its pattern, a number within its
+// bounds); nil for an optional field without default. Validation rules
+// (CEL) are not solved: the comment shows them.
 func (s *sampler) value(p apiextensionsv1.JSONSchemaProps, required bool) *yamlv3.Node {
 	if p.Default != nil {
 		return fromJSON(p.Default.Raw)
@@ -159,6 +161,11 @@ func (s *sampler) scalarFor(p apiextensionsv1.JSONSchemaProps) *yamlv3.Node {
 	if p.MaxLength != nil && int64(len(v)) > *p.MaxLength {
 		v = v[:*p.MaxLength]
 	}
+	if p.Pattern != "" {
+		if m, ok := matching(p.Pattern, v); ok {
+			v = m
+		}
+	}
 	return scalar(v)
 }
 
@@ -190,6 +197,12 @@ func comment(p apiextensionsv1.JSONSchemaProps, required bool) string {
 			vals = append(vals, string(e.Raw))
 		}
 		parts = append(parts, "one of "+strings.Join(vals, ", "))
+	}
+	if p.Pattern != "" {
+		parts = append(parts, "pattern "+p.Pattern)
+	}
+	for _, rule := range p.XValidations {
+		parts = append(parts, "rule "+rule.Rule)
 	}
 	if p.Description != "" {
 		parts = append(parts, p.Description)
