@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -22,10 +23,36 @@ type globals struct {
 	overrides  clientcmd.ConfigOverrides
 }
 
+// shownFlags are the connection flags every command's help shows; the
+// others (credentials, impersonation, TLS) are listed by `options`, as
+// kubectl does.
+var shownFlags = map[string]bool{"kubeconfig": true, "context": true, "namespace": true, "cluster": true, "user": true, "request-timeout": true}
+
 func (g *globals) bindFlags(root *cobra.Command) {
 	fs := root.PersistentFlags()
 	fs.StringVar(&g.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
 	clientcmd.BindOverrideFlags(&g.overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
+	fs.VisitAll(func(f *pflag.Flag) { f.Hidden = !shownFlags[f.Name] })
+}
+
+// newOptionsCommand lists every connection flag, as kubectl options does.
+func newOptionsCommand(root *cobra.Command, name string) *cobra.Command {
+	return &cobra.Command{
+		Use:     "options",
+		Short:   "List the flags every command accepts to reach a cluster",
+		Example: example(name, "  fleetgraph options"),
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			all := pflag.NewFlagSet("options", pflag.ContinueOnError)
+			root.PersistentFlags().VisitAll(func(f *pflag.Flag) {
+				shown := *f
+				shown.Hidden = false
+				all.AddFlag(&shown)
+			})
+			fmt.Fprintf(cmd.OutOrStdout(), "The following options can be passed to any command:\n\n%s", all.FlagUsages())
+			return nil
+		},
+	}
 }
 
 func (g *globals) clientConfig() clientcmd.ClientConfig {

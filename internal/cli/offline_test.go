@@ -160,6 +160,13 @@ func TestEveryCommandHasHelpWithAnExample(t *testing.T) {
 		assert.NotNil(t, root.PersistentFlags().Lookup(flag), "--%s", flag)
 	}
 	assert.Equal(t, "n", root.PersistentFlags().Lookup("namespace").Shorthand)
+
+	r := fleetgraph(t, "status", "--help")
+	assert.Contains(t, r.out, "--kubeconfig")
+	assert.NotContains(t, r.out, "--as-group", "credential and impersonation flags are listed by options")
+	r = fleetgraph(t, "options")
+	assert.Contains(t, r.out, "--as-group")
+	assert.Contains(t, r.out, "--token")
 }
 
 // Shell completion is cobra's, for every shell it knows.

@@ -114,6 +114,7 @@ failed rollout); 2 the command could not run.`,
 		newStatusCommand(g, name),
 		newRolloutCommand(g, name),
 	)
+	root.AddCommand(newOptionsCommand(root, name))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: ExitError, err: err}
 	})
