@@ -47,8 +47,11 @@ type Options struct {
 	// Workers is the number of instances of one graph reconciled
 	// concurrently, across all clusters. One cluster gets at most its share
 	// of them, Workers divided by the number of clusters served (rounded
-	// up), so that a hung cluster holds only its own share. Defaults to
-	// DefaultWorkers.
+	// up), so that a hung cluster holds only its own share; within a
+	// cluster, a namespace gets at most that share divided by the
+	// namespaces with work (rounded up), and once the cluster has instances
+	// in several namespaces, one slot of its share is kept for a namespace
+	// with nothing in flight. Defaults to DefaultWorkers.
 	Workers int
 	// CallTimeout bounds each call a reconcile makes to a cluster (reads,
 	// applies, patches, deletes, lists) and how long it waits for a new
