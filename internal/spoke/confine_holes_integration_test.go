@@ -137,8 +137,9 @@ func asKro(t *testing.T, rgdYAML, name, kind string) *graph.Graph {
 }
 
 // runtimeOn starts a Runtime with opts on one cluster reached through cfg,
-// engaged directly, and returns it with the log of its requests.
-func runtimeOn(t *testing.T, cfg *rest.Config, opts spoke.Options) (*spoke.Runtime, *requestLog) {
+// engaged directly, and returns it with the log of its requests and a
+// function that stops it (also called on cleanup).
+func runtimeOn(t *testing.T, cfg *rest.Config, opts spoke.Options) (*spoke.Runtime, *requestLog, func()) {
 	t.Helper()
 	log := &requestLog{}
 	cfg = rest.CopyConfig(cfg)
@@ -147,13 +148,14 @@ func runtimeOn(t *testing.T, cfg *rest.Config, opts spoke.Options) (*spoke.Runti
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	stop := func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
 	wg.Go(func() { _ = cl.Start(ctx) })
 	require.True(t, cl.GetCache().WaitForCacheSync(ctx))
 	rt := spoke.New(opts)
 	wg.Go(func() { _ = rt.Start(ctx) })
 	require.NoError(t, rt.Engage(ctx, "", cl))
-	return rt, log
+	return rt, log, stop
 }
 
 // refusedOutside waits until the instance is in ERROR with reason
@@ -227,11 +229,11 @@ func TestConfinementHolds(t *testing.T) {
 	for _, g := range []*graph.Graph{everywhere, peek, gather, platform, everywhereKro, peekKro, gatherKro} {
 		installCRD(t, c, g)
 	}
-	confined, confinedLog := runtimeOn(t, cfg, spoke.Options{ConfineToNamespace: true, ClusterScopedGraphs: []string{"platform"}})
+	confined, confinedLog, _ := runtimeOn(t, cfg, spoke.Options{ConfineToNamespace: true, ClusterScopedGraphs: []string{"platform"}})
 	for _, g := range []*graph.Graph{everywhere, peek, gather, platform} {
 		require.NoError(t, confined.Serve(g))
 	}
-	kro, _ := runtimeOn(t, cfg, spoke.Options{})
+	kro, _, _ := runtimeOn(t, cfg, spoke.Options{})
 	for _, g := range []*graph.Graph{everywhereKro, peekKro, gatherKro} {
 		require.NoError(t, kro.Serve(g))
 	}
@@ -288,5 +290,22 @@ func TestConfinementHolds(t *testing.T) {
 		require.NoError(t, c.Create(ctx, newInstance(gatherKro, "team", "every", map[string]any{})))
 		stateIs(t, c, gatherKro, "team", "every", contract.StateActive)
 		configMapData(t, c, "team", "every-count", "count", "2")
+	})
+
+	t.Run("an instance made before the option was turned on can still be deleted", func(t *testing.T) {
+		legacy := compile(t, strings.NewReplacer("name: everywhere", "name: legacy", "kind: Everywhere", "kind: Legacy").Replace(everywhereRGD))
+		installCRD(t, c, legacy)
+		before, _, stopBefore := runtimeOn(t, cfg, spoke.Options{})
+		require.NoError(t, before.Serve(legacy))
+		require.NoError(t, c.Create(ctx, newInstance(legacy, "", "old", map[string]any{"target": "victim"})))
+		stateIs(t, c, legacy, "", "old", contract.StateActive)
+		configMapData(t, c, "victim", "old-config", "owner", "old")
+		stopBefore()
+
+		after, _, _ := runtimeOn(t, cfg, spoke.Options{ConfineToNamespace: true})
+		require.NoError(t, after.Serve(legacy))
+		refusedOutside(t, c, legacy, "", "old", "config: ConfigMap victim/old-config would be outside the instance's namespace")
+		deleteInstance(t, c, legacy, "", "old")
+		gone(t, c, "victim", "old-config") // its own child, deleted with it
 	})
 }
