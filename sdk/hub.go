@@ -169,7 +169,8 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		AdoptUnowned:    opts.AdoptUnowned,
 		Logger:          opts.Logger.WithName("spoke"),
 
-		ConfineToNamespace: opts.ConfineToNamespace,
+		ConfineToNamespace:  opts.ConfineToNamespace,
+		ClusterScopedGraphs: opts.ClusterScopedGraphs,
 	})
 	if err := h.setupExporter(); err != nil {
 		stop()

@@ -75,12 +75,27 @@ type Options struct {
 	// objects). An object labelled for another instance is never taken
 	// over. Defaults to false: the instance reports an OwnershipConflict.
 	AdoptUnowned bool
-	// ConfineToNamespace keeps a namespaced instance's children in its own
-	// namespace: a child rendered in another namespace, or cluster-scoped,
-	// is not written and the instance goes to ERROR (reason
-	// OutsideNamespace) naming the resource id and the namespaces.
-	// Defaults to false, as kro, which lets templates use any namespace.
+	// ConfineToNamespace keeps each instance's children and external
+	// references in its own namespace: a child rendered in another
+	// namespace, or cluster-scoped, is not written; an externalRef naming
+	// another namespace or a cluster-scoped kind is not read, and one by
+	// selector without a namespace selects (and watches) in the instance's
+	// namespace only; a cluster-scoped instance (an RGD with scope: Cluster)
+	// writes and reads nothing unless its graph is one of
+	// ClusterScopedGraphs. A refused instance goes to ERROR (reason
+	// OutsideNamespace) naming the resource id and the object. The spoke
+	// runtime enforces it as it writes and reads, so RGDs are accepted
+	// either way. Defaults to false, as kro, which lets templates and
+	// references use any namespace.
 	ConfineToNamespace bool
+	// ClusterScopedGraphs names the graphs (RGD names) whose cluster-scoped
+	// instances ConfineToNamespace lets through, unconfined as in kro:
+	// graphs the platform writes and trusts, such as one that sets up each
+	// tenant's namespace. List only names tenants cannot register (graphs
+	// registered from Go, or RGDs that RGDSelector claims only from the
+	// platform). Defaults to none. Without ConfineToNamespace it has no
+	// effect.
+	ClusterScopedGraphs []string
 	// DisableAdmissionPolicy stops the hub from installing, with each CRD,
 	// the MutatingAdmissionPolicy that stamps the finalizer on new
 	// instances; the runtime then adds it with one more write per new

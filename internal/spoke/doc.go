@@ -15,7 +15,13 @@
 // A graph's workers are shared among its clusters: one cluster has at most
 // its share in flight (Options.Workers divided by the clusters served), so a
 // hung cluster holds only its own share, and every call a reconcile makes to
-// a cluster is bounded by Options.CallTimeout. A watch a reconcile needs
+// a cluster is bounded by Options.CallTimeout. Within a cluster the share is
+// divided among the namespaces that have work in the same way, and one slot
+// is kept for a namespace with nothing in flight, so a tenant whose
+// instances are slow to reconcile delays only itself; the queue hands
+// requests out in turns of clusters and namespaces, and failed requests are
+// retried under a rate limit per namespace (slots.go, fair_queue.go,
+// retry_limiter.go). A watch a reconcile needs
 // starts in the background; the reconcile waits for its initial list no
 // longer than for any other call.
 //

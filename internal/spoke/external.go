@@ -29,7 +29,9 @@ func (m *member) evalExternal(inst *unstructured.Unstructured, n *graph.Node, va
 	resolved := resolvedRef{gvk: ref.GVK, name: ref.Name}
 	if namespaced {
 		resolved.namespace = ref.Namespace
-		if resolved.namespace == "" && ref.Selector == nil {
+		// A selector without a namespace selects in every namespace, as
+		// kro's does, unless the instance is confined to its own.
+		if resolved.namespace == "" && (ref.Selector == nil || m.c.opts.ConfineToNamespace) {
 			resolved.namespace = defaultNamespace(inst)
 		}
 	}
@@ -39,6 +41,10 @@ func (m *member) evalExternal(inst *unstructured.Unstructured, n *graph.Node, va
 			return failed(n, reasonEvaluationFailed, fmt.Errorf("externalRef selector: %w", err))
 		}
 		resolved.selector = sel
+	}
+	// Refused before anything is watched or read (confine.go).
+	if err := m.confinedRef(inst, resolved, namespaced); err != nil {
+		return failed(n, reasonOutsideNamespace, err)
 	}
 	r := &nodeResult{state: nodeReady, refs: []resolvedRef{resolved}}
 	if err := m.ensureScoped(resolved); err != nil {

@@ -72,6 +72,12 @@ type member struct {
 	// defaults is the controller's (shared, read-only) instance schema
 	// for defaulting.
 	defaults *structuralschema.Structural
+
+	// perNamespace counts states by namespace (made on first use); spans
+	// is set while it holds more than one namespace. slots.go reads spans
+	// under the controller's lock, which must never wait for mu.
+	perNamespace map[string]int
+	spans        atomic.Bool
 }
 
 // seenInstance is what the instance watch last delivered for a name.
@@ -196,6 +202,7 @@ func (m *member) setState(key types.NamespacedName, state string) {
 	} else {
 		m.states[key] = state
 	}
+	m.countNamespaceLocked(key.Namespace, had, state != "")
 	m.mu.Unlock()
 	if old == state || m.ctx.Err() != nil {
 		return
@@ -208,3 +215,27 @@ func (m *member) setState(key types.NamespacedName, state string) {
 		instancesByState.WithLabelValues(m.g.Name, cluster, state).Inc()
 	}
 }
+
+// countNamespaceLocked keeps perNamespace and spans when an instance of
+// ns is first recorded (had false, has true) or forgotten.
+func (m *member) countNamespaceLocked(ns string, had, has bool) {
+	switch {
+	case !had && has:
+		if m.perNamespace == nil {
+			m.perNamespace = map[string]int{}
+		}
+		m.perNamespace[ns]++
+	case had && !has:
+		if m.perNamespace[ns]--; m.perNamespace[ns] <= 0 {
+			delete(m.perNamespace, ns)
+		}
+	default:
+		return
+	}
+	m.spans.Store(len(m.perNamespace) > 1)
+}
+
+// spansNamespaces reports whether the cluster has instances of the graph
+// in more than one namespace (cluster-scoped ones counting as one).
+func (m *member) spansNamespaces() bool { return m.spans.Load() }
+
