@@ -238,4 +238,3 @@ func (m *member) countNamespaceLocked(ns string, had, has bool) {
 // spansNamespaces reports whether the cluster has instances of the graph
 // in more than one namespace (cluster-scoped ones counting as one).
 func (m *member) spansNamespaces() bool { return m.spans.Load() }
-
