@@ -58,6 +58,10 @@ func TestASpokeThatLeavesTheFleetIsCleanedUp(t *testing.T) {
 		requireDeleted(t, leaving, instance(gvk, "app", nil))
 		_, err := configMapData(leaving, "app-config")
 		assert.NoError(t, err, "the children of a released instance stay")
+		cm := &corev1.ConfigMap{}
+		require.NoError(t, leaving.Get(ctx, client.ObjectKey{Namespace: "default", Name: "app-config"}, cm))
+		assert.Equal(t, "true", cm.Annotations[contract.AnnotationReleased],
+			"marked, so that no orphan collection takes them if the spoke is served again")
 	})
 	requireState(t, staying, gvk, "app", "ACTIVE")
 }

@@ -165,6 +165,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		FieldManager:    opts.FieldManager,
 		Gate:            h.gate,
 		Resync:          opts.InstanceResync,
+		OrphanGrace:     opts.OrphanGrace,
 		AdoptUnowned:    opts.AdoptUnowned,
 		Logger:          opts.Logger.WithName("spoke"),
 

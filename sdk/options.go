@@ -62,6 +62,14 @@ type Options struct {
 	// up to 20% jitter). A negative value turns it off. Defaults to
 	// 10 minutes.
 	InstanceResync time.Duration
+	// OrphanGrace is how long a child whose instance no longer exists (its
+	// finalizer was removed by hand, or its deletion was interrupted) is
+	// left before the runtime deletes it: only a child labelled as the
+	// graph's and written by FieldManager, once a live read confirms that
+	// its instance is gone, and never one left in place by a release
+	// (OrphanInstances, DepartureGrace, Placement). Negative turns the
+	// collection off. Defaults to 30 seconds.
+	OrphanGrace time.Duration
 	// AdoptUnowned lets an instance take over an existing object with a
 	// child's name that carries no fleetgraph owner label (kro adopts such
 	// objects). An object labelled for another instance is never taken

@@ -66,6 +66,8 @@
 // clusters. A child is
 // pruned only after every desired child was applied without error; an
 // instance's children are deleted in reverse DAG waves behind contract.Finalizer.
+// Children the finalizer never got to (it was removed by hand) are
+// collected once their instance is confirmed gone (orphans.go).
 //
 // Nothing that is not ours is written or deleted. Before a child is first
 // applied, the metadata cache of its kind is consulted: an existing object

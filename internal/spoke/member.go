@@ -53,8 +53,12 @@ type member struct {
 	written    map[types.NamespacedName]*writtenInstance
 	lastSeen   map[types.NamespacedName]seenInstance
 	states     map[types.NamespacedName]string
-	active     int // states that are contract.StateActive, so that count never scans
-	resyncAt   map[types.NamespacedName]time.Time
+	// tally counts the instances the instance cache holds (counts.go).
+	tally atomic.Pointer[instanceTally]
+	// orphans finds and deletes children whose instance is gone
+	// (orphans.go).
+	orphans  *orphanage
+	resyncAt map[types.NamespacedName]time.Time
 	// listed records, per instance UID, the kinds outside the graph that
 	// were listed for its children (see extraKinds).
 	listed map[types.UID]map[schema.GroupVersionKind]bool
@@ -113,7 +117,8 @@ func newMember(c *controller, e *engagement) *member {
 		resyncAt:   map[types.NamespacedName]time.Time{},
 		listed:     map[types.UID]map[schema.GroupVersionKind]bool{},
 	}
-	m.cleanups = append(m.cleanups, func() { stop() })
+	m.orphans = newOrphanage(m)
+	m.cleanups = append(m.cleanups, func() { stop() }, m.orphans.stop)
 	return m
 }
 
@@ -145,10 +150,11 @@ func (m *member) open() error {
 	}
 	inst := &unstructured.Unstructured{}
 	inst.SetGroupVersionKind(m.g.Instance.GVK)
-	if err := m.watch(inst, instanceHandler{m}); err != nil {
+	if err := m.watch(inst, m.newInstanceHandler()); err != nil {
 		return err
 	}
 	m.followCRD()
+	m.startOrphanage()
 	return nil
 }
 
@@ -186,7 +192,7 @@ func (m *member) enqueueAfter(key types.NamespacedName, d time.Duration) {
 	m.c.queue.AddAfter(mcreconcile.Request{ClusterName: m.cluster, Request: reconcileRequest(key)}, d)
 }
 
-// setState records an instance's state for Counts and the instances gauge.
+// setState records an instance's state for the instances gauge.
 // An empty state forgets the instance.
 func (m *member) setState(key types.NamespacedName, state string) {
 	m.mu.Lock()
@@ -195,12 +201,6 @@ func (m *member) setState(key types.NamespacedName, state string) {
 		delete(m.states, key)
 	} else {
 		m.states[key] = state
-	}
-	if had && old == contract.StateActive {
-		m.active--
-	}
-	if state == contract.StateActive {
-		m.active++
 	}
 	m.countNamespaceLocked(key.Namespace, had, state != "")
 	m.mu.Unlock()
@@ -238,9 +238,3 @@ func (m *member) countNamespaceLocked(ns string, had, has bool) {
 // spansNamespaces reports whether the cluster has instances of the graph
 // in more than one namespace (cluster-scoped ones counting as one).
 func (m *member) spansNamespaces() bool { return m.spans.Load() }
-
-func (m *member) count() Count {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return Count{Total: len(m.states), Ready: m.active}
-}

@@ -34,6 +34,9 @@ const (
 	// DefaultCallTimeout bounds, by default, each call to a spoke's API
 	// server and each wait for a new watch's initial list.
 	DefaultCallTimeout = 30 * time.Second
+	// DefaultOrphanGrace is how long, by default, a child whose instance
+	// is gone is left before it is deleted (orphans.go).
+	DefaultOrphanGrace = 30 * time.Second
 )
 
 // GateFunc decides whether a graph may be served on a cluster yet. It is
@@ -109,6 +112,15 @@ type Options struct {
 	// ConfineToNamespace no cluster-scoped instance writes or reads
 	// anything. Without ConfineToNamespace it has no effect.
 	ClusterScopedGraphs []string
+	// OrphanGrace is how long a child whose owning instance no longer
+	// exists (its finalizer was removed by hand, say, or its deletion was
+	// interrupted) is left before the Runtime deletes it. Only children
+	// labelled as the graph's and written by FieldManager are deleted,
+	// once a live read confirms that no instance has their owner's UID;
+	// children left on purpose by a release (the orphan option, a cluster
+	// leaving the fleet) are not. Defaults to DefaultOrphanGrace; a
+	// negative value turns the collection off.
+	OrphanGrace time.Duration
 	// Logger is the logger. Defaults to controller-runtime's log.Log named
 	// "spoke".
 	Logger logr.Logger
@@ -135,6 +147,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CallTimeout == 0 {
 		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.OrphanGrace == 0 {
+		o.OrphanGrace = DefaultOrphanGrace
 	}
 	if o.GateRetryMax <= 0 {
 		o.GateRetryMax = DefaultGateRetryMax
