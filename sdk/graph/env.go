@@ -10,7 +10,6 @@ import (
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/library"
 )
@@ -140,22 +139,21 @@ var sharedPlanner = sync.OnceValues(func() (*planner, error) {
 	return &planner{disp: disp}, nil
 })
 
-// plan builds the interpretable of a checked expression. Like the API
-// server, it bounds the cost of one evaluation, so that a runaway
-// comprehension cannot stall a reconcile.
+// plan builds the interpretable of a checked expression. Every call goes
+// through a guard that prices it from its arguments before it runs (see
+// guard.go), and every comprehension step asks the evaluation's meter
+// whether to go on (see meter.go): one evaluation is bounded in cost, time
+// and the size of what it builds. Constant regular expressions are
+// compiled here, by the guard, once.
 func (p *planner) plan(env *cel.Env, ast *cel.Ast) (interpreter.Interpretable, error) {
 	attrs := interpreter.NewAttributeFactory(env.Container, env.CELTypeAdapter(), env.CELTypeProvider())
 	interp := interpreter.NewInterpreter(p.disp, env.Container, env.CELTypeProvider(), env.CELTypeAdapter(), attrs)
 	return interp.NewInterpretable(ast.NativeRep(),
 		interpreter.CustomDecorator(lazyOptionalOr),
 		interpreter.Optimize(),
-		interpreter.CompileRegexConstants(interpreter.MatchesRegexOptimization, library.FindRegexOptimization, library.FindAllRegexOptimization),
-		interpreter.CostObserver(interpreter.CostTrackerFactory(newCostTracker)),
+		interpreter.CustomDecorator(guardCalls(p.disp)),
+		interpreter.InterruptableEval(),
 	)
-}
-
-func newCostTracker() (*interpreter.CostTracker, error) {
-	return interpreter.NewCostTracker(nil, interpreter.CostTrackerLimit(celconfig.PerCallLimit))
 }
 
 // typedEnv is an environment that knows a set of object types.

@@ -1,0 +1,140 @@
+package graph
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/cel-go/interpreter"
+)
+
+// meter accounts one evaluation of one expression: the cost units it
+// spends (comprehension steps and size-aware function costs, see
+// guard.go), its deadline and its share of the instance's Budget. It
+// replaces cel-go's runtime cost tracker, whose bookkeeping grows with the
+// length of a comprehension and so makes tracked evaluation quadratic (see
+// doc.go).
+//
+// A meter is not safe for concurrent use: one evaluation runs on one
+// goroutine. It lives inside the evaluation's scope, so that it costs no
+// allocation.
+type meter struct {
+	lim    *Limits
+	budget *Budget
+	ctx    context.Context
+	// spent is what this evaluation spent; limit what it may spend: the
+	// per-expression limit, or what is left of the instance's budget when
+	// that is less (fromBudget).
+	spent, limit uint64
+	fromBudget   bool
+	// checkAt is the spending at which the clock and the context are read
+	// next; deadline is set at the first read.
+	checkAt  uint64
+	deadline time.Time
+	// err is why the evaluation was stopped; once set, every further call
+	// and comprehension step fails at once.
+	err error
+}
+
+// meterCheckEvery is how many cost units pass between two reads of the
+// clock: reading it costs about as much as a cheap function call.
+const meterCheckEvery = 256
+
+// budgetCheckEvery is how many evaluations of one budget pass between two
+// reads of the clock against the instance's deadline, so that many cheap
+// evaluations are timed too.
+const budgetCheckEvery = 32
+
+// start resets m for a new evaluation.
+func (m *meter) start(ctx context.Context, lim *Limits, b *Budget) {
+	*m = meter{lim: lim, budget: b, ctx: ctx, limit: lim.ExpressionCost, checkAt: meterCheckEvery}
+	if left := b.costLeft(); left < m.limit {
+		m.limit, m.fromBudget = left, true
+	}
+	if m.limit == 0 {
+		m.err = b.errCost()
+		return
+	}
+	if b.evals.Add(1)%budgetCheckEvery == 0 {
+		m.checkClock()
+	}
+}
+
+// finish charges the instance's budget with what the evaluation spent.
+func (m *meter) finish() {
+	if m.budget != nil {
+		m.budget.cost.Add(m.spent)
+	}
+}
+
+// charge adds c units and reports whether the evaluation may go on.
+func (m *meter) charge(c uint64) bool {
+	if m.err != nil {
+		return false
+	}
+	m.spent += c
+	if m.spent > m.limit || m.spent < c {
+		m.spent = m.limit
+		if m.fromBudget {
+			m.err = m.budget.errCost()
+		} else {
+			m.err = errorf(ErrLimit, "the expression costs more than %d units (Limits.ExpressionCost)", m.limit)
+		}
+		return false
+	}
+	if m.spent >= m.checkAt {
+		m.checkAt = m.spent + meterCheckEvery
+		return m.checkClock()
+	}
+	return true
+}
+
+// refuse stops the evaluation with err (a function refused its inputs).
+func (m *meter) refuse(err error) {
+	if m.err == nil {
+		m.err = err
+	}
+}
+
+// checkClock reads the clock and the context, and reports whether the
+// evaluation may go on.
+func (m *meter) checkClock() bool {
+	if m.err != nil {
+		return false
+	}
+	now := time.Now()
+	if m.deadline.IsZero() {
+		m.deadline = now.Add(m.lim.ExpressionTimeout)
+	}
+	switch {
+	case now.After(m.deadline):
+		m.err = errorf(ErrLimit, "the expression ran longer than %s (Limits.ExpressionTimeout)", m.lim.ExpressionTimeout)
+	case m.budget != nil && now.After(m.budget.deadline):
+		m.err = m.budget.errTime()
+	default:
+		if err := m.ctx.Err(); err != nil {
+			m.err = errorf(ErrLimit, "evaluation stopped: %w", context.Cause(m.ctx))
+		}
+	}
+	return m.err == nil
+}
+
+// interrupted is read by every comprehension after each step (see
+// interpreter.InterruptableEval): a step costs one unit.
+func (m *meter) interrupted() bool {
+	return !m.charge(1)
+}
+
+// meterOf finds the meter of the evaluation an activation belongs to: the
+// scope at the root of the activations cel-go stacks (comprehensions,
+// bindings). Nil when the activation is not ours.
+func meterOf(vars interpreter.Activation) *meter {
+	for a := vars; a != nil; a = a.Parent() {
+		if sc, ok := a.(*scope); ok {
+			if sc.meter.lim == nil {
+				return nil
+			}
+			return &sc.meter
+		}
+	}
+	return nil
+}
