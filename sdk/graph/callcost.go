@@ -39,7 +39,9 @@ var callCosts = map[string]priceFunc{
 	"starts_with_string": traversal(1), "ends_with_string": traversal(1),
 	"contains_string": product(0, 1),
 	"matches":         regexPrice, "matches_string": regexPrice,
-	"in_list": elems(1),
+	"in_list":     elems(1),
+	"less_string": shorter, "less_equals_string": shorter, "greater_string": shorter, "greater_equals_string": shorter,
+	"less_bytes": shorter, "less_equals_bytes": shorter, "greater_bytes": shorter, "greater_equals_bytes": shorter,
 
 	// --- cel-go's strings (ext.Strings). ---
 	"string_char_at_int": traversal(0), "string_substring_int": traversal(0), "string_substring_int_int": traversal(0),
@@ -93,7 +95,10 @@ var callCosts = map[string]priceFunc{
 	"string_find_all_string":   findAllPrice, "string_find_all_string_int": findAllPrice,
 	"string_to_url": traversal(0), "string_to_ip": traversal(0), "string_to_cidr": traversal(0),
 	"string_to_quantity": traversal(0), "string_to_semver": traversal(0), "string_bool_to_semver": traversal(0),
-	"format-validate": traversal(1),
+	"format-validate": traversal(1), "format-named": traversal(0),
+	"cidr_contains_cidr_string": traversal(1), "cidr_contains_ip_string": traversal(1),
+	"ip_is_canonical": traversal(0), "is_quantity_string": traversal(0), "is_semver_string": traversal(0),
+	"is_semver_string_bool": traversal(0), "is_url_string": traversal(0),
 
 	// --- kro's libraries (cellib_*.go). ---
 	"random.seededString_int_string": func(a []ref.Val, l *Limits) (uint64, error) {
@@ -125,14 +130,28 @@ var callCosts = map[string]priceFunc{
 
 func init() {
 	// Sorting, min, max and sum, for every element type.
-	for _, t := range []string{"bool", "bytes", "double", "int", "string", "uint", "duration", "timestamp",
-		"google.protobuf.Duration", "google.protobuf.Timestamp"} {
+	for _, t := range []string{"bool", "bytes", "double", "int", "string", "uint", "google.protobuf.Duration", "google.protobuf.Timestamp"} {
 		callCosts["list_"+t+"_sort"] = sortPrice
 		callCosts["list_"+t+"_sortByAssociatedKeys"] = sortPrice
+	}
+	for _, t := range []string{"bool", "bytes", "double", "int", "string", "uint", "duration", "timestamp"} {
 		callCosts["list_"+t+"_max_"+t] = elems(0)
 		callCosts["list_"+t+"_min_"+t] = elems(0)
+		callCosts["list_"+t+"_is_sorted_bool"] = elems(0)
+	}
+	for _, t := range []string{"double", "int", "uint", "duration"} {
 		callCosts["list_"+t+"_sum_"+t] = elems(0)
 	}
+	for _, t := range []string{"double", "int", "uint"} {
+		callCosts["math_@max_list_"+t] = elems(0)
+		callCosts["math_@min_list_"+t] = elems(0)
+	}
+	// Reading a timestamp in a named time zone parses the zone's name.
+	for _, part := range []string{"day_of_month_1_based", "day_of_month", "day_of_week", "day_of_year", "year",
+		"hours", "milliseconds", "minutes", "month"} {
+		callCosts["timestamp_to_"+part+"_with_tz"] = traversal(1)
+	}
+	callCosts["timestamp_to_seconds_tz"] = traversal(1)
 }
 
 // defaultLimits serve a guard that runs outside our evaluations.
@@ -196,6 +215,11 @@ func elemsOut(what string, n int, l *Limits) (uint64, error) {
 // traversal prices a function that reads argument i once.
 func traversal(i int) priceFunc {
 	return func(a []ref.Val, _ *Limits) (uint64, error) { return units(strLen(a[i])) + 1, nil }
+}
+
+// shorter prices a comparison of two strings: up to the shorter one.
+func shorter(a []ref.Val, _ *Limits) (uint64, error) {
+	return units(min(strLen(a[0]), strLen(a[1]))) + 1, nil
 }
 
 // elems prices a function that touches every element of argument i.
