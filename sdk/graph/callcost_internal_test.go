@@ -44,9 +44,9 @@ func init() {
 	}
 }
 
-// sizedKinds are the argument kinds whose values can be as large as a
+// sizedArgKinds are the argument kinds whose values can be as large as a
 // tenant makes them.
-var sizedKinds = map[types.Kind]bool{
+var sizedArgKinds = map[types.Kind]bool{
 	types.StringKind: true, types.BytesKind: true, types.ListKind: true, types.MapKind: true,
 	types.DynKind: true, types.AnyKind: true, types.TypeParamKind: true,
 }
@@ -72,7 +72,7 @@ func TestEveryGrowingOverloadIsPriced(t *testing.T) {
 
 func takesSized(args []*cel.Type) bool {
 	for _, a := range args {
-		if sizedKinds[a.Kind()] {
+		if sizedArgKinds[a.Kind()] {
 			return true
 		}
 	}

@@ -263,11 +263,17 @@ type program struct {
 	formats map[string]*formatTree
 }
 
-// compileExpr parses, type-checks and plans src in env.
-func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool) (*program, error) {
+// compileExpr parses, type-checks and plans src in env; check, if set,
+// may refuse the checked expression (see checkEstimate).
+func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool, check func(*cel.Env, *cel.Ast) error) (*program, error) {
 	ast, iss := env.Compile(src)
 	if iss.Err() != nil {
 		return nil, errorf(ErrExpression, "%s", issueMessages(iss))
+	}
+	if check != nil {
+		if err := check(env, ast); err != nil {
+			return nil, err
+		}
 	}
 	pl, err := sharedPlanner()
 	if err != nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
@@ -188,7 +194,9 @@ func TestQuadraticEvaluationsEndWithinTheDeadline(t *testing.T) {
 	lim := graph.Limits{}.WithDefaults()
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			g := statusGraph(t, tt.expr, graph.Limits{})
+			// Compile would refuse some of these (their estimate is too
+			// high): let them through to test the run-time bounds.
+			g := statusGraph(t, tt.expr, graph.Limits{MaxExpressionEstimatedCost: math.MaxUint64})
 			start := time.Now()
 			_, err := g.Status(context.Background(), tt.vals)
 			requireLimit(t, err)
@@ -326,4 +334,52 @@ func TestLongExpressionsAreTruncatedInMessages(t *testing.T) {
 	_, err = g.Status(context.Background(), hostileSpec(0, strings.Repeat("z", 100_000), 0, 0))
 	require.Error(t, err)
 	assert.Less(t, len(err.Error()), 500, "evaluation error: %.300s", err.Error())
+}
+
+// Compile prices every expression with the instance schema's bounds, as
+// the API server prices a CRD's validation rules, and refuses one whose
+// estimate passes Limits.MaxExpressionEstimatedCost; bounding the lists it
+// reads lets it compile.
+func TestCompileRefusesExpressionsEstimatedTooExpensive(t *testing.T) {
+	const quadratic = `${string(schema.spec.xs.all(x, schema.spec.ys.exists(y, y == x)))}`
+	_, err := graph.Compile(parseRGD(t, rgdDoc(hostileSchema, "resources:\n"+cm("a", "", "k: "+quoteYAML(quadratic)))), graph.Options{})
+	requireLimit(t, err)
+	var ge *graph.Error
+	require.ErrorAs(t, err, &ge)
+	assert.Equal(t, "a", ge.ResourceID)
+	assert.Equal(t, "data.k", ge.Path)
+	assert.Equal(t, quadratic, ge.Expression)
+	assert.Contains(t, err.Error(), "Limits.MaxExpressionEstimatedCost")
+
+	bounded := strings.ReplaceAll(hostileSchema, `"[]integer"`, `"[]integer | maxItems=1000"`)
+	_, err = graph.Compile(parseRGD(t, rgdDoc(bounded, "resources:\n"+cm("a", "", "k: "+quoteYAML(quadratic)))), graph.Options{})
+	require.NoError(t, err)
+}
+
+// No RGD of the repository's corpora comes near a limit at compile: the
+// defaults are generous enough for everything kro accepts. (kro's own
+// examples are checked by hack/krodiff's compile test.)
+func TestCorporaCompileWithinTheDefaultLimits(t *testing.T) {
+	var files []string
+	for _, dir := range []string{"testdata", filepath.Join("..", "..", "hack", "krodiff", "testdata", "corpus")} {
+		matches, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		require.NoError(t, err)
+		files = append(files, matches...)
+	}
+	require.Greater(t, len(files), 100)
+	for _, path := range files {
+		raw, err := os.ReadFile(path)
+		require.NoError(t, err)
+		for _, doc := range strings.Split(string(raw), "\n---") {
+			if !strings.Contains(doc, "kind: ResourceGraphDefinition") {
+				continue
+			}
+			rgd := &v1alpha1.ResourceGraphDefinition{}
+			if yaml.Unmarshal([]byte(doc), rgd) != nil {
+				continue
+			}
+			_, err := graph.Compile(rgd, graph.Options{})
+			assert.NotErrorIs(t, err, graph.ErrLimit, "%s", path)
+		}
+	}
 }
