@@ -29,9 +29,10 @@ type scope struct {
 	lim        *Limits
 	budget     *Budget
 	meter      meter
-	// sizer bounds the JSON values built; nil for conditions, which build
-	// none.
+	// sizer bounds the JSON values built (it points at sz); nil for
+	// conditions, which build none.
 	sizer *sizer
+	sz    sizer
 	// observing is set for readyWhen: every field read is of an observed
 	// object, so a missing one means "not yet".
 	observing bool
@@ -123,6 +124,9 @@ func (sc *scope) eval(p *program, path string) (ref.Val, error) {
 		}
 	}
 	sc.formats = p.formats
+	if unmetered {
+		return sc.evalUnmetered(p, path)
+	}
 	sc.meter.start(sc.ctx, sc.lim, sc.budget)
 	out, err := run(p.prog, sc)
 	sc.meter.finish()
@@ -136,6 +140,15 @@ func (sc *scope) eval(p *program, path string) (ref.Val, error) {
 			return nil, sc.wrap(path, p.written, fmt.Errorf("%w: %v", ErrPending, err))
 		}
 		return nil, sc.wrap(path, p.written, errorf(ErrEvaluation, "%s", truncate(err.Error(), sc.lim.MaxMessageExpression)))
+	}
+	return out, nil
+}
+
+// evalUnmetered is eval without the meter (see unmetered).
+func (sc *scope) evalUnmetered(p *program, path string) (ref.Val, error) {
+	out, err := run(p.prog, sc)
+	if err != nil {
+		return nil, sc.wrap(path, p.written, errorf(ErrEvaluation, "%v", err))
 	}
 	return out, nil
 }

@@ -74,7 +74,7 @@ func (np *nodeProgram) included(ctx context.Context, vals Values) (bool, error) 
 // is copied.
 func (np *nodeProgram) iterations(ctx context.Context, vals Values) ([]map[string]any, error) {
 	sc := np.scope(ctx, vals, nil)
-	sc.sizer = newSizer("forEach's lists", "MaxRenderedBytes", np.limits.MaxRenderedBytes)
+	sc.bound(newSizer("forEach's lists", "MaxRenderedBytes", np.limits.MaxRenderedBytes))
 	lists := make([][]any, len(np.iterators))
 	total := 1
 	for i, it := range np.iterators {
@@ -155,7 +155,7 @@ func (np *nodeProgram) render(ctx context.Context, vals Values, iteration map[st
 		}
 	}
 	sc := np.scope(ctx, vals, np.typedIteration(iteration))
-	sc.sizer = renderSizer(sc.budget)
+	sc.bound(renderSizer(sc.budget))
 	v, _, err := np.template.eval(sc)
 	sc.sizer.done()
 	if err != nil {
@@ -199,7 +199,7 @@ func (np *nodeProgram) ref(ctx context.Context, vals Values) (ExternalRef, error
 		return ExternalRef{}, &Error{ResourceID: np.id, Err: errorf(ErrInvalid, "not an externalRef")}
 	}
 	sc := np.scope(ctx, vals, nil)
-	sc.sizer = newSizer("the externalRef", "MaxValueBytes", np.limits.MaxValueBytes)
+	sc.bound(newSizer("the externalRef", "MaxValueBytes", np.limits.MaxValueBytes))
 	out := ExternalRef{GVK: np.extRef.gvk}
 	var err error
 	if out.Name, err = evalString(sc, np.extRef.name, "externalRef.metadata.name"); err != nil {

@@ -25,13 +25,13 @@ type sizer struct {
 const renderChunk = 64 << 10
 
 // newSizer bounds a value to limit bytes.
-func newSizer(what, name string, limit int) *sizer {
-	return &sizer{left: limit, limit: limit, name: name, what: what}
+func newSizer(what, name string, limit int) sizer {
+	return sizer{left: limit, limit: limit, name: name, what: what}
 }
 
 // renderSizer bounds a rendered object by what is left of b's allowance.
-func renderSizer(b *Budget) *sizer {
-	return &sizer{budget: b, limit: b.limits.MaxRenderedBytes, name: "MaxRenderedBytes", what: "the instance's rendered children"}
+func renderSizer(b *Budget) sizer {
+	return sizer{budget: b, limit: b.limits.MaxRenderedBytes, name: "MaxRenderedBytes", what: "the instance's rendered children"}
 }
 
 // take counts n bytes.
@@ -61,4 +61,13 @@ func (s *sizer) done() {
 	}
 	s.budget.releaseRendered(min(s.left, s.reserved))
 	s.left, s.reserved = 0, 0
+}
+
+// bound makes s the scope's sizer.
+func (sc *scope) bound(s sizer) {
+	if unmetered {
+		return
+	}
+	sc.sz = s
+	sc.sizer = &sc.sz
 }

@@ -32,7 +32,7 @@ func (sp *statusProgram) eval(ctx context.Context, lim *Limits, vals Values) (ma
 		return out, nil
 	}
 	sc := newScope(ctx, lim, vals, nil, "")
-	sc.sizer = newSizer("the status", "MaxStatusBytes", lim.MaxStatusBytes)
+	sc.bound(newSizer("the status", "MaxStatusBytes", lim.MaxStatusBytes))
 	var errs []error
 	for _, leaf := range sp.leaves {
 		v, ok, err := leaf.t.eval(sc)
