@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -100,7 +99,7 @@ func fuzzRGD(t *testing.T, expr string) *v1alpha1.ResourceGraphDefinition {
 	})
 	require.NoError(t, err)
 	rgd := &v1alpha1.ResourceGraphDefinition{}
-	require.NoError(t, yaml.Unmarshal(doc, rgd))
+	require.NoError(t, json.Unmarshal(doc, rgd))
 	return rgd
 }
 
