@@ -33,7 +33,12 @@ var callCosts = map[string]priceFunc{
 		return bytesOut("concatenated bytes", strLen(a[0])+strLen(a[1]), l)
 	},
 	"add_list": func(a []ref.Val, l *Limits) (uint64, error) {
-		return elemsOut("a concatenated list", size(a[0])+size(a[1]), l)
+		c, err := elemsOut("a concatenated list", size(a[0])+size(a[1]), l)
+		if _, appending := a[0].(traits.MutableLister); appending {
+			// A comprehension's accumulator (map, filter) grows in place.
+			return uint64(size(a[1])) + 1, err
+		}
+		return c, err
 	},
 	"string_to_bytes": traversal(0), "bytes_to_string": traversal(0),
 	"starts_with_string": traversal(1), "ends_with_string": traversal(1),
