@@ -118,7 +118,8 @@ func baseEnv(strict bool) (*cel.Env, error) {
 // parsing and checking together; our extended environments only add
 // variables and types, never functions, so one dispatcher serves them all.
 type planner struct {
-	disp interpreter.Dispatcher
+	disp  interpreter.Dispatcher
+	guard interpreter.InterpretableDecorator
 }
 
 var sharedPlanner = sync.OnceValues(func() (*planner, error) {
@@ -136,7 +137,7 @@ var sharedPlanner = sync.OnceValues(func() (*planner, error) {
 			return nil, err
 		}
 	}
-	return &planner{disp: disp}, nil
+	return &planner{disp: disp, guard: guardCalls(disp, env.Functions())}, nil
 })
 
 // plan builds the interpretable of a checked expression. Every call goes
@@ -158,7 +159,7 @@ func (p *planner) plan(env *cel.Env, ast *cel.Ast) (interpreter.Interpretable, e
 	return interp.NewInterpretable(ast.NativeRep(),
 		interpreter.CustomDecorator(lazyOptionalOr),
 		interpreter.Optimize(),
-		interpreter.CustomDecorator(guardCalls(p.disp)),
+		interpreter.CustomDecorator(p.guard),
 		interpreter.InterruptableEval(),
 	)
 }

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"github.com/google/cel-go/common/decls"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
@@ -31,13 +32,20 @@ var regexConstants = []*interpreter.RegexOptimization{
 }
 
 // guardCalls returns the decorator that puts a guard around every call.
-func guardCalls(disp interpreter.Dispatcher) interpreter.InterpretableDecorator {
+// fns are the environment's functions: a call the checker could not bind
+// to one overload (its arguments are dyn) is priced at run time by the
+// overload its argument values select.
+func guardCalls(disp interpreter.Dispatcher, fns map[string]*decls.FunctionDecl) interpreter.InterpretableDecorator {
+	dynamic := dynamicPrices(fns)
 	return func(i interpreter.Interpretable) (interpreter.Interpretable, error) {
 		call, ok := i.(interpreter.InterpretableCall)
 		if !ok {
 			return i, nil
 		}
 		price := callCosts[call.OverloadID()]
+		if price == nil && call.OverloadID() == "" {
+			price = dynamic[call.Function()]
+		}
 		if price == nil {
 			return &countedCall{InterpretableCall: call}, nil
 		}
@@ -49,6 +57,50 @@ func guardCalls(disp interpreter.Dispatcher) interpreter.InterpretableDecorator 
 		}
 		return &countedCall{InterpretableCall: call}, nil
 	}
+}
+
+// dynamicPrices returns, for each function with a priced overload, a
+// price that picks the overload the argument values select at run time,
+// as cel-go's dynamic dispatch does; any other overload costs one unit.
+func dynamicPrices(fns map[string]*decls.FunctionDecl) map[string]priceFunc {
+	type candidate struct {
+		args  []*types.Type
+		price priceFunc
+	}
+	byName := map[string][]candidate{}
+	for name, fn := range fns {
+		for _, o := range fn.OverloadDecls() {
+			if p := callCosts[o.ID()]; p != nil {
+				byName[name] = append(byName[name], candidate{args: o.ArgTypes(), price: p})
+			}
+		}
+	}
+	out := make(map[string]priceFunc, len(byName))
+	for name, cands := range byName {
+		out[name] = func(args []ref.Val, l *Limits) (uint64, error) {
+			for _, c := range cands {
+				if matchesValues(c.args, args) {
+					return c.price(args, l)
+				}
+			}
+			return 1, nil
+		}
+	}
+	return out
+}
+
+// matchesValues reports whether values may be passed as arguments of the
+// given types.
+func matchesValues(params []*types.Type, values []ref.Val) bool {
+	if len(params) != len(values) {
+		return false
+	}
+	for i, p := range params {
+		if !p.IsAssignableRuntimeType(values[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // countedCall is a call that costs one unit; it runs as cel-go planned it.

@@ -101,6 +101,8 @@ func TestGrowingFunctionsAreRefusedBeforeTheyAllocate(t *testing.T) {
 		"findAll of empty matches":   {`(schema.spec.s + schema.spec.s + schema.spec.s).findAll("").size()`, hostileSpec(0, strings.Repeat("a", 400_000), 0, 0)},
 		"insertAtIndex in a loop":    {`lists.range(1000).map(i, lists.insertAtIndex(schema.spec.xs, 0, i)).size()`, hostileSpec(0, "", 100000, 0)},
 		"merge of a map with itself": {`cel.bind(m, schema.spec.xs.transformMap(i, v, v), lists.range(1000).map(i, m.merge(m)).size())`, hostileSpec(0, "", 100000, 0)},
+		"dynamic concatenation":      {`cel.bind(a, dyn(schema.spec.s) + dyn(schema.spec.s), cel.bind(b, dyn(a) + dyn(a), cel.bind(c, dyn(b) + dyn(b), cel.bind(d, dyn(c) + dyn(c), cel.bind(e, dyn(d) + dyn(d), cel.bind(f, dyn(e) + dyn(e), cel.bind(g, dyn(f) + dyn(f), cel.bind(h, dyn(g) + dyn(g), cel.bind(i, dyn(h) + dyn(h), cel.bind(j, dyn(i) + dyn(i), cel.bind(k, dyn(j) + dyn(j), size(k))))))))))))`, hostileSpec(0, s1k, 0, 0)},
+		"dynamic replace":            {`dyn(schema.spec.s).replace("", dyn(schema.spec.s)).replace("", dyn(schema.spec.s))`, hostileSpec(0, s1k, 0, 0)},
 		"status of shared values":    {`cel.bind(a, [schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s], cel.bind(b, [a, a, a, a, a, a, a, a, a, a], cel.bind(c, [b, b, b, b, b, b, b, b, b, b], [c, c, c, c, c, c, c, c, c, c])))`, hostileSpec(0, s1k, 0, 0)},
 	}
 	for name, tt := range tests {
