@@ -22,21 +22,19 @@ import (
 type Budget struct {
 	limits   Limits
 	started  time.Time
-	deadline time.Time
 	cost     atomic.Uint64
 	rendered atomic.Int64
 	children atomic.Int64
-	// evals counts evaluations, so that every budgetCheckEvery-th reads
-	// the clock.
-	evals atomic.Uint64
+	// evalTime is the time the timed evaluations spent (see meter).
+	evalTime atomic.Int64
 }
 
 // NewBudget starts a budget of the per-instance fields of l (defaults
-// filled in); its clock starts now.
+// filled in). Its time is the time evaluations spend, not the time between
+// them: a reconcile's API calls are bounded separately.
 func NewBudget(l Limits) *Budget {
 	l = l.WithDefaults()
-	now := time.Now()
-	return &Budget{limits: l, started: now, deadline: now.Add(l.InstanceTimeout)}
+	return &Budget{limits: l, started: time.Now()}
 }
 
 type budgetKey struct{}
@@ -70,8 +68,8 @@ func (b *Budget) Rendered() int64 { return b.rendered.Load() }
 // Children returns the children counted so far (see AddChildren).
 func (b *Budget) Children() int64 { return b.children.Load() }
 
-// Elapsed returns the time since the budget started.
-func (b *Budget) Elapsed() time.Duration { return time.Since(b.started) }
+// EvalTime returns the time evaluations have spent so far.
+func (b *Budget) EvalTime() time.Duration { return time.Duration(b.evalTime.Load()) }
 
 // AddChildren counts n more children of the instance and returns an error
 // wrapping ErrLimit once they pass Limits.MaxChildren. Node.Iterations
@@ -127,7 +125,7 @@ func (b *Budget) errTime() error {
 
 // String describes what was spent, for logs.
 func (b *Budget) String() string {
-	return fmt.Sprintf("cost %d/%d, %s/%s, rendered %d/%d bytes, %d/%d children",
-		b.Spent(), b.limits.InstanceCost, b.Elapsed().Round(time.Millisecond), b.limits.InstanceTimeout,
+	return fmt.Sprintf("cost %d/%d, evaluating %s/%s, rendered %d/%d bytes, %d/%d children",
+		b.Spent(), b.limits.InstanceCost, b.EvalTime().Round(time.Millisecond), b.limits.InstanceTimeout,
 		b.Rendered(), b.limits.MaxRenderedBytes, b.Children(), b.limits.MaxChildren)
 }

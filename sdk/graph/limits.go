@@ -100,9 +100,11 @@ type Limits struct {
 	// Defaults to 1e8 (a hundred expressions at the per-expression limit).
 	InstanceCost uint64
 
-	// InstanceTimeout is the wall-clock budget of all evaluations of one
-	// reconcile of one instance. API calls are bounded separately, by the
-	// runtime's call timeout.
+	// InstanceTimeout is the time all evaluations of one reconcile of one
+	// instance may spend together: the time spent evaluating, not the time
+	// between evaluations (API calls are bounded separately, by the
+	// runtime's call timeout). An evaluation is timed once it has spent a
+	// few hundred cost units; cheaper ones are bounded by InstanceCost.
 	//
 	// Defaults to 2s.
 	InstanceTimeout time.Duration

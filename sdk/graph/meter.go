@@ -27,8 +27,11 @@ type meter struct {
 	spent, limit uint64
 	fromBudget   bool
 	// checkAt is the spending at which the clock and the context are read
-	// next; deadline is set at the first read.
+	// next. started is the first read: an evaluation is timed from there,
+	// so that one too cheap to reach it reads no clock at all (cost bounds
+	// it, and the many cheap evaluations of a reconcile, together).
 	checkAt  uint64
+	started  time.Time
 	deadline time.Time
 	// err is why the evaluation was stopped; once set, every further call
 	// and comprehension step fails at once.
@@ -39,11 +42,6 @@ type meter struct {
 // clock: reading it costs about as much as a cheap function call.
 const meterCheckEvery = 256
 
-// budgetCheckEvery is how many evaluations of one budget pass between two
-// reads of the clock against the instance's deadline, so that many cheap
-// evaluations are timed too.
-const budgetCheckEvery = 32
-
 // start resets m for a new evaluation.
 func (m *meter) start(ctx context.Context, lim *Limits, b *Budget) {
 	*m = meter{lim: lim, budget: b, ctx: ctx, limit: lim.ExpressionCost, checkAt: meterCheckEvery}
@@ -52,17 +50,14 @@ func (m *meter) start(ctx context.Context, lim *Limits, b *Budget) {
 	}
 	if m.limit == 0 {
 		m.err = b.errCost()
-		return
-	}
-	if b.evals.Add(1)%budgetCheckEvery == 0 {
-		m.checkClock()
 	}
 }
 
 // finish charges the instance's budget with what the evaluation spent.
 func (m *meter) finish() {
-	if m.budget != nil {
-		m.budget.cost.Add(m.spent)
+	m.budget.cost.Add(m.spent)
+	if !m.started.IsZero() {
+		m.budget.evalTime.Add(int64(time.Since(m.started)))
 	}
 }
 
@@ -102,13 +97,13 @@ func (m *meter) checkClock() bool {
 		return false
 	}
 	now := time.Now()
-	if m.deadline.IsZero() {
-		m.deadline = now.Add(m.lim.ExpressionTimeout)
+	if m.started.IsZero() {
+		m.started, m.deadline = now, now.Add(m.lim.ExpressionTimeout)
 	}
 	switch {
 	case now.After(m.deadline):
 		m.err = errorf(ErrLimit, "the expression ran longer than %s (Limits.ExpressionTimeout)", m.lim.ExpressionTimeout)
-	case m.budget != nil && now.After(m.budget.deadline):
+	case time.Duration(m.budget.evalTime.Load())+now.Sub(m.started) > m.budget.limits.InstanceTimeout:
 		m.err = m.budget.errTime()
 	default:
 		if err := m.ctx.Err(); err != nil {
