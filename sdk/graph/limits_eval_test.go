@@ -137,7 +137,7 @@ func TestGrowingFunctionsWorkWithinTheLimits(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			g := statusGraph(t, tt.expr, graph.Limits{})
+			g := statusGraph(t, tt.expr, graph.Limits{ExpressionTimeout: time.Hour})
 			out, err := g.Status(context.Background(), hostileSpec(0, "", 0, 0))
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, out["out"])
@@ -209,7 +209,7 @@ func TestQuadraticEvaluationsEndWithinTheDeadline(t *testing.T) {
 // evaluation 27 ms. (The deadline is raised so that a loaded machine does
 // not fail the test: linearity is what it checks.)
 func TestLongComprehensionIsMeteredInLinearTime(t *testing.T) {
-	g := statusGraph(t, `schema.spec.xs.all(x, x >= 0)`, graph.Limits{ExpressionTimeout: time.Minute})
+	g := statusGraph(t, `schema.spec.xs.all(x, x >= 0)`, graph.Limits{ExpressionTimeout: time.Minute, InstanceTimeout: time.Minute})
 	b := graph.NewBudget(g.Limits())
 	out, err := g.Status(graph.WithBudget(context.Background(), b), hostileSpec(0, "", 100_000, 0))
 	require.NoError(t, err)
@@ -222,7 +222,9 @@ func TestLongComprehensionIsMeteredInLinearTime(t *testing.T) {
 // whose every item is just under the per-expression limit is stopped by
 // the instance's limit, not allowed a thousand times over.
 func TestForEachItemsShareTheInstanceBudget(t *testing.T) {
-	lim := graph.Limits{ExpressionCost: 20_000, InstanceCost: 200_000}
+	// The clock is taken out of it (a loaded machine or the race detector
+	// must not change what this tests): cost alone stops the forEach.
+	lim := graph.Limits{ExpressionCost: 20_000, InstanceCost: 200_000, ExpressionTimeout: time.Hour, InstanceTimeout: time.Hour}
 	rgd := parseRGD(t, rgdDoc(hostileSchema, "resources:\n"+forEachCM("a", "${lists.range(1000)}",
 		"k: ${string(i)}\nv: ${string(schema.spec.xs.all(x, x >= 0))}")))
 	g, err := graph.Compile(rgd, graph.Options{Limits: lim})
