@@ -42,6 +42,9 @@ func guardCalls(disp interpreter.Dispatcher, fns map[string]*decls.FunctionDecl)
 		if !ok {
 			return i, nil
 		}
+		if g := pricedEquality(call); g != nil {
+			return g, nil
+		}
 		price := callCosts[call.OverloadID()]
 		if price == nil && call.OverloadID() == "" {
 			price = dynamic[call.Function()]
@@ -101,6 +104,43 @@ func matchesValues(params []*types.Type, values []ref.Val) bool {
 		}
 	}
 	return true
+}
+
+// pricedEquality prices == and != (cel-go plans them as nodes of their
+// own, not through the dispatcher) by the smaller operand: comparing two
+// long lists or strings walks them.
+func pricedEquality(call interpreter.InterpretableCall) interpreter.Interpretable {
+	if (call.Function() != "_==_" && call.Function() != "_!=_") || len(call.Args()) != 2 {
+		return nil
+	}
+	return &pricedEq{InterpretableCall: call, lhs: call.Args()[0], rhs: call.Args()[1], negate: call.Function() == "_!=_"}
+}
+
+// pricedEq is == or != priced by the smaller operand, as cel-go evaluates
+// them (an unknown or error operand is the result).
+type pricedEq struct {
+	interpreter.InterpretableCall
+	lhs, rhs interpreter.Interpretable
+	negate   bool
+}
+
+func (e *pricedEq) Eval(vars interpreter.Activation) ref.Val {
+	l := e.lhs.Eval(vars)
+	r := e.rhs.Eval(vars)
+	if types.IsUnknownOrError(l) {
+		return l
+	}
+	if types.IsUnknownOrError(r) {
+		return r
+	}
+	if m := meterOf(vars); m != nil && !m.charge(min(scaled(l), scaled(r))) {
+		return types.LabelErrNode(e.ID(), types.WrapErr(m.err))
+	}
+	eq := types.Equal(l, r)
+	if e.negate {
+		return types.Bool(eq != types.True)
+	}
+	return eq
 }
 
 // countedCall is a call that costs one unit; it runs as cel-go planned it.
