@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime/metrics"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,6 +22,11 @@ import (
 // fuzzHeapBound is the most live heap the fuzz target tolerates after any
 // input: every evaluation is bounded far below it.
 const fuzzHeapBound = 512 << 20
+
+// fuzzInputBound is the longest one input may take, compile and
+// evaluation together: far above every bound, so that only a missing bound
+// (or a machine stalled for that long) reaches it.
+const fuzzInputBound = 20 * time.Second
 
 // hostileSeeds are expressions that each defeated an earlier bound.
 var hostileSeeds = []string{
@@ -62,6 +69,12 @@ func FuzzEvaluate(f *testing.F) {
 		f.Add(e, "x", int64(3), uint16(3))
 	}
 	f.Fuzz(func(t *testing.T, expr, s string, count int64, n uint16) {
+		// An input that runs past fuzzInputBound takes the worker down, so
+		// that the fuzzer keeps it as a failure: a test timeout would not.
+		watchdog := time.AfterFunc(fuzzInputBound, func() {
+			panic(fmt.Sprintf("input ran past %s: expr %q, s of %d bytes, count %d, %d items", fuzzInputBound, expr, len(s), count, n))
+		})
+		defer watchdog.Stop()
 		g, err := graph.Compile(fuzzRGD(t, expr), graph.Options{})
 		if err != nil {
 			return
