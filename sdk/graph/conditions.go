@@ -182,6 +182,7 @@ func (g *Graph) Conditions(ctx context.Context, vals Values) (conds []map[string
 		return nil, false, nil
 	}
 	sc := newScope(ctx, &g.opts.Limits, vals, map[string]any{varRuntime: theRuntime}, "")
+	defer sc.done()
 	sc.bound(newSizer("the status conditions", "MaxStatusBytes", g.opts.Limits.MaxStatusBytes))
 	out := []map[string]any{}
 	seen := map[any]bool{}

@@ -46,9 +46,15 @@ type scope struct {
 var _ interpreter.Activation = (*scope)(nil)
 
 // newScope returns the scope of one evaluation method called with ctx.
+// The caller must call done when the method ends, to charge the budget.
 func newScope(ctx context.Context, lim *Limits, vals Values, extra map[string]any, resourceID string) *scope {
-	return &scope{vals: vals, extra: extra, resourceID: resourceID, ctx: ctx, lim: lim, budget: budgetFor(ctx, lim)}
+	sc := &scope{vals: vals, extra: extra, resourceID: resourceID, ctx: ctx, lim: lim, budget: budgetFor(ctx, lim)}
+	sc.meter.lim, sc.meter.budget, sc.meter.ctx = lim, sc.budget, ctx
+	return sc
 }
+
+// done charges the budget with what the scope's evaluations spent.
+func (sc *scope) done() { sc.meter.flush() }
 
 // interruptVar is the name cel-go's comprehensions read after each step.
 const interruptVar = "#interrupted"
@@ -127,7 +133,7 @@ func (sc *scope) eval(p *program, path string) (ref.Val, error) {
 	if unmetered {
 		return sc.evalUnmetered(p, path)
 	}
-	sc.meter.start(sc.ctx, sc.lim, sc.budget)
+	sc.meter.start()
 	out, err := run(p.prog, sc)
 	sc.meter.finish()
 	if sc.meter.err != nil {

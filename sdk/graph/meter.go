@@ -7,23 +7,29 @@ import (
 	"github.com/google/cel-go/interpreter"
 )
 
-// meter accounts one evaluation of one expression: the cost units it
-// spends (comprehension steps and size-aware function costs, see
-// guard.go), its deadline and its share of the instance's Budget. It
-// replaces cel-go's runtime cost tracker, whose bookkeeping grows with the
-// length of a comprehension and so makes tracked evaluation quadratic (see
-// doc.go).
+// meter accounts the evaluations of one scope (one call of an evaluation
+// method), one expression at a time: the cost units each spends
+// (comprehension steps and size-aware function prices, see guard.go), its
+// deadline and its share of the instance's Budget. It replaces cel-go's
+// runtime cost tracker, whose bookkeeping grows with the length of a
+// comprehension and so makes tracked evaluation quadratic (see doc.go).
 //
-// A meter is not safe for concurrent use: one evaluation runs on one
-// goroutine. It lives inside the evaluation's scope, so that it costs no
-// allocation.
+// What the scope's evaluations spent is charged to the Budget when the
+// scope is done (flush), once rather than per expression. A meter is not
+// safe for concurrent use: one scope runs on one goroutine. It lives
+// inside the scope, so that it costs no allocation.
 type meter struct {
 	lim    *Limits
 	budget *Budget
 	ctx    context.Context
-	// spent is what this evaluation spent; limit what it may spend: the
-	// per-expression limit, or what is left of the instance's budget when
-	// that is less (fromBudget).
+	// pending and pendingTime are what the scope's finished evaluations
+	// spent, not yet charged to the budget.
+	pending     uint64
+	pendingTime time.Duration
+
+	// The running evaluation: spent is what it spent; limit what it may
+	// spend: the per-expression limit, or what is left of the instance's
+	// budget when that is less (fromBudget).
 	spent, limit uint64
 	fromBudget   bool
 	// checkAt is the spending at which the clock and the context are read
@@ -43,22 +49,39 @@ type meter struct {
 const meterCheckEvery = 256
 
 // start resets m for a new evaluation.
-func (m *meter) start(ctx context.Context, lim *Limits, b *Budget) {
-	*m = meter{lim: lim, budget: b, ctx: ctx, limit: lim.ExpressionCost, checkAt: meterCheckEvery}
-	if left := b.costLeft(); left < m.limit {
+func (m *meter) start() {
+	m.spent, m.limit, m.fromBudget = 0, m.lim.ExpressionCost, false
+	m.checkAt, m.started, m.err = meterCheckEvery, time.Time{}, nil
+	left := m.budget.costLeft()
+	if left <= m.pending {
+		left = 0
+	} else {
+		left -= m.pending
+	}
+	if left < m.limit {
 		m.limit, m.fromBudget = left, true
 	}
 	if m.limit == 0 {
-		m.err = b.errCost()
+		m.err = m.budget.errCost()
 	}
 }
 
-// finish charges the instance's budget with what the evaluation spent.
+// finish adds what the evaluation spent to what the scope owes the budget.
 func (m *meter) finish() {
-	m.budget.cost.Add(m.spent)
+	m.pending += m.spent
 	if !m.started.IsZero() {
-		m.budget.evalTime.Add(int64(time.Since(m.started)))
+		m.pendingTime += time.Since(m.started)
 	}
+}
+
+// flush charges the budget with what the scope's evaluations spent.
+func (m *meter) flush() {
+	if m.budget == nil {
+		return
+	}
+	m.budget.cost.Add(m.pending)
+	m.budget.evalTime.Add(int64(m.pendingTime))
+	m.pending, m.pendingTime = 0, 0
 }
 
 // charge adds c units and reports whether the evaluation may go on.
@@ -103,7 +126,7 @@ func (m *meter) checkClock() bool {
 	switch {
 	case now.After(m.deadline):
 		m.err = errorf(ErrLimit, "the expression ran longer than %s (Limits.ExpressionTimeout)", m.lim.ExpressionTimeout)
-	case time.Duration(m.budget.evalTime.Load())+now.Sub(m.started) > m.budget.limits.InstanceTimeout:
+	case time.Duration(m.budget.evalTime.Load())+m.pendingTime+now.Sub(m.started) > m.budget.limits.InstanceTimeout:
 		m.err = m.budget.errTime()
 	default:
 		if err := m.ctx.Err(); err != nil {

@@ -59,6 +59,7 @@ func (np *nodeProgram) scope(ctx context.Context, vals Values, extra map[string]
 
 func (np *nodeProgram) included(ctx context.Context, vals Values) (bool, error) {
 	sc := np.scope(ctx, vals, nil)
+	defer sc.done()
 	for _, c := range np.include {
 		ok, err := sc.evalBool(c.p, c.path)
 		if err != nil || !ok {
@@ -74,6 +75,7 @@ func (np *nodeProgram) included(ctx context.Context, vals Values) (bool, error) 
 // is copied.
 func (np *nodeProgram) iterations(ctx context.Context, vals Values) ([]map[string]any, error) {
 	sc := np.scope(ctx, vals, nil)
+	defer sc.done()
 	sc.bound(newSizer("forEach's lists", "MaxRenderedBytes", np.limits.MaxRenderedBytes))
 	lists := make([][]any, len(np.iterators))
 	total := 1
@@ -155,6 +157,7 @@ func (np *nodeProgram) render(ctx context.Context, vals Values, iteration map[st
 		}
 	}
 	sc := np.scope(ctx, vals, np.typedIteration(iteration))
+	defer sc.done()
 	sc.bound(renderSizer(sc.budget))
 	v, _, err := np.template.eval(sc)
 	sc.sizer.done()
@@ -199,6 +202,7 @@ func (np *nodeProgram) ref(ctx context.Context, vals Values) (ExternalRef, error
 		return ExternalRef{}, &Error{ResourceID: np.id, Err: errorf(ErrInvalid, "not an externalRef")}
 	}
 	sc := np.scope(ctx, vals, nil)
+	defer sc.done()
 	sc.bound(newSizer("the externalRef", "MaxValueBytes", np.limits.MaxValueBytes))
 	out := ExternalRef{GVK: np.extRef.gvk}
 	var err error
@@ -254,6 +258,7 @@ func evalSelector(sc *scope, t tmpl) (*metav1.LabelSelector, error) {
 func (np *nodeProgram) ready(ctx context.Context, vals Values, observed map[string]any) (bool, error) {
 	extra := map[string]any{np.id: observed}
 	sc := np.scope(ctx, vals, extra)
+	defer sc.done()
 	if np.collection {
 		extra[varEach] = observed
 	}

@@ -32,6 +32,7 @@ func (sp *statusProgram) eval(ctx context.Context, lim *Limits, vals Values) (ma
 		return out, nil
 	}
 	sc := newScope(ctx, lim, vals, nil, "")
+	defer sc.done()
 	sc.bound(newSizer("the status", "MaxStatusBytes", lim.MaxStatusBytes))
 	var errs []error
 	for _, leaf := range sp.leaves {
