@@ -21,6 +21,7 @@ func (h *Hub) compileOptions() graph.Options {
 		// not know is typed dynamically rather than refused.
 		DynamicUnknownKinds: r != nil,
 		Strict:              h.opts.Strict,
+		Limits:              h.opts.Limits,
 	}
 }
 

@@ -118,6 +118,14 @@ type Options struct {
 	// extensions (graph.Graph.Extensions) are refused instead of listed.
 	// Defaults to false.
 	Strict bool
+	// Limits bound what one tenant's RGD may make the compiler build and
+	// what its instances may cost the spokes that serve them: each
+	// expression's cost, time and output, each reconcile's evaluation
+	// budget, children, rendered bytes and status size (see graph.Limits
+	// for every field and its default). Every graph of this Hub is compiled
+	// with them and carries them to its spokes.
+	// Defaults to graph.Limits{}: every field at its documented default.
+	Limits graph.Limits
 	// DeleteCRDsOnUnregister removes a graph's CRD from every spoke that has
 	// no instance of it left once the graph's removal is otherwise done
 	// (see UnregisterGraph); a spoke that cannot be reached is retried.

@@ -1,6 +1,7 @@
 package spoke
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -14,8 +15,8 @@ import (
 // evalExternal reads an externalRef from the cluster's cache (watching its
 // kind), never writing it. A reference by name yields the object; one by
 // selector yields the list of matching objects.
-func (m *member) evalExternal(inst *unstructured.Unstructured, n *graph.Node, vals graph.Values) *nodeResult {
-	ref, err := n.Ref(vals)
+func (m *member) evalExternal(ctx context.Context, inst *unstructured.Unstructured, n *graph.Node, vals graph.Values) *nodeResult {
+	ref, err := n.Ref(ctx, vals)
 	if err != nil {
 		return evalError(n, "externalRef", err)
 	}
@@ -63,7 +64,7 @@ func (m *member) evalExternal(inst *unstructured.Unstructured, n *graph.Node, va
 		return r
 	}
 	r.observed = observedValue(resolved.selector != nil, items)
-	return m.readiness(n, vals, r, items)
+	return m.readiness(ctx, n, vals, r, items)
 }
 
 // readExternal returns the referenced objects from the reference's scoped

@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,7 +24,7 @@ func evalStatus(t *testing.T, expr string, opts graph.Options) (any, error) {
 	}
 	inst := instance("demo", map[string]any{"name": "hello world"})
 	inst["metadata"].(map[string]any)["uid"] = "uid-1234"
-	out, err := g.Status(graph.Values{"schema": inst})
+	out, err := g.Status(context.Background(), graph.Values{"schema": inst})
 	return out["out"], err
 }
 

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -176,11 +177,13 @@ func mapLiteralString(e celast.Expr, key string) (string, bool) {
 // Each condition has the keys type, status, reason and message. With no
 // conditions block it returns nil, false, nil: the runtime's own
 // conditions stand.
-func (g *Graph) Conditions(vals Values) (conds []map[string]any, incomplete bool, err error) {
+func (g *Graph) Conditions(ctx context.Context, vals Values) (conds []map[string]any, incomplete bool, err error) {
 	if len(g.conditions) == 0 {
 		return nil, false, nil
 	}
-	sc := &scope{vals: vals, extra: map[string]any{varRuntime: theRuntime}}
+	sc := newScope(ctx, &g.opts.Limits, vals, map[string]any{varRuntime: theRuntime}, "")
+	defer sc.done()
+	sc.bound(newSizer("the status conditions", "MaxStatusBytes", g.opts.Limits.MaxStatusBytes))
 	out := []map[string]any{}
 	seen := map[any]bool{}
 	var errs []error

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"sort"
@@ -25,18 +26,23 @@ type statusLeaf struct {
 // eval computes every field whose inputs are present. Fields that wait on
 // a resource are left out; other errors are joined and returned alongside
 // the fields that did evaluate.
-func (sp *statusProgram) eval(vals Values) (map[string]any, error) {
+func (sp *statusProgram) eval(ctx context.Context, lim *Limits, vals Values) (map[string]any, error) {
 	out := map[string]any{}
 	if sp == nil {
 		return out, nil
 	}
-	sc := &scope{vals: vals}
+	sc := newScope(ctx, lim, vals, nil, "")
+	defer sc.done()
+	sc.bound(newSizer("the status", "MaxStatusBytes", lim.MaxStatusBytes))
 	var errs []error
 	for _, leaf := range sp.leaves {
 		v, ok, err := leaf.t.eval(sc)
 		switch {
 		case errors.Is(err, ErrPending):
 			continue
+		case errors.Is(err, ErrLimit):
+			// A status past its bound is not written at all.
+			return map[string]any{}, err
 		case err != nil:
 			errs = append(errs, err)
 			continue

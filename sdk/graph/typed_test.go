@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -144,7 +145,7 @@ func TestPreservedUnknownFieldsAreDyn(t *testing.T) {
 		cm("a", "", "x: ${w.status.phase}\nport: ${string(w.status.endpoint.port)}")
 	g, err := graph.Compile(parseRGD(t, rgdDoc("", res)), opts)
 	require.NoError(t, err)
-	obj, err := g.Node("a").Render(graph.Values{
+	obj, err := g.Node("a").Render(context.Background(), graph.Values{
 		"schema": instance("x", map[string]any{}),
 		"w":      map[string]any{"status": map[string]any{"phase": "Up", "endpoint": map[string]any{"port": int64(80)}}},
 	}, nil)

@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -203,7 +204,7 @@ func TestExpressionValidation(t *testing.T) {
 func TestReadyWhenAcceptsBareCEL(t *testing.T) {
 	g, err := graph.Compile(parseRGD(t, rgdDoc("", "resources:\n"+cm("a", "readyWhen: ['a.data.ok == \"yes\"']", ""))), graph.Options{})
 	require.NoError(t, err)
-	ready, err := g.Node("a").Ready(graph.Values{}, map[string]any{"data": map[string]any{"ok": "yes"}})
+	ready, err := g.Node("a").Ready(context.Background(), graph.Values{}, map[string]any{"data": map[string]any{"ok": "yes"}})
 	require.NoError(t, err)
 	assert.True(t, ready)
 }
@@ -263,10 +264,10 @@ func TestOptionalConditionsReadEmptyAsFalse(t *testing.T) {
 	schema := "apiVersion: v1alpha1\nkind: App\nspec:\n  flag: boolean"
 	g, err := graph.Compile(parseRGD(t, rgdDoc(schema, "resources:\n"+cm("a", "includeWhen: ['${schema.spec.?flag}']", ""))), graph.Options{})
 	require.NoError(t, err)
-	in, err := g.Node("a").Included(graph.Values{"schema": instance("x", map[string]any{})})
+	in, err := g.Node("a").Included(context.Background(), graph.Values{"schema": instance("x", map[string]any{})})
 	require.NoError(t, err)
 	assert.False(t, in)
-	in, err = g.Node("a").Included(graph.Values{"schema": instance("x", map[string]any{"flag": true})})
+	in, err = g.Node("a").Included(context.Background(), graph.Values{"schema": instance("x", map[string]any{"flag": true})})
 	require.NoError(t, err)
 	assert.True(t, in)
 }
