@@ -3,8 +3,8 @@ package sdk
 import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/hub"
-	"github.com/fleetgraph/fleetgraph/internal/spoke"
 )
 
 // The fleet's state as the hub sees it. The types are defined next to the
@@ -58,7 +58,7 @@ const (
 // the ownership-conflict message uses) but not the field sets, which the
 // hub never reads. The secret provider applies it to every cluster; an
 // embedder's own provider can pass it to cluster.New.
-func TrimCache(o *cluster.Options) { spoke.TrimCache(o) }
+func TrimCache(o *cluster.Options) { cacheopts.TrimCache(o) }
 
 // ReportWatchErrors is a cluster.Option for providers that create the
 // clusters the hub serves: the hub then learns when an informer of the
@@ -68,4 +68,4 @@ func TrimCache(o *cluster.Options) { spoke.TrimCache(o) }
 // as a ResourcesWatched=False condition until the watch works again. The
 // secret and kcp providers apply it to every cluster; without it nothing
 // breaks, but such failures are only logged.
-func ReportWatchErrors(o *cluster.Options) { spoke.ReportWatchErrors(o) }
+func ReportWatchErrors(o *cluster.Options) { cacheopts.ReportWatchErrors(o) }

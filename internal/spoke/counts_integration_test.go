@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -34,7 +35,7 @@ func TestCountsAreTheSpokesInstancesAfterARestart(t *testing.T) {
 	installCRD(t, c, g)
 	createNamespace(t, c, "team")
 
-	provider, err := fleet.NewProvider(ctx, spoke.TrimCache)
+	provider, err := fleet.NewProvider(ctx, cacheopts.TrimCache)
 	require.NoError(t, err)
 	rt, stop := runRuntime(t, fleet, provider, spoke.Options{})
 	t.Cleanup(stop)
@@ -59,7 +60,7 @@ func TestCountsAreTheSpokesInstancesAfterARestart(t *testing.T) {
 		return c.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(`{"status":{"state":"IN_PROGRESS"}}`)))
 	})
 
-	provider2, err := fleet.NewProvider(ctx, spoke.TrimCache)
+	provider2, err := fleet.NewProvider(ctx, cacheopts.TrimCache)
 	require.NoError(t, err)
 	rt2 := startRuntime(t, fleet, provider2, spoke.Options{})
 	require.NoError(t, rt2.Serve(g))

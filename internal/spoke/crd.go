@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 )
 
 // This file brings the instance watch back quickly when the graph's CRD is
@@ -65,7 +67,7 @@ func (m *member) followCRD() {
 	if m.g.CRD == nil {
 		return
 	}
-	if healthOf(m.cl) != nil {
+	if cacheopts.HealthOf(m.cl) != nil {
 		m.listenHealth(m.g.Instance.GVK)
 		return
 	}
@@ -76,7 +78,7 @@ func (m *member) followCRD() {
 // to list or watch: if it is because the kind is not served (the CRD was
 // deleted), the instance watch is replaced once the kind lists again.
 func (m *member) instanceKindChanged() {
-	err := healthOf(m.cl).failing([]schema.GroupVersionKind{m.g.Instance.GVK})[m.g.Instance.GVK]
+	err := cacheopts.HealthOf(m.cl).Failing([]schema.GroupVersionKind{m.g.Instance.GVK})[m.g.Instance.GVK]
 	if err == nil || !apierrors.IsNotFound(err) {
 		return
 	}

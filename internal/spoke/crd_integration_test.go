@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -23,7 +24,7 @@ import (
 // TestInstancesAreServedSoonAfterTheirCRDComesBack: an instance created
 // after the graph's CRD was deleted and installed again is served within
 // seconds, not after the instance watch's backoff. A cluster built with
-// spoke.ReportWatchErrors learns that the kind went from the instance
+// cacheopts.ReportWatchErrors learns that the kind went from the instance
 // watch itself; any other cluster, from a watch of the CRDs.
 func TestInstancesAreServedSoonAfterTheirCRDComesBack(t *testing.T) {
 	t.Run("reported by the instance watch", func(t *testing.T) {
@@ -35,7 +36,7 @@ func TestInstancesAreServedSoonAfterTheirCRDComesBack(t *testing.T) {
 }
 
 // withoutWatchReports builds a cluster's cache as a provider that does not
-// add spoke.ReportWatchErrors would.
+// add cacheopts.ReportWatchErrors would.
 func withoutWatchReports(o *cluster.Options) { o.NewCache = nil }
 
 func crdComesBack(t *testing.T, clusterOpts ...cluster.Option) {
@@ -45,7 +46,7 @@ func crdComesBack(t *testing.T, clusterOpts ...cluster.Option) {
 	c := newClient(t, fleet.Spokes()[0].Config)
 	installCRD(t, c, g)
 	createNamespace(t, c, "team")
-	provider, err := fleet.NewProvider(ctx, append([]cluster.Option{spoke.TrimCache}, clusterOpts...)...)
+	provider, err := fleet.NewProvider(ctx, append([]cluster.Option{cacheopts.TrimCache}, clusterOpts...)...)
 	require.NoError(t, err)
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
 	require.NoError(t, rt.Serve(g))

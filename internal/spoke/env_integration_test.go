@@ -24,6 +24,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -91,7 +92,7 @@ func servedOnOneSpokeWith(t *testing.T, rgdYAML string, opts spoke.Options) (cli
 	createNamespace(t, c, "team")
 	// Trimmed as providers/secret trims it, so that the runtime is tested
 	// on the caches it meets in production.
-	provider, err := fleet.NewProvider(context.Background(), spoke.TrimCache)
+	provider, err := fleet.NewProvider(context.Background(), cacheopts.TrimCache)
 	require.NoError(t, err)
 	rt := startRuntime(t, fleet, provider, opts)
 	require.NoError(t, rt.Serve(g))

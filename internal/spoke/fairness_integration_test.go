@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -136,7 +137,7 @@ func TestAHeavyNamespaceDelaysOnlyItself(t *testing.T) {
 	for _, ns := range []string{"heavy", "benign"} {
 		createNamespace(t, c, ns)
 	}
-	provider, err := fleet.NewProvider(ctx, spoke.TrimCache)
+	provider, err := fleet.NewProvider(ctx, cacheopts.TrimCache)
 	require.NoError(t, err)
 	rt := startRuntime(t, fleet, provider, spoke.Options{Workers: 8})
 	require.NoError(t, rt.Serve(g))

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -62,7 +63,7 @@ func servedWithLimits(t *testing.T, lim graph.Limits) (client.Client, *graph.Gra
 	c := newClient(t, fleet.Spokes()[0].Config)
 	installCRD(t, c, g)
 	createNamespace(t, c, "team")
-	provider, err := fleet.NewProvider(context.Background(), spoke.TrimCache)
+	provider, err := fleet.NewProvider(context.Background(), cacheopts.TrimCache)
 	require.NoError(t, err)
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
 	require.NoError(t, rt.Serve(g))

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -172,7 +173,7 @@ func waitUntil(b *testing.B, cond func() bool) {
 // serveForOrphans serves g in single-cluster mode with the benchmark's
 // concurrency and the given orphan grace; stop ends it and waits.
 func serveForOrphans(b *testing.B, cfg *rest.Config, g *graph.Graph, grace time.Duration) (context.Context, *spoke.Runtime, func()) {
-	cl, err := cluster.New(cfg, spoke.TrimCache)
+	cl, err := cluster.New(cfg, cacheopts.TrimCache)
 	require.NoError(b, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -105,7 +106,7 @@ func TestOrphansAreCollected(t *testing.T) {
 	logs := &logLines{}
 	opts := spoke.Options{OrphanGrace: orphanGrace, Logger: logs.logger()}
 	newRuntime := func() (*spoke.Runtime, func()) {
-		provider, err := fleet.NewProvider(ctx, spoke.TrimCache)
+		provider, err := fleet.NewProvider(ctx, cacheopts.TrimCache)
 		require.NoError(t, err)
 		rt, stop := runRuntime(t, fleet, provider, opts)
 		t.Cleanup(stop)

@@ -1,4 +1,4 @@
-package spoke
+package cacheopts
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // heard records the kinds a listener was told about.
 type heard struct{ kinds []schema.GroupVersionKind }
 
-func (h *heard) watchHealthChanged(gvk schema.GroupVersionKind) { h.kinds = append(h.kinds, gvk) }
+func (h *heard) WatchHealthChanged(gvk schema.GroupVersionKind) { h.kinds = append(h.kinds, gvk) }
 
 // erring is a ListerWatcher whose calls return err.
 func erring(err *error) *toolscache.ListWatch {
@@ -36,11 +36,11 @@ func erring(err *error) *toolscache.ListWatch {
 
 func TestWatchHealthTellsTransitionsAndCountsFailures(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	h := &watchHealth{kinds: map[schema.GroupVersionKind]error{}, listeners: map[healthListener]map[schema.GroupVersionKind]bool{}}
+	h := newHealth()
 	l := &heard{}
-	h.listen("unit-cluster", l, gvk)
+	h.Listen("unit-cluster", l, gvk)
 	var err error
-	lw := observedLW{inner: erring(&err), raw: erring(&err), h: h, gvk: gvk}
+	lw := h.Observe(gvk, erring(&err)).(toolscache.ListerWatcherWithContext)
 	ctx := context.Background()
 	count := func() float64 {
 		return testutil.ToFloat64(watchErrorsTotal.WithLabelValues("unit-cluster", "apps/v1/Deployment"))
@@ -58,11 +58,9 @@ func TestWatchHealthTellsTransitionsAndCountsFailures(t *testing.T) {
 	assert.Equal(t, []schema.GroupVersionKind{gvk}, l.kinds, "told once when the kind starts failing")
 	assert.Equal(t, 2.0, count())
 	assert.Equal(t, 1.0, failing())
-	c := watchFailed(h.failing([]schema.GroupVersionKind{gvk}))
-	require.NotNil(t, c)
-	assert.Equal(t, ConditionResourcesWatched, c.Type)
-	assert.Contains(t, c.Message, "apps/v1/Deployment")
-	assert.Contains(t, c.Message, "forbidden")
+	failingNow := h.Failing([]schema.GroupVersionKind{gvk})
+	require.Contains(t, failingNow, gvk)
+	assert.Contains(t, failingNow[gvk].Error(), "forbidden")
 
 	err = apierrors.NewResourceExpired("too old")
 	_, _ = lw.WatchWithContext(ctx, metav1.ListOptions{})
@@ -77,9 +75,9 @@ func TestWatchHealthTellsTransitionsAndCountsFailures(t *testing.T) {
 	_, _ = lw.WatchWithContext(ctx, metav1.ListOptions{})
 	assert.Len(t, l.kinds, 2, "told when the kind works again")
 	assert.Equal(t, 0.0, failing())
-	assert.Nil(t, watchFailed(h.failing([]schema.GroupVersionKind{gvk})))
+	assert.Empty(t, h.Failing([]schema.GroupVersionKind{gvk}))
 
-	h.forget(l)
+	h.Forget(l)
 	assert.Zero(t, clusterSeries(t, "unit-cluster"), "the cluster's series go with its last listener")
 	err = errors.New("late")
 	_, _ = lw.ListWithContext(ctx, metav1.ListOptions{})
