@@ -124,9 +124,12 @@ func NewFanOut(tracker *Tracker, opts FanOutOptions) *FanOut {
 // in), applies the CRD with server-side apply and, where cl serves
 // MutatingAdmissionPolicy, contract.AdmissionPolicy(g) (which saves the runtime
 // a write per new instance), then waits for Established. It returns nil once
-// the graph can be served on cl. Safe for concurrent use.
-func (f *FanOut) Ensure(ctx context.Context, c Cluster, g *graph.Graph) error {
-	return f.record(ctx, c, g, func() error { return f.ensureShared(ctx, c, g) })
+// the graph can be served on cl. The CRD is labelled with revision (the
+// GraphRevision g was compiled from; 0 when unnumbered), so that a hub that
+// restarts knows which revision the cluster serves. Safe for concurrent
+// use.
+func (f *FanOut) Ensure(ctx context.Context, c Cluster, g *graph.Graph, revision int64) error {
+	return f.record(ctx, c, g, func() error { return f.ensureShared(ctx, c, g, revision) })
 }
 
 // record runs ensure and reports its outcome for g on c to the tracker,
@@ -154,7 +157,7 @@ func (f *FanOut) record(ctx context.Context, c Cluster, g *graph.Graph, ensure f
 // ensure is Ensure's whole work on one cluster. It returns the version of
 // the CRD it saw established, and errors that name no cluster (the caller
 // names it, clusterError), since clusters of one server share them.
-func (f *FanOut) ensure(ctx context.Context, c Cluster, g *graph.Graph) (establishedCRD, error) {
+func (f *FanOut) ensure(ctx context.Context, c Cluster, g *graph.Graph, revision int64) (establishedCRD, error) {
 	clusterName, cl := c.Name, c.Cluster
 	ticket := f.fence.begin() // admission_fence.go
 	if err := servesKinds(cl, g); err != nil {
@@ -172,7 +175,7 @@ func (f *FanOut) ensure(ctx context.Context, c Cluster, g *graph.Graph) (establi
 			return establishedCRD{}, err
 		}
 	}
-	if err := f.apply(ctx, cl, g); err != nil {
+	if err := f.apply(ctx, cl, g, revision); err != nil {
 		return establishedCRD{}, err
 	}
 	f.tracker.Record(ctx, g.Name, clusterName, g.Generation, CRDApplied, "")
@@ -217,13 +220,13 @@ func (f *FanOut) checkExisting(ctx context.Context, cl cluster.Cluster, g *graph
 
 // apply applies g's CRD, labelled with the revision it comes from, so that
 // a hub that restarts knows which revision the cluster serves.
-func (f *FanOut) apply(ctx context.Context, cl cluster.Cluster, g *graph.Graph) error {
+func (f *FanOut) apply(ctx context.Context, cl cluster.Cluster, g *graph.Graph, revision int64) error {
 	crd := g.CRD
 	u, err := ApplyObject(crd)
 	if err != nil {
 		return err
 	}
-	if rev := revisionLabel(g); rev != "" {
+	if rev := revisionLabel(revision); rev != "" {
 		labels := u.GetLabels()
 		if labels == nil {
 			labels = map[string]string{}

@@ -45,7 +45,7 @@ func TestFanOutLogsAFailureOncePerChangeOfState(t *testing.T) {
 	// The metrics are process-wide: leave no series for other tests.
 	t.Cleanup(func() { tracker.DropCluster("fanout-log"); ForgetCluster("fanout-log") })
 	for range 3 {
-		require.ErrorIs(t, f.Ensure(ctx, Cluster{Name: "fanout-log", Cluster: cl}, g), ErrConflict)
+		require.ErrorIs(t, f.Ensure(ctx, Cluster{Name: "fanout-log", Cluster: cl}, g, 0), ErrConflict)
 	}
 	assert.Equal(t, []string{`"level"=0`, `"level"=1`, `"level"=1`}, lines)
 }

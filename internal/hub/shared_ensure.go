@@ -52,8 +52,9 @@ type sharedChecks struct {
 }
 
 type sharedKey struct {
-	server string
-	g      *graph.Graph
+	server   string
+	g        *graph.Graph
+	revision int64
 }
 
 // sharedEntry is one graph on one server.
@@ -84,13 +85,13 @@ type flight struct {
 
 // ensureShared runs Ensure's work for c and g, shared with the other
 // clusters of c's server. Clusters with no server key run it on their own.
-func (f *FanOut) ensureShared(ctx context.Context, c Cluster, g *graph.Graph) error {
+func (f *FanOut) ensureShared(ctx context.Context, c Cluster, g *graph.Graph, revision int64) error {
 	server, ok := serverKey(c.Cluster.GetConfig())
 	if !ok || f.opts.SharedCheckTTL < 0 {
-		_, err := f.ensure(ctx, c, g)
+		_, err := f.ensure(ctx, c, g, revision)
 		return clusterError(c.Name, g, err)
 	}
-	key := sharedKey{server: server, g: g}
+	key := sharedKey{server: server, g: g, revision: revision}
 	for {
 		fl, lead, full := f.shared.join(key, f.opts.SharedCheckTTL)
 		if !lead {
@@ -116,7 +117,7 @@ func (f *FanOut) ensureShared(ctx context.Context, c Cluster, g *graph.Graph) er
 func (f *FanOut) runFlight(ctx context.Context, c Cluster, g *graph.Graph, key sharedKey, full bool) (establishedCRD, bool, error) {
 	if !full {
 		want := f.shared.standing(key)
-		same, err := sameCRD(ctx, c.Cluster, g, want)
+		same, err := sameCRD(ctx, c.Cluster, g, key.revision, want)
 		if err != nil {
 			return establishedCRD{}, false, err
 		}
@@ -124,7 +125,7 @@ func (f *FanOut) runFlight(ctx context.Context, c Cluster, g *graph.Graph, key s
 			return want, false, nil
 		}
 	}
-	crd, err := f.ensure(ctx, c, g)
+	crd, err := f.ensure(ctx, c, g, key.revision)
 	return crd, true, err
 }
 
@@ -181,9 +182,9 @@ func (s *sharedChecks) land(key sharedKey, fl *flight, crd establishedCRD, full 
 }
 
 // sameCRD reports whether g's CRD on cl is still want: same UID and
-// generation (so the same, established, spec), ours, and labelled with g's
+// generation (so the same, established, spec), ours, and labelled with
 // revision. It reads the metadata only.
-func sameCRD(ctx context.Context, cl cluster.Cluster, g *graph.Graph, want establishedCRD) (bool, error) {
+func sameCRD(ctx context.Context, cl cluster.Cluster, g *graph.Graph, revision int64, want establishedCRD) (bool, error) {
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	err := cl.GetAPIReader().Get(ctx, client.ObjectKey{Name: g.CRD.Name}, meta)
@@ -192,14 +193,14 @@ func sameCRD(ctx context.Context, cl cluster.Cluster, g *graph.Graph, want estab
 	}
 	return meta.UID == want.uid && meta.Generation == want.generation &&
 		meta.Labels[v1alpha1.LabelManagedBy] == v1alpha1.ManagedByFleetgraph &&
-		meta.Labels[fgv1alpha1.LabelGraphRevision] == revisionLabel(g), nil
+		meta.Labels[fgv1alpha1.LabelGraphRevision] == revisionLabel(revision), nil
 }
 
-// revisionLabel is the revision label apply puts on g's CRD ("" for an
+// revisionLabel is the revision label apply puts on a CRD ("" for an
 // unnumbered graph).
-func revisionLabel(g *graph.Graph) string {
-	if g.Revision > 0 {
-		return strconv.FormatInt(g.Revision, 10)
+func revisionLabel(revision int64) string {
+	if revision > 0 {
+		return strconv.FormatInt(revision, 10)
 	}
 	return ""
 }

@@ -103,7 +103,7 @@ func TestEnsureIsSharedByClustersOfOneServer(t *testing.T) {
 	errs := make([]error, 8)
 	var wg sync.WaitGroup
 	for i := range errs {
-		wg.Go(func() { errs[i] = f.Ensure(ctx, clusters[i], g) })
+		wg.Go(func() { errs[i] = f.Ensure(ctx, clusters[i], g, 0) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -112,7 +112,7 @@ func TestEnsureIsSharedByClustersOfOneServer(t *testing.T) {
 	assert.Equal(t, 1, log.count(http.MethodPatch, crds), "one apply for eight clusters of one server")
 
 	log.reset()
-	require.NoError(t, f.Ensure(ctx, clusters[8], g))
+	require.NoError(t, f.Ensure(ctx, clusters[8], g, 0))
 	assert.Equal(t, 1, log.count(http.MethodGet, crds+"/"+g.CRD.Name), "a later cluster reads the CRD once")
 	assert.Equal(t, 0, log.count(http.MethodPatch, crds), "and applies nothing")
 	assert.Equal(t, 0, log.count(http.MethodGet, "/apis/apps"), "nor asks discovery")
@@ -123,7 +123,7 @@ func TestEnsureIsSharedByClustersOfOneServer(t *testing.T) {
 	require.NoError(t, admin.Get(ctx, client.ObjectKey{Name: g.CRD.Name}, crd))
 	crd.Labels[v1alpha1.LabelManagedBy] = "someone-else"
 	require.NoError(t, admin.Update(ctx, crd))
-	err = f.Ensure(ctx, clusters[1], g)
+	err = f.Ensure(ctx, clusters[1], g, 0)
 	require.ErrorIs(t, err, ErrConflict, "a CRD taken over since the shared check is refused")
 
 	require.NoError(t, admin.Delete(ctx, crd))
@@ -131,13 +131,13 @@ func TestEnsureIsSharedByClustersOfOneServer(t *testing.T) {
 		return apiextensionsNotFound(ctx, admin, g.CRD.Name)
 	}, DefaultEstablishTimeout, DefaultPollInterval)
 	log.reset()
-	require.NoError(t, f.Ensure(ctx, clusters[2], g), "a deleted CRD is put back")
+	require.NoError(t, f.Ensure(ctx, clusters[2], g, 0), "a deleted CRD is put back")
 	assert.Equal(t, 1, log.count(http.MethodPatch, crds))
 
 	other := rest.CopyConfig(fleet.Hub.Config)
 	other.Impersonate = rest.ImpersonationConfig{UserName: "other-admin", Groups: []string{"system:masters"}}
 	log.reset()
-	require.NoError(t, f.Ensure(ctx, sameServerClusters(t, other, 1, log)[0], g))
+	require.NoError(t, f.Ensure(ctx, sameServerClusters(t, other, 1, log)[0], g, 0))
 	assert.Equal(t, 1, log.count(http.MethodPatch, crds), "another identity runs its own check")
 }
 

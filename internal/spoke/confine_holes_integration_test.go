@@ -232,11 +232,11 @@ func TestConfinementHolds(t *testing.T) {
 	}
 	confined, confinedLog, _ := runtimeOn(t, cfg, spoke.Options{ConfineToNamespace: true, ClusterScopedGraphs: []string{"platform"}})
 	for _, g := range []*graph.Graph{everywhere, peek, gather, platform} {
-		require.NoError(t, confined.Serve(g))
+		require.NoError(t, confined.Serve(spoke.Version{Graph: g}))
 	}
 	kro, _, _ := runtimeOn(t, cfg, spoke.Options{})
 	for _, g := range []*graph.Graph{everywhereKro, peekKro, gatherKro} {
-		require.NoError(t, kro.Serve(g))
+		require.NoError(t, kro.Serve(spoke.Version{Graph: g}))
 	}
 
 	t.Run("a cluster-scoped graph writes nothing", func(t *testing.T) {
@@ -297,14 +297,14 @@ func TestConfinementHolds(t *testing.T) {
 		legacy := compile(t, strings.NewReplacer("name: everywhere", "name: legacy", "kind: Everywhere", "kind: Legacy").Replace(everywhereRGD))
 		installCRD(t, c, legacy)
 		before, _, stopBefore := runtimeOn(t, cfg, spoke.Options{})
-		require.NoError(t, before.Serve(legacy))
+		require.NoError(t, before.Serve(spoke.Version{Graph: legacy}))
 		require.NoError(t, c.Create(ctx, newInstance(legacy, "", "old", map[string]any{"target": "victim"})))
 		stateIs(t, c, legacy, "", "old", contract.StateActive)
 		configMapData(t, c, "victim", "old-config", "owner", "old")
 		stopBefore()
 
 		after, _, _ := runtimeOn(t, cfg, spoke.Options{ConfineToNamespace: true})
-		require.NoError(t, after.Serve(legacy))
+		require.NoError(t, after.Serve(spoke.Version{Graph: legacy}))
 		refusedOutside(t, c, legacy, "", "old", "config: ConfigMap victim/old-config would be outside the instance's namespace")
 		deleteInstance(t, c, legacy, "", "old")
 		gone(t, c, "victim", "old-config") // its own child, deleted with it

@@ -22,7 +22,9 @@ import (
 // queue of mcreconcile.Requests, Options.Workers workers, and one member per
 // cluster holding that cluster's watches and memory.
 type controller struct {
-	name  string
+	name string
+	// v is the version served; g is its graph.
+	v     Version
 	g     *graph.Graph
 	opts  Options
 	log   logr.Logger
@@ -54,10 +56,12 @@ type controller struct {
 // workqueue_* metrics. It stays the same across updates of the graph.
 func QueueName(graphName string) string { return "fleetgraph-" + graphName }
 
-func newController(parent context.Context, name string, g *graph.Graph, opts Options) *controller {
+func newController(parent context.Context, name string, v Version, opts Options) *controller {
+	g := v.Graph
 	ctx, cancel := context.WithCancel(parent)
 	c := &controller{
 		name: name,
+		v:    v,
 		g:    g,
 		opts: opts,
 		log:  opts.Logger.WithValues("controller", name, "graph", g.Name),

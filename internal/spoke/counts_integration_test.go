@@ -39,7 +39,7 @@ func TestCountsAreTheSpokesInstancesAfterARestart(t *testing.T) {
 	require.NoError(t, err)
 	rt, stop := runRuntime(t, fleet, provider, spoke.Options{})
 	t.Cleanup(stop)
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	names := make([]string, countInstances)
 	for i := range names {
 		names[i] = fmt.Sprintf("n%03d", i)
@@ -63,7 +63,7 @@ func TestCountsAreTheSpokesInstancesAfterARestart(t *testing.T) {
 	provider2, err := fleet.NewProvider(ctx, cacheopts.TrimCache)
 	require.NoError(t, err)
 	rt2 := startRuntime(t, fleet, provider2, spoke.Options{})
-	require.NoError(t, rt2.Serve(g))
+	require.NoError(t, rt2.Serve(spoke.Version{Graph: g}))
 	countsAre(t, rt2, "twokinds", cluster, spoke.Count{Total: countInstances, Ready: countInstances - 50})
 
 	// Deletions count at once too: a suspended instance is still deleted.

@@ -49,7 +49,7 @@ func crdComesBack(t *testing.T, clusterOpts ...cluster.Option) {
 	provider, err := fleet.NewProvider(ctx, append([]cluster.Option{cacheopts.TrimCache}, clusterOpts...)...)
 	require.NoError(t, err)
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(t, c.Create(ctx, newInstance(g, "team", "before", map[string]any{})))
 	stateIs(t, c, g, "team", "before", contract.StateActive)
 

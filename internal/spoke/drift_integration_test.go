@@ -42,7 +42,7 @@ func TestResyncPutsBackDriftNoEventReported(t *testing.T) {
 	const resync = 3 * time.Second
 	rt := spoke.New(spoke.Options{Resync: resync})
 	wg.Go(func() { _ = rt.Start(ctx) })
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(t, rt.Engage(ctx, "", cl))
 
 	require.NoError(t, c.Create(ctx, newInstance(g, "team", "drift", map[string]any{})))

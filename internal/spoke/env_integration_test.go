@@ -95,7 +95,7 @@ func servedOnOneSpokeWith(t *testing.T, rgdYAML string, opts spoke.Options) (cli
 	provider, err := fleet.NewProvider(context.Background(), cacheopts.TrimCache)
 	require.NoError(t, err)
 	rt := startRuntime(t, fleet, provider, opts)
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	return c, g, rt
 }
 

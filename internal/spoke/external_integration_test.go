@@ -105,7 +105,7 @@ func TestAnExternalRefWatchesOnlyWhatItNames(t *testing.T) {
 	require.True(t, cl.GetCache().WaitForCacheSync(ctx))
 	rt := spoke.New(spoke.Options{})
 	wg.Go(func() { _ = rt.Start(ctx) })
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(t, rt.Engage(ctx, "", cl))
 
 	require.NoError(t, c.Create(ctx, newInstance(g, "team", "app", map[string]any{})))

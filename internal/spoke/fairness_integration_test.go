@@ -140,8 +140,8 @@ func TestAHeavyNamespaceDelaysOnlyItself(t *testing.T) {
 	provider, err := fleet.NewProvider(ctx, cacheopts.TrimCache)
 	require.NoError(t, err)
 	rt := startRuntime(t, fleet, provider, spoke.Options{Workers: 8})
-	require.NoError(t, rt.Serve(g))
-	require.NoError(t, rt.Serve(other))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: other}))
 
 	// The benign tenant is there before the heavy one starts. (Instances
 	// of the two graphs have names of their own: children are named after

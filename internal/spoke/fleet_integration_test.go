@@ -78,7 +78,7 @@ func TestSpokesRunTheSameGraphIndependently(t *testing.T) {
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 
 	require.NoError(t, a.Create(ctx, newInstance(g, "team", "one", map[string]any{"value": "on-a"})))
 	configMapData(t, a, "team", "one-right", "value", "on-a")
@@ -114,7 +114,7 @@ func TestGraphServedAfterStartReachesEngagedClusters(t *testing.T) {
 		return len(rt.Clusters()) == 1, fmt.Sprintf("engaged: %v", rt.Clusters())
 	})
 
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	configMapData(t, c, "team", "early-right", "value", "x")
 	stateIs(t, c, g, "team", "early", contract.StateActive)
 
@@ -123,7 +123,7 @@ func TestGraphServedAfterStartReachesEngagedClusters(t *testing.T) {
 		require.Nil(t, rt.Counts("pair"))
 		require.NoError(t, c.Delete(ctx, configMapRef("team", "early-left")))
 		gone(t, c, "team", "early-left")
-		require.NoError(t, rt.Serve(g))
+		require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 		configMapData(t, c, "team", "early-left", "value", "x")
 	})
 }
@@ -135,7 +135,7 @@ func TestRemovedSpokeStopsItsWorkWithoutLeaks(t *testing.T) {
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	eventually(t, func() (bool, string) {
 		return len(rt.Clusters()) == 1, fmt.Sprintf("engaged: %v", rt.Clusters())
 	})
@@ -213,11 +213,11 @@ func TestGraphsOnOneClusterShareChildWatches(t *testing.T) {
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
-	require.NoError(t, rt.Serve(pair))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: pair}))
 	require.NoError(t, c.Create(ctx, newInstance(pair, "team", "p", map[string]any{"value": "x"})))
 	stateIs(t, c, pair, "team", "p", contract.StateActive)
 
-	require.NoError(t, rt.Serve(solo))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: solo}))
 	require.NoError(t, c.Create(ctx, newInstance(solo, "team", "s", map[string]any{"value": "y"})))
 	stateIs(t, c, solo, "team", "s", contract.StateActive)
 	putBack := func(name, value string) {
@@ -230,7 +230,7 @@ func TestGraphsOnOneClusterShareChildWatches(t *testing.T) {
 
 	rt.Stop("solo")
 	putBack("p-left", "x")
-	require.NoError(t, rt.Serve(solo))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: solo}))
 	putBack("s-solo", "y")
 	putBack("p-right", "x")
 }

@@ -77,7 +77,7 @@ func TestHungSpokeDelaysOnlyItself(t *testing.T) {
 	require.NoError(t, provider.AddConfig(ctx, hung.Name, viaProxy))
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
 	t.Cleanup(proxy.Resume) // before the runtime stops: cleanups run last first
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	// Warm up both spokes: watches started, first applies done.
 	timeToActive(t, ch, g, "team", "warm", 1)
 	timeToActive(t, cu, g, "team", "warm", 1)

@@ -106,7 +106,7 @@ func TestInstanceLifecycle(t *testing.T) {
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 
 	t.Run("stamped by the runtime", func(t *testing.T) {
 		lifecycle(t, fleet, rt, c, g, "team", false)
@@ -333,7 +333,7 @@ func TestDroppedKindIsPrunedAfterRestart(t *testing.T) {
 	require.NoError(t, err)
 	rt, stop := runRuntime(t, fleet, provider, spoke.Options{})
 	t.Cleanup(stop)
-	require.NoError(t, rt.Serve(v1))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: v1}))
 	require.NoError(t, c.Create(ctx, newInstance(v1, "team", "demo", map[string]any{})))
 	stateIs(t, c, v1, "team", "demo", contract.StateActive)
 	secret := &corev1.Secret{}
@@ -350,7 +350,7 @@ func TestDroppedKindIsPrunedAfterRestart(t *testing.T) {
 	provider2, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
 	rt2 := startRuntime(t, fleet, provider2, spoke.Options{})
-	require.NoError(t, rt2.Serve(v2))
+	require.NoError(t, rt2.Serve(spoke.Version{Graph: v2}))
 	eventually(t, func() (bool, string) {
 		err := c.Get(ctx, types.NamespacedName{Namespace: "team", Name: "demo-secret"}, &corev1.Secret{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("Secret still there (%v)", err)
@@ -433,7 +433,7 @@ func TestForEachItemsAreAppliedConcurrently(t *testing.T) {
 	require.True(t, cl.GetCache().WaitForCacheSync(ctx))
 	rt := spoke.New(spoke.Options{ItemConcurrency: 3})
 	wg.Go(func() { _ = rt.Start(ctx) })
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(t, rt.Engage(ctx, "", cl))
 
 	names := []any{"a", "b", "c", "d", "e", "f"}

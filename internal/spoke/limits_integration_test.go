@@ -66,7 +66,7 @@ func servedWithLimits(t *testing.T, lim graph.Limits) (client.Client, *graph.Gra
 	provider, err := fleet.NewProvider(context.Background(), cacheopts.TrimCache)
 	require.NoError(t, err)
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	return c, g
 }
 

@@ -144,7 +144,7 @@ func (m *member) start() {
 
 func (m *member) open() error {
 	if gate := m.c.opts.Gate; gate != nil {
-		if err := gate(m.ctx, m.cluster, m.g); err != nil {
+		if err := gate(m.ctx, m.cluster, m.c.v); err != nil {
 			return err
 		}
 	}

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
-	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 // This file collects orphans: children whose owning instance no longer
@@ -58,7 +57,7 @@ import (
 //   - Children go in the graph's deletion waves (reverse DAG order), those
 //     of nodes the graph no longer has first, as the finalizer does.
 //   - While the graph is being removed with its instances released
-//     (graph.RemovalRelease), nothing is collected.
+//     (RemovalRelease), nothing is collected.
 //
 // What is not found: children of a kind the graph no longer renders whose
 // instance went while no process served it (nothing lists kinds the graph
@@ -258,7 +257,7 @@ func (o *orphanage) settle(owner types.UID, s *suspect, after time.Duration) {
 // again.
 func (o *orphanage) look(owner types.UID, s *suspect) time.Duration {
 	m := o.m
-	if m.g.Removal == graph.RemovalRelease {
+	if m.c.v.Removal == RemovalRelease {
 		return 0 // released instances keep their children
 	}
 	children := m.ownedBy(owner)
@@ -530,7 +529,7 @@ const reasonOrphansDeleted = "OrphansDeleted"
 // label, and watched if it has one.
 func (m *member) startOrphanage() {
 	o := m.orphans
-	if o.grace < 0 || m.g.Removal == graph.RemovalRelease || m.count().Total > 0 {
+	if o.grace < 0 || m.c.v.Removal == RemovalRelease || m.count().Total > 0 {
 		return
 	}
 	o.mu.Lock()

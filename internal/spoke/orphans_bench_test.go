@@ -185,7 +185,7 @@ func serveForOrphans(b *testing.B, cfg *rest.Config, g *graph.Graph, grace time.
 	}
 	rt := spoke.New(spoke.Options{Workers: benchConcurrency, OrphanGrace: grace})
 	wg.Go(func() { _ = rt.Start(ctx) })
-	require.NoError(b, rt.Serve(g))
+	require.NoError(b, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(b, rt.Engage(ctx, "", cl))
 	return ctx, rt, stop
 }

@@ -110,7 +110,7 @@ func TestOrphansAreCollected(t *testing.T) {
 		require.NoError(t, err)
 		rt, stop := runRuntime(t, fleet, provider, opts)
 		t.Cleanup(stop)
-		require.NoError(t, rt.Serve(g))
+		require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 		return rt, stop
 	}
 	rt, stop := newRuntime()
@@ -199,9 +199,7 @@ func TestOrphansAreCollected(t *testing.T) {
 		require.NoError(t, c.Create(ctx, newInstance(g, "released", "freed", map[string]any{})))
 		stateIs(t, c, g, "released", "freed", contract.StateActive)
 		children := uidsOf(t, c, "released", "freed-first", "freed-second")
-		releasing := *g
-		releasing.Removal = graph.RemovalRelease
-		require.NoError(t, rt.Serve(&releasing))
+		require.NoError(t, rt.Serve(spoke.Version{Graph: g, Removal: spoke.RemovalRelease}))
 		eventually(t, func() (bool, string) {
 			inst, err := getInstance(t, c, g, "released", "freed")
 			if err != nil {
@@ -210,7 +208,7 @@ func TestOrphansAreCollected(t *testing.T) {
 			return len(inst.GetFinalizers()) == 0, fmt.Sprintf("finalizers %v", inst.GetFinalizers())
 		})
 		deleteInstance(t, c, g, "released", "freed")
-		require.NoError(t, rt.Serve(g))
+		require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 
 		logs.mention(t, "left alone", "released/freed-first", "when its instance was released")
 		logs.mention(t, "left alone", "released/freed-second", "when its instance was released")
@@ -224,14 +222,14 @@ func TestOrphansAreCollected(t *testing.T) {
 		lonely := compile(t, strings.NewReplacer("name: orphan", "name: lonely", "kind: Orphan", "kind: Lonely").Replace(orphanRGD))
 		installCRD(t, c, lonely)
 		createNamespace(t, c, "lonely")
-		require.NoError(t, rt.Serve(lonely))
+		require.NoError(t, rt.Serve(spoke.Version{Graph: lonely}))
 		require.NoError(t, c.Create(ctx, newInstance(lonely, "lonely", "last", map[string]any{})))
 		stateIs(t, c, lonely, "lonely", "last", contract.StateActive)
 		stop()
 
 		unstick(t, c, lonely, "lonely", "last")
 		rt, _ = newRuntime()
-		require.NoError(t, rt.Serve(lonely))
+		require.NoError(t, rt.Serve(spoke.Version{Graph: lonely}))
 		gone(t, c, "lonely", "last-second")
 		gone(t, c, "lonely", "last-first")
 	})

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
-	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 // reconcileSafely runs reconcile, turning a panic into an error so that a
@@ -42,7 +41,7 @@ func (m *member) reconcile(key types.NamespacedName) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	if m.g.Removal == graph.RemovalRelease {
+	if m.c.v.Removal == RemovalRelease {
 		return m.release(inst)
 	}
 	// Deletion comes first, as in kro: a suspended instance is still
@@ -50,7 +49,7 @@ func (m *member) reconcile(key types.NamespacedName) (time.Duration, error) {
 	if inst.GetDeletionTimestamp() != nil {
 		return m.finalize(inst)
 	}
-	if suspended(inst) || m.g.Removal == graph.RemovalFinalize {
+	if suspended(inst) || m.c.v.Removal == RemovalFinalize {
 		return 0, nil
 	}
 	return m.sync(inst)

@@ -10,8 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-
-	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 var (
@@ -54,7 +52,7 @@ type Runtime struct {
 	mu          sync.Mutex
 	ctx         context.Context // set by Start; nil before
 	clusters    map[multicluster.ClusterName]*engagement
-	graphs      map[string]*graph.Graph
+	graphs      map[string]Version     // the latest version given to Serve
 	controllers map[string]*controller // the latest version of each graph
 	versions    map[string]*versions
 	fallback    FallbackFunc
@@ -78,7 +76,7 @@ func New(opts Options) *Runtime {
 	return &Runtime{
 		opts:        opts.withDefaults(),
 		clusters:    map[multicluster.ClusterName]*engagement{},
-		graphs:      map[string]*graph.Graph{},
+		graphs:      map[string]Version{},
 		controllers: map[string]*controller{},
 		versions:    map[string]*versions{},
 	}
@@ -94,8 +92,8 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	}
 	rt.ctx = ctx
 	var started []*controller
-	for name, g := range rt.graphs {
-		c := rt.newControllerLocked(g)
+	for name, v := range rt.graphs {
+		c := rt.newControllerLocked(v)
 		rt.controllers[name] = c
 		started = append(started, c)
 	}
@@ -153,30 +151,31 @@ func (rt *Runtime) disengage(e *engagement) {
 	}
 }
 
-// Serve starts serving g on every engaged cluster, current and future. If a
-// graph of the same name is served already, g replaces it cluster by
-// cluster: on each cluster the previous version keeps serving until g's gate
-// passes there, then stops, and g takes over its instances (children of
-// nodes g no longer has are found by their labels and pruned). Serve does
-// not wait for any cluster.
-func (rt *Runtime) Serve(g *graph.Graph) error {
+// Serve starts serving v on every engaged cluster, current and future. If a
+// graph of the same name is served already, v replaces it cluster by
+// cluster: on each cluster the previous version keeps serving until v's gate
+// passes there, then stops, and v takes over its instances (children of
+// nodes v's graph no longer has are found by their labels and pruned).
+// Serve does not wait for any cluster.
+func (rt *Runtime) Serve(v Version) error {
+	g := v.Graph
 	if g == nil || g.Name == "" || g.Instance.GVK.Kind == "" {
 		return fmt.Errorf("%w: a graph needs a name and an instance kind", ErrInvalidGraph)
 	}
 	rt.mu.Lock()
-	rt.graphs[g.Name] = g
+	rt.graphs[g.Name] = v
 	if rt.ctx == nil {
 		rt.mu.Unlock()
 		return nil
 	}
 	old := rt.controllers[g.Name]
-	c := rt.newControllerLocked(g)
+	c := rt.newControllerLocked(v)
 	rt.controllers[g.Name] = c
-	v := rt.versionsLocked(g.Name)
+	vs := rt.versionsLocked(g.Name)
 	if old != nil {
-		v.older = append(v.older, old)
+		vs.older = append(vs.older, old)
 	}
-	older := append([]*controller(nil), v.older...)
+	older := append([]*controller(nil), vs.older...)
 	clusters := rt.clusterListLocked()
 	rt.mu.Unlock()
 
@@ -225,12 +224,18 @@ func (rt *Runtime) Counts(graphName string) map[multicluster.ClusterName]Count {
 	return out
 }
 
-// Served returns, per cluster a version of the named graph serves, the
-// Generation of that version. It lags the graph last given to Serve on a
-// cluster where that one's gate has not passed: the previous version serves
-// there meanwhile.
-func (rt *Runtime) Served(graphName string) map[multicluster.ClusterName]int64 {
-	return rt.servedBy(graphName, func(g *graph.Graph) int64 { return g.Generation })
+// Served returns, per cluster a version of the named graph serves, that
+// version. It lags the version last given to Serve on a cluster where that
+// one's gate has not passed: the previous version serves there meanwhile.
+func (rt *Runtime) Served(graphName string) map[multicluster.ClusterName]Version {
+	_, serving := rt.serving(graphName)
+	out := make(map[multicluster.ClusterName]Version, len(serving))
+	for name, sc := range serving {
+		if sc.member(name) != nil {
+			out[name] = sc.v
+		}
+	}
+	return out
 }
 
 // serving returns the latest version of the named graph and the version
@@ -257,16 +262,16 @@ func (rt *Runtime) Clusters() []multicluster.ClusterName {
 	return out
 }
 
-func (rt *Runtime) newControllerLocked(g *graph.Graph) *controller {
+func (rt *Runtime) newControllerLocked(v Version) *controller {
 	rt.serial++
-	name := fmt.Sprintf("fleetgraph-%s-%d-%d", g.Name, g.Generation, rt.serial)
+	name := fmt.Sprintf("fleetgraph-%s-%d-%d", v.Graph.Name, v.Graph.Generation, rt.serial)
 	var c *controller
 	opts := rt.opts
 	inner := opts.Gate
-	opts.Gate = func(ctx context.Context, cluster multicluster.ClusterName, g *graph.Graph) error {
+	opts.Gate = func(ctx context.Context, cluster multicluster.ClusterName, _ Version) error {
 		return rt.pass(ctx, c, cluster, inner)
 	}
-	c = newController(rt.ctx, name, g, opts)
+	c = newController(rt.ctx, name, v, opts)
 	c.onEmpty = func() { rt.reap(c) }
 	return c
 }

@@ -7,8 +7,6 @@ import (
 	"sync"
 
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-
-	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 // errSuperseded is what the gate of a version returns once a newer version
@@ -83,7 +81,7 @@ func (rt *Runtime) pass(ctx context.Context, c *controller, cluster multicluster
 	defer l.Unlock()
 	if gate != nil {
 		gctx, cancel := either(ctx, c.ctx)
-		err := gate(gctx, cluster, c.g)
+		err := gate(gctx, cluster, c.v)
 		if err != nil {
 			rt.fallBack(gctx, c, cluster)
 		}
@@ -172,12 +170,12 @@ func (c eitherCtx) Err() error {
 
 // FallbackFunc finds the version of a graph a cluster served before, for a
 // cluster that the latest version (latest) cannot be served on yet and that
-// no version serves, typically right after the hub restarted. It returns
-// nil (and no error) when there is none. The returned graph must have been
-// compiled from an earlier spec of the same graph whose CRD is the one on
-// the cluster: it is served there without passing the gate, until latest's
-// gate passes.
-type FallbackFunc func(ctx context.Context, cluster multicluster.ClusterName, latest *graph.Graph) (*graph.Graph, error)
+// no version serves, typically right after the hub restarted. It returns a
+// Version with a nil Graph (and no error) when there is none. The returned
+// graph must have been compiled from an earlier spec of the same graph
+// whose CRD is the one on the cluster: it is served there without passing
+// the gate, until latest's gate passes.
+type FallbackFunc func(ctx context.Context, cluster multicluster.ClusterName, latest Version) (Version, error)
 
 // SetFallback sets the function that finds the version to serve on a
 // cluster the latest version cannot take yet. Call it before Start.
@@ -211,8 +209,8 @@ func (rt *Runtime) fallBack(ctx context.Context, c *controller, cluster multiclu
 	if f == nil || e == nil || !idle {
 		return
 	}
-	old, err := f(ctx, cluster, c.g)
-	if err != nil || old == nil || old.Name != c.g.Name {
+	old, err := f(ctx, cluster, c.v)
+	if err != nil || old.Graph == nil || old.Graph.Name != c.g.Name {
 		if err != nil {
 			c.log.Info("no previous version to serve meanwhile", "cluster", cluster.String(), "reason", err.Error())
 		}
@@ -228,6 +226,6 @@ func (rt *Runtime) fallBack(ctx context.Context, c *controller, cluster multiclu
 	v.serving[cluster] = oc
 	rt.mu.Unlock()
 	c.log.Info("serving a previous version meanwhile", "cluster", cluster.String(),
-		"generation", old.Generation, "revision", old.Revision)
+		"generation", old.Graph.Generation, "revision", old.Revision)
 	oc.attach(e)
 }

@@ -149,7 +149,7 @@ func TestAFailingWatchShowsInStatusAndMetrics(t *testing.T) {
 	provider := fgtesting.NewProvider()
 	require.NoError(t, provider.AddConfig(ctx, s.Name, viaProxy))
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 
 	require.NoError(t, admin.Create(ctx, newInstance(g, "team", "a", map[string]any{})))
 	stateIs(t, admin, g, "team", "a", contract.StateActive)
