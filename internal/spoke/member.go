@@ -74,7 +74,7 @@ type member struct {
 	defaults *structuralschema.Structural
 
 	// perNamespace counts states by namespace (made on first use); spans
-	// is set while it holds more than one namespace. slots.go reads spans
+	// is set while it holds more than one namespace. The controller reads spans
 	// under the controller's lock, which must never wait for mu.
 	perNamespace map[string]int
 	spans        atomic.Bool
