@@ -181,7 +181,7 @@ func (c *controller) acquire(req mcreconcile.Request) (m *member, parked bool) {
 		l = fair.NewSlots()
 		c.slots[m] = l
 	}
-	if !l.Admit(req, c.shareLocked(), m.spansNamespaces()) {
+	if !l.Admit(req, c.shareLocked(), m.states.spansNamespaces()) {
 		return nil, true
 	}
 	return m, false
@@ -197,7 +197,7 @@ func (c *controller) release(m *member, ns string) {
 		if l.Busy() <= 0 {
 			c.idle.Broadcast()
 		}
-		next = l.Unpark(c.shareLocked(), m.spansNamespaces())
+		next = l.Unpark(c.shareLocked(), m.states.spansNamespaces())
 		if l.Idle() {
 			delete(c.slots, m)
 		}
@@ -289,7 +289,7 @@ func (c *controller) process(req mcreconcile.Request) {
 	}
 	defer c.release(m, req.Namespace)
 	start := time.Now()
-	after, err := m.reconcileSafely(req.NamespacedName)
+	after, err := m.reconciler.reconcileSafely(req.NamespacedName)
 	cluster := req.ClusterName.String()
 	reconcileDuration.WithLabelValues(c.g.Name, cluster).Observe(time.Since(start).Seconds())
 	switch {

@@ -14,16 +14,18 @@ import (
 // keep refused that one too: the fallback decides. Unknown graphs and
 // clusters are a no-op.
 func (rt *Runtime) Reconsider(graphName string, cluster multicluster.ClusterName, keep func(Version) bool) {
+	e := rt.clusters.get(cluster)
 	rt.mu.Lock()
-	latest, e := rt.controllers[graphName], rt.clusters[cluster]
-	var retired *controller
-	if v := rt.versions[graphName]; v != nil {
-		if sc := v.serving[cluster]; sc != nil && !keep(sc.v) {
-			delete(v.serving, cluster)
+	var latest, retired *controller
+	servedByLatest := false
+	if gv := rt.graphs[graphName]; gv != nil {
+		latest = gv.current
+		if sc := gv.serving[cluster]; sc != nil && !keep(sc.v) {
+			delete(gv.serving, cluster)
 			retired = sc
 		}
+		servedByLatest = latest != nil && gv.serving[cluster] == latest
 	}
-	servedByLatest := latest != nil && rt.versions[graphName] != nil && rt.versions[graphName].serving[cluster] == latest
 	rt.mu.Unlock()
 	if retired != nil {
 		retired.retire(cluster)
@@ -32,14 +34,6 @@ func (rt *Runtime) Reconsider(graphName string, cluster multicluster.ClusterName
 		return
 	}
 	latest.reattach(e)
-}
-
-// Latest returns the version last given to Serve under name; its Graph is
-// nil if there is none.
-func (rt *Runtime) Latest(graphName string) Version {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return rt.graphs[graphName]
 }
 
 // reattach replaces c's member on e's cluster, which has not passed the

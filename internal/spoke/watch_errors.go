@@ -7,8 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 )
@@ -53,54 +51,14 @@ func watchFailed(failing map[schema.GroupVersionKind]error) *condition {
 		strings.Join(parts, "; ") + " (changes to these objects are not seen until the watch recovers)"}
 }
 
-var _ cacheopts.Listener = &member{}
-
-// listenHealth makes the member hear when gvk starts or stops failing on
-// its cluster, until the member ends. A cluster built without
-// ReportWatchErrors has nothing to tell.
-func (m *member) listenHealth(gvk schema.GroupVersionKind) {
-	h := cacheopts.HealthOf(m.cl)
-	if h == nil {
-		return
-	}
-	h.Listen(m.cluster.String(), m, gvk)
-	m.addCleanup(func() { h.Forget(m) })
-}
-
-// WatchHealthChanged requeues every instance the member serves: each uses
-// the graph's kinds, and a status that shows the change is written only
-// by a reconcile.
-func (m *member) WatchHealthChanged(gvk schema.GroupVersionKind) {
-	if m.ctx.Err() != nil {
-		return
-	}
-	if gvk == m.g.Instance.GVK {
-		m.instanceKindChanged()
-	}
-	m.mu.Lock()
-	keys := make([]types.NamespacedName, 0, len(m.states))
-	for k := range m.states {
-		keys = append(keys, k)
-	}
-	m.mu.Unlock()
-	for _, k := range keys {
-		m.enqueue(k)
-	}
-}
-
 // watchCondition is the ResourcesWatched condition of inst: nil unless the
 // watch of one of the graph's kinds, or of a kind inst references, fails.
-func (m *member) watchCondition(inst *unstructured.Unstructured) *condition {
-	h := cacheopts.HealthOf(m.cl)
+func (w instanceWriter) watchCondition(inst *unstructured.Unstructured) *condition {
+	h := cacheopts.HealthOf(w.m.cl)
 	if h == nil {
 		return nil
 	}
-	kinds := slices.Clone(m.kinds)
-	m.mu.Lock()
-	for _, r := range m.refs[keyOf(inst)] {
-		kinds = append(kinds, r.gvk)
-	}
-	m.mu.Unlock()
+	kinds := append(slices.Clone([]schema.GroupVersionKind(w.m.kinds)), w.m.refs.kinds(keyOf(inst))...)
 	return watchFailed(h.Failing(kinds))
 }
 
@@ -116,12 +74,4 @@ func withWatchCondition(wire []any, inst *unstructured.Unstructured, c *conditio
 		return wire
 	}
 	return append(wire, dated(wireConditions(inst), []condition{*c}, inst.GetGeneration())...)
-}
-
-// observedInformer is the informer of a kind the runtime watches on its own
-// (outside the cluster's cache) over lw: it reports its calls' results to
-// the cluster's watch health, when the cluster has one.
-func (m *member) observedInformer(gvk schema.GroupVersionKind, lw *toolscache.ListWatch) toolscache.SharedIndexInformer {
-	through := cacheopts.HealthOf(m.cl).Observe(gvk, lw)
-	return toolscache.NewSharedIndexInformer(through, &unstructured.Unstructured{}, 0, toolscache.Indexers{})
 }
