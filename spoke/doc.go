@@ -50,7 +50,10 @@
 // The graph's CRD must be established on a cluster before its instances
 // can be served there; Options.Gate holds a graph back on a cluster until
 // the caller says so (the hub applies the CRD there). Without a gate the
-// runtime retries its watch with backoff until the kind is served.
+// runtime retries its watch with backoff until the kind is served. The hub
+// also installs an admission policy that stamps the runtime's finalizer on
+// new instances; where it is absent, the runtime adds the finalizer itself,
+// one write more per new instance.
 //
 // Providers that create the clusters (cluster.New) should give each
 // TrimCache, which keeps the caches small, and ReportWatchErrors, which
