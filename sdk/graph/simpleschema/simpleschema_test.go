@@ -188,8 +188,8 @@ func TestErrorsNameTheField(t *testing.T) {
 		"immutable not bool":       {spec: `f: string | immutable=always`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "true or false"},
 		"validation empty":         {spec: `f: string | validation=""`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "empty rule"},
 		"duplicate listMapKey":     {spec: "f: \"[]P | listType=map listMapKey=a listMapKey=a\"", types: "P:\n  a: string | required=true", path: "f", kind: simpleschema.ErrInvalidMarker, msg: `duplicate key "a"`},
-		"default below minimum":    {spec: `f: integer | default=0 minimum=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "default 0 is less than minimum 1"},
-		"default above maximum":    {spec: `f: float | maximum=1.5 default=2`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "default 2 is greater than maximum 1.5"},
+		"default below minimum":    {spec: `f: integer | default=0 minimum=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "default=0 is less than minimum=1"},
+		"default above maximum":    {spec: `f: float | maximum=1.5 default=2`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "default=2 is greater than maximum=1.5"},
 		"bad leaf value":           {spec: `f: 3`, path: "f", kind: simpleschema.ErrSyntax, msg: "want a type string"},
 		"list of two":              {spec: "f:\n- string\n- integer", path: "f", kind: simpleschema.ErrSyntax, msg: "exactly one element"},
 		"custom type cycle":        {spec: `f: A`, types: "A:\n  b: B\nB:\n  a: \"[]A\"", path: "types.A", kind: simpleschema.ErrTypeCycle, msg: "A -> B -> A"},
@@ -257,10 +257,54 @@ func FuzzSimpleSchema(f *testing.F) {
 	})
 }
 
-// As in kro and the API server, bounds no value meets are accepted.
-func TestUnsatisfiableBoundsAreAccepted(t *testing.T) {
-	_, err := convert(t, "a: integer | minimum=5 maximum=1\nb: string | minLength=3 maxLength=2\nc: \"[]string | minItems=3 maxItems=2\"", "")
-	assert.NoError(t, err)
+// Markers that contradict each other are refused when compiling, naming
+// both: kro v0.9.3 and the API server accept them and serve a field that
+// no value (or an enum value that no instance) can ever satisfy.
+func TestContradictoryMarkersAreRefused(t *testing.T) {
+	tests := map[string]struct{ spec, want string }{
+		"minimum above maximum":       {`f: integer | minimum=10 maximum=1`, "minimum=10 is greater than maximum=1"},
+		"float minimum above maximum": {`f: float | maximum=0.5 minimum=0.75`, "minimum=0.75 is greater than maximum=0.5"},
+		"no integer between":          {`f: integer | minimum=1.2 maximum=1.8`, "minimum=1.2 and maximum=1.8 leave no integer"},
+		"minLength above maxLength":   {`f: string | minLength=5 maxLength=2`, "minLength=5 is greater than maxLength=2"},
+		"minItems above maxItems":     {`f: "[]string | minItems=3 maxItems=2"`, "minItems=3 is greater than maxItems=2"},
+		"enum below minimum":          {`f: integer | enum="1,5" minimum=3`, "enum value 1 is less than minimum=3"},
+		"enum above maximum":          {`f: float | maximum=2 enum="1.5,2.5"`, "enum value 2.5 is greater than maximum=2"},
+		"enum outside pattern":        {`f: string | enum="prod,Dev" pattern="^[a-z]+$"`, `enum value "Dev" does not match pattern="^[a-z]+$"`},
+		"enum too long":               {`f: string | enum="ab,abcd" maxLength=3`, `enum value "abcd" is longer than maxLength=3`},
+		"enum too short":              {`f: string | minLength=2 enum="a,ab"`, `enum value "a" is shorter than minLength=2`},
+		"default outside pattern":     {`f: string | default=Prod pattern="^[a-z]+$"`, `default="Prod" does not match pattern="^[a-z]+$"`},
+		"default too long":            {`f: string | default=abcd maxLength=3`, `default="abcd" is longer than maxLength=3`},
+		"default too few items":       {`f: '[]string | default=["a"] minItems=2'`, `default=["a"] has fewer items than minItems=2`},
+		"default not in enum":         {`f: string | enum="a,b" default=c`, `default="c" is not one of enum`},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := convert(t, tt.spec, "")
+			require.ErrorIs(t, err, simpleschema.ErrInvalidMarker)
+			assert.Contains(t, err.Error(), "f: invalid marker: "+tt.want)
+		})
+	}
+}
+
+// Bounds that leave room, enum values and defaults inside them are
+// accepted: nothing is refused that can work.
+func TestConsistentMarkersAreAccepted(t *testing.T) {
+	for _, spec := range []string{
+		`f: integer | minimum=1 maximum=1`,
+		`f: integer | minimum=0.5 maximum=1.5`,
+		`f: float | minimum=1.2 maximum=1.8`,
+		`f: string | minLength=2 maxLength=2 enum="ab,cd" default=ab pattern="^[a-z]+$"`,
+		`f: '[]string | minItems=1 maxItems=1 default=["a"]'`,
+		`f: integer | enum="1,2,3" minimum=1 maximum=3 default=2`,
+		`f: T | minimum=2`,
+	} {
+		t.Run(spec, func(t *testing.T) {
+			_, err := convert(t, spec, "T: integer | maximum=5")
+			assert.NoError(t, err)
+		})
+	}
+	_, err := convert(t, "f: T | minimum=9", "T: integer | maximum=5")
+	assert.ErrorContains(t, err, "minimum=9 is greater than maximum=5", "bounds from a custom type and the field combine")
 }
 
 // As in kro, listMapKey repeats to name several keys.
