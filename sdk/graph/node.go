@@ -405,8 +405,8 @@ func (c *compiler) isIteratorName(name string) bool {
 
 // checkField checks that a standalone expression's type fits its field.
 func (c *compiler) checkField(path string, p *program, want *apiservercel.DeclType) error {
-	if !assignable(want, p.out) {
-		return errorf(ErrType, "expression returns %s but the field is %s", typeName(p.out), typeName(want.CelType()))
+	if err := c.fits(want, p.out); err != nil {
+		return errorf(ErrType, "expression returns %s but the field is %s%s", typeName(p.out), typeName(want.CelType()), because(err))
 	}
 	return nil
 }
