@@ -119,6 +119,8 @@ func (c *compiler) parseTemplate(r *resource) {
 	if okV && okK {
 		r.node.GVK = c.gvk(r, apiVersion, kind, "apiVersion")
 	}
+	c.checkReservedLabels(r)
+	c.checkCRDTemplate(r)
 }
 
 func (c *compiler) parseExternalRef(r *resource) {
@@ -147,6 +149,7 @@ func (c *compiler) parseExternalRef(r *resource) {
 		if err := json.Unmarshal(ref.Metadata.Selector.Raw, &r.selector); err != nil {
 			fail("externalRef.metadata.selector", "must be a label selector or a ${} expression")
 		}
+		c.checkSelector(r)
 		r.node.Collection = true
 	}
 	if ref.APIVersion != "" && ref.Kind != "" {

@@ -211,6 +211,7 @@ type ExternalRef struct {
 // Selector for a collection.
 type ExternalRefMetadata struct {
 	// Name of the object; may contain ${} expressions.
+	// +kubebuilder:validation:MinLength=1
 	// +optional
 	Name string `json:"name,omitempty"`
 
