@@ -43,6 +43,8 @@ func TestIdentityChecks(t *testing.T) {
 	runFailCases(t, map[string]failCase{
 		"namespaced child of a cluster-scoped instance without a namespace": {schema: clusterSchema, resources: "resources:\n" + cm("a", "", ""),
 			opts: scopedOptions(t), kind: graph.ErrInvalid, want: `resource "a": metadata.namespace: ConfigMap is namespaced and the instance is cluster-scoped: the namespace must be set`},
+		"a cluster-scoped instance has no namespace to read": {schema: clusterSchema, resources: "resources:\n" + strings.Replace(cm("a", "", ""), "name: a", "name: a\n      namespace: ${schema.metadata.namespace}", 1),
+			opts: scopedOptions(t), kind: graph.ErrExpression, want: `resource "a": metadata.namespace: ${schema.metadata.namespace}: undefined field 'namespace'`},
 		"cluster-scoped child with a namespace": {resources: "resources:\n" + nsResource("ns", "x"),
 			opts: scopedOptions(t), kind: graph.ErrInvalid, want: `resource "ns": metadata.namespace: Namespace is cluster-scoped and must not set a namespace`},
 		"two resources render one object": {resources: "resources:\n" + cm("a", "", "") + strings.Replace(cm("b", "", ""), "name: b", "name: a", 1),
