@@ -3,6 +3,7 @@ package simpleschema_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -191,6 +192,11 @@ func TestErrorsNameTheField(t *testing.T) {
 		"default below minimum":    {spec: `f: integer | default=0 minimum=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "default=0 is less than minimum=1"},
 		"default above maximum":    {spec: `f: float | maximum=1.5 default=2`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "default=2 is greater than maximum=1.5"},
 		"bad leaf value":           {spec: `f: 3`, path: "f", kind: simpleschema.ErrSyntax, msg: "want a type string"},
+		"nothing after the pipe":   {spec: `f: "string |"`, path: "f", kind: simpleschema.ErrSyntax, msg: `"string |" has no marker after "|"`},
+		"whitespace at the end":    {spec: `f: "string | required=true "`, path: "f", kind: simpleschema.ErrSyntax, msg: `"string | required=true " ends in whitespace after its last marker`},
+		"a folded block":           {spec: "f: >\n  string | required=true\n", path: "f", kind: simpleschema.ErrSyntax, msg: "ends in whitespace after its last marker"},
+		"list without element":     {spec: `f: "[]"`, path: "f", kind: simpleschema.ErrSyntax, msg: `type "[]" has no element type`},
+		"nested too deep":          {spec: `f: "[][][][][][][][][][][][][][][][][]string"`, path: "f", kind: simpleschema.ErrSyntax, msg: "nests more than 16 lists and maps"},
 		"list of two":              {spec: "f:\n- string\n- integer", path: "f", kind: simpleschema.ErrSyntax, msg: "exactly one element"},
 		"custom type cycle":        {spec: `f: A`, types: "A:\n  b: B\nB:\n  a: \"[]A\"", path: "types.A", kind: simpleschema.ErrTypeCycle, msg: "A -> B -> A"},
 		"self-referencing type":    {spec: `f: string`, types: "Node:\n  next: Node", path: "types.Node", kind: simpleschema.ErrTypeCycle, msg: "Node -> Node"},
@@ -215,6 +221,18 @@ func TestAllErrorsAreReported(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "a: unknown type")
 	assert.Contains(t, err.Error(), "b: unknown marker")
+}
+
+// As kro reads them: spaces after [] and map[string], and before a
+// marker's "=", are dropped; sixteen nested collections are allowed.
+func TestFieldSpellingsKroAccepts(t *testing.T) {
+	assert.Equal(t, map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}, field(t, `f: "map[string] string"`))
+	assert.Equal(t, map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "minItems": float64(1)}, field(t, `f: "[] string | minItems=1"`))
+	m, err := convert(t, `f: "string | required =true"`, "")
+	require.NoError(t, err)
+	assert.Equal(t, []any{"f"}, m["required"])
+	_, err = convert(t, `f: "`+strings.Repeat("[]", 16)+`string"`, "")
+	assert.NoError(t, err)
 }
 
 func TestParseField(t *testing.T) {
