@@ -379,12 +379,13 @@ func (c *compiler) readyEnv(r *resource) *cel.Env {
 }
 
 func (c *compiler) checkReadyRefs(r *resource, env *cel.Env, src string, fail func(error)) bool {
+	allowed := fmt.Sprintf("%q", r.node.ID)
+	if r.node.Collection {
+		// As in kro, a collection's readyWhen reads each item as each.
+		allowed = "each"
+	}
 	for _, id := range parsedIdentifiers(env, src) {
-		if id != r.node.ID && (c.valueNames[id] || c.isIteratorName(id)) {
-			allowed := fmt.Sprintf("%q", r.node.ID)
-			if r.node.Collection {
-				allowed += " and each"
-			}
+		if (id != r.node.ID || r.node.Collection) && (c.valueNames[id] || c.isIteratorName(id)) {
 			fail(errorf(ErrReference, "readyWhen may only reference %s, not %q", allowed, id))
 			return false
 		}

@@ -108,13 +108,13 @@ func (c *compiler) parseTemplate(r *resource) {
 	apiVersion, okV := literalString(r.template["apiVersion"])
 	kind, okK := literalString(r.template["kind"])
 	if !okV {
-		fail("apiVersion", "required, and must be a plain string without ${}")
+		fail("apiVersion", "required, and must be a plain string without ${}%s", got(r.template, "apiVersion"))
 	}
 	if !okK {
-		fail("kind", "required, and must be a plain string without ${}")
+		fail("kind", "required, and must be a plain string without ${}%s", got(r.template, "kind"))
 	}
 	if _, ok := r.template["metadata"].(map[string]any); !ok {
-		fail("metadata", "required, and must be an object")
+		fail("metadata", "required, and must be an object%s", got(r.template, "metadata"))
 	}
 	if okV && okK {
 		r.node.GVK = c.gvk(r, apiVersion, kind, "apiVersion")
@@ -223,6 +223,16 @@ func (c *compiler) isResourceID(id string) bool {
 		}
 	}
 	return false
+}
+
+// got describes obj[key] for a message (", got the number 1"), or "" when
+// it is absent.
+func got(obj map[string]any, key string) string {
+	v, ok := obj[key]
+	if !ok {
+		return ""
+	}
+	return ", got " + describeLiteral(v)
 }
 
 // literalString returns v as a string if it is one without expressions.

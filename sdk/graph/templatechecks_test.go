@@ -51,3 +51,15 @@ func TestKroTemplateRules(t *testing.T) {
 	_, err = graph.Compile(parseRGD(t, rgdDoc("", whole)), graph.Options{Strict: true})
 	assert.ErrorIs(t, err, graph.ErrExtension)
 }
+
+// As in kro, a collection's readyWhen reads each item as each, never the
+// collection's own id.
+func TestCollectionReadyWhenReadsEach(t *testing.T) {
+	loop := "forEach: [{r: '${schema.spec.regions}'}]\nreadyWhen: ['%s']"
+	runFailCases(t, map[string]failCase{
+		"the collection's own id": {resources: "resources:\n" + named("a", strings.Replace(loop, "%s", "${a.metadata.name != \"\"}", 1), "${r}"),
+			kind: graph.ErrReference, want: `resource "a": readyWhen[0]: ${a.metadata.name != ""}: readyWhen may only reference each, not "a"`},
+	})
+	_, err := graph.Compile(parseRGD(t, rgdDoc("", "resources:\n"+named("a", strings.Replace(loop, "%s", "${each.metadata.name != \"\"}", 1), "${r}"))), graph.Options{})
+	assert.NoError(t, err)
+}
