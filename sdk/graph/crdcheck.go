@@ -26,8 +26,13 @@ func (c *compiler) checkCRD(crd *apiextensionsv1.CustomResourceDefinition) {
 	internal.Status.StoredVersions = []string{crd.Spec.Versions[0].Name}
 	for _, e := range crdvalidation.ValidateCustomResourceDefinition(context.Background(), internal) {
 		msg := e.Type.String()
-		if v, ok := e.BadValue.(string); ok && v != "" {
-			msg += fmt.Sprintf(" %q", v)
+		switch v := e.BadValue.(type) {
+		case string:
+			if v != "" {
+				msg += fmt.Sprintf(" %q", v)
+			}
+		case apiextensions.ValidationRule:
+			msg += fmt.Sprintf(" %q", v.Rule)
 		}
 		if detail, _, _ := strings.Cut(e.Detail, "\n"); detail != "" {
 			msg += ": " + strings.TrimSpace(detail)

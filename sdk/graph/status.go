@@ -79,7 +79,8 @@ func (c *compiler) compileStatus() (*statusProgram, apiextensionsv1.JSONSchemaPr
 	}
 	for k := range obj {
 		if reservedStatusFields[k] {
-			c.fail(&Error{Path: "spec.schema.status." + k, Err: errorf(ErrInvalid, "status.%s is reserved for the runtime", k)})
+			written, _ := obj[k].(string)
+			c.fail(&Error{Path: "spec.schema.status." + k, Expression: written, Err: errorf(ErrInvalid, "status.%s is reserved for the runtime", k)})
 			delete(obj, k)
 		}
 	}

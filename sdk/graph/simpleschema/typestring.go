@@ -17,7 +17,7 @@ const maxTypeNesting = 16
 func normalizeType(typ string) (string, error) {
 	rest := strings.TrimSpace(typ)
 	if rest == "" {
-		return "", fmt.Errorf("%w: missing type before the markers", ErrSyntax)
+		return "", fmt.Errorf("%w: missing type in %q", ErrSyntax, typ)
 	}
 	var b strings.Builder
 	depth := 0
@@ -62,4 +62,15 @@ func checkMarkersEnd(field, markers string, piped bool) error {
 		return fmt.Errorf("%w: %q ends in whitespace after its last marker, which kro reads as a marker without a value", ErrSyntax, field)
 	}
 	return nil
+}
+
+// describe says what a value that is not a type string is, for messages.
+func describe(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case bool, float64, int64:
+		return fmt.Sprintf("%T %v", v, v)
+	}
+	return fmt.Sprintf("%T", v)
 }
