@@ -27,6 +27,9 @@ type Marker struct {
 // ParseField parses "type | marker=value ...".
 func ParseField(s string) (Field, error) {
 	typ, markers, piped := strings.Cut(s, "|")
+	if strings.TrimSpace(typ) == "" {
+		return Field{}, fmt.Errorf("%w: missing type in %q", ErrSyntax, s)
+	}
 	t, err := normalizeType(typ)
 	if err != nil {
 		return Field{}, err

@@ -157,7 +157,7 @@ func TestErrorsNameTheField(t *testing.T) {
 		"unknown nested type":      {spec: "a:\n  b: \"[]Nope\"", path: "a.b", kind: simpleschema.ErrUnknownType, msg: `"Nope"`},
 		"map key not string":       {spec: `f: "map[integer]string"`, path: "f", kind: simpleschema.ErrUnknownType, msg: "map keys must be string"},
 		"malformed map":            {spec: `f: "map[string"`, path: "f", kind: simpleschema.ErrUnknownType, msg: "malformed map type"},
-		"empty type":               {spec: `f: " | required=true"`, path: "f", kind: simpleschema.ErrSyntax, msg: `missing type in " "`},
+		"empty type":               {spec: `f: " | required=true"`, path: "f", kind: simpleschema.ErrSyntax, msg: `missing type in " | required=true"`},
 		"unknown marker":           {spec: `f: string | requird=true`, path: "f", kind: simpleschema.ErrUnknownMarker, msg: `"requird"`},
 		"marker without value":     {spec: `f: string | required`, path: "f", kind: simpleschema.ErrSyntax, msg: "has no value"},
 		"unterminated quote":       {spec: `f: string | description="abc`, path: "f", kind: simpleschema.ErrSyntax, msg: "unterminated"},

@@ -16,9 +16,6 @@ const maxTypeNesting = 16
 // nest.
 func normalizeType(typ string) (string, error) {
 	rest := strings.TrimSpace(typ)
-	if rest == "" {
-		return "", fmt.Errorf("%w: missing type in %q", ErrSyntax, typ)
-	}
 	var b strings.Builder
 	depth := 0
 	for {
