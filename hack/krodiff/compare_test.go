@@ -1,9 +1,12 @@
 package krodiff
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 func TestJSONDiffNamesEachDifferingPath(t *testing.T) {
@@ -64,4 +67,28 @@ func TestTablesNameEachFileOnce(t *testing.T) {
 			assert.NotEmpty(t, d.Kinds, "%s: %s has no kind of difference", name, d.File)
 		}
 	}
+}
+
+func TestNamingProblems(t *testing.T) {
+	raw := []byte("# A bad port.\n# names: spec.schema.spec.port\n# names: minimum=10\napiVersion: kro.run/v1alpha1\nspec: {schema: {spec: {port: integer | minimum=10 maximum=1}}}\n")
+	named := &graph.Error{Path: "spec.schema.spec.port", Err: errors.New("invalid marker: minimum=10 is greater than maximum=1")}
+	assert.Empty(t, NamingProblems(raw, reject(StageCompile, named)))
+	assert.Empty(t, NamingProblems(raw, Verdict{Accepted: true}))
+
+	vague := &graph.Error{Path: "spec.schema", Err: errors.New("spec.schema.spec.port: minimum=10 is wrong")}
+	assert.Equal(t, []string{`"spec.schema: spec.schema.spec.port: minimum=10 is wrong" names neither a resource nor a field`},
+		NamingProblems(raw, reject(StageCompile, vague)))
+	assert.Equal(t, []string{`"spec.schema.spec.port: minimum=10" is not a *graph.Error`},
+		NamingProblems(raw, reject(StageCompile, errors.New("spec.schema.spec.port: minimum=10"))))
+	assert.Equal(t, []string{`the rejection does not name "minimum=10"`},
+		NamingProblems(raw, reject(StageCompile, &graph.Error{Path: "spec.schema.spec.port", Err: errors.New("bad")})))
+
+	onlyPath := []byte("# names: spec.schema.spec.port\nspec: {}\n")
+	assert.Equal(t, []string{"none of the names is text from the RGD: name the offending expression, marker or value"},
+		NamingProblems(onlyPath, reject(StageCompile, named)))
+	assert.Len(t, NamingProblems([]byte("spec: {}\n"), reject(StageCompile, named)), 1, "a rejected file must say what its rejection names")
+
+	missing := []byte("# names: spec.resources[0]\n# names (absent): template or externalRef\nspec: {resources: [{id: a}]}\n")
+	assert.Empty(t, NamingProblems(missing, reject(StageAdmission, errors.New("spec.resources[0]: exactly one of template or externalRef must be provided"))),
+		"what is missing cannot be quoted")
 }

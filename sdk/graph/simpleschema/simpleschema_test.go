@@ -191,7 +191,7 @@ func TestErrorsNameTheField(t *testing.T) {
 		"duplicate listMapKey":     {spec: "f: \"[]P | listType=map listMapKey=a listMapKey=a\"", types: "P:\n  a: string | required=true", path: "f", kind: simpleschema.ErrInvalidMarker, msg: `duplicate key "a"`},
 		"default below minimum":    {spec: `f: integer | default=0 minimum=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "default=0 is less than minimum=1"},
 		"default above maximum":    {spec: `f: float | maximum=1.5 default=2`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "default=2 is greater than maximum=1.5"},
-		"bad leaf value":           {spec: `f: 3`, path: "f", kind: simpleschema.ErrSyntax, msg: "want a type string or a nested object, got float64 3"},
+		"bad leaf value":           {spec: `f: 3`, path: "f", kind: simpleschema.ErrSyntax, msg: "want a type string or a nested object, got the number 3"},
 		"nothing after the pipe":   {spec: `f: "string |"`, path: "f", kind: simpleschema.ErrSyntax, msg: `"string |" has no marker after "|"`},
 		"whitespace at the end":    {spec: `f: "string | required=true "`, path: "f", kind: simpleschema.ErrSyntax, msg: `"string | required=true " ends in whitespace after its last marker`},
 		"a folded block":           {spec: "f: >\n  string | required=true\n", path: "f", kind: simpleschema.ErrSyntax, msg: "ends in whitespace after its last marker"},

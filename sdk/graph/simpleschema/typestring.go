@@ -66,8 +66,10 @@ func describe(v any) string {
 	switch v := v.(type) {
 	case nil:
 		return "null"
-	case bool, float64, int64:
-		return fmt.Sprintf("%T %v", v, v)
+	case bool:
+		return fmt.Sprintf("the boolean %v", v)
+	case float64, int64:
+		return fmt.Sprintf("the number %v", v)
 	}
 	return fmt.Sprintf("%T", v)
 }
