@@ -2,9 +2,14 @@ package krodiff
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -91,4 +96,27 @@ func TestNamingProblems(t *testing.T) {
 	missing := []byte("# names: spec.resources[0]\n# names (absent): template or externalRef\nspec: {resources: [{id: a}]}\n")
 	assert.Empty(t, NamingProblems(missing, reject(StageAdmission, errors.New("spec.resources[0]: exactly one of template or externalRef must be provided"))),
 		"what is missing cannot be quoted")
+}
+
+// rejections.md lists every kro rejection path with its corpus cases: each
+// case it names must exist, and each invalid-* case must be named there.
+func TestRejectionTableNamesCorpusFiles(t *testing.T) {
+	table, err := os.ReadFile("rejections.md")
+	require.NoError(t, err)
+	files, err := filepath.Glob(filepath.Join("testdata", "corpus", "*.yaml"))
+	require.NoError(t, err)
+	inCorpus := map[string]bool{}
+	for _, f := range files {
+		inCorpus[strings.TrimSuffix(filepath.Base(f), ".yaml")] = true
+	}
+	named := map[string]bool{}
+	for _, name := range regexp.MustCompile(`\b(?:invalid|edge|types|resource)-[a-z0-9-]*[a-z0-9]\b`).FindAllString(string(table), -1) {
+		named[name] = true
+		assert.True(t, inCorpus[name], "rejections.md names %s, which is not in testdata/corpus", name)
+	}
+	for name := range inCorpus {
+		if strings.HasPrefix(name, "invalid-") {
+			assert.True(t, named[name], "testdata/corpus/%s.yaml exercises a kro rejection that rejections.md does not list", name)
+		}
+	}
 }
