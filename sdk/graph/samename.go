@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/fleetgraph/fleetgraph/sdk/graph/expr"
 )
 
@@ -25,12 +27,12 @@ import (
 // == "b"); proving that they are, or are not, needs more than the text, so
 // such graphs are accepted, as kro accepts them.
 func (c *compiler) checkSameObjects() {
-	byKind := map[string][]*resource{}
+	byKind := make(map[schema.GroupKind][]*resource, len(c.resources))
 	for _, r := range c.resources {
 		if r.node.External || r.node.GVK.Kind == "" {
 			continue
 		}
-		k := r.node.GVK.GroupKind().String()
+		k := r.node.GVK.GroupKind()
 		byKind[k] = append(byKind[k], r)
 	}
 	for _, rs := range byKind {
@@ -144,8 +146,8 @@ func (c *compiler) failSameObject(r, other *resource, key objectKey) {
 // compare equal: inside each ${}, whitespace outside string literals is
 // dropped, except a single space between two words (a in b).
 func normalizeTemplate(s string) string {
-	if !expr.HasExpr(s) {
-		return s
+	if !expr.HasExpr(s) || !strings.ContainsAny(s, " \t\n\r") {
+		return s // nothing to drop: already normal
 	}
 	segs, err := expr.Scan(s)
 	if err != nil {
