@@ -172,8 +172,9 @@ type Resource struct {
 	ExternalRef *ExternalRef `json:"externalRef,omitempty"`
 
 	// ReadyWhen lists conditions, each a "${...}" expression, that must all
-	// be true for the resource to count as ready. The resource's own id is
-	// bound to the observed object (and `each` for a collection item).
+	// be true for the resource to count as ready. They read the observed
+	// object through the resource's own id, or, for a collection, each
+	// observed item as `each`.
 	// +optional
 	ReadyWhen []string `json:"readyWhen,omitempty"`
 
