@@ -222,8 +222,8 @@ type ExternalRefMetadata struct {
 	Namespace string `json:"namespace,omitempty"`
 
 	// Selector is a label selector (matchLabels/matchExpressions, whose
-	// values may contain ${} expressions) or a single "${...}" expression
-	// that evaluates to one.
+	// values may contain ${} expressions) or, as a fleetgraph extension
+	// kro's CRD refuses, a single "${...}" expression that evaluates to one.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	// +optional
