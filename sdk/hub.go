@@ -155,6 +155,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 	}
 	h.planner = h.newPlanner()
 	h.tracker = &hub.Tracker{OnChange: h.notifyChanged, Failures: hub.FailuresOf(provider)}
+	h.tracker.Expected = h.expected // status.go
 	h.fanOut = hub.NewFanOut(h.tracker, hub.FanOutOptions{
 		FieldManager:           opts.FieldManager,
 		EstablishTimeout:       opts.EstablishTimeout,
