@@ -142,8 +142,9 @@ func TestNewGraphListsAFrozenSpokeAndIsNotReadyWithoutIt(t *testing.T) {
 }
 
 // Clusters the secret provider could not engage appear in FleetStatus with
-// their reason: an unsafe kubeconfig, and a second Secret for a server
-// already engaged under another name.
+// their reason: an unsafe kubeconfig (one that would run a program, one
+// aimed at the cloud's metadata address), and a second Secret for a
+// server already engaged under another name.
 func TestClustersNotEngagedAppearWithTheirReason(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 2)
 	ctx := context.Background()
@@ -151,7 +152,7 @@ func TestClustersNotEngagedAppearWithTheirReason(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secret.DefaultNamespace}}
 	require.NoError(t, hubClient.Create(ctx, ns))
 
-	provider := secret.New(secret.Options{})
+	provider := secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}) // the fleet is on 127.0.0.1
 	h, err := sdk.NewHub(provider, sdk.Options{DisableRGDController: true})
 	require.NoError(t, err)
 	mgr, err := mcmanager.New(fleet.Hub.Config, provider, manager.Options{
@@ -171,6 +172,7 @@ func TestClustersNotEngagedAppearWithTheirReason(t *testing.T) {
 
 	createKubeconfigSecret(t, hubClient, "one-again", fleet.Spoke("spoke-1").Kubeconfig)
 	createKubeconfigSecret(t, hubClient, "unsafe", withExecPlugin(t, fleet.Spoke("spoke-2").Kubeconfig))
+	createKubeconfigSecret(t, hubClient, "metadata", withServer(t, fleet.Spoke("spoke-2").Kubeconfig, "https://169.254.169.254"))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		st := served(h, "paint")
 		assert.Equal(ct, sdk.CRDEstablished, st["one"].CRD)
@@ -179,8 +181,11 @@ func TestClustersNotEngagedAppearWithTheirReason(t *testing.T) {
 		assert.Contains(ct, st["one-again"].Message, `"one"`)
 		assert.Equal(ct, sdk.CRDNotEngaged, st["unsafe"].CRD)
 		assert.Contains(ct, st["unsafe"].Message, secret.ReasonUnsafeKubeconfig)
+		assert.Equal(ct, sdk.CRDNotEngaged, st["metadata"].CRD)
+		assert.Contains(ct, st["metadata"].Message, secret.ReasonUnsafeKubeconfig)
+		assert.Contains(ct, st["metadata"].Message, "AllowLinkLocal")
 	}, wait, tick)
-	assert.Equal(t, int32(3), h.FleetStatus("paint").Summary().Clusters)
+	assert.Equal(t, int32(4), h.FleetStatus("paint").Summary().Clusters)
 
 	// Its Secret gone, a cluster that never joined leaves the status.
 	require.NoError(t, hubClient.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secret.DefaultNamespace, Name: "unsafe"}}))
