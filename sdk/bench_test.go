@@ -104,8 +104,8 @@ var stepRows = []string{
 	"ensure other", "to status",
 }
 
-// concurrent are the steps that run at once within StepChecks: they are
-// shown, but not added to the path.
+// concurrent are the steps that run at once within StepChecks, where the
+// fan-out reports it: they are shown, but not added to the path.
 var concurrent = map[string]bool{hub.StepKinds: true, hub.StepSchemas: true, hub.StepRead: true}
 
 func newStepLog() *stepLog { return &stepLog{sums: map[string]time.Duration{}} }
@@ -141,13 +141,19 @@ func (l *stepLog) settle(start, done time.Time) {
 	}
 	ensureStart := last.end.Add(-last.took)
 	l.sums["to gate"] += ensureStart.Sub(registered)
-	inside := time.Duration(0)
+	var mine []stepEvent
+	checks := false // the reads ran at once, within StepChecks
 	for _, e := range events {
 		if e.cluster == last.cluster && e.step != hub.StepEnsure && !e.end.Before(ensureStart) && !e.end.After(last.end) {
-			l.sums[e.step] += e.took
-			if !concurrent[e.step] {
-				inside += e.took
-			}
+			mine = append(mine, e)
+			checks = checks || e.step == hub.StepChecks
+		}
+	}
+	inside := time.Duration(0)
+	for _, e := range mine {
+		l.sums[e.step] += e.took
+		if !checks || !concurrent[e.step] {
+			inside += e.took
 		}
 	}
 	l.sums["ensure other"] += last.took - inside
