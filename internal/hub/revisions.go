@@ -253,6 +253,11 @@ func decodeRevision(u *unstructured.Unstructured) (*fgv1alpha1.GraphRevision, er
 	return gr, nil
 }
 
+// Install puts the GraphRevision CRD on the hub, once, refusing one that
+// fleetgraph does not own. Issue calls it; a hub calls it as it starts,
+// so that its first graph does not wait for the CRD to be established.
+func (r *Revisions) Install(ctx context.Context) error { return r.install(ctx) }
+
 // install puts the GraphRevision CRD on the hub once, refusing one that
 // fleetgraph does not own.
 func (r *Revisions) install(ctx context.Context) error {
