@@ -276,6 +276,8 @@ func (r *Revisions) install(ctx context.Context) error {
 // ServedRevision reads the revision number a spoke's CRD of g was applied
 // from (0 if unknown or absent).
 func ServedRevision(ctx context.Context, r client.Reader, crdName string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultRequestTimeout) // a spoke's answer
+	defer cancel()
 	crd, err := getCRD(ctx, r, crdName)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
