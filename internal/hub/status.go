@@ -250,7 +250,7 @@ func (t *Tracker) SetReachable(ctx context.Context, cluster string, err error) b
 func (t *Tracker) DropCluster(cluster string) {
 	t.mu.Lock()
 	delete(t.unreachable, cluster)
-	var touched []string
+	touched := make([]string, 0, len(t.graphs))
 	for g, byCluster := range t.graphs {
 		if cur, ok := byCluster[cluster]; ok {
 			delete(byCluster, cluster)
@@ -258,8 +258,23 @@ func (t *Tracker) DropCluster(cluster string) {
 			// engagement would sit beside it (recordState deletes the
 			// state it knows was last).
 			crdState.DeleteLabelValues(g, cluster, string(cur.CRD))
-			touched = append(touched, g)
 		}
+		// Every graph may have listed it, as Pending at least.
+		touched = append(touched, g)
+	}
+	t.mu.Unlock()
+	for _, g := range touched {
+		t.notify(g)
+	}
+}
+
+// Engaged tells every graph's status that cluster joined: each lists it
+// at once (Pending, see Expected), before any fan-out there reports.
+func (t *Tracker) Engaged(cluster string) {
+	t.mu.Lock()
+	touched := make([]string, 0, len(t.graphs))
+	for g := range t.graphs {
+		touched = append(touched, g)
 	}
 	t.mu.Unlock()
 	for _, g := range touched {

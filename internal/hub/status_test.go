@@ -97,9 +97,9 @@ func TestExpectedClustersArePendingUntilTheirFirstFanOut(t *testing.T) {
 	assert.EqualValues(t, 2, st.Summary().Unhealthy)
 }
 
-// A change of reachability reaches every graph's status, also a graph
-// that lists the cluster only as expected.
-func TestReachabilityChangesNotifyEveryGraph(t *testing.T) {
+// A cluster that joins, leaves or changes reachability reaches every
+// graph's status, also a graph that lists it only as expected.
+func TestClusterChangesNotifyEveryGraph(t *testing.T) {
 	var notified []string
 	tr := &hub.Tracker{
 		OnChange: func(g string) { notified = append(notified, g) },
@@ -107,7 +107,9 @@ func TestReachabilityChangesNotifyEveryGraph(t *testing.T) {
 	}
 	tr.Snapshot("new", nil) // listed, with no fan-out report yet
 
+	tr.Engaged("b")
 	tr.SetReachable(context.Background(), "a", errors.New("down"))
+	tr.DropCluster("a")
 
-	assert.Equal(t, []string{"new"}, notified)
+	assert.Equal(t, []string{"new", "new", "new"}, notified)
 }
