@@ -79,7 +79,7 @@ func TestARotatedKubeconfigIsNotADeparture(t *testing.T) {
 	s1 := fleet.Spoke("spoke-1")
 	hubClient, c := newClient(t, fleet.Hub.Config), newClient(t, s1.Config)
 
-	provider := secret.New(secret.Options{})
+	provider := secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}) // the fleet is on 127.0.0.1
 	h, err := sdk.NewHub(provider, sdk.Options{DisableRGDController: true, DepartureGrace: grace})
 	require.NoError(t, err)
 	mgr, err := mcmanager.New(fleet.Hub.Config, provider, manager.Options{

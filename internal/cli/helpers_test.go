@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -49,6 +50,26 @@ func fleetgraph(t *testing.T, args ...string) result {
 
 // golden compares got with testdata/<name>.golden, or writes it with
 // -update.
+// eventuallyGolden runs cmd until its output matches the golden file, for
+// output read from a hub whose published state settles a moment after the
+// condition the test waited for (a replica record renewed after the RGD's
+// status, say). It fails with the last difference when the deadline passes.
+func eventuallyGolden(t *testing.T, name string, timeout time.Duration, cmd func() string) {
+	t.Helper()
+	if *update {
+		golden(t, name, cmd())
+		return
+	}
+	want, err := os.ReadFile(filepath.Join("testdata", name+".golden"))
+	require.NoError(t, err, "no golden file: run the test with -update")
+	var got string
+	deadline := time.Now().Add(timeout)
+	for got = cmd(); got != string(want) && time.Now().Before(deadline); got = cmd() {
+		time.Sleep(200 * time.Millisecond) // poll interval, not synchronisation: the loop ends on a match
+	}
+	golden(t, name, got)
+}
+
 func golden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name+".golden")

@@ -185,8 +185,8 @@ func TestCommandsAgainstAHub(t *testing.T) {
 			assert.Equal(ct, "True", f.Graphs[0].Ready)
 			assert.Equal(ct, int64(1), f.Graphs[0].ReadyInstances)
 		}, wait, tick, "the hub publishes both spokes serving revision 1")
-		golden(t, "status-matrix", hub(t, "status", "--color", "never").String())
-		golden(t, "status-webapp", hub(t, "status", "webapp").String())
+		eventuallyGolden(t, "status-matrix", wait, func() string { return hub(t, "status", "--color", "never").String() })
+		eventuallyGolden(t, "status-webapp", wait, func() string { return hub(t, "status", "webapp").String() })
 		wide := hub(t, "status", "webapp", "-o", "wide")
 		assert.Regexp(t, `(?m)^spoke-1\s+Established\s+1\s+1\s+1\s+1\s+-\s+yes\s+-\s+\d+[smhd]\s+record`, wide.out)
 
@@ -402,8 +402,8 @@ func steerRollout(t *testing.T, hc client.Client) {
 			assert.Equal(ct, int64(1), c.Revision, "the rollout's view of %s", c.Name)
 		}
 	}, wait, tick, "both spokes serve revision 1 again")
-	golden(t, "rollout-status-rolled-back", hub(t, "rollout", "status", "webapp").String())
-	golden(t, "status-webapp-rolled-back", hub(t, "status", "webapp").String())
+	eventuallyGolden(t, "rollout-status-rolled-back", wait, func() string { return hub(t, "rollout", "status", "webapp").String() })
+	eventuallyGolden(t, "status-webapp-rolled-back", wait, func() string { return hub(t, "status", "webapp").String() })
 
 	r = hub(t, "rollout", "rollback", "webapp", "--clear")
 	assert.Equal(t, "graphrollout.fleetgraph.dev/webapp rollback cleared\n", r.out, r.String())

@@ -16,18 +16,23 @@
 // # What Compile checks
 //
 //   - spec.schema: kind, version, group, scope; SimpleSchema (types and
-//     markers) converted to OpenAPI v3 for the generated CRD;
+//     markers) converted to OpenAPI v3 for the generated CRD, markers that
+//     contradict each other (minimum above maximum, an enum value the
+//     field's own bounds refuse...) refused naming both;
 //   - resources: ids (lowerCamelCase, unique, not reserved), exactly one of
-//     template and externalRef, apiVersion/kind/metadata in templates;
+//     template and externalRef, apiVersion/kind/metadata in templates, no
+//     kro.run/ labels, label selectors shaped as kro's CRD requires;
 //   - expressions: every ${} is parsed and type-checked against the
 //     instance schema and, given a SchemaResolver, the schema of each
 //     referenced kind, typed as kro and the API server type it (a string
 //     of format date-time or date is a timestamp, duration a duration, byte
 //     bytes; the runtime parses such strings before an expression reads
 //     them); a value that is a single expression keeps its type
-//     and must fit the field it fills; readyWhen reads only its own
-//     resource (and each); includeWhen and readyWhen return bools; forEach
-//     returns lists;
+//     and must fit the field it fills, object by object and field by field
+//     as kro checks it; readyWhen reads only its own resource (a
+//     collection's, each item as each); includeWhen and readyWhen return
+//     bools; forEach returns lists; a status field reads schema or a
+//     resource;
 //   - dependencies: taken from the expressions' syntax trees, ordered
 //     topologically (ties in source order), cycles reported as a -> b -> a;
 //   - what the API server would refuse when the CRD is applied: the
@@ -35,7 +40,9 @@
 //     validation= rule that does not compile or a default outside its
 //     bounds is reported against the RGD;
 //   - kro's rules on identities: every forEach iterator in the name, no
-//     two resources rendering the same object, and, given a resolver that
+//     two resources rendering the same object (kind, and name and
+//     namespace written alike, literally or through the same expressions,
+//     unless includeWhen may keep them apart), and, given a resolver that
 //     is also a ScopeResolver, no namespace on a cluster-scoped child and a
 //     namespace on a namespaced child of a cluster-scoped instance.
 //

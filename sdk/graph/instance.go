@@ -109,7 +109,7 @@ func (c *compiler) instanceDeclType(specSchema *apiextensionsv1.JSONSchemaProps)
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"apiVersion": {Type: "string"},
 			"kind":       {Type: "string"},
-			"metadata":   objectMetaSchema(),
+			"metadata":   c.instanceMetaSchema(),
 			"spec":       *specSchema,
 		},
 	}
@@ -119,6 +119,17 @@ func (c *compiler) instanceDeclType(specSchema *apiextensionsv1.JSONSchemaProps)
 		return apiservercel.DynType
 	}
 	return declTypeOf(&openapi.Schema{Schema: s}, typeNamePrefix+"schema", 0)
+}
+
+// instanceMetaSchema is what expressions may read of the instance's
+// metadata: a cluster-scoped instance has no namespace, so, as in kro,
+// schema.metadata.namespace does not type-check.
+func (c *compiler) instanceMetaSchema() apiextensionsv1.JSONSchemaProps {
+	md := objectMetaSchema()
+	if !c.namespaced() {
+		delete(md.Properties, "namespace")
+	}
+	return md
 }
 
 // objectMetaSchema is what expressions may read of an object's metadata.

@@ -33,10 +33,12 @@ spec:
 // quoteYAML quotes s as a YAML single-quoted scalar.
 func quoteYAML(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// statusGraph compiles an RGD whose status projects expr as "out".
+// statusGraph compiles an RGD whose status projects expr as "out". The
+// expression is bound beside the instance, since a status field must read
+// the instance or a resource (as kro requires) and some cases are constant.
 func statusGraph(t testing.TB, expr string, lim graph.Limits) *graph.Graph {
 	t.Helper()
-	schema := hostileSchema + "\nstatus:\n  out: " + quoteYAML("${"+expr+"}")
+	schema := hostileSchema + "\nstatus:\n  out: " + quoteYAML("${cel.bind(instance, schema, "+expr+")}")
 	g, err := graph.Compile(parseRGD(t, rgdDoc(schema, "resources:\n"+cm("holder", "", ""))), graph.Options{Limits: lim})
 	require.NoError(t, err)
 	return g

@@ -441,12 +441,13 @@ func (c *compiler) readyEnv(r *resource) *cel.Env {
 }
 
 func (c *compiler) checkReadyRefs(r *resource, env *cel.Env, src string, fail func(error)) bool {
+	allowed := fmt.Sprintf("%q", r.node.ID)
+	if r.node.Collection {
+		// As in kro, a collection's readyWhen reads each item as each.
+		allowed = "each"
+	}
 	for _, id := range parsedIdentifiers(env, src) {
-		if id != r.node.ID && (c.valueNames[id] || c.isIteratorName(id)) {
-			allowed := fmt.Sprintf("%q", r.node.ID)
-			if r.node.Collection {
-				allowed += " and each"
-			}
+		if (id != r.node.ID || r.node.Collection) && (c.valueNames[id] || c.isIteratorName(id)) {
 			fail(errorf(ErrReference, "readyWhen may only reference %s, not %q", allowed, id))
 			return false
 		}
@@ -467,8 +468,8 @@ func (c *compiler) isIteratorName(name string) bool {
 
 // checkField checks that a standalone expression's type fits its field.
 func (c *compiler) checkField(path string, p *program, want *apiservercel.DeclType) error {
-	if !assignable(want, p.out) {
-		return errorf(ErrType, "expression returns %s but the field is %s", typeName(p.out), typeName(want.CelType()))
+	if err := c.fits(want, p.out); err != nil {
+		return errorf(ErrType, "expression returns %s but the field is %s%s", typeName(p.out), typeName(want.CelType()), because(err))
 	}
 	return nil
 }

@@ -94,7 +94,7 @@ func TestSchemaValidation(t *testing.T) {
 		"custom type cycle": {schema: "apiVersion: v1\nkind: App\ntypes:\n  A:\n    b: A\nspec:\n  a: string", resources: ok,
 			kind: graph.ErrSchema, want: `spec.schema.types.A: custom type cycle: A -> A`},
 		"reserved status field": {schema: "apiVersion: v1\nkind: App\nstatus:\n  state: ${a.metadata.name}", resources: ok,
-			kind: graph.ErrInvalid, want: `spec.schema.status.state: status.state is reserved`},
+			kind: graph.ErrInvalid, want: `spec.schema.status.state: ${a.metadata.name}: status.state is reserved`},
 		"status literal": {schema: "apiVersion: v1\nkind: App\nstatus:\n  x: hello", resources: ok,
 			kind: graph.ErrInvalid, want: `spec.schema.status.x: hello: a status field must be a ${} expression`},
 		"status list without expressions": {schema: "apiVersion: v1\nkind: App\nstatus:\n  x: [a]", resources: ok,

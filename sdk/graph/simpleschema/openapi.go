@@ -122,7 +122,7 @@ func (c *converter) field(path string, v any) (*apiextensionsv1.JSONSchemaProps,
 		}
 		return &apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: items}}, false
 	default:
-		c.fail(path, fmt.Errorf("%w: want a type string or a nested object, got %T", ErrSyntax, v))
+		c.fail(path, fmt.Errorf("%w: want a type string or a nested object, got %s", ErrSyntax, describe(v)))
 		return nil, false
 	}
 }
