@@ -31,8 +31,9 @@ type Provider struct {
 }
 
 // NewProvider returns an empty Provider. clusterOpts apply to every cluster
-// AddConfig creates (for instance a scheme), after cacheopts.ReportWatchErrors,
-// which every such cluster gets as the hub's providers give it.
+// AddConfig creates (for instance a scheme), after the watch-error reporting
+// of spoke.ReportWatchErrors, which every such cluster gets as the hub's
+// providers give it.
 func NewProvider(clusterOpts ...cluster.Option) *Provider {
 	opts := append([]cluster.Option{cacheopts.ReportWatchErrors}, clusterOpts...)
 	return &Provider{inner: mcclusters.New(), clusterOpts: opts}
