@@ -29,27 +29,33 @@ import (
 // cluster is disengaged, the graph stopped or replaced, or the Runtime
 // stopped; then its event handlers are removed and its requests dropped.
 //
-// It is made of parts, one concern each, each in the file named after it:
+// It is made of parts, one concern each, each in the files named after it:
 //
-//	watch.go            watches: each watch started once, the shared handlers, watch health
+//	watch.go            watches: each watch started once, the cluster's shared handlers
+//	                    (shared_handlers.go), watch health (watch_errors.go)
 //	handlers.go         what the watches' events do
 //	instance_memory.go  instanceMemory: UIDs, what the watch delivered, our own writes
 //	states.go           instanceStates: each instance's state, for the gauge and the slots
 //	counts.go           the instance tally behind Runtime.Counts
 //	crd.go              crdFollower: the instance watch back soon after the CRD is re-created
-//	apply_memory.go     applyMemory: what was applied, so that unchanged children are not
+//	apply_memory.go     applyMemory: what was applied (answers compressed, observed.go)
 //	owned.go            ownedIndex: children by owning instance
-//	external_refs.go    externalRefs: each instance's references, and their scoped watches
+//	external_refs.go    externalRefs: each instance's references, their scoped watches
+//	                    (external_watch.go)
 //	resync.go           resyncSchedule: each instance's periodic full resync
-//	orphans.go          orphanage: children whose instance is gone
-//	reconcile.go        reconciler: sync, prune, finalize, release (with sync.go, finalize.go, release.go, inventory.go)
-//	evaluate.go         evaluator: the graph walked for one instance (with external.go)
-//	apply.go            applier: one child written, ownership and confinement checked first
-//	status.go           instanceWriter: status, finalizer and child kinds written on the instance
+//	orphans.go          orphanage: children whose instance is gone (orphans_collect.go)
+//	reconcile.go        reconciler: sync.go, finalize.go, release.go, inventory.go
+//	evaluate.go         evaluator: the graph walked for one instance (external.go)
+//	apply.go            applier: one child written, checked first (ownership.go, confine.go)
+//	status.go           instanceWriter: status (conditions.go), finalizer and child kinds
+//	                    (instance_writes.go)
 //
 // The parts that hold state have a lock of their own and call no other
 // part while they hold it, except externalRefs, which drops a stopped
-// scope's start from watches.
+// scope's start from watches. The member itself keeps what every part
+// needs: its cluster, context, logger, the graph's kinds, calls bounded by
+// Options.CallTimeout (isolation.go), and the instance defaults
+// (defaults.go).
 type member struct {
 	c       *controller
 	g       *graph.Graph
