@@ -73,7 +73,9 @@ func (c *compiler) parseInstanceSpec() {
 		c.fail(&Error{Path: "spec.schema.types", Err: errorf(ErrSchema, "%v", err)})
 		return
 	}
-	out, exts, err := simpleschema.Convert("", obj, types)
+	lim := c.opts.Limits
+	bounds := simpleschema.Bounds{MaxProperties: lim.MaxSchemaProperties, MaxBytes: lim.MaxCRDBytes}
+	out, exts, err := bounds.Convert("", obj, types)
 	for _, e := range unjoin(err) {
 		path := "spec.schema.spec"
 		var pe *simpleschema.PathError
@@ -81,13 +83,31 @@ func (c *compiler) parseInstanceSpec() {
 			path = schemaPath(pe.Path)
 			e = pe.Err
 		}
-		c.fail(&Error{Path: path, Err: errorf(ErrSchema, "%w", e)})
+		c.fail(&Error{Path: path, Err: schemaError(e)})
 	}
 	for _, e := range exts {
 		c.extension("", schemaPath(e.Path), e.Feature)
 	}
 	c.specSchema = out
+	if err != nil {
+		c.instanceDecl = apiservercel.DynType // Compile stops before expressions
+		return
+	}
 	c.instanceDecl = c.instanceDeclType(out)
+}
+
+// schemaError is a SimpleSchema error as Compile reports it: a bound the
+// schema passed names the Limits field that sets it.
+func schemaError(e error) error {
+	var be *simpleschema.BoundError
+	if !errors.As(e, &be) {
+		return errorf(ErrSchema, "%w", e)
+	}
+	field := map[string]string{"properties": "MaxSchemaProperties", "bytes": "MaxCRDBytes"}[be.Bound]
+	if field == "" {
+		return limitErrorf(ErrSchema, e, "%v (a CRD's schema cannot nest deeper)", e)
+	}
+	return limitErrorf(ErrSchema, e, "%v (Limits.%s)", e, field)
 }
 
 // schemaPath turns a simpleschema path into the RGD's.
