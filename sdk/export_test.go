@@ -1,6 +1,10 @@
 package sdk
 
-import "time"
+import (
+	"encoding/json"
+	"strings"
+	"time"
+)
 
 // SetNoClusterWarning shortens the wait before a Hub warns that its
 // provider engaged no cluster, so a test need not wait 30 seconds.
@@ -8,3 +12,23 @@ func SetNoClusterWarning(h *Hub, d time.Duration) { h.noClusterWarning = d }
 
 // WorkersOf is the worker count the Hub's newly served graphs get.
 func WorkersOf(h *Hub) int { return h.runtime.Workers() }
+
+// CompileCounts returns how many compiles the Hub started, and how many
+// times it handed out a remembered result instead.
+func CompileCounts(h *Hub) (runs, reused int64) {
+	return h.compiles.runs.Load(), h.compiles.reuses.Load()
+}
+
+// ServedImageDefault returns, for the named graph as served, the default
+// of spec.image as its registered spec writes it and as its compiled CRD
+// has it.
+func ServedImageDefault(h *Hub, name string) (spec, crd string) {
+	h.mu.Lock()
+	reg := h.graphs[name]
+	h.mu.Unlock()
+	var fields map[string]string
+	_ = json.Unmarshal(reg.spec.Schema.Spec.Raw, &fields)
+	_, spec, _ = strings.Cut(fields["image"], "default=")
+	props := reg.graph.CRD.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties
+	return spec, string(props["image"].Default.Raw)
+}

@@ -95,6 +95,18 @@ type Options struct {
 	// extensions (graph.Graph.Extensions) are refused instead of listed.
 	// Defaults to false.
 	Strict bool
+	// Limits bound what one tenant's RGD may make the hub build when it is
+	// compiled (the schema as custom types expand, the generated CRD) and,
+	// kept in each compiled graph, what its expressions and instances may
+	// cost when they run (see graph.Limits). Defaults to every field at
+	// its documented default (graph.Limits.WithDefaults).
+	Limits graph.Limits
+	// CompileTimeout bounds one compile of one graph. A compile that takes
+	// longer refuses the RGD (GraphAccepted=False, naming this option) and
+	// is tried again when the RGD is next reconciled. Compiles run outside
+	// the registration of other graphs, so a slow one delays only its own
+	// graph. Defaults to DefaultCompileTimeout (30 seconds).
+	CompileTimeout time.Duration
 	// DeleteCRDsOnUnregister removes a graph's CRD from every spoke that has
 	// no instance of it left once the graph's removal is otherwise done
 	// (see UnregisterGraph); a spoke that cannot be reached is retried.
@@ -180,6 +192,10 @@ func (o Options) withDefaults() Options {
 	if o.StatusResync == 0 {
 		o.StatusResync = hub.DefaultResync
 	}
+	if o.CompileTimeout <= 0 {
+		o.CompileTimeout = DefaultCompileTimeout
+	}
+	o.Limits = o.Limits.WithDefaults()
 	if o.DepartureGrace == 0 {
 		o.DepartureGrace = DefaultDepartureGrace
 	}
