@@ -122,8 +122,8 @@ func (c *compiler) run() (*Graph, error) {
 		return nil, err
 	}
 	crd := c.buildCRD(*c.specSchema, statusSchema)
-	if c.checkCRDSize(crd) {
-		c.checkCRD(crd)
+	if raw, ok := c.checkCRDSize(crd); ok {
+		c.checkCRD(crd, raw)
 	}
 	if err := c.failed(); err != nil {
 		return nil, err

@@ -28,21 +28,21 @@ func limitErrorf(kind, cause error, format string, args ...any) error {
 // checkCRDSize refuses a generated CRD larger than Limits.MaxCRDBytes as
 // JSON: every spoke would refuse it at fan-out (etcd keeps at most 1.5 MiB
 // per object). It runs before the CRD is validated, which costs more the
-// larger the CRD.
-func (c *compiler) checkCRDSize(crd *apiextensionsv1.CustomResourceDefinition) bool {
+// larger the CRD, and returns the JSON for checkCRD.
+func (c *compiler) checkCRDSize(crd *apiextensionsv1.CustomResourceDefinition) ([]byte, bool) {
 	raw, err := json.Marshal(crd)
 	if err != nil {
 		c.fail(&Error{Path: "spec.schema", Err: errorf(ErrSchema, "generated CRD: %v", err)})
-		return false
+		return nil, false
 	}
 	limit := c.opts.Limits.MaxCRDBytes
 	if len(raw) <= limit {
-		return true
+		return raw, true
 	}
 	c.fail(&Error{Path: "spec.schema", Err: limitErrorf(ErrSchema, nil,
 		"the generated CRD is %d bytes of JSON, over the limit of %d (Limits.MaxCRDBytes); %s",
 		len(raw), limit, crdParts(crd))})
-	return false
+	return nil, false
 }
 
 // crdParts says what takes the room in a CRD, largest first.

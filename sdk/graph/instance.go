@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
+	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -124,6 +126,13 @@ func schemaPath(p string) string {
 // instanceDeclType is the CEL type of `schema`: apiVersion, kind, a typed
 // metadata and the spec.
 func (c *compiler) instanceDeclType(specSchema *apiextensionsv1.JSONSchemaProps) *apiservercel.DeclType {
+	if spec, ok := specSchemaOf(specSchema); ok {
+		// The rest of the root is the same for every graph: converted once.
+		s := *instanceRoot()
+		s.Properties = maps.Clone(s.Properties)
+		s.Properties["spec"] = *spec
+		return declTypeOf(&openapi.Schema{Schema: &s}, typeNamePrefix+"schema", 0)
+	}
 	root := &apiextensionsv1.JSONSchemaProps{
 		Type: "object",
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
@@ -140,6 +149,23 @@ func (c *compiler) instanceDeclType(specSchema *apiextensionsv1.JSONSchemaProps)
 	}
 	return declTypeOf(&openapi.Schema{Schema: s}, typeNamePrefix+"schema", 0)
 }
+
+// instanceRoot is the instance's schema without spec, converted once; it
+// is shared and must not be modified.
+var instanceRoot = sync.OnceValue(func() *spec.Schema {
+	s, err := toSpecSchema(&apiextensionsv1.JSONSchemaProps{
+		Type: "object",
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"apiVersion": {Type: "string"},
+			"kind":       {Type: "string"},
+			"metadata":   objectMetaSchema(),
+		},
+	})
+	if err != nil {
+		panic(fmt.Sprintf("converting the instance's metadata schema: %v", err))
+	}
+	return s
+})
 
 // objectMetaSchema is what expressions may read of an object's metadata.
 func objectMetaSchema() apiextensionsv1.JSONSchemaProps {
