@@ -77,6 +77,11 @@ bench-fleet: envtest-assets ## One hub, N simulated clusters on one API server, 
 quickstart: envtest-assets ## Run the quickstart on a local embedded fleet.
 	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/quickstart
 
+.PHONY: cli
+cli: ## Build the fleetgraph command into bin/, with bin/kubectl-fleetgraph for kubectl (put bin/ on PATH).
+	$(GO) build -o bin/fleetgraph ./cmd/fleetgraph
+	ln -sf fleetgraph bin/kubectl-fleetgraph
+
 .PHONY: help
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'

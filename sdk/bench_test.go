@@ -29,6 +29,10 @@ import (
 // for Established, on 1 spoke and on 3 at once. On a 2-core machine the
 // three API servers compete for CPU while they establish a CRD, so the
 // floor's own ratio is well above 1.
+//
+// It prints where the time goes: RegisterGraph's own steps, the wait until
+// the runtime's gate asks for the CRD, each step of the fan-out on the
+// cluster that finished last, and the wait until FleetStatus shows it.
 func BenchmarkCRDFanOut(b *testing.B) {
 	fleet := fgtesting.StartFleet(b, 3)
 	ctx := context.Background()
@@ -41,12 +45,23 @@ func BenchmarkCRDFanOut(b *testing.B) {
 		1: startHub(b, fleet.Hub.Config, one, sdk.Options{DisableRGDController: true}),
 		3: startHub(b, fleet.Hub.Config, all, sdk.Options{DisableRGDController: true}),
 	}
+	// A hub's first graph also installs the GraphRevision CRD on the hub
+	// and reads the hub's and the spokes' OpenAPI documents: once per hub,
+	// not per graph. It is shown, not counted.
+	for _, n := range []int{1, 3} {
+		first := registerAndWait(b, hubs[n], newStepLog(), fmt.Sprintf("Warm%d", n), n)
+		fmt.Printf("first graph after the hub started (%d spokes, not counted): %.0f ms\n", n, first.Seconds()*1000)
+	}
+	steps := map[int]*stepLog{1: newStepLog(), 3: newStepLog()}
+	for n, h := range hubs {
+		sdk.ObserveSteps(h, steps[n].observe)
+	}
 
 	spokes := fleet.Spokes()
 	total, floor := map[int]time.Duration{}, map[int]time.Duration{}
 	for i := 0; b.Loop(); i++ {
 		for _, n := range []int{1, 3} {
-			total[n] += registerAndWait(b, hubs[n], fmt.Sprintf("Bench%dOn%d", i, n), n)
+			total[n] += registerAndWait(b, hubs[n], steps[n], fmt.Sprintf("Bench%dOn%d", i, n), n)
 			floor[n] += createAndWait(b, spokes[:n], fmt.Sprintf("Floor%dOn%d", i, n))
 		}
 	}
@@ -55,10 +70,107 @@ func BenchmarkCRDFanOut(b *testing.B) {
 	b.ReportMetric(ms(total[3]), "ms/3-spokes")
 	b.ReportMetric(ms(total[3])/ms(total[1]), "ratio")
 	b.ReportMetric(ms(floor[3])/ms(floor[1]), "floor-ratio")
+	b.ReportMetric(ms(total[1])/ms(floor[1]), "x-floor/1-spoke")
+	b.ReportMetric(ms(total[3])/ms(floor[3]), "x-floor/3-spokes")
 	fmt.Printf("CRD established via fleetgraph: 1 spoke %.0f ms, 3 spokes %.0f ms; 3-spokes/1-spoke ratio: %.2fx (%d graphs each)\n",
 		ms(total[1]), ms(total[3]), ms(total[3])/ms(total[1]), b.N)
 	fmt.Printf("floor (direct create + wait): 1 spoke %.0f ms, 3 spokes %.0f ms; ratio: %.2fx\n",
 		ms(floor[1]), ms(floor[3]), ms(floor[3])/ms(floor[1]))
+	fmt.Printf("fleetgraph / floor: 1 spoke %.2fx, 3 spokes %.2fx\n", ms(total[1])/ms(floor[1]), ms(total[3])/ms(floor[3]))
+	printSteps(steps, b.N)
+}
+
+// stepLog collects the steps a Hub reports (sdk.ObserveSteps) and, per
+// graph, the breakdown of its critical path.
+type stepLog struct {
+	mu sync.Mutex
+	// events of the graph being measured, with the time each ended.
+	events []stepEvent
+	// sums of each step over all graphs (critical path only).
+	sums map[string]time.Duration
+}
+
+type stepEvent struct {
+	cluster, step string
+	took          time.Duration
+	end           time.Time
+}
+
+// The rows of the breakdown, in the order of the critical path.
+var stepRows = []string{
+	hub.StepCompile, hub.StepRevision, hub.StepServe, "to gate",
+	hub.StepChecks, hub.StepKinds, hub.StepSchemas, hub.StepRead,
+	hub.StepRetract, hub.StepApply, hub.StepEstablished, hub.StepConfirm,
+	"ensure other", "to status",
+}
+
+// concurrent are the steps that run at once within StepChecks, where the
+// fan-out reports it: they are shown, but not added to the path.
+var concurrent = map[string]bool{hub.StepKinds: true, hub.StepSchemas: true, hub.StepRead: true}
+
+func newStepLog() *stepLog { return &stepLog{sums: map[string]time.Duration{}} }
+
+func (l *stepLog) observe(_, cluster, step string, took time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, stepEvent{cluster: cluster, step: step, took: took, end: time.Now()})
+}
+
+// settle adds the graph measured from start to done to the sums: the
+// register steps, then the cluster whose Ensure ended last, split into
+// the wait for its gate, its steps, the rest of Ensure and the wait until
+// FleetStatus showed it.
+func (l *stepLog) settle(start, done time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	events := l.events
+	l.events = nil
+	var registered time.Time
+	var last *stepEvent
+	for i, e := range events {
+		switch {
+		case e.cluster == "":
+			l.sums[e.step] += e.took
+			registered = e.end
+		case e.step == hub.StepEnsure && (last == nil || e.end.After(last.end)):
+			last = &events[i]
+		}
+	}
+	if last == nil || registered.IsZero() {
+		return
+	}
+	ensureStart := last.end.Add(-last.took)
+	l.sums["to gate"] += ensureStart.Sub(registered)
+	var mine []stepEvent
+	checks := false // the reads ran at once, within StepChecks
+	for _, e := range events {
+		if e.cluster == last.cluster && e.step != hub.StepEnsure && !e.end.Before(ensureStart) && !e.end.After(last.end) {
+			mine = append(mine, e)
+			checks = checks || e.step == hub.StepChecks
+		}
+	}
+	inside := time.Duration(0)
+	for _, e := range mine {
+		l.sums[e.step] += e.took
+		if !checks || !concurrent[e.step] {
+			inside += e.took
+		}
+	}
+	l.sums["ensure other"] += last.took - inside
+	l.sums["to status"] += done.Sub(last.end)
+}
+
+// printSteps prints the mean of each step per graph, for 1 and 3 spokes.
+func printSteps(logs map[int]*stepLog, n int) {
+	fmt.Printf("%-16s %10s %10s\n", "where (ms)", "1 spoke", "3 spokes")
+	for _, row := range stepRows {
+		label := row
+		if concurrent[row] {
+			label = "  " + row // at once, within checks
+		}
+		fmt.Printf("%-16s %10.1f %10.1f\n", label,
+			logs[1].sums[row].Seconds()*1000/float64(n), logs[3].sums[row].Seconds()*1000/float64(n))
+	}
 }
 
 // createAndWait creates a CRD of the given kind directly on each cluster at
@@ -88,7 +200,7 @@ func createAndWait(b *testing.B, clusters []*fgtesting.Cluster, kind string) tim
 
 // registerAndWait registers a one-ConfigMap graph of the given kind and
 // returns the time until its CRD is established on n clusters.
-func registerAndWait(b *testing.B, h *sdk.Hub, kind string, n int) time.Duration {
+func registerAndWait(b *testing.B, h *sdk.Hub, steps *stepLog, kind string, n int) time.Duration {
 	rgd := oneConfigMapRGD(b, kind)
 	start := time.Now()
 	require.NoError(b, h.RegisterGraph(context.Background(), rgd))
@@ -100,7 +212,9 @@ func registerAndWait(b *testing.B, h *sdk.Hub, kind string, n int) time.Duration
 			}
 		}
 		if est == n {
-			return time.Since(start)
+			done := time.Now()
+			steps.settle(start, done)
+			return done.Sub(start)
 		}
 		require.Less(b, time.Since(start), wait, "graph %s not established on %d spokes", kind, n)
 		time.Sleep(2 * time.Millisecond) // measurement granularity, not synchronisation

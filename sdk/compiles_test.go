@@ -205,7 +205,9 @@ func TestASlowCompileDoesNotHoldTheRGDController(t *testing.T) {
 	assert.Equal(t, []string{"webapp"}, h.Graphs(), "slow is still compiling")
 
 	close(res.release)
-	waitRGDCondition(t, c, "slow", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	// Accepted; not Ready, since no spoke serves its child kind.
+	waitRGDCondition(t, c, "slow", v1alpha1.ConditionGraphAccepted, metav1.ConditionTrue)
+	assert.ElementsMatch(t, []string{"webapp", "slow"}, h.Graphs())
 }
 
 // An RGD that does not compile is compiled once, not at every status

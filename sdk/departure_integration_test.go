@@ -58,6 +58,10 @@ func TestASpokeThatLeavesTheFleetIsCleanedUp(t *testing.T) {
 		requireDeleted(t, leaving, instance(gvk, "app", nil))
 		_, err := configMapData(leaving, "app-config")
 		assert.NoError(t, err, "the children of a released instance stay")
+		cm := &corev1.ConfigMap{}
+		require.NoError(t, leaving.Get(ctx, client.ObjectKey{Namespace: "default", Name: "app-config"}, cm))
+		assert.Equal(t, "true", cm.Annotations[contract.AnnotationReleased],
+			"marked, so that no orphan collection takes them if the spoke is served again")
 	})
 	requireState(t, staying, gvk, "app", "ACTIVE")
 }
@@ -75,7 +79,7 @@ func TestARotatedKubeconfigIsNotADeparture(t *testing.T) {
 	s1 := fleet.Spoke("spoke-1")
 	hubClient, c := newClient(t, fleet.Hub.Config), newClient(t, s1.Config)
 
-	provider := secret.New(secret.Options{})
+	provider := secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}) // the fleet is on 127.0.0.1
 	h, err := sdk.NewHub(provider, sdk.Options{DisableRGDController: true, DepartureGrace: grace})
 	require.NoError(t, err)
 	mgr, err := mcmanager.New(fleet.Hub.Config, provider, manager.Options{

@@ -20,16 +20,18 @@ func ExampleNewHub() {
 	if err != nil {
 		panic(err)
 	}
-	if err := embedHub(ctrl.SetupSignalHandler(), mgr); err != nil {
+	if err := embedHub(ctrl.SetupSignalHandler(), mgr, secret.Safety{}); err != nil {
 		panic(err)
 	}
 }
 
-// embedHub adds a fleetgraph hub to mgr and runs it until ctx ends.
-func embedHub(ctx context.Context, mgr manager.Manager) error {
+// embedHub adds a fleetgraph hub to mgr and runs it until ctx ends; safety
+// is what the spokes' kubeconfigs may do beyond the safe defaults.
+func embedHub(ctx context.Context, mgr manager.Manager, safety secret.Safety) error {
 	// embed:begin
-	// Spokes are kubeconfig Secrets on the hub, in namespace fleetgraph-system.
-	provider := secret.New(secret.Options{})
+	// Spokes are kubeconfig Secrets on the hub, in namespace fleetgraph-system;
+	// safety relaxes what their kubeconfigs may do (zero: nothing unsafe).
+	provider := secret.New(secret.Options{Safety: safety})
 	// The same manager, multicluster-aware; it keeps its controllers.
 	mcMgr, err := mcmanager.WithMultiCluster(mgr, provider)
 	if err != nil {

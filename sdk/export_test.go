@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/fleetgraph/fleetgraph/internal/hub"
 )
 
 // SetNoClusterWarning shortens the wait before a Hub warns that its
@@ -31,4 +33,15 @@ func ServedImageDefault(h *Hub, name string) (spec, crd string) {
 	_, spec, _ = strings.Cut(fields["image"], "default=")
 	props := reg.graph.CRD.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties
 	return spec, string(props["image"].Default.Raw)
+}
+
+// ObserveSteps has the Hub tell f how long each step of registering and
+// fanning out a graph takes (hub.StepFunc); nil stops it.
+func ObserveSteps(h *Hub, f func(graph, cluster, step string, took time.Duration)) {
+	if f == nil {
+		h.steps.Store(nil)
+		return
+	}
+	step := hub.StepFunc(f)
+	h.steps.Store(&step)
 }

@@ -4,6 +4,7 @@ package sdk_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -69,9 +71,80 @@ func TestUnreachableSpokeIsReportedAndRecovers(t *testing.T) {
 	requireState(t, c2, paintGVK, "back", "ACTIVE")
 }
 
+// A spoke whose API server froze before a graph was created is in that
+// graph's status from the graph's first moment: Pending, and Unreachable
+// within the prober's bound. The RGD is not Ready while the spoke has not
+// served it, however well the other spoke serves. Resumed, it serves.
+func TestNewGraphListsAFrozenSpokeAndIsNotReadyWithoutIt(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 2)
+	ctx := context.Background()
+	provider, err := fleet.NewProvider(ctx)
+	require.NoError(t, err)
+	probe := sdk.ProberOptions{Interval: time.Second, Timeout: time.Second}
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{InstallRGDCRD: true, Probe: probe})
+	require.Eventually(t, func() bool { return len(h.Clusters()) == 2 }, wait, tick, "both spokes engaged")
+	hubClient := newClient(t, fleet.Hub.Config)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.NoError(ct, hubClient.List(ctx, &v1alpha1.ResourceGraphDefinitionList{}))
+	}, wait, tick, "the hub serves RGDs")
+
+	frozen := fleet.Spoke("spoke-2")
+	require.NoError(t, frozen.Pause())
+	t.Cleanup(func() { _ = frozen.Resume() })
+	paused := time.Now()
+	rgd := rgdFromString(t, paintRGD)
+	rgd.Generation = 0
+	require.NoError(t, hubClient.Create(ctx, rgd))
+
+	require.Eventually(t, func() bool { return slices.Contains(h.Graphs(), "paint") }, wait, 5*time.Millisecond)
+	first := served(h, "paint")
+	require.Contains(t, first, "spoke-2", "listed from the graph's first moment")
+	assert.Contains(t, []sdk.CRDState{sdk.CRDPending, sdk.CRDUnreachable}, first["spoke-2"].CRD)
+
+	// The bound is Interval+Timeout from the pause; the grace covers
+	// polling and a slow scheduler, as in the test above.
+	bound, grace := probe.Interval+probe.Timeout, 3*time.Second
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		st := served(h, "paint")["spoke-2"]
+		assert.Equal(ct, sdk.CRDUnreachable, st.CRD)
+		assert.Contains(ct, st.Message, "/readyz")
+	}, time.Until(paused.Add(bound+grace)), 20*time.Millisecond)
+	t.Logf("spoke-2 Unreachable in the new graph's status %s after its API server froze (bound %s)",
+		time.Since(paused).Round(time.Millisecond), bound)
+
+	// The RGD says so too once spoke-1 serves the graph, and is not Ready.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		got := &v1alpha1.ResourceGraphDefinition{}
+		require.NoError(ct, hubClient.Get(ctx, client.ObjectKey{Name: "paint"}, got))
+		f := got.Status.Fleet
+		require.NotNil(ct, f)
+		assert.Equal(ct, int32(2), f.Clusters)
+		assert.Equal(ct, int32(1), f.Established)
+		require.Len(ct, f.UnhealthyClusters, 1)
+		assert.Equal(ct, "spoke-2", f.UnhealthyClusters[0].Name)
+		assert.Equal(ct, "Unreachable", f.UnhealthyClusters[0].State)
+	}, wait, tick)
+	ready := rgdCondition(hubClient, "paint", v1alpha1.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status, "not Ready while a placed spoke has not served the graph")
+
+	require.NoError(t, frozen.Resume())
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, map[string]string{"spoke-1": "Established 0/0", "spoke-2": "Established 0/0"}, clusterStates(h, "paint"))
+		ready := rgdCondition(hubClient, "paint", v1alpha1.ConditionReady)
+		if assert.NotNil(ct, ready) {
+			assert.Equal(ct, metav1.ConditionTrue, ready.Status)
+		}
+	}, wait, tick)
+	c2 := newClient(t, frozen.Config)
+	createWhenServed(t, c2, instance(paintGVK, "after-thaw", map[string]any{"color": "blue"}))
+	requireState(t, c2, paintGVK, "after-thaw", "ACTIVE")
+}
+
 // Clusters the secret provider could not engage appear in FleetStatus with
-// their reason: an unsafe kubeconfig, and a second Secret for a server
-// already engaged under another name.
+// their reason: an unsafe kubeconfig (one that would run a program, one
+// aimed at the cloud's metadata address), and a second Secret for a
+// server already engaged under another name.
 func TestClustersNotEngagedAppearWithTheirReason(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 2)
 	ctx := context.Background()
@@ -79,7 +152,7 @@ func TestClustersNotEngagedAppearWithTheirReason(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secret.DefaultNamespace}}
 	require.NoError(t, hubClient.Create(ctx, ns))
 
-	provider := secret.New(secret.Options{})
+	provider := secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}) // the fleet is on 127.0.0.1
 	h, err := sdk.NewHub(provider, sdk.Options{DisableRGDController: true})
 	require.NoError(t, err)
 	mgr, err := mcmanager.New(fleet.Hub.Config, provider, manager.Options{
@@ -99,6 +172,7 @@ func TestClustersNotEngagedAppearWithTheirReason(t *testing.T) {
 
 	createKubeconfigSecret(t, hubClient, "one-again", fleet.Spoke("spoke-1").Kubeconfig)
 	createKubeconfigSecret(t, hubClient, "unsafe", withExecPlugin(t, fleet.Spoke("spoke-2").Kubeconfig))
+	createKubeconfigSecret(t, hubClient, "metadata", withServer(t, fleet.Spoke("spoke-2").Kubeconfig, "https://169.254.169.254"))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		st := served(h, "paint")
 		assert.Equal(ct, sdk.CRDEstablished, st["one"].CRD)
@@ -107,8 +181,11 @@ func TestClustersNotEngagedAppearWithTheirReason(t *testing.T) {
 		assert.Contains(ct, st["one-again"].Message, `"one"`)
 		assert.Equal(ct, sdk.CRDNotEngaged, st["unsafe"].CRD)
 		assert.Contains(ct, st["unsafe"].Message, secret.ReasonUnsafeKubeconfig)
+		assert.Equal(ct, sdk.CRDNotEngaged, st["metadata"].CRD)
+		assert.Contains(ct, st["metadata"].Message, secret.ReasonUnsafeKubeconfig)
+		assert.Contains(ct, st["metadata"].Message, "AllowLinkLocal")
 	}, wait, tick)
-	assert.Equal(t, int32(3), h.FleetStatus("paint").Summary().Clusters)
+	assert.Equal(t, int32(4), h.FleetStatus("paint").Summary().Clusters)
 
 	// Its Secret gone, a cluster that never joined leaves the status.
 	require.NoError(t, hubClient.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secret.DefaultNamespace, Name: "unsafe"}}))

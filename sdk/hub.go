@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -100,6 +101,9 @@ type Hub struct {
 	// workersSet: Options.Workers was given, so the manager's
 	// MaxConcurrentReconciles does not replace it (controller_options.go).
 	workersSet bool
+	// steps, when set, is told how long each step of registering and
+	// fanning out a graph takes (benchmarks; see hub.StepFunc).
+	steps atomic.Pointer[hub.StepFunc]
 }
 
 // source is where a registration came from; only its source removes it.
@@ -154,12 +158,14 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 	h.compiles = newCompiles(ctx, opts.CompileTimeout, h.notifyChanged)
 	h.planner = h.newPlanner()
 	h.tracker = &hub.Tracker{OnChange: h.notifyChanged, Failures: hub.FailuresOf(provider)}
+	h.tracker.Expected = h.expected // status.go
 	h.fanOut = hub.NewFanOut(h.tracker, hub.FanOutOptions{
 		FieldManager:           opts.FieldManager,
 		EstablishTimeout:       opts.EstablishTimeout,
 		AllowBreaking:          h.allowsBreaking,
 		DisableAdmissionPolicy: opts.DisableAdmissionPolicy,
 		OnTransition:           h.onTransition,
+		OnStep:                 h.step,
 		Logger:                 opts.Logger.WithName("fanout"),
 	})
 	h.runtime = spoke.New(spoke.Options{
@@ -168,10 +174,12 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		FieldManager:    opts.FieldManager,
 		Gate:            h.gate,
 		Resync:          opts.InstanceResync,
+		OrphanGrace:     opts.OrphanGrace,
 		AdoptUnowned:    opts.AdoptUnowned,
 		Logger:          opts.Logger.WithName("spoke"),
 
-		ConfineToNamespace: opts.ConfineToNamespace,
+		ConfineToNamespace:  opts.ConfineToNamespace,
+		ClusterScopedGraphs: opts.ClusterScopedGraphs,
 	})
 	if err := h.setupExporter(); err != nil {
 		stop()
@@ -223,11 +231,14 @@ func (h *Hub) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinitio
 	}
 	h.mu.Unlock()
 
+	start := time.Now()
 	g, err := h.compile(ctx, rgd, src)
 	if err != nil {
 		return nil, err
 	}
+	start = h.stepSince(rgd.Name, hub.StepCompile, start)
 	h.recordRevision(ctx, rgd, g)
+	start = h.stepSince(rgd.Name, hub.StepRevision, start)
 	h.mu.Lock()
 	if err := h.kindFreeLocked(g); err != nil {
 		h.mu.Unlock()
@@ -238,9 +249,25 @@ func (h *Hub) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinitio
 	if err := h.runtime.Serve(g); err != nil {
 		return nil, fmt.Errorf("serving graph %s: %w", rgd.Name, err)
 	}
+	h.stepSince(rgd.Name, hub.StepServe, start)
 	h.publish(g) // APIExport mode only (apiexport.go)
 	h.opts.Logger.Info("graph registered", "graph", rgd.Name, "kind", g.Instance.GVK.String(), "resources", len(g.Nodes), "source", src)
 	return g, nil
+}
+
+// step passes a step's duration to the observer set for benchmarks, if any.
+func (h *Hub) step(graphName, cluster, step string, took time.Duration) {
+	if f := h.steps.Load(); f != nil {
+		(*f)(graphName, cluster, step, took)
+	}
+}
+
+// stepSince reports the time since start as one of RegisterGraph's steps
+// and returns the time it ended.
+func (h *Hub) stepSince(graphName, step string, start time.Time) time.Time {
+	now := time.Now()
+	h.step(graphName, "", step, now.Sub(start))
+	return now
 }
 
 // kindFreeLocked refuses g when another graph, served or being removed,

@@ -62,17 +62,40 @@ type Options struct {
 	// up to 20% jitter). A negative value turns it off. Defaults to
 	// 10 minutes.
 	InstanceResync time.Duration
+	// OrphanGrace is how long a child whose instance no longer exists (its
+	// finalizer was removed by hand, or its deletion was interrupted) is
+	// left before the runtime deletes it: only a child labelled as the
+	// graph's and written by FieldManager, once a live read confirms that
+	// its instance is gone, and never one left in place by a release
+	// (OrphanInstances, DepartureGrace, Placement). Negative turns the
+	// collection off. Defaults to 30 seconds.
+	OrphanGrace time.Duration
 	// AdoptUnowned lets an instance take over an existing object with a
 	// child's name that carries no fleetgraph owner label (kro adopts such
 	// objects). An object labelled for another instance is never taken
 	// over. Defaults to false: the instance reports an OwnershipConflict.
 	AdoptUnowned bool
-	// ConfineToNamespace keeps a namespaced instance's children in its own
-	// namespace: a child rendered in another namespace, or cluster-scoped,
-	// is not written and the instance goes to ERROR (reason
-	// OutsideNamespace) naming the resource id and the namespaces.
-	// Defaults to false, as kro, which lets templates use any namespace.
+	// ConfineToNamespace keeps each instance's children and external
+	// references in its own namespace: a child rendered in another
+	// namespace, or cluster-scoped, is not written; an externalRef naming
+	// another namespace or a cluster-scoped kind is not read, and one by
+	// selector without a namespace selects (and watches) in the instance's
+	// namespace only; a cluster-scoped instance (an RGD with scope: Cluster)
+	// writes and reads nothing unless its graph is one of
+	// ClusterScopedGraphs. A refused instance goes to ERROR (reason
+	// OutsideNamespace) naming the resource id and the object. The spoke
+	// runtime enforces it as it writes and reads, so RGDs are accepted
+	// either way. Defaults to false, as kro, which lets templates and
+	// references use any namespace.
 	ConfineToNamespace bool
+	// ClusterScopedGraphs names the graphs (RGD names) whose cluster-scoped
+	// instances ConfineToNamespace lets through, unconfined as in kro:
+	// graphs the platform writes and trusts, such as one that sets up each
+	// tenant's namespace. List only names tenants cannot register (graphs
+	// registered from Go, or RGDs that RGDSelector claims only from the
+	// platform). Defaults to none. Without ConfineToNamespace it has no
+	// effect.
+	ClusterScopedGraphs []string
 	// DisableAdmissionPolicy stops the hub from installing, with each CRD,
 	// the MutatingAdmissionPolicy that stamps the finalizer on new
 	// instances; the runtime then adds it with one more write per new
@@ -95,11 +118,14 @@ type Options struct {
 	// extensions (graph.Graph.Extensions) are refused instead of listed.
 	// Defaults to false.
 	Strict bool
-	// Limits bound what one tenant's RGD may make the hub build when it is
-	// compiled (the schema as custom types expand, the generated CRD) and,
-	// kept in each compiled graph, what its expressions and instances may
-	// cost when they run (see graph.Limits). Defaults to every field at
-	// its documented default (graph.Limits.WithDefaults).
+	// Limits bound what one tenant's RGD may make the compiler build (the
+	// schema as custom types expand, the generated CRD) and what its
+	// instances may cost the spokes that serve them: each expression's
+	// cost, time and output, each reconcile's evaluation budget, children,
+	// rendered bytes and status size (see graph.Limits for every field and
+	// its default). Every graph of this Hub is compiled with them and
+	// carries them to its spokes.
+	// Defaults to graph.Limits{}: every field at its documented default.
 	Limits graph.Limits
 	// CompileTimeout bounds one compile of one graph. A compile that takes
 	// longer refuses the RGD (GraphAccepted=False, naming this option) and

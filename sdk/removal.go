@@ -127,6 +127,9 @@ func (h *Hub) runRemoval(ctx context.Context, name string, rm *removal) {
 	h.compiles.forget(name, nil)
 	h.forgetReplicaRecord(ctx, name)
 	h.mu.Lock()
+	if h.revisions != nil {
+		h.revisions.Forget(name) // its records go with its RGD
+	}
 	if h.removals[name] == rm {
 		delete(h.removals, name)
 	}

@@ -21,7 +21,8 @@ import (
 func TestRunServesTheSecretProvidersSpokes(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 1)
 	spoke := fleet.Spokes()[0]
-	h, err := sdk.NewHub(secret.New(secret.Options{}), sdk.Options{DisableRGDController: true})
+	// The fleet listens on 127.0.0.1, which the provider refuses by default.
+	h, err := sdk.NewHub(secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}), sdk.Options{DisableRGDController: true})
 	require.NoError(t, err)
 	fgtesting.Start(t, func(ctx context.Context) error { return h.Run(ctx, fleet.Hub.Config) })
 

@@ -123,7 +123,7 @@ func (h *Hub) servableChanges(ctx context.Context, known map[[2]string]int64) []
 			if was && gen == c.Generation && latestServes(c) {
 				continue // servable already; checked cheaply
 			}
-			gen, why := h.servable(ctx, graph, c.Cluster)
+			gen, why := h.servableStatus(ctx, graph, &c)
 			is := why == ""
 			if is == was && (!is || gen == known[key]) {
 				continue
@@ -161,13 +161,24 @@ func (h *Hub) servable(ctx context.Context, graph, cluster string) (int64, strin
 			status = &c
 		}
 	}
+	return h.servableStatus(ctx, graph, status)
+}
+
+// servableStatus is servable for the cluster whose fleet status is status
+// (nil: not listed), read already: a subscription asks it for every
+// cluster of a graph from one FleetStatus.
+func (h *Hub) servableStatus(ctx context.Context, graph string, status *ClusterStatus) (int64, string) {
 	switch {
 	case status == nil:
 		return 0, "the graph is not registered or the cluster not engaged"
 	case !latestServes(*status):
-		return 0, fmt.Sprintf("CRD %s, serving generation %d of %d", status.CRD, status.ServedGeneration, status.Generation)
+		why := fmt.Sprintf("CRD %s, serving generation %d of %d", status.CRD, status.ServedGeneration, status.Generation)
+		if status.Message != "" {
+			why += ": " + status.Message
+		}
+		return 0, why
 	}
-	if err := h.dryRunCreate(ctx, graph, cluster); err != nil {
+	if err := h.dryRunCreate(ctx, graph, status.Cluster); err != nil {
 		return 0, err.Error()
 	}
 	return status.Generation, ""

@@ -333,6 +333,7 @@ func (t clusterTracker) Engage(ctx context.Context, name multicluster.ClusterNam
 	if !replaced {
 		hub.ClusterEngaged(true)
 	}
+	t.h.tracker.Engaged(e.name)
 	context.AfterFunc(ctx, func() {
 		t.h.mu.Lock()
 		current := t.h.clusters[e.name] == e

@@ -1,6 +1,8 @@
 package sdk
 
 import (
+	"fmt"
+
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/fleetgraph/fleetgraph/internal/hub"
@@ -69,3 +71,32 @@ func TrimCache(o *cluster.Options) { spoke.TrimCache(o) }
 // secret and kcp providers apply it to every cluster; without it nothing
 // breaks, but such failures are only logged.
 func ReportWatchErrors(o *cluster.Options) { spoke.ReportWatchErrors(o) }
+
+// expected is the Tracker's Expected (hub.Expectation): the engaged
+// clusters the named graph is placed on, each with why the revision the
+// runtime offers waits there (a rollout wave, the rollouts not read yet),
+// so that a new graph's FleetStatus lists every one of them at once,
+// Pending until its first fan-out finishes. A graph not registered has
+// none.
+func (h *Hub) expected(graphName string) hub.Expectation {
+	h.mu.Lock()
+	reg := h.graphs[graphName]
+	h.mu.Unlock()
+	if reg == nil {
+		return hub.Expectation{}
+	}
+	g := h.runtime.Latest(graphName)
+	if g == nil {
+		g = reg.graph
+	}
+	decided, placed := h.planner.DecideEngaged(graphName, g.Revision)
+	out := hub.Expectation{Generation: g.Generation, Clusters: make(map[string]string, len(placed))}
+	for name := range placed {
+		if why := decided[name]; why != "" {
+			out.Clusters[name] = fmt.Sprintf("revision %d waits: %s", g.Revision, why)
+		} else {
+			out.Clusters[name] = ""
+		}
+	}
+	return out
+}

@@ -21,11 +21,20 @@ func (h *Hub) setupRevisions(local manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("client for the hub: %w", err)
 	}
+	revs := hub.NewRevisions(c, h.opts.FieldManager)
 	h.mu.Lock()
-	h.revisions = hub.NewRevisions(c, h.opts.FieldManager)
+	h.revisions = revs
 	h.mu.Unlock()
 	h.runtime.SetFallback(h.previousRevision)
-	return nil
+	// The GraphRevision CRD goes on the hub as the manager starts, not with
+	// the first graph, which would wait seconds for it to be established.
+	// A failure is retried by the first Issue.
+	return local.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if err := revs.Install(ctx); err != nil && ctx.Err() == nil {
+			h.opts.Logger.Info("GraphRevision CRD not installed yet; the first graph tries again", "reason", err.Error())
+		}
+		return nil
+	}))
 }
 
 // recordRevision numbers g with the revision the hub records for rgd's

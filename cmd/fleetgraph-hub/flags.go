@@ -19,23 +19,23 @@ const (
 
 // options are the command's flags.
 type options struct {
-	provider          string
-	secretNamespace   string
-	kcpParent         string
-	kcpRecursive      bool
-	metricsAddr       string
-	probeAddr         string
-	leaderElect       bool
-	leaderElectionNS  string
-	leaderElectionID  string
-	installRGDCRD     bool
-	deleteCRDs        bool
-	workers           int
-	establishTimeout  time.Duration
-	allowExecKubeconf bool
-	statusResync      time.Duration
-	replicas          replicaOptions
-	zap               zap.Options
+	provider         string
+	secretNamespace  string
+	kcpParent        string
+	kcpRecursive     bool
+	metricsAddr      string
+	probeAddr        string
+	leaderElect      bool
+	leaderElectionNS string
+	leaderElectionID string
+	installRGDCRD    bool
+	deleteCRDs       bool
+	workers          int
+	establishTimeout time.Duration
+	kubeconfigs      kubeconfigOptions
+	statusResync     time.Duration
+	replicas         replicaOptions
+	zap              zap.Options
 }
 
 // parseFlags reads args into options. --kubeconfig is registered by
@@ -45,8 +45,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&o.provider, "provider", providerSecret,
 		"where spokes come from: secret (kubeconfig Secrets on the hub), single (the hub cluster itself), kcp-workspaces (workspaces below --kcp-parent)")
 	fs.StringVar(&o.secretNamespace, "secret-namespace", secret.DefaultNamespace, "namespace of the spokes' kubeconfig Secrets (provider secret)")
-	fs.BoolVar(&o.allowExecKubeconf, "allow-exec-kubeconfigs", false,
-		"let spoke kubeconfigs run credential plugins and read local files (provider secret); off: such kubeconfigs are refused")
+	o.kubeconfigs.bindFlags(fs)
 	fs.StringVar(&o.kcpParent, "kcp-parent", "", "logical cluster path whose child workspaces are spokes, e.g. root:org (provider kcp-workspaces)")
 	fs.BoolVar(&o.kcpRecursive, "kcp-recursive", false, "engage the whole workspace tree below --kcp-parent (provider kcp-workspaces)")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `metrics endpoint address; "0" turns it off`)
@@ -83,6 +82,9 @@ func (o *options) validate() error {
 	}
 	if o.replicas.shard && o.leaderElect {
 		return fmt.Errorf("--replicas-shard and --leader-elect exclude each other: sharded replicas all serve, each its own clusters")
+	}
+	if _, err := o.kubeconfigs.safety(); err != nil {
+		return err
 	}
 	if err := o.replicas.validate(); err != nil {
 		return err

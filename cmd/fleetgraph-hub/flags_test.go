@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"io"
+	"net/netip"
 	"os"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
 )
 
@@ -25,7 +27,9 @@ func TestFlagsDefaultToSecretSpokesWithSafeKubeconfigs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, providerSecret, o.provider)
 	assert.Equal(t, "fleetgraph-system", o.secretNamespace)
-	assert.False(t, o.allowExecKubeconf, "kubeconfigs must not run programs unless asked")
+	safety, err := o.kubeconfigs.safety()
+	require.NoError(t, err)
+	assert.Equal(t, secret.Safety{}, safety, "kubeconfigs may do nothing unsafe unless asked")
 	assert.False(t, o.leaderElect)
 	assert.True(t, o.installRGDCRD)
 }
@@ -35,6 +39,7 @@ func TestFlagsRefuseWhatCannotRun(t *testing.T) {
 		"unknown provider":        {"--provider=cluster-api"},
 		"kcp without a parent":    {"--provider=kcp-workspaces"},
 		"negative workers":        {"--workers=-1"},
+		"a malformed CIDR":        {"--spoke-denied-cidrs=0.0.0.0/0,nope"},
 		"a flag that is not ours": {"--no-such-flag"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -117,4 +122,20 @@ func TestFlagsRefuseReplicasThatCannotWork(t *testing.T) {
 			assert.Error(t, err)
 		})
 	}
+}
+
+func TestKubeconfigFlagsRelaxTheProvidersSafety(t *testing.T) {
+	o, err := parse(t, "--allow-exec-kubeconfigs", "--allow-kubeconfig-proxy", "--allow-insecure-kubeconfigs",
+		"--allow-plain-http-kubeconfigs", "--allow-loopback-spokes", "--allow-link-local-spokes", "--deny-private-spokes",
+		"--spoke-allowed-cidrs=10.1.0.0/16, fd00::/8", "--spoke-denied-cidrs=0.0.0.0/0,::/0")
+	require.NoError(t, err)
+	safety, err := o.kubeconfigs.safety()
+	require.NoError(t, err)
+	assert.Equal(t, secret.Safety{
+		AllowExec: true, AllowAuthProvider: true, AllowLocalFiles: true,
+		AllowProxyURL: true, AllowInsecureTLS: true, AllowPlainHTTP: true,
+		AllowLoopback: true, AllowLinkLocal: true, DenyPrivate: true,
+		AllowedCIDRs: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("fd00::/8")},
+		DeniedCIDRs:  []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")},
+	}, safety)
 }

@@ -39,7 +39,7 @@ func TestBinaryServesAnRGDOnASecretSpoke(t *testing.T) {
 	probe := freeAddr(t)
 
 	bin := buildBinary(t, dir)
-	p := startProcess(t, bin, "--kubeconfig", kubeconfig, "--metrics-bind-address=0",
+	p := startProcess(t, bin, "--kubeconfig", kubeconfig, "--allow-loopback-spokes", "--metrics-bind-address=0",
 		"--health-probe-bind-address="+probe, "--leader-elect", "--leader-election-namespace=default")
 
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {

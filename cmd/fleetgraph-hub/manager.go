@@ -73,11 +73,11 @@ func newProvider(cfg *rest.Config, o options) (multicluster.Provider, error) {
 		}
 		return p, nil
 	default:
-		allow := o.allowExecKubeconf
-		return secret.New(secret.Options{
-			Namespace: o.secretNamespace,
-			Safety:    secret.Safety{AllowExec: allow, AllowAuthProvider: allow, AllowLocalFiles: allow},
-		}), nil
+		safety, err := o.kubeconfigs.safety()
+		if err != nil {
+			return nil, err
+		}
+		return secret.New(secret.Options{Namespace: o.secretNamespace, Safety: safety}), nil
 	}
 }
 

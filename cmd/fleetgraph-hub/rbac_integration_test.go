@@ -50,7 +50,7 @@ func TestBinaryRunsUnderTheDocumentedRBAC(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "hub.kubeconfig")
 	require.NoError(t, os.WriteFile(kubeconfig, hubUser.kubeconfig, 0o600))
-	p := startProcess(t, buildBinary(t, dir), "--kubeconfig", kubeconfig, "--metrics-bind-address=0",
+	p := startProcess(t, buildBinary(t, dir), "--kubeconfig", kubeconfig, "--allow-loopback-spokes", "--metrics-bind-address=0",
 		"--health-probe-bind-address=0", "--leader-elect", "--leader-election-namespace="+secret.DefaultNamespace)
 
 	registerSpoke(t, admin, spoke.Name, spokeUser.kubeconfig)

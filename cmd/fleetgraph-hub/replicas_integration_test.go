@@ -171,7 +171,7 @@ func requireRecords(t *testing.T, hub client.Client, live []*hubReplica, names [
 func startReplicaProcess(t *testing.T, bin, kubeconfig, id string) *hubReplica {
 	t.Helper()
 	r := &hubReplica{id: id, metrics: freeAddr(t)}
-	r.process = startProcess(t, bin, "--kubeconfig", kubeconfig,
+	r.process = startProcess(t, bin, "--kubeconfig", kubeconfig, "--allow-loopback-spokes",
 		"--metrics-bind-address="+r.metrics, "--health-probe-bind-address=0",
 		"--replicas-shard", "--replica-id="+id, "--shard-namespace="+shardNamespace,
 		"--shard-lease-duration="+shardLease.String(), "--shard-renew-interval="+shardRenew.String(),

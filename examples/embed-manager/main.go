@@ -29,18 +29,22 @@ import (
 
 func main() {
 	metricsAddr := flag.String("metrics-bind-address", ":8080", "address the metrics endpoint binds to")
+	loopback := flag.Bool("allow-loopback-spokes", false, "accept spokes on loopback addresses (a local test fleet); refused by default")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 
-	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), *metricsAddr); err != nil {
+	safety := secret.Safety{AllowLoopback: *loopback}
+	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), *metricsAddr, safety); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, cfg *rest.Config, metricsAddr string) error {
+// run runs the platform's manager with the hub; safety is what the
+// spokes' kubeconfigs may do beyond the provider's safe defaults.
+func run(ctx context.Context, cfg *rest.Config, metricsAddr string, safety secret.Safety) error {
 	// The platform's manager and controller, as they were before fleetgraph.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Metrics: metricsserver.Options{BindAddress: metricsAddr}})
 	if err != nil {
@@ -53,8 +57,9 @@ func run(ctx context.Context, cfg *rest.Config, metricsAddr string) error {
 	// The fleetgraph hub wiring: the region between the markers is the
 	// README's embedding snippet and sdk's ExampleNewHub (snippet_test.go).
 	// embed:begin
-	// Spokes are kubeconfig Secrets on the hub, in namespace fleetgraph-system.
-	provider := secret.New(secret.Options{})
+	// Spokes are kubeconfig Secrets on the hub, in namespace fleetgraph-system;
+	// safety relaxes what their kubeconfigs may do (zero: nothing unsafe).
+	provider := secret.New(secret.Options{Safety: safety})
 	// The same manager, multicluster-aware; it keeps its controllers.
 	mcMgr, err := mcmanager.WithMultiCluster(mgr, provider)
 	if err != nil {

@@ -25,7 +25,9 @@ import (
 func TestEmbeddedHubServesBesideThePlatformsController(t *testing.T) {
 	fgtesting.SetupLogs()
 	fleet := fgtesting.StartFleet(t, 1)
-	fgtesting.Start(t, func(ctx context.Context) error { return run(ctx, fleet.Hub.Config, "0") })
+	// The fleet listens on 127.0.0.1, which the provider refuses by default.
+	loopback := secret.Safety{AllowLoopback: true}
+	fgtesting.Start(t, func(ctx context.Context) error { return run(ctx, fleet.Hub.Config, "0", loopback) })
 	ctx := context.Background()
 
 	hub, err := client.New(fleet.Hub.Config, client.Options{Scheme: fgtesting.NewScheme()})

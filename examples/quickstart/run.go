@@ -96,7 +96,9 @@ func registerSpokes(ctx context.Context, out io.Writer, c client.Client, fleet *
 // startHub is what a platform writes: a secret provider and a fleetgraph Hub
 // in one multicluster manager.
 func startHub(ctx context.Context, out io.Writer, fleet *fgtesting.Fleet) (*sdk.Hub, error) {
-	provider := secret.New(secret.Options{})
+	// The local fleet's API servers listen on 127.0.0.1: the provider
+	// refuses loopback addresses unless told otherwise.
+	provider := secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}})
 	mgr, err := mcmanager.New(fleet.Hub.Config, provider, manager.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

@@ -48,7 +48,14 @@ func TestCompileAgainstKro(t *testing.T) {
 		r := Classify(in.name, Difference(kro, fg), KnownDifferences)
 		r.Kro, r.Fleetgraph = kro, fg
 		results = append(results, r)
-		t.Run(strings.TrimSuffix(in.name, ".yaml"), func(t *testing.T) { reportResult(t, r, in.path) })
+		t.Run(strings.TrimSuffix(in.name, ".yaml"), func(t *testing.T) {
+			reportResult(t, r, in.path)
+			if !strings.HasPrefix(in.name, kroExamplePrefix) {
+				for _, p := range NamingProblems(in.raw, fg) {
+					t.Errorf("fleetgraph's rejection of %s does not point at what is wrong: %s\n(rejection: %v)", in.path, p, fg.Err)
+				}
+			}
+		})
 	}
 	logSummary(t, results)
 }

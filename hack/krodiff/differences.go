@@ -59,9 +59,10 @@ func lookup(table []KnownDifference, file string) (KnownDifference, bool) {
 
 // Kinds of compile-level difference. Each Why reads "kro ..., fleetgraph ...".
 var (
-	duplicateObjects = kind("two resources rendering the same object (kind, namespace and literal name): "+
-		"kro accepts the RGD, fleetgraph rejects it because both would fight over one object",
-		`^verdict: kro accepted; fleetgraph rejected at compile: .*already renders the same object`)
+	duplicateObjects = kind("two resources rendering the same object (kind, namespace and name written alike, literally or through the same expressions, "+
+		"with nothing in includeWhen to keep them apart): kro accepts the RGD and one resource's data is silently dropped, "+
+		"fleetgraph rejects it naming both resources because both would fight over one object",
+		`^verdict: kro accepted; fleetgraph rejected at compile: resource "[^"]+": metadata\.name: .*resource "[^"]+" already renders the same object`)
 	longIDs = kind("resource ids longer than 63 characters: kro accepts them, fleetgraph rejects them "+
 		"because the id is a label value on the objects it creates",
 		`^verdict: kro accepted; fleetgraph rejected at compile: .*must be no more than 63 characters$`)
@@ -69,6 +70,26 @@ var (
 		`^verdict: kro rejected at compile: .*only standalone expressions are allowed.*; fleetgraph accepted$`)
 	numberAlias = kind("SimpleSchema type number: kro knows only float, fleetgraph accepts number as float's OpenAPI name",
 		`^verdict: kro rejected at compile: .*unknown type: number.*; fleetgraph accepted$`)
+	yamlListType = kind("a type written as a YAML list [T]: kro rejects it, fleetgraph accepts it as an extension (listed in Graph.Extensions, refused under Strict)",
+		`^verdict: kro rejected at compile: .*unexpected type: \[\]interface \{\}.*; fleetgraph accepted$`)
+	selectorExpression = kind("a label selector computed by one ${} expression: kro's RGD CRD rejects it at admission, "+
+		"fleetgraph accepts it as an extension (listed in Graph.Extensions, refused under Strict)",
+		`^verdict: kro rejected at admission: .*selector in body must be of type object.*; fleetgraph accepted$`)
+	contradictoryMarkers = kind("markers that contradict each other (minimum above maximum, minLength above maxLength, minItems above maxItems, "+
+		"bounds with no integer between them, an enum value the field's own bounds or pattern refuse): kro and the API server accept them "+
+		"and serve a field no value (or that enum value) can ever satisfy, fleetgraph rejects them naming both markers",
+		`^verdict: kro accepted; fleetgraph rejected at compile: spec\.schema\.spec\.\S+: invalid marker: (\S+ is greater than \S+: no \S+ can satisfy both|minimum=\S+ and maximum=\S+ leave no integer|enum value .* it can never be accepted)$`)
+	meaninglessMarkers = kind("a bound that constrains nothing (minimum on a string, a negative minLength): kro and the API server accept it, "+
+		"fleetgraph rejects it naming the marker",
+		`^verdict: kro accepted; fleetgraph rejected at compile: spec\.schema\.spec\.\S+: invalid marker: (minimum|maximum|minLength|maxLength|minItems|maxItems)="[^"]*": (only for .* fields|not a non-negative integer)`)
+	unterminatedExpression = kind("a ${ that is never closed: kro reads it as plain text, fleetgraph rejects it (it is almost always a typo)",
+		`^verdict: kro accepted; fleetgraph rejected at compile: .*unterminated expression`)
+	statusState = kind("a status projection named state: kro accepts it though its controller writes status.state itself, "+
+		"fleetgraph rejects it because the runtime owns status.state",
+		`^verdict: kro accepted; fleetgraph rejected at compile: spec\.schema\.status\.state: .*status\.state is reserved for the runtime$`)
+	externalCollectionReadyWhen = kind("readyWhen on an externalRef by selector: kro refuses each there and accepts the id as a list, "+
+		"but its controller evaluates that readyWhen with only each bound, so neither works on kro; fleetgraph reads each item as each, as for forEach",
+		`^verdict: kro (rejected at compile: .*readyWhen: references unknown identifiers: \[each\].*; fleetgraph accepted|accepted; fleetgraph rejected at compile: .*readyWhen may only reference each, not .*)$`)
 )
 
 // KnownDifferences is the one table of compile-level differences from kro
@@ -76,10 +97,25 @@ var (
 // agree fails the test too, so the table (and the README copied from it)
 // never claims a difference that is gone.
 var KnownDifferences = []KnownDifference{
+	{File: "edge-bound-on-string.yaml", Kinds: []Kind{meaninglessMarkers}},
+	{File: "edge-duplicate-objects-expression.yaml", Kinds: []Kind{duplicateObjects}},
 	{File: "edge-duplicate-objects.yaml", Kinds: []Kind{duplicateObjects}},
+	{File: "edge-enum-outside-bounds.yaml", Kinds: []Kind{contradictoryMarkers}},
+	{File: "edge-enum-outside-pattern.yaml", Kinds: []Kind{contradictoryMarkers}},
+	{File: "edge-externalref-collection-readywhen-each.yaml", Kinds: []Kind{externalCollectionReadyWhen}},
+	{File: "edge-externalref-collection-readywhen-id.yaml", Kinds: []Kind{externalCollectionReadyWhen}},
+	{File: "edge-externalref-selector-expression.yaml", Kinds: []Kind{selectorExpression}},
 	{File: "edge-id-too-long.yaml", Kinds: []Kind{longIDs}},
+	{File: "edge-min-greater-than-max.yaml", Kinds: []Kind{contradictoryMarkers}},
+	{File: "edge-minitems-greater-than-maxitems.yaml", Kinds: []Kind{contradictoryMarkers}},
+	{File: "edge-minlength-greater-than-maxlength.yaml", Kinds: []Kind{contradictoryMarkers}},
+	{File: "edge-negative-length.yaml", Kinds: []Kind{meaninglessMarkers}},
+	{File: "edge-no-integer-between-bounds.yaml", Kinds: []Kind{contradictoryMarkers}},
+	{File: "edge-status-state.yaml", Kinds: []Kind{statusState}},
+	{File: "edge-unterminated-expression.yaml", Kinds: []Kind{unterminatedExpression}},
 	{File: "invalid-readywhen-not-expression.yaml", Kinds: []Kind{readyWhenBare}},
 	{File: "types-number-keyword.yaml", Kinds: []Kind{numberAlias}},
+	{File: "types-yaml-list-custom-type.yaml", Kinds: []Kind{yamlListType}},
 }
 
 // Kinds of behaviour difference.

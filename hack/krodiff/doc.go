@@ -24,6 +24,14 @@
 // fleetgraph's bookkeeping labels are removed, and every resource must
 // depend on the same resources.
 //
+// rejections.md lists every way kro v0.9.3 can refuse an RGD (each error
+// path of its admission, builder and CRD creation) with the corpus cases
+// that take it; TestRejectionTableNamesCorpusFiles keeps it and the corpus
+// in step. A corpus file fleetgraph refuses says, in "# names: " comment
+// lines, what the refusal must name (the resource id or field path, and
+// the offending expression, marker or value as written), and the compile
+// comparison checks that it does (see NamingProblems).
+//
 // # Behaving (TestBehaviourAgainstKro)
 //
 // kro's controller (built by build-kro.sh) runs against one API server and

@@ -106,6 +106,9 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, crds ...*apiextensionsv1
 	return nil
 }
 
+// kroExamplePrefix starts the names of kro's example RGDs.
+const kroExamplePrefix = "kro/"
+
 // Example is one RGD from kro's examples.
 type Example struct {
 	// Name is "kro/<path>", with "#n" for the n-th RGD of a file holding
@@ -134,7 +137,7 @@ func KroExampleRGDs(kroDir string) ([]Example, error) {
 				return err
 			}
 			for i, doc := range docs {
-				name := "kro/" + filepath.ToSlash(rel)
+				name := kroExamplePrefix + filepath.ToSlash(rel)
 				if len(docs) > 1 {
 					name += fmt.Sprintf("#%d", i+1)
 				}

@@ -33,6 +33,12 @@ const (
 	AnnotationReconcile    = "fleetgraph.dev/reconcile"
 	AnnotationKroReconcile = "kro.run/reconcile"
 	ReconcileSuspended     = "suspended"
+	// AnnotationReleased, set to "true" on a child, says that its instance
+	// was released (our finalizer taken off on purpose: a graph removed
+	// with the orphan option, a cluster that left the fleet or stopped
+	// being placed) and the child is left in place deliberately: it is
+	// never collected as an orphan once its instance is gone.
+	AnnotationReleased = "fleetgraph.dev/released"
 )
 
 // Instance states written to status.state, as kro writes them.

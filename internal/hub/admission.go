@@ -15,7 +15,7 @@ import (
 // saves the runtime a write per new instance, so a cluster without the API,
 // or one that refuses the policy, is logged and served all the same.
 func (f *FanOut) applyAdmission(ctx context.Context, clusterName string, cl cluster.Cluster, g *graph.Graph) {
-	served, err := servesAdmissionPolicies(cl)
+	served, err := f.servesAdmissionPolicies(ctx, cl)
 	if err == nil && served {
 		err = f.applyPolicy(ctx, cl, g)
 	}
@@ -35,8 +35,10 @@ func (f *FanOut) applyPolicy(ctx context.Context, cl cluster.Cluster, g *graph.G
 
 // servesAdmissionPolicies asks cl's discovery whether it serves
 // admissionregistration.k8s.io/v1 MutatingAdmissionPolicy.
-func servesAdmissionPolicies(cl cluster.Cluster) (bool, error) {
-	served, err := servedKinds(cl, admissionv1.SchemeGroupVersion)
+func (f *FanOut) servesAdmissionPolicies(ctx context.Context, cl cluster.Cluster) (bool, error) {
+	ctx, cancel := f.request(ctx)
+	defer cancel()
+	served, err := servedKinds(ctx, cl, admissionv1.SchemeGroupVersion)
 	return served["MutatingAdmissionPolicy"], err
 }
 

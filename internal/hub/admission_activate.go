@@ -42,12 +42,12 @@ const (
 // after the CRD is established, in a goroutine of its own bound to ctx.
 func (f *FanOut) activateAdmission(ctx context.Context, clusterName string, cl cluster.Cluster, g *graph.Graph) {
 	log := f.opts.Logger.WithValues("cluster", clusterName, "graph", g.Name)
-	served, err := servesAdmissionPolicies(cl)
+	served, err := f.servesAdmissionPolicies(ctx, cl)
 	if err != nil || !served {
 		log.V(1).Info("admission policy not installed; the runtime stamps new instances itself", "served", served, "error", err)
 		return
 	}
-	if bound, err := policyBound(ctx, cl, g); err != nil || bound {
+	if bound, err := f.policyBound(ctx, cl, g); err != nil || bound {
 		return
 	}
 	if err := f.applyObjects(ctx, cl, contract.AdmissionProbe(g)); err != nil {
@@ -55,7 +55,7 @@ func (f *FanOut) activateAdmission(ctx context.Context, clusterName string, cl c
 		return
 	}
 	defer func() { _ = deleteObjects(context.WithoutCancel(ctx), cl, contract.AdmissionProbe(g)) }()
-	if err := waitAdmissionReady(ctx, cl, g); err != nil {
+	if err := f.waitAdmissionReady(ctx, cl, g); err != nil {
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return // superseded, removed or disengaged (admission_fence.go)
 		}
@@ -67,9 +67,11 @@ func (f *FanOut) activateAdmission(ctx context.Context, clusterName string, cl c
 
 // waitAdmissionReady sends the dry-run probe until the probe policy's own
 // error comes back: the API server found the kind's schema.
-func waitAdmissionReady(ctx context.Context, cl cluster.Cluster, g *graph.Graph) error {
+func (f *FanOut) waitAdmissionReady(ctx context.Context, cl cluster.Cluster, g *graph.Graph) error {
 	last := "no answer yet"
 	err := wait.PollUntilContextTimeout(ctx, admissionProbePoll, admissionProbeTimeout, true, func(ctx context.Context) (bool, error) {
+		ctx, cancel := f.request(ctx)
+		defer cancel()
 		err := cl.GetClient().Create(ctx, contract.AdmissionProbeObject(g), client.DryRunAll)
 		if err != nil && strings.Contains(err.Error(), contract.AdmissionProbeName(g)) {
 			return true, nil
@@ -91,7 +93,9 @@ func retractAdmission(ctx context.Context, cl cluster.Cluster, g *graph.Graph) e
 }
 
 // policyBound reports whether g's admission policy binding exists on cl.
-func policyBound(ctx context.Context, cl cluster.Cluster, g *graph.Graph) (bool, error) {
+func (f *FanOut) policyBound(ctx context.Context, cl cluster.Cluster, g *graph.Graph) (bool, error) {
+	ctx, cancel := f.request(ctx)
+	defer cancel()
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(admissionv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicyBinding"))
 	err := cl.GetAPIReader().Get(ctx, client.ObjectKey{Name: contract.AdmissionPolicyName(g)}, u)
@@ -108,8 +112,10 @@ func (f *FanOut) applyObjects(ctx context.Context, cl cluster.Cluster, objs []cl
 		if err != nil {
 			return err
 		}
-		err = cl.GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		reqCtx, cancel := f.request(ctx)
+		err = cl.GetClient().Apply(reqCtx, client.ApplyConfigurationFromUnstructured(u),
 			client.FieldOwner(f.opts.FieldManager), client.ForceOwnership)
+		cancel()
 		if err != nil {
 			return fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
@@ -124,7 +130,9 @@ func deleteObjects(ctx context.Context, cl cluster.Cluster, objs []client.Object
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(admissionv1.SchemeGroupVersion.WithKind(obj.GetObjectKind().GroupVersionKind().Kind))
 		u.SetName(obj.GetName())
-		err := cl.GetClient().Delete(ctx, u)
+		reqCtx, cancel := context.WithTimeout(ctx, DefaultRequestTimeout)
+		err := cl.GetClient().Delete(reqCtx, u)
+		cancel()
 		if err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
 			return fmt.Errorf("deleting %s %s: %w", u.GetKind(), u.GetName(), err)
 		}

@@ -372,15 +372,17 @@ func schemaCRD(ars *apisv1alpha1.APIResourceSchema) (*apiextensionsv1.CustomReso
 // published schema and that the instance and child kinds are served. It
 // applies nothing to the consumer.
 func (f *FanOut) EnsureExported(ctx context.Context, c Cluster, g *graph.Graph, e *Exporter) error {
-	return f.record(ctx, c, g, func() error { return ensureExported(ctx, c, g, e) })
+	return f.record(ctx, c, g, func() error { return f.ensureExported(ctx, c, g, e) })
 }
 
-func ensureExported(ctx context.Context, c Cluster, g *graph.Graph, e *Exporter) error {
+func (f *FanOut) ensureExported(ctx context.Context, c Cluster, g *graph.Graph, e *Exporter) error {
 	pub, err := e.Publish(ctx, g)
 	if err != nil {
 		return err
 	}
-	binding, err := bindingOf(ctx, c.Cluster.GetAPIReader(), e.Name())
+	reqCtx, cancel := f.request(ctx)
+	binding, err := bindingOf(reqCtx, c.Cluster.GetAPIReader(), e.Name())
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -390,14 +392,16 @@ func ensureExported(ctx context.Context, c Cluster, g *graph.Graph, e *Exporter)
 	if err := boundTo(binding, pub); err != nil {
 		return err
 	}
-	served, err := servedKinds(c.Cluster, g.Instance.GVK.GroupVersion())
+	reqCtx, cancel = f.request(ctx)
+	served, err := servedKinds(reqCtx, c.Cluster, g.Instance.GVK.GroupVersion())
+	cancel()
 	if err != nil {
 		return err
 	}
 	if !served[g.Instance.GVK.Kind] {
 		return fmt.Errorf("%w: kind %s", errNotServedYet, g.Instance.GVK)
 	}
-	return servesKinds(c.Cluster, g)
+	return f.servesKinds(ctx, c.Cluster, g)
 }
 
 // bindingOf finds the consumer's APIBinding to the export called name.

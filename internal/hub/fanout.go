@@ -1,21 +1,23 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -74,6 +76,13 @@ type FanOutOptions struct {
 	// cluster serves MutatingAdmissionPolicy, once a probe shows that it
 	// refuses no create (admission_activate.go).
 	DisableAdmissionPolicy bool
+	// RequestTimeout bounds each request sent to a spoke; an attempt whose
+	// request runs out fails and is retried. Defaults to
+	// DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// OnStep, if set, is told how long each step of Ensure took (steps.go).
+	// Defaults to nothing.
+	OnStep StepFunc
 	// Logger defaults to controller-runtime's log.Log named "fanout".
 	Logger logr.Logger
 }
@@ -87,6 +96,9 @@ func (o FanOutOptions) withDefaults() FanOutOptions {
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = DefaultPollInterval
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
 	}
 	if o.SharedCheckTTL == 0 {
 		o.SharedCheckTTL = DefaultSharedCheckTTL
@@ -115,7 +127,9 @@ type FanOut struct {
 
 // NewFanOut returns a FanOut that records into tracker.
 func NewFanOut(tracker *Tracker, opts FanOutOptions) *FanOut {
-	return &FanOut{opts: opts.withDefaults(), tracker: tracker}
+	f := &FanOut{opts: opts.withDefaults(), tracker: tracker}
+	f.spokeSchemas.timeout = f.opts.RequestTimeout
+	return f
 }
 
 // Ensure makes g's CRD established on cl, named clusterName: it checks that
@@ -134,12 +148,14 @@ func (f *FanOut) Ensure(ctx context.Context, c Cluster, g *graph.Graph) error {
 func (f *FanOut) record(ctx context.Context, c Cluster, g *graph.Graph, ensure func() error) error {
 	start := time.Now()
 	clusterName := c.Name
+	clock := newStepClock(f.opts.OnStep, g.Name, clusterName)
 	err := ensure()
 	state, msg := classify(err)
 	if ctx.Err() != nil && err != nil {
 		return err // disengaged or stopped: nothing worth recording
 	}
 	changed := f.tracker.Record(ctx, g.Name, clusterName, g.Generation, state, msg)
+	clock.lap(StepEnsure)
 	if changed && f.opts.OnTransition != nil {
 		f.opts.OnTransition(g.Name, clusterName, state, msg)
 	}
@@ -153,33 +169,36 @@ func (f *FanOut) record(ctx context.Context, c Cluster, g *graph.Graph, ensure f
 
 // ensure is Ensure's whole work on one cluster. It returns the version of
 // the CRD it saw established, and errors that name no cluster (the caller
-// names it, clusterError), since clusters of one server share them.
+// names it, clusterError), since clusters of one server share them. Every
+// request it sends is bounded by RequestTimeout.
 func (f *FanOut) ensure(ctx context.Context, c Cluster, g *graph.Graph) (establishedCRD, error) {
 	clusterName, cl := c.Name, c.Cluster
+	clock := newStepClock(f.opts.OnStep, g.Name, clusterName)
 	ticket := f.fence.begin() // admission_fence.go
-	if err := servesKinds(cl, g); err != nil {
-		return establishedCRD{}, err
-	}
-	if err := f.spokeSchemaVerdict(cl, g); err != nil {
-		return establishedCRD{}, err
-	}
-	existed, err := f.checkExisting(ctx, cl, g)
+	existed, bound, err := f.precheck(ctx, clusterName, cl, g)
 	if err != nil {
 		return establishedCRD{}, err
 	}
-	if !existed && !f.opts.DisableAdmissionPolicy {
-		if err := retractAdmission(ctx, cl, g); err != nil {
+	clock.lap(StepChecks)
+	if !existed && bound {
+		reqCtx, cancel := f.request(ctx)
+		err := retractAdmission(reqCtx, cl, g)
+		cancel()
+		if err != nil {
 			return establishedCRD{}, err
 		}
 	}
+	clock.lap(StepRetract)
 	if err := f.apply(ctx, cl, g); err != nil {
 		return establishedCRD{}, err
 	}
+	clock.lap(StepApply)
 	f.tracker.Record(ctx, g.Name, clusterName, g.Generation, CRDApplied, "")
 	crd, err := f.waitEstablished(ctx, cl, g.CRD.Name)
 	if err != nil {
 		return establishedCRD{}, err
 	}
+	clock.lap(StepEstablished)
 	if !f.opts.DisableAdmissionPolicy {
 		// After Ensure returns, for as long as the cluster is engaged.
 		lifetime := c.Engagement
@@ -193,10 +212,46 @@ func (f *FanOut) ensure(ctx context.Context, c Cluster, g *graph.Graph) (establi
 	return establishedCRD{uid: crd.UID, generation: crd.Generation}, nil
 }
 
+// precheck asks cl, all at once, whether it serves every kind g's
+// resources use, whether its schemas of those kinds type-check g, which
+// CRD of g's name it holds and whether g's admission policy is bound. They
+// are independent reads, so a new graph waits for the slowest, not for
+// their sum. It returns the first refusal in that order, whether the CRD
+// exists, and whether a binding may need retracting before the CRD is
+// created (true when the read failed: retracting is then the safe way).
+func (f *FanOut) precheck(ctx context.Context, clusterName string, cl cluster.Cluster, g *graph.Graph) (existed, bound bool, err error) {
+	var kindsErr, schemasErr error
+	var wg sync.WaitGroup
+	if !f.opts.DisableAdmissionPolicy {
+		wg.Go(func() {
+			var err error
+			bound, err = f.policyBound(ctx, cl, g)
+			bound = bound || (err != nil && !meta.IsNoMatchError(err))
+		})
+	}
+	wg.Go(func() {
+		clock := newStepClock(f.opts.OnStep, g.Name, clusterName)
+		kindsErr = f.servesKinds(ctx, cl, g)
+		clock.lap(StepKinds)
+	})
+	wg.Go(func() {
+		clock := newStepClock(f.opts.OnStep, g.Name, clusterName)
+		schemasErr = f.spokeSchemaVerdict(cl, g)
+		clock.lap(StepSchemas)
+	})
+	clock := newStepClock(f.opts.OnStep, g.Name, clusterName)
+	existed, readErr := f.checkExisting(ctx, cl, g)
+	clock.lap(StepRead)
+	wg.Wait()
+	return existed, bound, cmp.Or(kindsErr, schemasErr, readErr)
+}
+
 // checkExisting refuses a CRD we do not own and a breaking change to ours.
 // It reports whether the CRD exists already.
 func (f *FanOut) checkExisting(ctx context.Context, cl cluster.Cluster, g *graph.Graph) (bool, error) {
-	existing, err := getCRD(ctx, cl.GetAPIReader(), g.CRD.Name)
+	reqCtx, cancel := f.request(ctx)
+	existing, err := getCRD(reqCtx, cl.GetAPIReader(), g.CRD.Name)
+	cancel()
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
@@ -231,7 +286,9 @@ func (f *FanOut) apply(ctx context.Context, cl cluster.Cluster, g *graph.Graph) 
 		labels[fgv1alpha1.LabelGraphRevision] = rev
 		u.SetLabels(labels)
 	}
-	err = cl.GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+	reqCtx, cancel := f.request(ctx)
+	defer cancel()
+	err = cl.GetClient().Apply(reqCtx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(f.opts.FieldManager), client.ForceOwnership)
 	if err != nil {
 		return fmt.Errorf("applying CRD %s: %w", crd.Name, err)
@@ -264,22 +321,25 @@ func applyIntent(obj runtime.Object) (*unstructured.Unstructured, error) {
 }
 
 func (f *FanOut) waitEstablished(ctx context.Context, cl cluster.Cluster, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
-	return waitEstablished(ctx, cl.GetAPIReader(), name, f.opts.PollInterval, f.opts.EstablishTimeout)
+	return waitEstablished(ctx, cl.GetAPIReader(), name, f.opts.PollInterval, f.opts.EstablishTimeout, f.opts.RequestTimeout)
 }
 
 // WaitEstablished waits, up to DefaultEstablishTimeout, until the named CRD
 // is established.
 func WaitEstablished(ctx context.Context, r client.Reader, name string) error {
-	_, err := waitEstablished(ctx, r, name, DefaultPollInterval, DefaultEstablishTimeout)
+	_, err := waitEstablished(ctx, r, name, DefaultPollInterval, DefaultEstablishTimeout, DefaultRequestTimeout)
 	return err
 }
 
-// waitEstablished returns the CRD as it was seen established.
-func waitEstablished(ctx context.Context, r client.Reader, name string, interval, timeout time.Duration) (*apiextensionsv1.CustomResourceDefinition, error) {
+// waitEstablished returns the CRD as it was seen established. Each read is
+// bounded by perRequest.
+func waitEstablished(ctx context.Context, r client.Reader, name string, interval, timeout, perRequest time.Duration) (*apiextensionsv1.CustomResourceDefinition, error) {
 	var last string
 	var seen *apiextensionsv1.CustomResourceDefinition
 	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
-		crd, err := getCRD(ctx, r, name)
+		reqCtx, cancel := context.WithTimeout(ctx, perRequest)
+		defer cancel()
+		crd, err := getCRD(reqCtx, r, name)
 		if err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
@@ -322,15 +382,18 @@ func establishment(crd *apiextensionsv1.CustomResourceDefinition) (bool, string)
 }
 
 // servesKinds asks cl's discovery, live, whether it serves every kind g's
-// resources use; a CRD installed a moment ago counts.
-func servesKinds(cl cluster.Cluster, g *graph.Graph) error {
+// resources use; a CRD installed a moment ago counts. ctx bounds each
+// request.
+func (f *FanOut) servesKinds(ctx context.Context, cl cluster.Cluster, g *graph.Graph) error {
 	byGV := map[schema.GroupVersion][]string{}
 	for _, n := range g.Nodes {
 		byGV[n.GVK.GroupVersion()] = append(byGV[n.GVK.GroupVersion()], n.GVK.Kind)
 	}
 	var missing []string
 	for gv, kinds := range byGV {
-		served, err := servedKinds(cl, gv)
+		reqCtx, cancel := f.request(ctx)
+		served, err := servedKinds(reqCtx, cl, gv)
+		cancel()
 		if err != nil {
 			return err
 		}
@@ -345,26 +408,6 @@ func servesKinds(cl cluster.Cluster, g *graph.Graph) error {
 		return fmt.Errorf("%w: kinds not served: %s", ErrIncompatible, strings.Join(missing, ", "))
 	}
 	return nil
-}
-
-// servedKinds asks cl's discovery, live, which kinds it serves in gv; a
-// group version it does not serve has none.
-func servedKinds(cl cluster.Cluster, gv schema.GroupVersion) (map[string]bool, error) {
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cl.GetConfig(), cl.GetHTTPClient())
-	if err != nil {
-		return nil, fmt.Errorf("discovery: %w", err)
-	}
-	list, err := dc.ServerResourcesForGroupVersion(gv.String())
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("discovering %s: %w", gv, err)
-	}
-	served := map[string]bool{}
-	if list != nil {
-		for _, r := range list.APIResources {
-			served[r.Kind] = true
-		}
-	}
-	return served, nil
 }
 
 // classify maps Ensure's outcome to a state and a message for humans.

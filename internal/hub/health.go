@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -136,13 +137,41 @@ func ProbePath(ctx context.Context, cl cluster.Cluster, path string, timeout tim
 		if errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("no answer to %s within %s", path, timeout)
 		}
-		return fmt.Errorf("probing %s: %w", path, err)
+		return &probeError{msg: fmt.Sprintf("probing %s: %s", path, shorten(err.Error(), maxProbeCause)), err: err}
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s answered %s", path, resp.Status)
+		// The code alone: the reason phrase is the server's to choose, and
+		// this message reaches the fleet status.
+		return fmt.Errorf("%s answered %d %s", path, resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
 	return nil
+}
+
+// maxProbeCause bounds the part of a probe's error that comes from the
+// network or TLS library (a certificate's names, say): the error reaches
+// the fleet status on the RGD.
+const maxProbeCause = 160
+
+// probeError is a failed probe: a short message, and the cause.
+type probeError struct {
+	msg string
+	err error
+}
+
+func (e *probeError) Error() string { return e.msg }
+func (e *probeError) Unwrap() error { return e.err }
+
+// shorten cuts s to at most n bytes on a rune boundary, marking the cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func errString(err error) string {

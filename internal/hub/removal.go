@@ -55,12 +55,24 @@ func listInstances(ctx context.Context, cl cluster.Cluster, g *graph.Graph) ([]m
 // ReleaseInstances takes finalizer off every instance of g on cl that
 // carries it, leaving the instances and their children in place: what is
 // left when nothing will finalize them any more (their cluster left the
-// fleet). Each write is conditional on the instance's resourceVersion; a
-// conflict is returned, and the caller tries again. It returns how many
-// instances it released.
+// fleet). Their children are first marked contract.AnnotationReleased, so
+// that they are never collected as orphans. Each write is conditional on
+// the instance's resourceVersion; a conflict is returned, and the caller
+// tries again. It returns how many instances it released.
 func ReleaseInstances(ctx context.Context, cl cluster.Cluster, g *graph.Graph, finalizer string) (int, error) {
 	items, err := listInstances(ctx, cl, g)
 	if err != nil {
+		return 0, err
+	}
+	held := map[types.UID]bool{}
+	for i := range items {
+		if slices.Contains(items[i].Finalizers, finalizer) {
+			held[items[i].UID] = true
+		}
+	}
+	// Children first: an instance released before its children are
+	// marked could lose them to the orphan collector (release_children.go).
+	if err := markChildrenReleased(ctx, cl, g, held); err != nil {
 		return 0, err
 	}
 	released := 0

@@ -52,7 +52,10 @@ type ReplicaStatus struct {
 
 	mu        sync.Mutex
 	published map[string]record // per graph, what this replica last wrote
-	pruned    time.Time         // when expired records were last deleted
+	pruned    time.Time         // when the records were last surveyed and the expired deleted
+	// peers are the replicas (as label values) that had a live record of
+	// some graph at the last survey: a new graph waits for their view.
+	peers map[string]bool
 }
 
 type record struct {
@@ -63,22 +66,49 @@ type record struct {
 // Merged publishes own, this replica's view of the graph, and returns the
 // union of it and every other replica's live record. A cluster in two
 // records (during a hand-over) is taken from this replica's view, else
-// from the record renewed last. Every TTL/3 it also deletes the records,
-// of any graph, that expired (see prune). On a read error own is
-// returned, with the error; if only a delete failed, the union is, with
+// from the record renewed last. A replica that keeps live records of
+// other graphs but none of this one yet (the graph is new to it) is named
+// in AwaitingReplicas: its clusters are not in the union yet. Every TTL/3
+// it also surveys the records of every graph, to learn the replicas, and
+// deletes those that expired (see prune). On a read error own is
+// returned, with the error; if only the survey failed, the union is, with
 // the error.
 func (r *ReplicaStatus) Merged(ctx context.Context, own GraphStatus) (GraphStatus, error) {
 	if err := r.publish(ctx, own); err != nil {
 		return own, err
 	}
+	now := time.Now()
+	surveyErr := r.surveyIfDue(ctx, now)
 	list := &corev1.ConfigMapList{}
 	err := r.Client.List(ctx, list, client.InNamespace(r.Namespace),
 		client.MatchingLabels{LabelFleetStatusOf: contract.LabelValue(own.Graph)})
 	if err != nil {
 		return own, fmt.Errorf("listing the replicas' fleet status of graph %s: %w", own.Graph, err)
 	}
-	now := time.Now()
-	return r.merge(own, list.Items, now), r.pruneIfDue(ctx, now)
+	merged := r.merge(own, list.Items, now)
+	merged.AwaitingReplicas = r.awaiting(list.Items, now)
+	return merged, surveyErr
+}
+
+// awaiting returns the peers, other than this replica, without a live
+// record among records (one graph's), sorted.
+func (r *ReplicaStatus) awaiting(records []corev1.ConfigMap, now time.Time) []string {
+	heard := map[string]bool{contract.LabelValue(r.Replica): true}
+	for i := range records {
+		if !isExpired(&records[i], r.TTL, now) {
+			heard[records[i].Labels[LabelReplica]] = true
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for peer := range r.peers {
+		if !heard[peer] {
+			out = append(out, peer)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // expired returns the records that were not renewed within ttl: they
@@ -100,13 +130,14 @@ func expired(records []metav1.PartialObjectMetadata, ttl time.Duration, now time
 	return out
 }
 
-// pruneIfDue deletes, at most every TTL/3, the records of every graph
-// that expired: those of replicas that are gone (a killed pod's
-// replacement has another name, a scaled-away replica has none) and of
-// graphs that were deleted, which no one renews. They count for nothing
-// already; deleting them keeps them from piling up on the hub. Only
-// metadata is read.
-func (r *ReplicaStatus) pruneIfDue(ctx context.Context, now time.Time) error {
+// surveyIfDue reads, at most every TTL/3, the records of every graph: the
+// replicas with a live record are the peers, and the records that expired
+// are deleted: those of replicas that are gone (a killed pod's replacement
+// has another name, a scaled-away replica has none) and of graphs that
+// were deleted, which no one renews. They count for nothing already;
+// deleting them keeps them from piling up on the hub. Only metadata is
+// read.
+func (r *ReplicaStatus) surveyIfDue(ctx context.Context, now time.Time) error {
 	r.mu.Lock()
 	due := now.Sub(r.pruned) >= r.TTL/3
 	if due {
@@ -122,7 +153,26 @@ func (r *ReplicaStatus) pruneIfDue(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("listing the replicas' fleet status records: %w", err)
 	}
+	r.setPeers(peersOf(list.Items, r.TTL, now))
 	return r.prune(ctx, expired(list.Items, r.TTL, now))
+}
+
+func (r *ReplicaStatus) setPeers(peers map[string]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.peers = peers
+}
+
+// peersOf returns the replicas with a live record of ours among records.
+func peersOf(records []metav1.PartialObjectMetadata, ttl time.Duration, now time.Time) map[string]bool {
+	out := map[string]bool{}
+	for i := range records {
+		m := &records[i]
+		if m.Labels[contract.LabelManagedBy] == contract.ManagedBy && !isExpired(m, ttl, now) {
+			out[m.Labels[LabelReplica]] = true
+		}
+	}
+	return out
 }
 
 // Forget deletes this replica's record of a graph that was removed, so

@@ -84,3 +84,26 @@ func TestReplicaStatusExpired(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a", "dead", "unstamped"}, names)
 }
+
+// TestReplicaStatusAwaitsPeersNewToAGraph: a replica that keeps live
+// records of other graphs but none of this one has not reported its
+// clusters yet; one that reported, this replica and expired peers are not
+// awaited.
+func TestReplicaStatusAwaitsPeersNewToAGraph(t *testing.T) {
+	now := time.Now()
+	meta := func(replica string, renewed time.Time) metav1.PartialObjectMetadata {
+		cm := replicaRecord(t, replica, renewed)
+		cm.Labels[contract.LabelManagedBy] = contract.ManagedBy
+		return metav1.PartialObjectMetadata{ObjectMeta: cm.ObjectMeta}
+	}
+	r := &ReplicaStatus{Replica: "a", TTL: time.Minute}
+	r.setPeers(peersOf([]metav1.PartialObjectMetadata{
+		meta("a", now), meta("b", now), meta("c", now), meta("gone", now.Add(-2*time.Minute)),
+	}, r.TTL, now))
+
+	assert.Equal(t, []string{"b", "c"}, r.awaiting(nil, now), "a new graph: no one else reported")
+	assert.Equal(t, []string{"c"}, r.awaiting([]corev1.ConfigMap{replicaRecord(t, "b", now)}, now))
+	assert.Equal(t, []string{"c"}, r.awaiting([]corev1.ConfigMap{
+		replicaRecord(t, "b", now), replicaRecord(t, "c", now.Add(-2*time.Minute)),
+	}, now), "an expired record is no report")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -233,13 +234,18 @@ func (r *RGDReconciler) status(rgd *v1alpha1.ResourceGraphDefinition, g *graph.G
 	} else {
 		st.TopologicalOrder, st.Resources = order(g)
 		st.LastIssuedRevision = max(st.LastIssuedRevision, g.Revision)
-		fleet := r.Registry.Status(rgd.Name).Summary()
+		gs := r.Registry.Status(rgd.Name)
+		fleet := gs.Summary()
 		st.Fleet = fleet
 		kind := g.Instance.GVK.Kind
-		if fleet.Unhealthy > 0 {
+		switch {
+		case len(gs.AwaitingReplicas) > 0:
+			setCondition(&st, v1alpha1.ConditionKindReady, metav1.ConditionFalse, "AwaitingReplicas",
+				fmt.Sprintf("kind %s: the clusters of hub replicas %s are not known yet", kind, strings.Join(gs.AwaitingReplicas, ", ")), gen)
+		case fleet.Unhealthy > 0:
 			setCondition(&st, v1alpha1.ConditionKindReady, metav1.ConditionFalse, "Failed",
 				fmt.Sprintf("kind %s cannot be served on %d of %d clusters", kind, fleet.Unhealthy, fleet.Clusters), gen)
-		} else {
+		default:
 			setCondition(&st, v1alpha1.ConditionKindReady, metav1.ConditionTrue, "Ready",
 				fmt.Sprintf("kind %s has been accepted and ready on %d clusters", kind, fleet.Clusters), gen)
 		}

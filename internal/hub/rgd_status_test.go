@@ -1,13 +1,17 @@
 package hub
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 // Ready and state follow kro: Active and Ready only when GraphAccepted,
@@ -39,4 +43,54 @@ func TestReadyFollowsItsDependents(t *testing.T) {
 	setReady(st, 1)
 	assert.Equal(t, v1alpha1.StateInactive, st.State, "nothing known yet is not Active")
 	assert.Equal(t, metav1.ConditionUnknown, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady).Status)
+}
+
+// statusOnly is a Registry whose graphs have the given fleet status.
+type statusOnly struct{ GraphStatus }
+
+func (statusOnly) Register(context.Context, *v1alpha1.ResourceGraphDefinition) (*graph.Graph, error) {
+	return nil, nil
+}
+func (statusOnly) Serving(string) *graph.Graph { return nil }
+func (statusOnly) Remove(context.Context, *v1alpha1.ResourceGraphDefinition) (bool, error) {
+	return true, nil
+}
+func (s statusOnly) Status(string) GraphStatus { return s.GraphStatus }
+
+// An RGD is not Ready while a cluster it is placed on has not served it
+// (Pending, Unreachable) or while a hub replica has not reported its
+// clusters; it is Ready once every listed cluster serves it.
+func TestRGDIsNotReadyUntilEveryClusterServes(t *testing.T) {
+	rgd := &v1alpha1.ResourceGraphDefinition{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(`
+metadata: {name: paint, generation: 1}
+spec:
+  schema: {apiVersion: v1alpha1, kind: Paint, spec: {color: string}}
+  resources:
+  - id: config
+    template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}, data: {color: '${schema.spec.color}'}}
+`), rgd))
+	g, err := graph.Compile(rgd, graph.Options{})
+	require.NoError(t, err)
+	established := ClusterStatus{Cluster: "a", CRD: CRDEstablished}
+	for _, tc := range []struct {
+		name   string
+		status GraphStatus
+		ready  metav1.ConditionStatus
+		reason string
+	}{
+		{"pending", GraphStatus{Clusters: []ClusterStatus{established, {Cluster: "b", CRD: CRDPending}}}, metav1.ConditionFalse, "Failed"},
+		{"unreachable", GraphStatus{Clusters: []ClusterStatus{established, {Cluster: "b", CRD: CRDUnreachable}}}, metav1.ConditionFalse, "Failed"},
+		{"awaiting a replica", GraphStatus{Clusters: []ClusterStatus{established}, AwaitingReplicas: []string{"r2"}}, metav1.ConditionFalse, "AwaitingReplicas"},
+		{"served everywhere", GraphStatus{Clusters: []ClusterStatus{established}}, metav1.ConditionTrue, "Ready"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &RGDReconciler{Registry: statusOnly{tc.status}}
+			st := r.status(rgd, g, nil)
+			kind := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionKindReady)
+			require.NotNil(t, kind)
+			assert.Equal(t, tc.reason, kind.Reason)
+			assert.Equal(t, tc.ready, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady).Status)
+		})
+	}
 }

@@ -115,11 +115,15 @@ func (f *FanOut) ensureShared(ctx context.Context, c Cluster, g *graph.Graph) er
 // reports whether it ran the whole Ensure.
 func (f *FanOut) runFlight(ctx context.Context, c Cluster, g *graph.Graph, key sharedKey, full bool) (establishedCRD, bool, error) {
 	if !full {
+		clock := newStepClock(f.opts.OnStep, g.Name, c.Name)
 		want := f.shared.standing(key)
-		same, err := sameCRD(ctx, c.Cluster, g, want)
+		reqCtx, cancel := f.request(ctx)
+		same, err := sameCRD(reqCtx, c.Cluster, g, want)
+		cancel()
 		if err != nil {
 			return establishedCRD{}, false, err
 		}
+		clock.lap(StepConfirm)
 		if same {
 			return want, false, nil
 		}

@@ -3,9 +3,11 @@ package hub
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,23 +32,32 @@ import (
 // The API server lists its OpenAPI v3 documents with a content hash in each
 // URL. A verdict is kept per graph and set of document URLs, so spokes that
 // serve the same documents (a fleet on one Kubernetes version with the same
-// CRDs) share one check: a spoke costs one small GET of the listing, and a
-// document is fetched and parsed only for a set of hashes not seen yet.
-// Nothing is kept per spoke, so a fleet of thousands holds no copies of the
-// documents. A spoke that serves no OpenAPI v3 listing describes no kind:
-// there is nothing to check.
+// CRDs) share one check: a spoke costs one small GET of the listing. A
+// document listed under a content hash is fetched and parsed once, whoever
+// lists it, and kept for the checks of later graphs (sharedDoc): parsing
+// core/v1's document again for every new graph was most of a new graph's
+// fan-out time. Nothing is kept per spoke, so a fleet of thousands holds one
+// copy of each distinct document, not one per spoke. A spoke that serves no
+// OpenAPI v3 listing describes no kind: there is nothing to check.
 
 // maxVerdicts bounds the verdicts kept; all are dropped when it is reached
 // (old graph versions and schema sets fall out that way).
 const maxVerdicts = 256
 
-// spokeSchemas holds the verdicts. The zero value is ready to use; it is
-// safe for concurrent use.
+// maxSharedDocs bounds the parsed documents kept; all are dropped when it
+// is reached (documents of CRDs changed since fall out that way).
+const maxSharedDocs = 64
+
+// spokeSchemas holds the verdicts and the parsed documents. The zero value
+// is ready to use; it is safe for concurrent use.
 type spokeSchemas struct {
 	mu       sync.Mutex
 	verdicts map[schemaVerdictKey]error
+	docs     map[string]*sharedDoc // by server-relative URL, hash included
 	// openAPI returns a cluster's OpenAPI v3 client; tests replace it.
 	openAPI func(cluster.Cluster) (openapi.Client, error)
+	// timeout bounds each request to a spoke (FanOutOptions.RequestTimeout).
+	timeout time.Duration
 }
 
 // schemaVerdictKey is one graph checked against one set of documents,
@@ -97,7 +108,7 @@ func (e *schemaUnread) Unwrap() error { return e.err }
 func (s *spokeSchemas) check(cl cluster.Cluster, g *graph.Graph) error {
 	newClient := s.openAPI
 	if newClient == nil {
-		newClient = clusterOpenAPI
+		newClient = func(cl cluster.Cluster) (openapi.Client, error) { return clusterOpenAPI(cl, s.timeout) }
 	}
 	client, err := newClient(cl)
 	if err != nil {
@@ -120,8 +131,7 @@ func (s *spokeSchemas) check(cl cluster.Cluster, g *graph.Graph) error {
 			return verdict
 		}
 	}
-	r := resolver.New(listedPaths{client: client, paths: paths}, resolver.Options{})
-	err = g.CheckSchemas(spokeResolver{r})
+	err = g.CheckSchemas(spokeResolver{s.documents(client, paths)})
 	switch {
 	case errors.Is(err, graph.ErrSchemaUnavailable):
 		return err
@@ -139,8 +149,14 @@ func (s *spokeSchemas) check(cl cluster.Cluster, g *graph.Graph) error {
 	return err
 }
 
-func clusterOpenAPI(cl cluster.Cluster) (openapi.Client, error) {
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cl.GetConfig(), cl.GetHTTPClient())
+// clusterOpenAPI is cl's OpenAPI v3 client; its requests end after
+// timeout (0: none).
+func clusterOpenAPI(cl cluster.Cluster, timeout time.Duration) (openapi.Client, error) {
+	hc := cl.GetHTTPClient()
+	if timeout > 0 {
+		hc = boundedHTTP(cl, timeout)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cl.GetConfig(), hc)
 	if err != nil {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
@@ -219,10 +235,125 @@ func splitErrors(err error) []error {
 	return out
 }
 
+// documents returns the resolver of one check: each group-version's
+// document is the shared one for its URL when the URL carries a content
+// hash, else one fetched for this check alone.
+func (s *spokeSchemas) documents(client openapi.Client, paths map[string]openapi.GroupVersion) *checkResolver {
+	return &checkResolver{s: s, client: client, paths: paths}
+}
+
+// sharedDoc is one content-hashed document, parsed once. Its resolver
+// fetches through the latest spoke that listed it: the hash says they all
+// serve the same bytes, and no spoke's client is held once another lists
+// it.
+type sharedDoc struct {
+	source *latestSource
+	r      *resolver.Resolver
+}
+
+// doc returns the shared document listed at path with gv's client, making
+// it if it is new.
+func (s *spokeSchemas) doc(path string, gv openapi.GroupVersion) *sharedDoc {
+	url := gv.ServerRelativeURL()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.docs[url]
+	if d == nil {
+		if s.docs == nil || len(s.docs) >= maxSharedDocs {
+			s.docs = map[string]*sharedDoc{}
+		}
+		src := &latestSource{}
+		// A content-hashed document never changes: keep it, and never
+		// fetch it again for a kind it lacks.
+		forever := time.Duration(math.MaxInt64)
+		d = &sharedDoc{source: src, r: resolver.New(src.client(path), resolver.Options{TTL: forever, RefetchAfterMiss: forever})}
+		s.docs[url] = d
+	}
+	d.source.set(gv)
+	return d
+}
+
+// latestSource is an openapi.GroupVersion that reads through the one set
+// last.
+type latestSource struct {
+	mu sync.Mutex
+	gv openapi.GroupVersion
+}
+
+func (l *latestSource) set(gv openapi.GroupVersion) {
+	l.mu.Lock()
+	l.gv = gv
+	l.mu.Unlock()
+}
+
+func (l *latestSource) current() openapi.GroupVersion {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.gv
+}
+
+func (l *latestSource) Schema(contentType string) ([]byte, error) {
+	return l.current().Schema(contentType)
+}
+
+func (l *latestSource) ServerRelativeURL() string { return l.current().ServerRelativeURL() }
+
+// client lists l alone, at path.
+func (l *latestSource) client(path string) openapi.Client {
+	return listedPaths{paths: map[string]openapi.GroupVersion{path: l}}
+}
+
+// checkResolver resolves kinds for one check, group-version by
+// group-version, from the documents the spoke lists.
+type checkResolver struct {
+	s      *spokeSchemas
+	client openapi.Client
+	paths  map[string]openapi.GroupVersion
+	own    *resolver.Resolver // documents without a hash
+}
+
+var (
+	_ graph.SchemaResolver = &checkResolver{}
+	_ graph.ScopeResolver  = &checkResolver{}
+)
+
+// resolverFor returns the resolver of gv's document; nil when the spoke
+// lists none.
+func (c *checkResolver) resolverFor(gv schema.GroupVersion) *resolver.Resolver {
+	path := openAPIPath(gv)
+	doc, ok := c.paths[path]
+	if !ok {
+		return nil
+	}
+	if strings.Contains(doc.ServerRelativeURL(), "hash=") {
+		return c.s.doc(path, doc).r
+	}
+	if c.own == nil {
+		c.own = resolver.New(listedPaths{client: c.client, paths: c.paths}, resolver.Options{})
+	}
+	return c.own
+}
+
+func (c *checkResolver) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
+	r := c.resolverFor(gvk.GroupVersion())
+	if r == nil {
+		return nil, fmt.Errorf("%w: the API server does not serve %s", graph.ErrSchemaNotFound, gvk.GroupVersion())
+	}
+	return r.ResolveSchema(gvk)
+}
+
+func (c *checkResolver) IsNamespaced(gvk schema.GroupVersionKind) (bool, error) {
+	r := c.resolverFor(gvk.GroupVersion())
+	if r == nil {
+		return false, fmt.Errorf("%w: the API server does not serve %s", graph.ErrSchemaNotFound, gvk.GroupVersion())
+	}
+	return r.IsNamespaced(gvk)
+}
+
 // spokeResolver reads a spoke's OpenAPI. A cluster that serves no OpenAPI
 // document for a kind (or none at all) does not describe it: the kind is
 // typed dyn there, as graph.ErrSchemaNotFound makes CheckSchemas do.
-type spokeResolver struct{ r *resolver.Resolver }
+type spokeResolver struct{ r *checkResolver }
 
 var (
 	_ graph.SchemaResolver = spokeResolver{}

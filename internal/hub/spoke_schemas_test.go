@@ -167,3 +167,28 @@ func BenchmarkSpokeSchemasSteadyState(b *testing.B) {
 		}
 	}
 }
+
+func TestSpokeSchemasParseAHashedDocumentOnceForEveryGraph(t *testing.T) {
+	one, other := &docClient{doc: gizmoDoc("integer")}, &docClient{doc: gizmoDoc("integer")}
+	f := fanOutWith(map[string]openapi.Client{"one": one, "other": other})
+
+	require.NoError(t, f.checkSpokeSchemas(spoke("one"), gizmoGraph(t)))
+	require.NoError(t, f.checkSpokeSchemas(spoke("other"), gizmoGraph(t)), "a new graph, another spoke, the same document")
+	require.NoError(t, f.checkSpokeSchemas(spoke("one"), gizmoGraph(t)))
+
+	assert.Equal(t, 1, one.fetched()+other.fetched(), "the document is fetched and parsed once, whoever lists it")
+}
+
+func TestSpokeSchemasFetchAChangedDocumentAgain(t *testing.T) {
+	c := &docClient{doc: gizmoDoc("integer")}
+	f := fanOutWith(map[string]openapi.Client{"spoke": c})
+	require.NoError(t, f.checkSpokeSchemas(spoke("spoke"), gizmoGraph(t)))
+
+	c.mu.Lock()
+	c.doc = gizmoDoc("string") // the CRD changed: a new hash
+	c.mu.Unlock()
+
+	err := f.checkSpokeSchemas(spoke("spoke"), gizmoGraph(t))
+	require.ErrorIs(t, err, ErrIncompatible)
+	assert.Equal(t, 2, c.fetched())
+}

@@ -94,6 +94,11 @@ type ClusterStatus struct {
 type GraphStatus struct {
 	Graph    string
 	Clusters []ClusterStatus
+	// AwaitingReplicas names, when hub replicas share the fleet, the
+	// replicas that serve other graphs but have not reported their
+	// clusters for this one yet: those clusters are missing from Clusters
+	// until they do. Empty for a lone hub.
+	AwaitingReplicas []string
 }
 
 // Summary condenses s into the bounded form written to the RGD's status:
@@ -127,9 +132,15 @@ func (s GraphStatus) Summary() *v1alpha1.FleetStatus {
 // Failures, if set before use, lists the clusters the provider could not
 // engage, each with its reason (see FailuresOf); Snapshot shows them with
 // state NotEngaged.
+//
+// Expected, if set before use, says which clusters should serve a graph
+// (see Expectation); Snapshot shows each of them that has no state yet as
+// Pending, so a new graph's status lists every cluster from its first
+// moment, and a cluster the prober finds unreachable as Unreachable.
 type Tracker struct {
 	OnChange func(graph string)
 	Failures func() map[string]string
+	Expected func(graph string) Expectation
 
 	mu          sync.Mutex
 	graphs      map[string]map[string]*ClusterStatus
@@ -221,7 +232,12 @@ func (t *Tracker) SetReachable(ctx context.Context, cluster string, err error) b
 		}
 		t.unreachable[cluster] = err.Error()
 	}
-	touched := t.graphsOnLocked(cluster)
+	// Every graph lists every engaged cluster it is placed on (Pending
+	// before its first fan-out), so each may show the change.
+	touched := make([]string, 0, len(t.graphs))
+	for g := range t.graphs {
+		touched = append(touched, g)
+	}
 	reachable.WithLabelValues(cluster).Set(map[bool]float64{true: 1, false: 0}[err == nil])
 	t.mu.Unlock()
 	for _, g := range touched {
@@ -230,21 +246,11 @@ func (t *Tracker) SetReachable(ctx context.Context, cluster string, err error) b
 	return err == nil || !was
 }
 
-func (t *Tracker) graphsOnLocked(cluster string) []string {
-	var out []string
-	for g, byCluster := range t.graphs {
-		if _, ok := byCluster[cluster]; ok {
-			out = append(out, g)
-		}
-	}
-	return out
-}
-
 // DropCluster forgets cluster for every graph (it was disengaged).
 func (t *Tracker) DropCluster(cluster string) {
 	t.mu.Lock()
 	delete(t.unreachable, cluster)
-	var touched []string
+	touched := make([]string, 0, len(t.graphs))
 	for g, byCluster := range t.graphs {
 		if cur, ok := byCluster[cluster]; ok {
 			delete(byCluster, cluster)
@@ -252,8 +258,23 @@ func (t *Tracker) DropCluster(cluster string) {
 			// engagement would sit beside it (recordState deletes the
 			// state it knows was last).
 			crdState.DeleteLabelValues(g, cluster, string(cur.CRD))
-			touched = append(touched, g)
 		}
+		// Every graph may have listed it, as Pending at least.
+		touched = append(touched, g)
+	}
+	t.mu.Unlock()
+	for _, g := range touched {
+		t.notify(g)
+	}
+}
+
+// Engaged tells every graph's status that cluster joined: each lists it
+// at once (Pending, see Expected), before any fan-out there reports.
+func (t *Tracker) Engaged(cluster string) {
+	t.mu.Lock()
+	touched := make([]string, 0, len(t.graphs))
+	for g := range t.graphs {
+		touched = append(touched, g)
 	}
 	t.mu.Unlock()
 	for _, g := range touched {
@@ -279,27 +300,63 @@ type InstanceCount struct {
 	Generation int64
 }
 
-// Snapshot returns graph's status on every cluster it was tracked on,
+// Expectation is what a graph's status must list even before any fan-out
+// reported: the clusters that are engaged and placed to serve the graph,
+// each with why it waits ("" when nothing holds it back but the fan-out
+// itself), and the generation they are to serve.
+type Expectation struct {
+	Generation int64
+	Clusters   map[string]string
+}
+
+// pendingMessage explains a Pending cluster that nothing else holds back.
+const pendingMessage = "waiting for the first fan-out to this cluster to finish"
+
+// Snapshot returns graph's status on every cluster it was tracked on and
+// every cluster Expected lists (Pending until its first fan-out finishes),
 // completed with instance counts from counts (keyed by cluster name).
 func (t *Tracker) Snapshot(graph string, counts map[string]InstanceCount) GraphStatus {
 	var failed map[string]string
 	if t.Failures != nil {
 		failed = t.Failures()
 	}
+	var expected Expectation
+	if t.Expected != nil {
+		expected = t.Expected(graph)
+	}
 	t.mu.Lock()
 	out := GraphStatus{Graph: graph}
 	byCluster, known := t.graphs[graph]
-	engaged := make(map[string]bool, len(byCluster))
-	for _, c := range byCluster {
-		engaged[c.Cluster] = true
-		cs := *c
-		n := counts[c.Cluster]
+	if !known && len(expected.Clusters) > 0 {
+		// Known from now on, so that a change of reachability tells it.
+		if t.graphs == nil {
+			t.graphs = map[string]map[string]*ClusterStatus{}
+		}
+		byCluster, known = map[string]*ClusterStatus{}, true
+		t.graphs[graph] = byCluster
+	}
+	engaged := make(map[string]bool, len(byCluster)+len(expected.Clusters))
+	add := func(cs ClusterStatus) {
+		engaged[cs.Cluster] = true
+		n := counts[cs.Cluster]
 		cs.Instances, cs.ReadyInstances = n.Total, n.Ready
 		cs.Serving, cs.ServedGeneration = n.Serving, n.Generation
-		if why, ok := t.unreachable[c.Cluster]; ok {
+		if why, ok := t.unreachable[cs.Cluster]; ok {
 			cs.CRD, cs.Message = CRDUnreachable, why
 		}
 		out.Clusters = append(out.Clusters, cs)
+	}
+	for _, c := range byCluster {
+		add(*c)
+	}
+	for name, why := range expected.Clusters {
+		if _, ok := byCluster[name]; ok {
+			continue
+		}
+		if why == "" {
+			why = pendingMessage
+		}
+		add(ClusterStatus{Cluster: name, CRD: CRDPending, Message: why, Generation: expected.Generation})
 	}
 	t.mu.Unlock()
 	for name, why := range failed {

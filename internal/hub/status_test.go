@@ -1,6 +1,8 @@
 package hub_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -62,4 +64,52 @@ func TestDroppedClustersAndGraphsLeaveTheSnapshot(t *testing.T) {
 
 	tr.DropGraph("g1")
 	assert.Empty(t, tr.Snapshot("g1", nil).Clusters)
+}
+
+// Every cluster that should serve a graph is in its status from the
+// start: Pending until a fan-out reports, Unreachable when the prober says
+// so, with the reason it waits; a cluster nobody expects is not listed.
+func TestExpectedClustersArePendingUntilTheirFirstFanOut(t *testing.T) {
+	tr := &hub.Tracker{Expected: func(g string) hub.Expectation {
+		if g != "g" {
+			return hub.Expectation{}
+		}
+		return hub.Expectation{Generation: 3, Clusters: map[string]string{"a": "", "b": "", "c": "revision 2 waits: wave 2"}}
+	}}
+	tr.SetReachable(context.Background(), "b", errors.New("no answer to /readyz within 1s"))
+
+	st := tr.Snapshot("g", nil)
+	require.Len(t, st.Clusters, 3)
+	assert.Equal(t, hub.CRDPending, st.Clusters[0].CRD)
+	assert.EqualValues(t, 3, st.Clusters[0].Generation)
+	assert.NotEmpty(t, st.Clusters[0].Message)
+	assert.Equal(t, hub.CRDUnreachable, st.Clusters[1].CRD)
+	assert.Equal(t, "no answer to /readyz within 1s", st.Clusters[1].Message)
+	assert.Equal(t, "revision 2 waits: wave 2", st.Clusters[2].Message)
+	s := st.Summary()
+	assert.EqualValues(t, 3, s.Unhealthy, "a cluster that has not served the graph is not healthy")
+	assert.Zero(t, s.Established)
+	assert.Empty(t, tr.Snapshot("other", nil).Clusters)
+
+	tr.Record(context.Background(), "g", "a", 3, hub.CRDEstablished, "")
+	st = tr.Snapshot("g", nil)
+	assert.Equal(t, hub.CRDEstablished, st.Clusters[0].CRD, "a fan-out's report replaces Pending")
+	assert.EqualValues(t, 2, st.Summary().Unhealthy)
+}
+
+// A cluster that joins, leaves or changes reachability reaches every
+// graph's status, also a graph that lists it only as expected.
+func TestClusterChangesNotifyEveryGraph(t *testing.T) {
+	var notified []string
+	tr := &hub.Tracker{
+		OnChange: func(g string) { notified = append(notified, g) },
+		Expected: func(string) hub.Expectation { return hub.Expectation{Clusters: map[string]string{"a": ""}} },
+	}
+	tr.Snapshot("new", nil) // listed, with no fan-out report yet
+
+	tr.Engaged("b")
+	tr.SetReachable(context.Background(), "a", errors.New("down"))
+	tr.DropCluster("a")
+
+	assert.Equal(t, []string{"new", "new", "new"}, notified)
 }

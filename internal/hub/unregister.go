@@ -45,6 +45,10 @@ func DeleteUnusedCRDs(ctx context.Context, clusters []Cluster, g *graph.Graph) e
 }
 
 func deleteIfUnused(ctx context.Context, cl cluster.Cluster, g *graph.Graph) error {
+	// Each request is bounded: a spoke that hangs fails this attempt, and
+	// the caller retries.
+	ctx, cancel := context.WithTimeout(ctx, 3*DefaultRequestTimeout)
+	defer cancel()
 	crd, err := getCRD(ctx, cl.GetAPIReader(), g.CRD.Name)
 	if err != nil {
 		return client.IgnoreNotFound(err)

@@ -111,6 +111,25 @@ func (p *Planner) assignment(graphName string, clusters []Cluster) (*plan, map[s
 	return pl, assign(spec, placed, labelsOf), nil
 }
 
+// DecideEngaged is Decide for every engaged cluster at once: cluster name
+// to "" (revision rev may be served there now) or the reason it may not,
+// and the clusters placed to serve the graph. Before the rollouts are
+// loaded no cluster is known to be unplaced: all count as placed, each
+// with ErrNotLoaded as its reason.
+func (p *Planner) DecideEngaged(graphName string, rev int64) (map[string]string, map[string]bool) {
+	clusters := p.clusters()
+	decided, placed := p.decideAll(graphName, rev, clusters)
+	p.mu.Lock()
+	loaded := p.loaded
+	p.mu.Unlock()
+	if !loaded {
+		for _, c := range clusters {
+			placed[c.Name] = true
+		}
+	}
+	return decided, placed
+}
+
 // decideAll is Decide for every one of clusters at once: cluster name to
 // "" (serve) or the reason it may not, and whether it is placed.
 func (p *Planner) decideAll(graphName string, rev int64, clusters []Cluster) (map[string]string, map[string]bool) {

@@ -55,7 +55,7 @@ func (m *member) evalAuthored(inst *unstructured.Unstructured, o *outcome, built
 	self["status"] = status
 	vals := maps.Clone(o.vals)
 	vals["schema"] = self
-	return m.g.Conditions(graph.Values(vals))
+	return m.g.Conditions(o.ctx, graph.Values(vals))
 }
 
 // keepShown appends the shown conditions whose types wire lacks.

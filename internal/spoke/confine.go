@@ -3,33 +3,88 @@ package spoke
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// ErrOutsideNamespace is wrapped by the error of a child that
-// Options.ConfineToNamespace refuses: a namespaced instance rendered it in
-// another namespace, or cluster-scoped. The child is not written and the
-// instance goes to ERROR with reason OutsideNamespace.
+// Options.ConfineToNamespace is enforced here, in the runtime, at the
+// moment a child would be written or an external reference read: the
+// runtime is what writes and reads, a graph compiled once may be served by
+// runtimes with and without the option (a platform's own agent embeds the
+// runtime alone), and refusing per instance keeps deletion working for
+// instances made before the option was turned on. The refusal names the
+// resource id and the object, on the instance (ERROR, reason
+// OutsideNamespace) and in a Warning event; nothing is written, and no
+// watch is opened for a refused reference.
+//
+// Confined, an instance's children and external references stay in its
+// namespace: a namespaced object elsewhere, any cluster-scoped object, and
+// a selector reaching beyond the namespace (one without a namespace is
+// scoped to the instance's) are refused. A cluster-scoped instance has no
+// namespace to stay in: its children and references are refused unless its
+// graph is one of Options.ClusterScopedGraphs, which the platform trusts
+// and which runs unconfined, as kro.
+
+// ErrOutsideNamespace is wrapped by the error of a child or external
+// reference that Options.ConfineToNamespace refuses: a namespaced instance
+// rendered it in another namespace or of a cluster-scoped kind, or the
+// instance is cluster-scoped and its graph is not one of
+// Options.ClusterScopedGraphs. The child is not written (the reference not
+// read) and the instance goes to ERROR with reason OutsideNamespace.
 var ErrOutsideNamespace = errors.New("outside the instance's namespace")
 
 // reasonOutsideNamespace is the node's reason for a refused child.
 const reasonOutsideNamespace = "OutsideNamespace"
 
 // confined checks, when Options.ConfineToNamespace is set, that child u
-// (its namespace defaulted already) of a namespaced instance stays in the
-// instance's namespace. Cluster-scoped instances are not confined.
+// (its namespace defaulted already) stays in the instance's namespace.
 func (m *member) confined(inst *unstructured.Unstructured, gvk schema.GroupVersionKind, u *unstructured.Unstructured, namespaced bool) error {
-	ns := inst.GetNamespace()
-	if !m.c.opts.ConfineToNamespace || ns == "" {
+	return m.confinedTo(inst, describe(gvk, u.GetNamespace(), u.GetName(), namespaced), u.GetNamespace(), namespaced)
+}
+
+// confinedRef checks, when Options.ConfineToNamespace is set, that an
+// external reference (its namespace defaulted already) stays in the
+// instance's namespace.
+func (m *member) confinedRef(inst *unstructured.Unstructured, ref resolvedRef, namespaced bool) error {
+	object := describe(ref.gvk, ref.namespace, ref.name, namespaced)
+	if ref.selector != nil {
+		object = fmt.Sprintf("%s selected by %q", ref.gvk.Kind, ref.selector.String())
+	}
+	return m.confinedTo(inst, object, ref.namespace, namespaced)
+}
+
+// confinedTo checks an object (described for messages) in namespace ns.
+func (m *member) confinedTo(inst *unstructured.Unstructured, object, ns string, namespaced bool) error {
+	if !m.c.opts.ConfineToNamespace {
 		return nil
 	}
+	home := inst.GetNamespace()
 	switch {
+	case home == "" && m.c.clusterScopedAllowed():
+		return nil
+	case home == "":
+		return fmt.Errorf("%s would be %w: the instance is cluster-scoped, and graph %q is not one of the cluster-scoped graphs allowed", object, ErrOutsideNamespace, m.g.Name)
 	case !namespaced:
-		return fmt.Errorf("%s %s is cluster-scoped, %w %q", gvk.Kind, u.GetName(), ErrOutsideNamespace, ns)
-	case u.GetNamespace() != ns:
-		return fmt.Errorf("%s %s/%s is in namespace %q, %w %q", gvk.Kind, u.GetNamespace(), u.GetName(), u.GetNamespace(), ErrOutsideNamespace, ns)
+		return fmt.Errorf("%s is cluster-scoped, %w %q", object, ErrOutsideNamespace, home)
+	case ns != home:
+		return fmt.Errorf("%s is in namespace %q, %w %q", object, ns, ErrOutsideNamespace, home)
 	}
 	return nil
+}
+
+// clusterScopedAllowed reports whether Options.ClusterScopedGraphs lists
+// the controller's graph.
+func (c *controller) clusterScopedAllowed() bool {
+	return slices.Contains(c.opts.ClusterScopedGraphs, c.g.Name)
+}
+
+// describe is "Kind namespace/name", or "Kind name" for a cluster-scoped
+// kind.
+func describe(gvk schema.GroupVersionKind, ns, name string, namespaced bool) string {
+	if namespaced {
+		return fmt.Sprintf("%s %s/%s", gvk.Kind, ns, name)
+	}
+	return gvk.Kind + " " + name
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -37,10 +38,9 @@ type controller struct {
 	mu      sync.Mutex
 	idle    *sync.Cond // on mu: a member's busy count dropped
 	members map[multicluster.ClusterName]*member
-	busy    map[*member]int // reconciles in flight per member
-	// parked holds, per member, requests set aside while the member had
-	// its share of workers (isolation.go).
-	parked map[*member]map[mcreconcile.Request]struct{}
+	// loads holds, per member, the reconciles in flight and the requests
+	// parked, by namespace (slots.go).
+	loads map[*member]*load
 	// onEmpty, if set, is called (in a goroutine) whenever the last member
 	// detaches; the Runtime uses it to stop versions nobody serves anymore.
 	onEmpty func()
@@ -61,17 +61,13 @@ func newController(parent context.Context, name string, g *graph.Graph, opts Opt
 		g:    g,
 		opts: opts,
 		log:  opts.Logger.WithValues("controller", name, "graph", g.Name),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[mcreconcile.Request](),
-			// The queue is named after the graph, not this version of it,
-			// so its metrics keep one name across graph updates.
-			workqueue.TypedRateLimitingQueueConfig[mcreconcile.Request]{Name: QueueName(g.Name)},
-		),
+		// The queue is named after the graph, not this version of it, so
+		// its metrics keep one name across graph updates.
+		queue:   newQueue(QueueName(g.Name)),
 		ctx:     ctx,
 		cancel:  cancel,
 		members: map[multicluster.ClusterName]*member{},
-		busy:    map[*member]int{},
-		parked:  map[*member]map[mcreconcile.Request]struct{}{},
+		loads:   map[*member]*load{},
 		// Per member, this was 12 KiB each on a hub with 5 graphs on
 		// 1,000 clusters.
 		defaults: crdschema.StorageSchema(g.CRD),
@@ -139,10 +135,10 @@ func (c *controller) detach(m *member) {
 		delete(c.members, m.cluster)
 	}
 	empty := len(c.members) == 0
-	for c.busy[m] > 0 {
+	for c.busyLocked(m) > 0 {
 		c.idle.Wait()
 	}
-	delete(c.parked, m)
+	delete(c.loads, m)
 	c.mu.Unlock()
 	m.cleanup()
 	if empty && c.onEmpty != nil {
@@ -165,8 +161,9 @@ func (c *controller) liveLocked(name multicluster.ClusterName) *member {
 }
 
 // acquire returns the live member for req's cluster and counts a reconcile
-// in flight on it until release; nil if there is none. If the member has its
-// share of workers busy, req is parked until one of them is released.
+// in flight on it until release; nil if there is none. If req does not fit
+// in its cluster's or its namespace's share (slots.go), it is parked until
+// a reconcile of its cluster is released.
 func (c *controller) acquire(req mcreconcile.Request) (m *member, parked bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -174,24 +171,44 @@ func (c *controller) acquire(req mcreconcile.Request) (m *member, parked bool) {
 	if m == nil {
 		return nil, false
 	}
-	if c.parkLocked(m, req) {
+	l := c.loads[m]
+	if l == nil {
+		l = newLoad()
+		c.loads[m] = l
+	}
+	if !l.admit(req, c.shareLocked(), m.spansNamespaces()) {
 		return nil, true
 	}
-	c.busy[m]++
 	return m, false
 }
 
-func (c *controller) release(m *member) {
+// release ends a reconcile of m in namespace ns, and puts back in the
+// queue the parked requests of m that fit now.
+func (c *controller) release(m *member, ns string) {
 	c.mu.Lock()
-	if c.busy[m]--; c.busy[m] <= 0 {
-		delete(c.busy, m)
-		c.idle.Broadcast()
+	var next []types.NamespacedName
+	if l := c.loads[m]; l != nil {
+		l.done(ns)
+		if l.busy <= 0 {
+			c.idle.Broadcast()
+		}
+		next = l.unpark(c.shareLocked(), m.spansNamespaces())
+		if l.idle() {
+			delete(c.loads, m)
+		}
 	}
-	next := c.unparkLocked(m)
 	c.mu.Unlock()
-	for _, req := range next {
-		c.queue.Add(req)
+	for _, name := range next {
+		c.queue.Add(mcreconcile.Request{ClusterName: m.cluster, Request: reconcileRequest(name)})
 	}
+}
+
+// busyLocked is the number of m's reconciles in flight.
+func (c *controller) busyLocked(m *member) int {
+	if l := c.loads[m]; l != nil {
+		return l.busy
+	}
+	return 0
 }
 
 // retire ends the member serving the named cluster, if any, and waits until
@@ -206,7 +223,7 @@ func (c *controller) retire(name multicluster.ClusterName) {
 	}
 	m.cancel() // acquire hands it out no more
 	c.mu.Lock()
-	for c.busy[m] > 0 {
+	for c.busyLocked(m) > 0 {
 		c.idle.Wait()
 	}
 	c.mu.Unlock()
@@ -265,7 +282,7 @@ func (c *controller) process(req mcreconcile.Request) {
 		c.queue.Forget(req)
 		return
 	}
-	defer c.release(m)
+	defer c.release(m, req.Namespace)
 	start := time.Now()
 	after, err := m.reconcileSafely(req.NamespacedName)
 	cluster := req.ClusterName.String()

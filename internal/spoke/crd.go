@@ -139,7 +139,7 @@ func (m *member) rewatchInstances() {
 	}
 	delay := m.c.opts.GateRetry
 	for m.ctx.Err() == nil {
-		if err := m.watch(inst, instanceHandler{m}); err == nil {
+		if err := m.watch(inst, m.newInstanceHandler()); err == nil {
 			m.log.V(1).Info("instance watch restarted after the CRD came back")
 			return
 		}

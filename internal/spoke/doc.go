@@ -15,7 +15,13 @@
 // A graph's workers are shared among its clusters: one cluster has at most
 // its share in flight (Options.Workers divided by the clusters served), so a
 // hung cluster holds only its own share, and every call a reconcile makes to
-// a cluster is bounded by Options.CallTimeout. A watch a reconcile needs
+// a cluster is bounded by Options.CallTimeout. Within a cluster the share is
+// divided among the namespaces that have work in the same way, and one slot
+// is kept for a namespace with nothing in flight, so a tenant whose
+// instances are slow to reconcile delays only itself; the queue hands
+// requests out in turns of clusters and namespaces, and failed requests are
+// retried under a rate limit per namespace (slots.go, fair_queue.go,
+// retry_limiter.go). A watch a reconcile needs
 // starts in the background; the reconcile waits for its initial list no
 // longer than for any other call.
 //
@@ -60,6 +66,8 @@
 // clusters. A child is
 // pruned only after every desired child was applied without error; an
 // instance's children are deleted in reverse DAG waves behind contract.Finalizer.
+// Children the finalizer never got to (it was removed by hand) are
+// collected once their instance is confirmed gone (orphans.go).
 //
 // Nothing that is not ours is written or deleted. Before a child is first
 // applied, the metadata cache of its kind is consulted: an existing object

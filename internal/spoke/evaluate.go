@@ -1,6 +1,7 @@
 package spoke
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -28,6 +29,10 @@ const (
 const (
 	reasonEvaluationFailed = "EvaluationFailed"
 	reasonApplyFailed      = "ApplyFailed"
+	// reasonLimitExceeded is an evaluation stopped by one of the graph's
+	// Limits (graph.ErrLimit): the message names the resource, the
+	// expression (truncated) and the limit.
+	reasonLimitExceeded = "LimitExceeded"
 )
 
 // nodeResult is the outcome of one node.
@@ -43,6 +48,11 @@ type nodeResult struct {
 
 // outcome is the result of evaluating the whole graph for one instance.
 type outcome struct {
+	// ctx carries the reconcile's evaluation budget (graph.WithBudget):
+	// every evaluation of this reconcile, status projections included,
+	// charges it.
+	ctx      context.Context
+	budget   *graph.Budget
 	vals     graph.Values
 	nodes    map[string]*nodeResult
 	applied  []InventoryEntry
@@ -59,7 +69,11 @@ type outcome struct {
 // in parallel. A node runs only when every dependency is ready. full
 // bypasses the memory of unchanged applies.
 func (m *member) evaluate(inst *unstructured.Unstructured, full bool) *outcome {
-	out := &outcome{vals: graph.Values{"schema": inst.Object}, nodes: map[string]*nodeResult{}, full: full}
+	budget := graph.NewBudget(m.g.Limits())
+	out := &outcome{
+		ctx: graph.WithBudget(m.ctx, budget), budget: budget,
+		vals: graph.Values{"schema": inst.Object}, nodes: map[string]*nodeResult{}, full: full,
+	}
 	for _, level := range m.g.Levels {
 		results := make([]*nodeResult, len(level))
 		if len(level) == 1 {
@@ -121,7 +135,7 @@ func (m *member) evalNode(inst *unstructured.Unstructured, n *graph.Node, o *out
 	if r := gate(n, o.nodes); r != nil {
 		return r
 	}
-	included, err := n.Included(o.vals)
+	included, err := n.Included(o.ctx, o.vals)
 	if err != nil {
 		return evalError(n, "includeWhen", err)
 	}
@@ -129,9 +143,9 @@ func (m *member) evalNode(inst *unstructured.Unstructured, n *graph.Node, o *out
 		return &nodeResult{state: nodeExcluded, message: fmt.Sprintf("%s: excluded by includeWhen", n.ID)}
 	}
 	if n.External {
-		return m.evalExternal(inst, n, o.vals)
+		return m.evalExternal(o.ctx, inst, n, o.vals)
 	}
-	return m.evalChildren(inst, n, o.vals, o.full)
+	return m.evalChildren(o.ctx, inst, n, o.vals, o.full)
 }
 
 // gate holds a node back while a dependency is excluded or not ready.
@@ -156,32 +170,46 @@ func gate(n *graph.Node, done map[string]*nodeResult) *nodeResult {
 	return nil
 }
 
-// evalChildren renders and applies every iteration of a node.
-func (m *member) evalChildren(inst *unstructured.Unstructured, n *graph.Node, vals graph.Values, full bool) *nodeResult {
-	iterations, err := n.Iterations(vals)
+// evalChildren renders and applies every iteration of a node, a batch at
+// a time (renderBatch), so that one reconcile never holds more than a
+// batch of rendered objects it has not applied yet. The children of every
+// node together are bounded by the graph's Limits (MaxChildren, counted by
+// Iterations; MaxRenderedBytes, counted by Render).
+func (m *member) evalChildren(ctx context.Context, inst *unstructured.Unstructured, n *graph.Node, vals graph.Values, full bool) *nodeResult {
+	iterations, err := n.Iterations(ctx, vals)
 	if err != nil {
 		return evalError(n, "forEach", err)
 	}
-	desired := make([]*unstructured.Unstructured, 0, len(iterations))
-	for _, it := range iterations {
-		u, err := n.Render(vals, it)
-		if err != nil {
-			return evalError(n, "template", err)
-		}
-		desired = append(desired, u)
-	}
-	applied := m.applyAll(inst, n, desired, full)
 	r := &nodeResult{state: nodeReady}
-	items := make([]any, 0, len(desired))
-	for _, a := range applied {
-		if a.err != nil {
-			return applyFailure(n, a, r)
+	items := make([]any, 0, len(iterations))
+	batch := m.renderBatch()
+	for start := 0; start < len(iterations); start += batch {
+		desired := make([]*unstructured.Unstructured, 0, batch)
+		for _, it := range iterations[start:min(start+batch, len(iterations))] {
+			u, err := n.Render(ctx, vals, it)
+			if err != nil {
+				failedR := evalError(n, "template", err)
+				failedR.entries = r.entries // applied already: not to be pruned
+				return failedR
+			}
+			desired = append(desired, u)
 		}
-		r.entries = append(r.entries, a.entry)
-		items = append(items, a.observed)
+		for _, a := range m.applyAll(inst, n, desired, full) {
+			if a.err != nil {
+				return applyFailure(n, a, r)
+			}
+			r.entries = append(r.entries, a.entry)
+			items = append(items, a.observed)
+		}
 	}
 	r.observed = observedValue(n.Collection, items)
-	return m.readiness(n, vals, r, items)
+	return m.readiness(ctx, n, vals, r, items)
+}
+
+// renderBatch is how many children of one node are rendered before they
+// are applied: a few rounds of ItemConcurrency.
+func (m *member) renderBatch() int {
+	return 4 * max(m.c.opts.ItemConcurrency, 1)
 }
 
 // applyFailure turns a child's apply error into the node's result: a
@@ -248,10 +276,10 @@ func (m *member) applySafely(inst *unstructured.Unstructured, n *graph.Node, u *
 }
 
 // readiness evaluates readyWhen on every observed item.
-func (m *member) readiness(n *graph.Node, vals graph.Values, r *nodeResult, items []any) *nodeResult {
+func (m *member) readiness(ctx context.Context, n *graph.Node, vals graph.Values, r *nodeResult, items []any) *nodeResult {
 	for _, item := range items {
 		obj, _ := item.(map[string]any)
-		ready, err := n.Ready(vals, obj)
+		ready, err := n.Ready(ctx, vals, obj)
 		if err != nil && !errors.Is(err, graph.ErrPending) {
 			failedR := evalError(n, "readyWhen", err)
 			failedR.entries, failedR.refs = r.entries, r.refs
@@ -280,6 +308,9 @@ func observedValue(collection bool, items []any) any {
 func evalError(n *graph.Node, what string, err error) *nodeResult {
 	if errors.Is(err, graph.ErrPending) {
 		return &nodeResult{state: nodePending, message: fmt.Sprintf("%s: %s waits for data: %v", n.ID, what, err)}
+	}
+	if errors.Is(err, graph.ErrLimit) {
+		return failed(n, reasonLimitExceeded, fmt.Errorf("%s: %w", what, err))
 	}
 	return failed(n, reasonEvaluationFailed, fmt.Errorf("%s: %w", what, err))
 }

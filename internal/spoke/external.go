@@ -1,6 +1,7 @@
 package spoke
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -14,8 +15,8 @@ import (
 // evalExternal reads an externalRef from the cluster's cache (watching its
 // kind), never writing it. A reference by name yields the object; one by
 // selector yields the list of matching objects.
-func (m *member) evalExternal(inst *unstructured.Unstructured, n *graph.Node, vals graph.Values) *nodeResult {
-	ref, err := n.Ref(vals)
+func (m *member) evalExternal(ctx context.Context, inst *unstructured.Unstructured, n *graph.Node, vals graph.Values) *nodeResult {
+	ref, err := n.Ref(ctx, vals)
 	if err != nil {
 		return evalError(n, "externalRef", err)
 	}
@@ -29,7 +30,9 @@ func (m *member) evalExternal(inst *unstructured.Unstructured, n *graph.Node, va
 	resolved := resolvedRef{gvk: ref.GVK, name: ref.Name}
 	if namespaced {
 		resolved.namespace = ref.Namespace
-		if resolved.namespace == "" && ref.Selector == nil {
+		// A selector without a namespace selects in every namespace, as
+		// kro's does, unless the instance is confined to its own.
+		if resolved.namespace == "" && (ref.Selector == nil || m.c.opts.ConfineToNamespace) {
 			resolved.namespace = defaultNamespace(inst)
 		}
 	}
@@ -39,6 +42,10 @@ func (m *member) evalExternal(inst *unstructured.Unstructured, n *graph.Node, va
 			return failed(n, reasonEvaluationFailed, fmt.Errorf("externalRef selector: %w", err))
 		}
 		resolved.selector = sel
+	}
+	// Refused before anything is watched or read (confine.go).
+	if err := m.confinedRef(inst, resolved, namespaced); err != nil {
+		return failed(n, reasonOutsideNamespace, err)
 	}
 	r := &nodeResult{state: nodeReady, refs: []resolvedRef{resolved}}
 	if err := m.ensureScoped(resolved); err != nil {
@@ -57,7 +64,7 @@ func (m *member) evalExternal(inst *unstructured.Unstructured, n *graph.Node, va
 		return r
 	}
 	r.observed = observedValue(resolved.selector != nil, items)
-	return m.readiness(n, vals, r, items)
+	return m.readiness(ctx, n, vals, r, items)
 }
 
 // readExternal returns the referenced objects from the reference's scoped

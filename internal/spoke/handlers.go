@@ -19,11 +19,16 @@ var (
 )
 
 // instanceHandler enqueues instances. Updates that only touch status,
-// finalizers or our child kinds are our own writes and are ignored.
-type instanceHandler struct{ m *member }
+// finalizers or our child kinds are our own writes and are ignored. Every
+// event also moves the registration's tally (counts.go).
+type instanceHandler struct {
+	m     *member
+	tally *instanceTally
+}
 
 func (h instanceHandler) OnAdd(obj any, _ bool) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
+		h.tally.added(u)
 		h.m.observeInstance(u)
 		h.m.enqueue(keyOf(u))
 	}
@@ -35,6 +40,7 @@ func (h instanceHandler) OnUpdate(oldObj, newObj any) {
 	if !ok1 || !ok2 {
 		return
 	}
+	h.tally.updated(o, n)
 	h.m.observeInstance(n)
 	if instanceChanged(o, n) {
 		h.m.enqueue(keyOf(n))
@@ -43,6 +49,8 @@ func (h instanceHandler) OnUpdate(oldObj, newObj any) {
 
 func (h instanceHandler) OnDelete(obj any) {
 	if u, ok := tombstone(obj).(*unstructured.Unstructured); ok {
+		h.tally.deleted(u)
+		h.m.orphans.suspect(u.GetUID())
 		h.m.enqueue(keyOf(u))
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 )
 
 // A hung cluster must delay only itself. Two things see to it here: every
@@ -13,7 +11,8 @@ import (
 // (callCtx), and a graph's workers are shared fairly among its clusters
 // (shareLocked): a cluster that has its share of reconciles in flight has
 // further requests parked until one of its own ends, so that the workers
-// left serve the other clusters.
+// left serve the other clusters. Within a cluster, the share is divided
+// among namespaces in the same way (slots.go).
 
 // callCtx bounds one call to the member's cluster by Options.CallTimeout.
 func (m *member) callCtx() (context.Context, context.CancelFunc) {
@@ -41,40 +40,6 @@ func (c *controller) shareLocked() int {
 		return c.opts.Workers
 	}
 	return max(1, (c.opts.Workers+live-1)/live)
-}
-
-// parkLocked sets req aside if its member has its share in flight already;
-// it reports whether it did.
-func (c *controller) parkLocked(m *member, req mcreconcile.Request) bool {
-	if c.busy[m] < c.shareLocked() {
-		return false
-	}
-	p := c.parked[m]
-	if p == nil {
-		p = map[mcreconcile.Request]struct{}{}
-		c.parked[m] = p
-	}
-	p[req] = struct{}{}
-	return true
-}
-
-// unparkLocked takes out the requests of m that fit in its share now; the
-// caller adds them to the queue once it has released mu.
-func (c *controller) unparkLocked(m *member) []mcreconcile.Request {
-	p := c.parked[m]
-	free := c.shareLocked() - c.busy[m]
-	var out []mcreconcile.Request
-	for req := range p {
-		if len(out) >= free {
-			break
-		}
-		out = append(out, req)
-		delete(p, req)
-	}
-	if len(p) == 0 {
-		delete(c.parked, m)
-	}
-	return out
 }
 
 // waitReady waits, at most Options.CallTimeout, until the member's

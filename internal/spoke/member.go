@@ -3,6 +3,7 @@ package spoke
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -52,8 +53,12 @@ type member struct {
 	written    map[types.NamespacedName]*writtenInstance
 	lastSeen   map[types.NamespacedName]seenInstance
 	states     map[types.NamespacedName]string
-	active     int // states that are contract.StateActive, so that count never scans
-	resyncAt   map[types.NamespacedName]time.Time
+	// tally counts the instances the instance cache holds (counts.go).
+	tally atomic.Pointer[instanceTally]
+	// orphans finds and deletes children whose instance is gone
+	// (orphans.go).
+	orphans  *orphanage
+	resyncAt map[types.NamespacedName]time.Time
 	// listed records, per instance UID, the kinds outside the graph that
 	// were listed for its children (see extraKinds).
 	listed map[types.UID]map[schema.GroupVersionKind]bool
@@ -67,6 +72,12 @@ type member struct {
 	// defaults is the controller's (shared, read-only) instance schema
 	// for defaulting.
 	defaults *structuralschema.Structural
+
+	// perNamespace counts states by namespace (made on first use); spans
+	// is set while it holds more than one namespace. slots.go reads spans
+	// under the controller's lock, which must never wait for mu.
+	perNamespace map[string]int
+	spans        atomic.Bool
 }
 
 // seenInstance is what the instance watch last delivered for a name.
@@ -106,7 +117,8 @@ func newMember(c *controller, e *engagement) *member {
 		resyncAt:   map[types.NamespacedName]time.Time{},
 		listed:     map[types.UID]map[schema.GroupVersionKind]bool{},
 	}
-	m.cleanups = append(m.cleanups, func() { stop() })
+	m.orphans = newOrphanage(m)
+	m.cleanups = append(m.cleanups, func() { stop() }, m.orphans.stop)
 	return m
 }
 
@@ -138,10 +150,11 @@ func (m *member) open() error {
 	}
 	inst := &unstructured.Unstructured{}
 	inst.SetGroupVersionKind(m.g.Instance.GVK)
-	if err := m.watch(inst, instanceHandler{m}); err != nil {
+	if err := m.watch(inst, m.newInstanceHandler()); err != nil {
 		return err
 	}
 	m.followCRD()
+	m.startOrphanage()
 	return nil
 }
 
@@ -179,7 +192,7 @@ func (m *member) enqueueAfter(key types.NamespacedName, d time.Duration) {
 	m.c.queue.AddAfter(mcreconcile.Request{ClusterName: m.cluster, Request: reconcileRequest(key)}, d)
 }
 
-// setState records an instance's state for Counts and the instances gauge.
+// setState records an instance's state for the instances gauge.
 // An empty state forgets the instance.
 func (m *member) setState(key types.NamespacedName, state string) {
 	m.mu.Lock()
@@ -189,12 +202,7 @@ func (m *member) setState(key types.NamespacedName, state string) {
 	} else {
 		m.states[key] = state
 	}
-	if had && old == contract.StateActive {
-		m.active--
-	}
-	if state == contract.StateActive {
-		m.active++
-	}
+	m.countNamespaceLocked(key.Namespace, had, state != "")
 	m.mu.Unlock()
 	if old == state || m.ctx.Err() != nil {
 		return
@@ -208,8 +216,25 @@ func (m *member) setState(key types.NamespacedName, state string) {
 	}
 }
 
-func (m *member) count() Count {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return Count{Total: len(m.states), Ready: m.active}
+// countNamespaceLocked keeps perNamespace and spans when an instance of
+// ns is first recorded (had false, has true) or forgotten.
+func (m *member) countNamespaceLocked(ns string, had, has bool) {
+	switch {
+	case !had && has:
+		if m.perNamespace == nil {
+			m.perNamespace = map[string]int{}
+		}
+		m.perNamespace[ns]++
+	case had && !has:
+		if m.perNamespace[ns]--; m.perNamespace[ns] <= 0 {
+			delete(m.perNamespace, ns)
+		}
+	default:
+		return
+	}
+	m.spans.Store(len(m.perNamespace) > 1)
 }
+
+// spansNamespaces reports whether the cluster has instances of the graph
+// in more than one namespace (cluster-scoped ones counting as one).
+func (m *member) spansNamespaces() bool { return m.spans.Load() }

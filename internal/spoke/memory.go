@@ -183,6 +183,7 @@ func (m *member) observeInstance(u *unstructured.Unstructured) {
 	defer m.mu.Unlock()
 	if old, ok := m.lastSeen[key]; ok && old.uid != u.GetUID() {
 		delete(m.owners, old.uid) // the name was given to a new instance
+		m.orphans.suspect(old.uid)
 	}
 	m.owners[u.GetUID()] = key
 	m.lastSeen[key] = seenInstance{uid: u.GetUID(), rv: u.GetResourceVersion()}

@@ -40,4 +40,5 @@ func forgetClusterMetrics(graphName, cluster string) {
 	reconcileErrors.DeletePartialMatch(labels)
 	reconcileDuration.DeletePartialMatch(labels)
 	instancesByState.DeletePartialMatch(labels)
+	orphansCollected.DeletePartialMatch(labels)
 }

@@ -2,6 +2,7 @@ package spoke
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -33,6 +34,9 @@ const (
 	// DefaultCallTimeout bounds, by default, each call to a spoke's API
 	// server and each wait for a new watch's initial list.
 	DefaultCallTimeout = 30 * time.Second
+	// DefaultOrphanGrace is how long, by default, a child whose instance
+	// is gone is left before it is deleted (orphans.go).
+	DefaultOrphanGrace = 30 * time.Second
 )
 
 // GateFunc decides whether a graph may be served on a cluster yet. It is
@@ -47,8 +51,11 @@ type Options struct {
 	// Workers is the number of instances of one graph reconciled
 	// concurrently, across all clusters. One cluster gets at most its share
 	// of them, Workers divided by the number of clusters served (rounded
-	// up), so that a hung cluster holds only its own share. Defaults to
-	// DefaultWorkers.
+	// up), so that a hung cluster holds only its own share; within a
+	// cluster, a namespace gets at most that share divided by the
+	// namespaces with work (rounded up), and once the cluster has instances
+	// in several namespaces, one slot of its share is kept for a namespace
+	// with nothing in flight. Defaults to DefaultWorkers.
 	Workers int
 	// CallTimeout bounds each call a reconcile makes to a cluster (reads,
 	// applies, patches, deletes, lists) and how long it waits for a new
@@ -87,13 +94,33 @@ type Options struct {
 	// to ERROR naming it (reason OwnershipConflict). An object labelled for
 	// another instance is never taken over.
 	AdoptUnowned bool
-	// ConfineToNamespace keeps a namespaced instance's children in the
-	// instance's namespace: a child rendered in another namespace, or of a
-	// cluster-scoped kind, is not written, and the instance goes to ERROR
-	// (reason OutsideNamespace) naming the resource id, the object and
-	// both namespaces. Cluster-scoped instances are not confined. Defaults
-	// to false, as kro: templates may place children in any namespace.
+	// ConfineToNamespace keeps each instance's children and external
+	// references in the instance's namespace (confine.go): a child rendered
+	// in another namespace, or of a cluster-scoped kind, is not written; an
+	// externalRef naming another namespace or a cluster-scoped kind is not
+	// read, and one by selector without a namespace selects (and watches)
+	// in the instance's namespace only. The children and references of a
+	// cluster-scoped instance are all refused, unless its graph is one of
+	// ClusterScopedGraphs. A refused instance goes to ERROR (reason
+	// OutsideNamespace) naming the resource id and the object. Defaults to
+	// false, as kro: templates and references may use any namespace.
 	ConfineToNamespace bool
+	// ClusterScopedGraphs names the graphs (RGD names) whose cluster-scoped
+	// instances ConfineToNamespace lets through: graphs the platform trusts,
+	// such as one that sets up a tenant's namespace, run unconfined as in
+	// kro. List only graphs tenants cannot write. Defaults to none: under
+	// ConfineToNamespace no cluster-scoped instance writes or reads
+	// anything. Without ConfineToNamespace it has no effect.
+	ClusterScopedGraphs []string
+	// OrphanGrace is how long a child whose owning instance no longer
+	// exists (its finalizer was removed by hand, say, or its deletion was
+	// interrupted) is left before the Runtime deletes it. Only children
+	// labelled as the graph's and written by FieldManager are deleted,
+	// once a live read confirms that no instance has their owner's UID;
+	// children left on purpose by a release (the orphan option, a cluster
+	// leaving the fleet) are not. Defaults to DefaultOrphanGrace; a
+	// negative value turns the collection off.
+	OrphanGrace time.Duration
 	// Logger is the logger. Defaults to controller-runtime's log.Log named
 	// "spoke".
 	Logger logr.Logger
@@ -121,9 +148,13 @@ func (o Options) withDefaults() Options {
 	if o.CallTimeout == 0 {
 		o.CallTimeout = DefaultCallTimeout
 	}
+	if o.OrphanGrace == 0 {
+		o.OrphanGrace = DefaultOrphanGrace
+	}
 	if o.GateRetryMax <= 0 {
 		o.GateRetryMax = DefaultGateRetryMax
 	}
+	o.ClusterScopedGraphs = slices.Clone(o.ClusterScopedGraphs)
 	if o.Logger.GetSink() == nil {
 		o.Logger = log.Log.WithName("spoke")
 	}

@@ -34,6 +34,9 @@ func (m *member) recordChild(key childKey, owner types.UID, node string, uid typ
 	if !ok || old.owner != owner {
 		m.byOwner[owner] = append(m.byOwner[owner], key)
 	}
+	if _, live := m.owners[owner]; !live {
+		m.orphans.suspect(owner) // orphans.go
+	}
 }
 
 // dropChild forgets a child that is gone.
@@ -46,6 +49,7 @@ func (m *member) dropChild(key childKey) {
 	}
 	delete(m.owned, key)
 	m.unlinkLocked(old.owner, key)
+	m.orphans.childGone(old.owner)
 }
 
 // unlinkLocked removes key from owner's children. An instance has few

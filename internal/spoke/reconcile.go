@@ -61,6 +61,9 @@ func (m *member) reconcile(key types.NamespacedName) (time.Duration, error) {
 // orphaned.
 func (m *member) release(inst *unstructured.Unstructured) (time.Duration, error) {
 	if slices.Contains(inst.GetFinalizers(), contract.Finalizer) {
+		if err := m.markReleased(inst); err != nil { // release.go
+			return 0, err
+		}
 		rest := slices.DeleteFunc(slices.Clone(inst.GetFinalizers()), func(f string) bool { return f == contract.Finalizer })
 		if _, err := m.patchFinalizers(inst, rest); err != nil {
 			return 0, err

@@ -22,12 +22,14 @@ var (
 // ErrInvalidGraph is returned by Serve for a graph it cannot run.
 var ErrInvalidGraph = errors.New("spoke: invalid graph")
 
-// Count is how many instances of a graph one cluster holds, as last
-// reconciled.
+// Count is how many instances of a graph one cluster holds, as the
+// cluster's instance cache shows them: right as soon as the instance watch
+// has its initial list, whether or not they were reconciled since the
+// process started (counts.go).
 type Count struct {
-	// Total is the number of instances reconciled at least once.
+	// Total is the number of instances in the cache.
 	Total int
-	// Ready is the number of those whose state is ACTIVE.
+	// Ready is the number of those whose status.state is ACTIVE.
 	Ready int
 }
 

@@ -6,11 +6,13 @@ import (
 	"maps"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 // The messages and reasons of the built-in conditions, kro v0.9.3's words:
@@ -38,8 +40,12 @@ func (m *member) writeStatus(inst *unstructured.Unstructured, o *outcome, pruneE
 	fields, err := m.statusFields(o)
 	if err != nil && o.failed == nil {
 		state = contract.StateError
-		conds[1] = condition{contract.ConditionGraphResolved, "False", reasonEvaluationFailed, "status: " + err.Error()}
-		conds[3] = condition{contract.ConditionReady, "False", reasonEvaluationFailed, "status: " + err.Error()}
+		reason := reasonEvaluationFailed
+		if errors.Is(err, graph.ErrLimit) {
+			reason = reasonLimitExceeded
+		}
+		conds[1] = condition{contract.ConditionGraphResolved, "False", reason, "status: " + err.Error()}
+		conds[3] = condition{contract.ConditionReady, "False", reason, "status: " + err.Error()}
 	}
 	wire := dated(wireConditions(inst), conds, inst.GetGeneration())
 	if m.g.HasConditions() {
@@ -56,7 +62,7 @@ func (m *member) statusFields(o *outcome) (fields map[string]any, err error) {
 			err = panicError("status", r)
 		}
 	}()
-	return m.g.Status(o.vals)
+	return m.g.Status(o.ctx, o.vals)
 }
 
 // summarize turns an outcome into a state and the four conditions, in the
@@ -67,10 +73,10 @@ func summarize(o *outcome, pruneErr error) (string, []condition) {
 	resources := condition{contract.ConditionResourcesReady, "True", "AllResourcesReady", MessageResourcesReady}
 	state := contract.StateActive
 	switch {
-	case o.failed != nil && o.failed.reason == reasonEvaluationFailed:
+	case o.failed != nil && (o.failed.reason == reasonEvaluationFailed || o.failed.reason == reasonLimitExceeded):
 		state = contract.StateError
-		resolved = condition{contract.ConditionGraphResolved, "False", reasonEvaluationFailed, o.failed.message}
-		resources = condition{contract.ConditionResourcesReady, "False", reasonEvaluationFailed, o.failed.message}
+		resolved = condition{contract.ConditionGraphResolved, "False", o.failed.reason, o.failed.message}
+		resources = condition{contract.ConditionResourcesReady, "False", o.failed.reason, o.failed.message}
 	case o.failed != nil:
 		state = contract.StateError
 		resources = condition{contract.ConditionResourcesReady, "False", o.failed.reason, o.failed.message}
@@ -156,11 +162,29 @@ func dated(old any, conds []condition, generation int64) []any {
 			}
 		}
 		out = append(out, map[string]any{
-			"type": c.Type, "status": c.Status, "reason": c.Reason, "message": c.Message,
+			"type": c.Type, "status": c.Status, "reason": c.Reason, "message": truncateMessage(c.Message),
 			"observedGeneration": generation, "lastTransitionTime": at,
 		})
 	}
 	return out
+}
+
+// maxConditionMessage bounds a condition's message: it may join the
+// messages of many resources, each quoting an expression (already cut to
+// the graph's Limits.MaxMessageExpression).
+const maxConditionMessage = 4 << 10
+
+// truncateMessage cuts a condition's message to maxConditionMessage bytes,
+// on a character boundary, marking the cut.
+func truncateMessage(s string) string {
+	if len(s) <= maxConditionMessage {
+		return s
+	}
+	cut := maxConditionMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func sameJSON(a, b any) bool {

@@ -1,6 +1,8 @@
 // Package secret provides clusters from kubeconfig Secrets on the hub, safe
-// by default: a kubeconfig that would make the hub run a program or read a
-// local file is refused unless the embedder opts in.
+// by default: a kubeconfig that would make the hub run a program, read a
+// local file, go through a proxy it names, skip TLS verification, speak
+// plain HTTP or dial a loopback, link-local or metadata address is refused
+// unless the embedder opts in.
 //
 // # Secrets
 //
@@ -60,13 +62,43 @@
 // Options.Safety allows them. A server URL with credentials in it is refused
 // as invalid.
 //
+// The same writer could aim the hub at what only the hub can reach: its own
+// loopback services, the cloud's instance metadata (169.254.169.254), any
+// in-cluster Service, and read the outcome in the Secret's events, a
+// server-side request forgery and port-scan oracle. So, unless Safety
+// allows them, a cluster's proxy-url, insecure-skip-tls-verify and http://
+// servers are refused, and every address the hub dials for a kubeconfig
+// passes an address policy: loopback (and 0.0.0.0) and link-local and
+// metadata addresses are refused, private ones accepted unless
+// Safety.DenyPrivate, and Safety.AllowedCIDRs and DeniedCIDRs override the
+// kinds (the longer prefix wins). An address in the kubeconfig is checked
+// when the Secret is read; a name is checked when it is dialled: it is
+// resolved, every address it resolves to must pass (one refused address
+// refuses the name), and the connection goes to a checked address, never to
+// the name again. This holds for every connection of the cluster's clients
+// for as long as it is engaged (the check is the rest.Config's Dial, which
+// copies of the configuration keep), so a name whose answer changes later
+// (DNS rebinding) is refused then. A proxy of the hub's environment
+// (HTTPS_PROXY) is the embedder's and is dialled as such; the server behind
+// it is checked before each request goes to it, and the proxy resolves the
+// name again. A proxy a kubeconfig names (AllowProxyURL) is checked like a
+// server, and the server behind it is the proxy's business.
+//
+// A refusal is reported as UnsafeKubeconfig, on the Secret and in the hub's
+// fleet status (NotEngaged), and waits for the Secret to change. What the
+// provider says about a server it could not use is short and made of fixed
+// phrases (connection refused, no answer within the timeout, a certificate
+// not trusted, the status code of an answer): never a response body or a
+// reason phrase the server chose, at most 256 bytes; the whole error goes to
+// the hub's log at V(1).
+//
 // A Secret that cannot be used (missing key: ErrMissingKubeconfig; malformed
-// kubeconfig: ErrInvalidKubeconfig; refused feature: ErrUnsafeKubeconfig;
-// unreachable server or rejected credentials) is reported with a Warning
-// Event on the Secret and a log line, and skipped; the other clusters are not
-// affected. An unreachable server is retried with backoff; the other problems
-// wait for the Secret to change. Events, logs and errors name the fields and
-// entries concerned, never their values.
+// kubeconfig: ErrInvalidKubeconfig; refused feature or address:
+// ErrUnsafeKubeconfig; unreachable server or rejected credentials) is
+// reported with a Warning Event on the Secret and a log line, and skipped;
+// the other clusters are not affected. An unreachable server is retried with
+// backoff; the other problems wait for the Secret to change. Events, logs
+// and errors name the fields and entries concerned, never their values.
 //
 // # Wiring
 //
@@ -80,4 +112,7 @@
 //	...
 //	err = mgr.Start(ctx) // starts the provider: an embedder that starts
 //	                     // only mgr.GetLocalManager() gets no clusters
+//
+// A local test fleet whose API servers listen on 127.0.0.1 needs
+// secret.Options{Safety: secret.Safety{AllowLoopback: true}}.
 package secret

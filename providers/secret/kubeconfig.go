@@ -3,8 +3,10 @@ package secret
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"sort"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -13,8 +15,10 @@ import (
 
 var (
 	// ErrUnsafeKubeconfig means a kubeconfig would make the hub run a program
-	// (an exec credential plugin), use an auth-provider plugin, or read a
-	// file of the hub's file system, and the Options did not allow it.
+	// (an exec credential plugin), use an auth-provider plugin, read a file
+	// of the hub's file system, go through a proxy it names, skip TLS
+	// verification, speak plain HTTP or dial an address the policy refuses
+	// (ErrRefusedAddress), and the Options did not allow it.
 	ErrUnsafeKubeconfig = errors.New("unsafe kubeconfig")
 
 	// ErrInvalidKubeconfig means a kubeconfig cannot be parsed or does not
@@ -32,9 +36,12 @@ var (
 	ErrDuplicateServer = errors.New("API server registered twice")
 )
 
-// Safety says which kubeconfig features a Provider accepts. The zero value
-// accepts none of them: a kubeconfig must carry its credentials and
-// certificates inline.
+// Safety says which kubeconfig features a Provider accepts and which
+// addresses it lets the hub dial. The zero value accepts none of the
+// features (a kubeconfig must carry its credentials and certificates
+// inline, and reach its server directly over verified TLS) and refuses
+// loopback, link-local and metadata addresses; private and public
+// addresses are accepted. Every field defaults to false or empty.
 type Safety struct {
 	// AllowExec accepts exec credential plugins (users[].user.exec), which
 	// run a program on the hub with the hub's privileges.
@@ -45,6 +52,40 @@ type Safety struct {
 	// AllowLocalFiles accepts fields that name a file on the hub:
 	// certificate-authority, client-certificate, client-key and tokenFile.
 	AllowLocalFiles bool
+	// AllowProxyURL accepts a cluster's proxy-url. The hub then connects to
+	// that proxy (its address is checked like a server's), and the proxy
+	// reaches the server for it: the server's address is the proxy's to
+	// check. Proxies of the hub's environment (HTTPS_PROXY, NO_PROXY) are
+	// the embedder's choice and are used as client-go uses them; the
+	// server behind one is checked before the request goes to it.
+	AllowProxyURL bool
+	// AllowInsecureTLS accepts insecure-skip-tls-verify: the hub would
+	// send the kubeconfig's credentials to whoever answers at the address.
+	AllowInsecureTLS bool
+	// AllowPlainHTTP accepts http:// servers: credentials and traffic
+	// travel unencrypted.
+	AllowPlainHTTP bool
+	// AllowLoopback accepts servers on loopback addresses (127.0.0.0/8,
+	// ::1, and 0.0.0.0/8 and ::, which reach the local host) and names
+	// that resolve to them: the hub's own host or pod. Local test fleets
+	// need it.
+	AllowLoopback bool
+	// AllowLinkLocal accepts link-local addresses (169.254.0.0/16,
+	// fe80::/10), where clouds serve instance metadata and credentials
+	// (169.254.169.254), and the metadata addresses outside them
+	// (100.100.100.200, fd00:ec2::254).
+	AllowLinkLocal bool
+	// DenyPrivate refuses private addresses (10.0.0.0/8, 172.16.0.0/12,
+	// 192.168.0.0/16, 100.64.0.0/10, fc00::/7), where in-cluster Services
+	// and a platform's own network live. Off by default: spokes usually
+	// sit on private networks.
+	DenyPrivate bool
+	// AllowedCIDRs and DeniedCIDRs accept or refuse the addresses in them
+	// whatever their kind; where both match, the longer prefix decides and
+	// a tie refuses. DeniedCIDRs 0.0.0.0/0 and ::/0 with the spokes'
+	// networks in AllowedCIDRs admits those networks alone. Multicast and
+	// broadcast addresses are refused unless in AllowedCIDRs.
+	AllowedCIDRs, DeniedCIDRs []netip.Prefix
 }
 
 // parseKubeconfig parses data and reduces it to its current context. It
@@ -112,9 +153,17 @@ func (s Safety) validateUser(name string, u *clientcmdapi.AuthInfo) []error {
 
 func (s Safety) validateCluster(name string, c *clientcmdapi.Cluster) []error {
 	var problems []error
+	unsafe := func(what, allow string) {
+		problems = append(problems, fmt.Errorf("%w: cluster %q %s (set %s to accept it)", ErrUnsafeKubeconfig, name, what, allow))
+	}
 	if c.CertificateAuthority != "" && !s.AllowLocalFiles {
-		problems = append(problems, fmt.Errorf("%w: cluster %q uses a local file (certificate-authority) "+
-			"(set AllowLocalFiles to accept it)", ErrUnsafeKubeconfig, name))
+		unsafe("uses a local file (certificate-authority)", "AllowLocalFiles")
+	}
+	if c.ProxyURL != "" && !s.AllowProxyURL {
+		unsafe("goes through a proxy (proxy-url)", "AllowProxyURL")
+	}
+	if c.InsecureSkipTLSVerify && !s.AllowInsecureTLS {
+		unsafe("skips TLS verification (insecure-skip-tls-verify)", "AllowInsecureTLS")
 	}
 	u, err := url.Parse(c.Server)
 	switch {
@@ -125,15 +174,57 @@ func (s Safety) validateCluster(name string, c *clientcmdapi.Cluster) []error {
 	case u.User != nil:
 		problems = append(problems, fmt.Errorf("%w: cluster %q has credentials in its server URL",
 			ErrInvalidKubeconfig, name))
+	default:
+		if u.Scheme == "http" && !s.AllowPlainHTTP {
+			unsafe("speaks plain HTTP (an http:// server)", "AllowPlainHTTP")
+		}
+		problems = append(problems, s.validateHost(name, u.Hostname())...)
 	}
 	return problems
+}
+
+// validateHost refuses a server given as an address the policy refuses,
+// or as "localhost"; other names are checked when they are dialled.
+func (s Safety) validateHost(cluster, host string) []error {
+	addr, err := netip.ParseAddr(host)
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		addr, err = netip.IPv6Loopback(), nil
+	}
+	if err != nil {
+		return nil
+	}
+	if r := s.checkAddress(addr); r != nil {
+		return []error{r.about(fmt.Sprintf("cluster %q has its server on", cluster))}
+	}
+	return nil
 }
 
 // restConfig parses data, validates it against s and only then builds the
 // rest.Config of its current context. It never runs a plugin: client-go
 // creates exec and auth-provider authenticators lazily, and a validated
-// config has neither (unless allowed).
+// config has neither (unless allowed). Every connection of a client built
+// from it is dialled through the address policy (dialGuard), which copies
+// of the configuration keep.
 func (s Safety) restConfig(data []byte) (*rest.Config, error) {
+	rc, err := s.checkedConfig(data)
+	if err != nil {
+		return nil, err
+	}
+	s.guard(rc, newDialGuard(s))
+	return rc, nil
+}
+
+// guard makes every connection of rc go through g.
+func (s Safety) guard(rc *rest.Config, g *dialGuard) {
+	rc.Dial = g.DialContext
+	if rc.Proxy == nil {
+		g.envProxy = environmentProxy()
+		rc.Proxy = g.proxy
+	}
+}
+
+// checkedConfig is restConfig without the guard.
+func (s Safety) checkedConfig(data []byte) (*rest.Config, error) {
 	cfg, err := parseKubeconfig(data)
 	if err != nil {
 		return nil, err
@@ -153,7 +244,10 @@ func (s Safety) validateREST(rc *rest.Config) error {
 	switch {
 	case rc.ExecProvider != nil && !s.AllowExec,
 		rc.AuthProvider != nil && !s.AllowAuthProvider,
-		!s.AllowLocalFiles && (rc.CAFile != "" || rc.CertFile != "" || rc.KeyFile != "" || rc.BearerTokenFile != ""):
+		!s.AllowLocalFiles && (rc.CAFile != "" || rc.CertFile != "" || rc.KeyFile != "" || rc.BearerTokenFile != ""),
+		rc.Proxy != nil && !s.AllowProxyURL,
+		rc.Insecure && !s.AllowInsecureTLS,
+		strings.HasPrefix(strings.ToLower(rc.Host), "http://") && !s.AllowPlainHTTP:
 		return fmt.Errorf("%w: client configuration uses a refused feature", ErrUnsafeKubeconfig)
 	}
 	return nil

@@ -15,7 +15,7 @@ import (
 // changed by edit.
 func kubeconfig(t *testing.T, edit func(c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo)) []byte {
 	t.Helper()
-	c := &clientcmdapi.Cluster{Server: "https://127.0.0.1:6443", CertificateAuthorityData: []byte("ca")}
+	c := &clientcmdapi.Cluster{Server: "https://203.0.113.10:6443", CertificateAuthorityData: []byte("ca")}
 	u := &clientcmdapi.AuthInfo{Token: "s3cr3t-token"}
 	if edit != nil {
 		edit(c, u)
@@ -75,7 +75,7 @@ func TestSafetyRefusesWhatWouldRunOrReadFiles(t *testing.T) {
 			caFile(c, u)
 		}, safety: Safety{AllowExec: true}, wantErr: ErrUnsafeKubeconfig, field: "certificate-authority"},
 		{name: "credentials in the server URL", edit: func(c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
-			c.Server = "https://admin:hunter2@127.0.0.1:6443"
+			c.Server = "https://admin:hunter2@203.0.113.10:6443"
 		}, wantErr: ErrInvalidKubeconfig},
 		{name: "no server", edit: func(c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) { c.Server = "" },
 			wantErr: ErrInvalidKubeconfig},
@@ -99,7 +99,7 @@ func TestSafetyRefusesWhatWouldRunOrReadFiles(t *testing.T) {
 
 func TestSafetyChecksOnlyTheCurrentContext(t *testing.T) {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["spoke"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:6443"}
+	cfg.Clusters["spoke"] = &clientcmdapi.Cluster{Server: "https://203.0.113.10:6443"}
 	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: "t"}
 	cfg.AuthInfos["unused"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{Command: "sh"}}
 	cfg.Contexts["ctx"] = &clientcmdapi.Context{Cluster: "spoke", AuthInfo: "admin"}
@@ -149,7 +149,7 @@ func TestRestConfigReportsBadInputWithoutQuotingIt(t *testing.T) {
 func TestRestConfigKeepsInlineCredentials(t *testing.T) {
 	rc, err := Safety{}.restConfig(kubeconfig(t, nil))
 	require.NoError(t, err)
-	assert.Equal(t, "https://127.0.0.1:6443", rc.Host)
+	assert.Equal(t, "https://203.0.113.10:6443", rc.Host)
 	assert.Equal(t, "s3cr3t-token", rc.BearerToken)
 	assert.Nil(t, rc.ExecProvider)
 }

@@ -94,8 +94,11 @@ type Options struct {
 	// cache DefaultTransform here to keep them. Defaults to none.
 	ClusterOptions []cluster.Option
 	// Safety lists the kubeconfig features accepted beyond inline
-	// credentials. Defaults to none: exec and auth-provider plugins and
-	// local files are refused with ErrUnsafeKubeconfig.
+	// credentials and verified TLS, and the addresses the hub may dial.
+	// Defaults to the zero Safety: exec and auth-provider plugins, local
+	// files, proxy-url, insecure-skip-tls-verify, http:// servers and
+	// loopback, link-local and metadata addresses are refused with
+	// ErrUnsafeKubeconfig; private and public addresses are accepted.
 	Safety Safety
 }
 

@@ -6,11 +6,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +51,10 @@ const (
 )
 
 var fleet *fgtesting.Fleet
+
+// onLoopback lets the provider dial the test fleet's API servers, which
+// listen on 127.0.0.1 only; it refuses loopback addresses by default.
+var onLoopback = secret.Safety{AllowLoopback: true}
 
 // logs holds everything the provider logged, to check it for credentials.
 var logs = &syncBuffer{}
@@ -103,7 +112,7 @@ func TestMain(m *testing.M) {
 
 func TestSecretsEngageTheirClusters(t *testing.T) {
 	ns := newNamespace(t)
-	p, rec := startProvider(t, ns, secret.Options{})
+	p, rec := startProvider(t, ns, secret.Options{Safety: onLoopback})
 	spokes := fleet.Spokes()
 
 	for _, s := range spokes {
@@ -135,7 +144,7 @@ func TestEngagedClusterFeedsAMulticlusterController(t *testing.T) {
 	probe := "probe-" + ns
 	var mu sync.Mutex
 	var seen []mcreconcile.Request
-	_, _ = startProvider(t, ns, secret.Options{}, func(mgr mcmanager.Manager) {
+	_, _ = startProvider(t, ns, secret.Options{Safety: onLoopback}, func(mgr mcmanager.Manager) {
 		err := mcbuilder.ControllerManagedBy(mgr).Named("configmaps-" + ns).For(&corev1.ConfigMap{}).
 			Complete(mcreconcile.Func(func(_ context.Context, req mcreconcile.Request) (reconcile.Result, error) {
 				if req.Name == probe {
@@ -165,7 +174,7 @@ func TestEngagedClusterFeedsAMulticlusterController(t *testing.T) {
 
 func TestClusterNameAnnotationAndLabelUpdates(t *testing.T) {
 	ns := newNamespace(t)
-	p, rec := startProvider(t, ns, secret.Options{})
+	p, rec := startProvider(t, ns, secret.Options{Safety: onLoopback})
 	spoke := fleet.Spokes()[0]
 	s := newSecret(ns, "creds", spoke.Kubeconfig, map[string]string{secret.LabelPrefix + "tier": "gold"})
 	s.Annotations = map[string]string{secret.ClusterNameAnnotation: "eu-1"}
@@ -184,7 +193,7 @@ func TestClusterNameAnnotationAndLabelUpdates(t *testing.T) {
 
 func TestDuplicateClusterNamesAreReported(t *testing.T) {
 	ns := newNamespace(t)
-	_, rec := startProvider(t, ns, secret.Options{})
+	_, rec := startProvider(t, ns, secret.Options{Safety: onLoopback})
 	one, two := fleet.Spokes()[0], fleet.Spokes()[1]
 	first := newSecret(ns, "first", one.Kubeconfig, nil)
 	first.Annotations = map[string]string{secret.ClusterNameAnnotation: "shared"}
@@ -202,7 +211,7 @@ func TestDuplicateClusterNamesAreReported(t *testing.T) {
 
 func TestSecretThatLosesItsLabelDisengages(t *testing.T) {
 	ns := newNamespace(t)
-	p, rec := startProvider(t, ns, secret.Options{})
+	p, rec := startProvider(t, ns, secret.Options{Safety: onLoopback})
 	s := createSecret(t, ns, "labelled", fleet.Spokes()[0].Kubeconfig, nil)
 	require.Eventually(t, func() bool { return rec.current("labelled") != nil }, wait, tick)
 	e := rec.current("labelled")
@@ -216,7 +225,7 @@ func TestSecretThatLosesItsLabelDisengages(t *testing.T) {
 
 func TestRotatedKubeconfigReengages(t *testing.T) {
 	ns := newNamespace(t)
-	p, rec := startProvider(t, ns, secret.Options{})
+	p, rec := startProvider(t, ns, secret.Options{Safety: onLoopback})
 	one, two := fleet.Spokes()[0], fleet.Spokes()[1]
 	s := createSecret(t, ns, "moving", one.Kubeconfig, nil)
 	require.Eventually(t, func() bool { return rec.current("moving") != nil }, wait, tick)
@@ -242,7 +251,7 @@ func TestRotatedKubeconfigReengages(t *testing.T) {
 
 func TestDeletedSecretDisengagesWithoutLeaks(t *testing.T) {
 	ns := newNamespace(t)
-	p, rec := startProvider(t, ns, secret.Options{})
+	p, rec := startProvider(t, ns, secret.Options{Safety: onLoopback})
 	spoke := fleet.Spokes()[0]
 	cycle := func(name string) {
 		s := createSecret(t, ns, name, spoke.Kubeconfig, nil)
@@ -271,7 +280,7 @@ func TestDeletedSecretDisengagesWithoutLeaks(t *testing.T) {
 
 func TestExecPluginIsRefusedAndNeverRun(t *testing.T) {
 	ns := newNamespace(t)
-	p, rec := startProvider(t, ns, secret.Options{})
+	p, rec := startProvider(t, ns, secret.Options{Safety: onLoopback})
 	one, two := fleet.Spokes()[0], fleet.Spokes()[1]
 	marker := filepath.Join(t.TempDir(), "ran")
 	createSecret(t, ns, "exec", withExec(t, one.Kubeconfig, "touch "+marker), nil)
@@ -292,7 +301,7 @@ func TestExecPluginIsRefusedAndNeverRun(t *testing.T) {
 
 func TestBadKubeconfigsAreReportedAndOthersKeepWorking(t *testing.T) {
 	ns := newNamespace(t)
-	_, rec := startProvider(t, ns, secret.Options{ConnectTimeout: 2 * time.Second})
+	_, rec := startProvider(t, ns, secret.Options{ConnectTimeout: 2 * time.Second, Safety: onLoopback})
 	spoke := fleet.Spokes()[0]
 	createSecret(t, ns, "garbage", []byte("this: is: not [a kubeconfig"), nil)
 	missing := newSecret(ns, "missing", nil, nil)
@@ -309,6 +318,79 @@ func TestBadKubeconfigsAreReportedAndOthersKeepWorking(t *testing.T) {
 		assert.Nil(t, rec.current(name), name)
 	}
 	assertNoCredentialsLogged(t, spoke.Kubeconfig)
+}
+
+// By default a kubeconfig aimed at loopback, or at the cloud's metadata
+// address, is refused as unsafe, naming the option that would accept it
+// but not the address, and the server never sees a connection.
+func TestRefusedAddressesAreNeverDialled(t *testing.T) {
+	ns := newNamespace(t)
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	_, rec := startProvider(t, ns, secret.Options{})
+	createSecret(t, ns, "loopback", kubeconfigFor(t, srv), nil)
+	createSecret(t, ns, "metadata", withServer(t, fleet.Spokes()[0].Kubeconfig, "https://169.254.169.254"), nil)
+
+	ev := assertEvent(t, ns, "loopback", secret.ReasonUnsafeKubeconfig)
+	assert.Contains(t, ev.Note, "AllowLoopback")
+	assert.NotContains(t, ev.Note, "127.0.0.1")
+	ev = assertEvent(t, ns, "metadata", secret.ReasonUnsafeKubeconfig)
+	assert.Contains(t, ev.Note, "AllowLinkLocal")
+	assert.NotContains(t, ev.Note, "169.254")
+	assert.Zero(t, conns.Load(), "the refused server saw no connection")
+	assert.Nil(t, rec.current("loopback"))
+	assert.Nil(t, rec.current("metadata"))
+}
+
+// What a server answers never reaches the Secret's events: an answer to
+// discovery with a body and a reason phrase of the server's choosing is
+// reported by its status code alone.
+func TestProbeEventsCarryNoResponseBody(t *testing.T) {
+	ns := newNamespace(t)
+	const body, phrase = "BODY-f0f1f2 internal details, token=s3cr3t", "PHRASE-e4e5e6 pick me"
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		fmt.Fprintf(buf, "HTTP/1.1 500 %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+			phrase, len(body), body)
+		_ = buf.Flush()
+	}))
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	_, _ = startProvider(t, ns, secret.Options{ConnectTimeout: 2 * time.Second, Safety: onLoopback})
+
+	createSecret(t, ns, "chatty", kubeconfigFor(t, srv), nil)
+
+	ev := assertEvent(t, ns, "chatty", secret.ReasonUnreachable)
+	assert.Contains(t, ev.Note, "500 Internal Server Error")
+	for _, s := range []string{"BODY-f0f1f2", "PHRASE-e4e5e6", "s3cr3t"} {
+		assert.NotContains(t, ev.Note, s)
+		assert.NotContains(t, logs.String(), s)
+	}
+}
+
+// kubeconfigFor is a kubeconfig for srv, trusting its certificate.
+func kubeconfigFor(t *testing.T, srv *httptest.Server) []byte {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["srv"] = &clientcmdapi.Cluster{Server: srv.URL,
+		CertificateAuthorityData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})}
+	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{Token: "t0ken"}
+	cfg.Contexts["ctx"] = &clientcmdapi.Context{Cluster: "srv", AuthInfo: "user"}
+	cfg.CurrentContext = "ctx"
+	out, err := clientcmd.Write(*cfg)
+	require.NoError(t, err)
+	return out
 }
 
 // engagement is one Engage call seen by the recorder.

@@ -105,6 +105,14 @@ func (p *Provider) connect(ctx context.Context, s *corev1.Secret, log logr.Logge
 	name := clusterName(s)
 	if err := p.probe(ctx, rc); err != nil {
 		p.disengage(name)
+		if cause := errors.Unwrap(err); cause != nil {
+			log.V(1).Info("Contacting the server failed", "cause", cause.Error())
+		}
+		if errors.Is(err, ErrRefusedAddress) {
+			// Refused by the policy: waits for the Secret to change.
+			p.report(s, log, ReasonUnsafeKubeconfig, err)
+			return nil
+		}
 		p.report(s, log, ReasonUnreachable, err)
 		return fmt.Errorf("cluster %q is not reachable (will retry): %w", name, err)
 	}
@@ -133,7 +141,8 @@ func (p *Provider) connect(ctx context.Context, s *corev1.Secret, log logr.Logge
 }
 
 // probe checks that the server answers an authenticated discovery request.
-// It closes its connections afterwards.
+// It closes its connections afterwards. Its errors are *contactError: a
+// fixed phrase, with the cause to log.
 func (p *Provider) probe(ctx context.Context, rc *rest.Config) error {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.ConnectTimeout)
 	defer cancel()
@@ -152,11 +161,11 @@ func (p *Provider) probe(ctx context.Context, rc *rest.Config) error {
 		if errors.As(err, &ue) {
 			err = ue.Err // the URL is known; keep the cause
 		}
-		return fmt.Errorf("contacting the server: %w", err)
+		return contactFailed(err, p.opts.ConnectTimeout)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("the server answered discovery with %s", resp.Status)
+		return answered(resp.StatusCode)
 	}
 	return nil
 }
@@ -234,11 +243,13 @@ func (p *Provider) updateIfCurrent(name multicluster.ClusterName, hash string, l
 }
 
 // report logs err and records it as a Warning Event on the Secret. Errors
-// built in this package never carry credentials.
+// built in this package never carry credentials, and what is reported is
+// at most maxReportedMessage long, whatever err says.
 func (p *Provider) report(s *corev1.Secret, log logr.Logger, reason string, err error) {
-	log.Info("Kubeconfig Secret skipped", "reason", reason, "error", err.Error())
-	p.failures.set(clusterName(s), reason+": "+err.Error())
-	p.hub.recorder.Eventf(s, nil, corev1.EventTypeWarning, reason, "Engage", "%s", err.Error())
+	msg := truncate(err.Error(), maxReportedMessage)
+	log.Info("Kubeconfig Secret skipped", "reason", reason, "error", msg)
+	p.failures.set(clusterName(s), reason+": "+msg)
+	p.hub.recorder.Eventf(s, nil, corev1.EventTypeWarning, reason, "Engage", "%s", msg)
 }
 
 func reasonFor(err error) string {

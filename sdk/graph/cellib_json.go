@@ -66,12 +66,12 @@ func marshalable(v ref.Val) (any, error) {
 		}
 		return marshalable(v.GetValue())
 	case traits.Lister:
-		return listToJSON(v, marshalable)
+		return listToJSON(v, marshalable, nil)
 	case traits.Mapper:
 		if raw, ok := v.Value().(map[string]any); ok {
 			return raw, nil
 		}
-		return mapToJSON(v, marshalable)
+		return mapToJSON(v, marshalable, nil)
 	}
-	return toJSON(v)
+	return toJSON(v, nil)
 }

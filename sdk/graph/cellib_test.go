@@ -1,9 +1,11 @@
 package graph_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,9 +15,12 @@ import (
 )
 
 // evalStatus compiles an RGD whose status projects expr as "out" and
-// evaluates it against an instance with the given spec.
+// evaluates it against an instance with the given spec. A status field must
+// read schema or a resource (as in kro), so expr is bound inside a
+// cel.bind over schema.
 func evalStatus(t *testing.T, expr string, opts graph.Options) (any, error) {
 	t.Helper()
+	expr = "${cel.bind(instance, schema, " + strings.TrimSuffix(strings.TrimPrefix(expr, "${"), "}") + ")}"
 	schema := fmt.Sprintf("apiVersion: v1alpha1\nkind: App\nspec:\n  name: string | default=\"app\"\nstatus:\n  out: '%s'", expr)
 	g, err := graph.Compile(parseRGD(t, rgdDoc(schema, "resources:\n"+cm("a", "", ""))), opts)
 	if err != nil {
@@ -23,7 +28,7 @@ func evalStatus(t *testing.T, expr string, opts graph.Options) (any, error) {
 	}
 	inst := instance("demo", map[string]any{"name": "hello world"})
 	inst["metadata"].(map[string]any)["uid"] = "uid-1234"
-	out, err := g.Status(graph.Values{"schema": inst})
+	out, err := g.Status(context.Background(), graph.Values{"schema": inst})
 	return out["out"], err
 }
 

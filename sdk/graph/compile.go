@@ -247,7 +247,7 @@ func (c *compiler) compile(env *cel.Env, src, written, resID, path string) (*pro
 	key := programKey{env, src}
 	res, ok := c.programs[key]
 	if !ok {
-		res.p, res.err = compileExpr(env, src, written, c.valueNames)
+		res.p, res.err = c.compileExpr(env, src, written)
 		c.programs[key] = res
 	}
 	if res.err != nil {

@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -46,7 +47,7 @@ func TestRenderWebAppWaitsForDependencies(t *testing.T) {
 	g := compileFile(t, "webapp", graph.Options{})
 	vals := graph.Values{"schema": instance("demo", map[string]any{"name": "demo", "image": "nginx:1.27", "replicas": int64(3), "port": int64(8080)})}
 
-	cm, err := g.Node("configmap").Render(vals, nil)
+	cm, err := g.Node("configmap").Render(context.Background(), vals, nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
@@ -54,7 +55,7 @@ func TestRenderWebAppWaitsForDependencies(t *testing.T) {
 		"data":     map[string]any{"name": "demo", "image": "nginx:1.27", "replicas": "3", "port": "8080"},
 	}, cm.Object)
 
-	_, err = g.Node("deployment").Render(vals, nil)
+	_, err = g.Node("deployment").Render(context.Background(), vals, nil)
 	require.ErrorIs(t, err, graph.ErrPending)
 	var ge *graph.Error
 	require.ErrorAs(t, err, &ge)
@@ -62,19 +63,19 @@ func TestRenderWebAppWaitsForDependencies(t *testing.T) {
 	assert.Equal(t, "${configmap.metadata.name}", ge.Expression)
 
 	vals["configmap"] = cm.Object
-	dep, err := g.Node("deployment").Render(vals, nil)
+	dep, err := g.Node("deployment").Render(context.Background(), vals, nil)
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), dep.Object["spec"].(map[string]any)["replicas"], "a lone expression keeps its integer type")
 	container := dep.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
 	assert.Equal(t, []any{map[string]any{"name": "CONFIG_MAP_NAME", "value": "demo-config"}}, container["env"])
 
 	vals["deployment"] = dep.Object
-	svc, err := g.Node("service").Render(vals, nil)
+	svc, err := g.Node("service").Render(context.Background(), vals, nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"app": "demo"}, svc.Object["spec"].(map[string]any)["selector"])
 
 	// Rendering twice gives independent objects.
-	again, err := g.Node("service").Render(vals, nil)
+	again, err := g.Node("service").Render(context.Background(), vals, nil)
 	require.NoError(t, err)
 	again.Object["spec"].(map[string]any)["selector"].(map[string]any)["app"] = "changed"
 	assert.Equal(t, "demo", svc.Object["spec"].(map[string]any)["selector"].(map[string]any)["app"])
@@ -85,12 +86,12 @@ func TestStatusOmitsFieldsThatWait(t *testing.T) {
 	g := compileFile(t, "webapp", graph.Options{})
 	vals := graph.Values{"schema": instance("demo", map[string]any{"name": "demo"})}
 
-	st, err := g.Status(vals)
+	st, err := g.Status(context.Background(), vals)
 	require.NoError(t, err)
 	assert.Empty(t, st)
 
 	vals["deployment"] = map[string]any{"metadata": map[string]any{"name": "demo"}}
-	st, err = g.Status(vals)
+	st, err = g.Status(context.Background(), vals)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"deploymentName": "demo"}, st)
 }
@@ -113,7 +114,7 @@ func TestStatusProjectionsOfSeveralTypes(t *testing.T) {
 		"deployment": map[string]any{"metadata": map[string]any{"name": "r", "generation": int64(4), "labels": map[string]any{"app": "r"}}},
 		"config":     map[string]any{"data": map[string]any{"replicas": "2"}},
 	}
-	st, err := g.Status(vals)
+	st, err := g.Status(context.Background(), vals)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{
 		"name": "r", "replicas": int64(2), "ratio": 0.5, "enabled": true,
@@ -132,7 +133,7 @@ func TestForEachExpandsTheCartesianProduct(t *testing.T) {
 	vals := graph.Values{"schema": instance("pool", map[string]any{
 		"image": "busybox", "regions": []any{"eu", "us"}, "tiers": []any{"gold", "silver"},
 	})}
-	its, err := workers.Iterations(vals)
+	its, err := workers.Iterations(context.Background(), vals)
 	require.NoError(t, err)
 	assert.Equal(t, []map[string]any{
 		{"region": "eu", "tier": "gold"}, {"region": "eu", "tier": "silver"},
@@ -140,20 +141,20 @@ func TestForEachExpandsTheCartesianProduct(t *testing.T) {
 	}, its)
 
 	vals["settings"] = map[string]any{"metadata": map[string]any{"name": "pool-settings"}}
-	obj, err := workers.Render(vals, its[3])
+	obj, err := workers.Render(context.Background(), vals, its[3])
 	require.NoError(t, err)
 	assert.Equal(t, "pool-us-silver", obj.GetName())
 	assert.Equal(t, map[string]string{"region": "us", "tier": "silver"}, obj.GetLabels())
 
-	_, err = workers.Render(vals, nil)
+	_, err = workers.Render(context.Background(), vals, nil)
 	require.ErrorIs(t, err, graph.ErrInvalid, "a collection needs its iteration")
 
-	one, err := g.Node("settings").Iterations(vals)
+	one, err := g.Node("settings").Iterations(context.Background(), vals)
 	require.NoError(t, err)
 	assert.Equal(t, []map[string]any{{}}, one, "a plain resource has one empty iteration")
 
 	vals["workers"] = []any{obj.Object, obj.Object}
-	st, err := g.Status(vals)
+	st, err := g.Status(context.Background(), vals)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), st["workers"])
 	assert.Equal(t, []any{"pool-us-silver", "pool-us-silver"}, st["names"])
@@ -170,11 +171,11 @@ func TestForEachRefusesMoreThanMaxIterations(t *testing.T) {
 		tiers[i] = "t"
 	}
 	vals := graph.Values{"schema": instance("pool", map[string]any{"regions": regions, "tiers": tiers})}
-	_, err := g.Node("workers").Iterations(vals)
+	_, err := g.Node("workers").Iterations(context.Background(), vals)
 	require.ErrorIs(t, err, graph.ErrTooManyIterations)
 
 	vals = graph.Values{"schema": instance("pool", map[string]any{"regions": []any{}, "tiers": tiers})}
-	its, err := g.Node("workers").Iterations(vals)
+	its, err := g.Node("workers").Iterations(context.Background(), vals)
 	require.NoError(t, err)
 	assert.Empty(t, its)
 }
@@ -184,26 +185,26 @@ func TestReadyWhenBindsTheObservedObject(t *testing.T) {
 	workers := g.Node("workers")
 	vals := graph.Values{}
 
-	ready, err := workers.Ready(vals, map[string]any{"status": map[string]any{"readyReplicas": int64(1)}})
+	ready, err := workers.Ready(context.Background(), vals, map[string]any{"status": map[string]any{"readyReplicas": int64(1)}})
 	require.NoError(t, err)
 	assert.True(t, ready)
-	ready, err = workers.Ready(vals, map[string]any{"status": map[string]any{}})
+	ready, err = workers.Ready(context.Background(), vals, map[string]any{"status": map[string]any{}})
 	require.NoError(t, err)
 	assert.False(t, ready)
-	ready, err = workers.Ready(vals, map[string]any{"metadata": map[string]any{"name": "w"}})
+	ready, err = workers.Ready(context.Background(), vals, map[string]any{"metadata": map[string]any{"name": "w"}})
 	require.NoError(t, err)
 	assert.False(t, ready, "no status yet: not ready, not an error")
 
-	plain, err := g.Node("settings").Ready(vals, map[string]any{})
+	plain, err := g.Node("settings").Ready(context.Background(), vals, map[string]any{})
 	require.NoError(t, err)
 	assert.True(t, plain, "no readyWhen: ready once it exists")
 
 	db := compileFile(t, "database", graph.Options{})
 	sts := db.Node("statefulSet")
-	ready, err = sts.Ready(vals, map[string]any{"spec": map[string]any{"replicas": int64(2)}})
+	ready, err = sts.Ready(context.Background(), vals, map[string]any{"spec": map[string]any{"replicas": int64(2)}})
 	require.NoError(t, err)
 	assert.False(t, ready, "a missing status field means not ready yet")
-	ready, err = sts.Ready(vals, map[string]any{"spec": map[string]any{"replicas": int64(2)}, "status": map[string]any{"readyReplicas": int64(2)}})
+	ready, err = sts.Ready(context.Background(), vals, map[string]any{"spec": map[string]any{"replicas": int64(2)}, "status": map[string]any{"readyReplicas": int64(2)}})
 	require.NoError(t, err)
 	assert.True(t, ready)
 }
@@ -213,28 +214,28 @@ func TestIncludeWhenToggles(t *testing.T) {
 	spec := map[string]any{"name": "app", "monitoring": false, "networkPolicy": map[string]any{"enabled": true, "allowFrom": []any{"ops"}}}
 	vals := graph.Values{"schema": instance("app", spec)}
 
-	in, err := g.Node("metrics").Included(vals)
+	in, err := g.Node("metrics").Included(context.Background(), vals)
 	require.NoError(t, err)
 	assert.False(t, in)
-	in, err = g.Node("policy").Included(vals)
+	in, err = g.Node("policy").Included(context.Background(), vals)
 	require.NoError(t, err)
 	assert.True(t, in)
-	in, err = g.Node("app").Included(vals)
+	in, err = g.Node("app").Included(context.Background(), vals)
 	require.NoError(t, err)
 	assert.True(t, in)
 
 	spec["monitoring"] = true
 	spec["networkPolicy"] = map[string]any{"enabled": true}
-	in, err = g.Node("metrics").Included(vals)
+	in, err = g.Node("metrics").Included(context.Background(), vals)
 	require.NoError(t, err)
 	assert.True(t, in)
-	in, err = g.Node("policy").Included(vals)
+	in, err = g.Node("policy").Included(context.Background(), vals)
 	require.NoError(t, err)
 	assert.False(t, in, "every includeWhen condition must hold")
 
 	vals["app"] = map[string]any{"metadata": map[string]any{"name": "app"}}
 	spec["networkPolicy"] = map[string]any{"enabled": true, "allowFrom": []any{"ops", "dev"}}
-	pol, err := g.Node("policy").Render(vals, nil)
+	pol, err := g.Node("policy").Render(context.Background(), vals, nil)
 	require.NoError(t, err)
 	from := pol.Object["spec"].(map[string]any)["ingress"].([]any)[0].(map[string]any)["from"].([]any)
 	assert.Len(t, from, 2)
@@ -252,18 +253,18 @@ func TestExternalRefByNameAndSelector(t *testing.T) {
 	assert.Equal(t, [][]string{{"shared", "peers"}, {"summary"}}, levelIDs(g.Levels))
 
 	vals := graph.Values{"schema": instance("c", map[string]any{"sharedConfig": "defaults", "team": "blue"})}
-	ref, err := shared.Ref(vals)
+	ref, err := shared.Ref(context.Background(), vals)
 	require.NoError(t, err)
 	assert.Equal(t, graph.ExternalRef{GVK: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "platform", Name: "defaults"}, ref)
 
-	ref, err = peers.Ref(vals)
+	ref, err = peers.Ref(context.Background(), vals)
 	require.NoError(t, err)
 	assert.Empty(t, ref.Name)
 	require.NotNil(t, ref.Selector)
 	assert.Equal(t, map[string]string{"team": "blue"}, ref.Selector.MatchLabels)
 	assert.Equal(t, []string{"backend", "frontend"}, ref.Selector.MatchExpressions[0].Values)
 
-	_, err = shared.Render(vals, nil)
+	_, err = shared.Render(context.Background(), vals, nil)
 	require.ErrorIs(t, err, graph.ErrInvalid)
 
 	vals["shared"] = map[string]any{"data": map[string]any{"logLevel": "debug"}}
@@ -271,10 +272,10 @@ func TestExternalRefByNameAndSelector(t *testing.T) {
 		map[string]any{"metadata": map[string]any{"name": "a"}},
 		map[string]any{"metadata": map[string]any{"name": "b"}},
 	}
-	sum, err := g.Node("summary").Render(vals, nil)
+	sum, err := g.Node("summary").Render(context.Background(), vals, nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"logLevel": "debug", "peers": "a,b"}, sum.Object["data"])
-	st, err := g.Status(vals)
+	st, err := g.Status(context.Background(), vals)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"peers": int64(2), "logLevel": "debug"}, st)
 }
@@ -300,7 +301,7 @@ spec:
         labels: ${schema.spec.?labels}
 `), graph.Options{})
 	require.NoError(t, err)
-	obj, err := g.Node("cm").Render(graph.Values{"schema": instance("x", map[string]any{})}, nil)
+	obj, err := g.Node("cm").Render(context.Background(), graph.Values{"schema": instance("x", map[string]any{})}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"name": "x"}, obj.Object["metadata"])
 }

@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -26,24 +27,24 @@ func TestGraphIsSafeForConcurrentEvaluation(t *testing.T) {
 				"schema":   instance(fmt.Sprintf("p%d", i), map[string]any{"image": "x", "regions": []any{"eu", "us"}, "tiers": []any{"a"}}),
 				"settings": map[string]any{"metadata": map[string]any{"name": "s"}},
 			}
-			its, err := g.Node("workers").Iterations(vals)
+			its, err := g.Node("workers").Iterations(context.Background(), vals)
 			if err != nil {
 				errs <- err
 				return
 			}
 			for _, it := range its {
-				obj, err := g.Node("workers").Render(vals, it)
+				obj, err := g.Node("workers").Render(context.Background(), vals, it)
 				if err != nil {
 					errs <- err
 					return
 				}
 				obj.SetLabels(map[string]string{"mutated": "yes"})
-				if _, err := g.Node("workers").Ready(vals, obj.Object); err != nil {
+				if _, err := g.Node("workers").Ready(context.Background(), vals, obj.Object); err != nil {
 					errs <- err
 					return
 				}
 			}
-			if _, err := g.Status(vals); err != nil {
+			if _, err := g.Status(context.Background(), vals); err != nil {
 				errs <- err
 			}
 		}()
@@ -53,7 +54,7 @@ func TestGraphIsSafeForConcurrentEvaluation(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	obj, err := g.Node("workers").Render(graph.Values{
+	obj, err := g.Node("workers").Render(context.Background(), graph.Values{
 		"schema":   instance("p", map[string]any{"image": "x", "regions": []any{"eu"}, "tiers": []any{"a"}}),
 		"settings": map[string]any{"metadata": map[string]any{"name": "s"}},
 	}, map[string]any{"region": "eu", "tier": "a"})
@@ -64,13 +65,13 @@ func TestGraphIsSafeForConcurrentEvaluation(t *testing.T) {
 func BenchmarkRender(b *testing.B) {
 	g := compileFile(b, "webapp", graph.Options{})
 	vals := graph.Values{"schema": instance("demo", map[string]any{"name": "demo", "image": "nginx", "replicas": int64(2), "port": int64(80)})}
-	cm, err := g.Node("configmap").Render(vals, nil)
+	cm, err := g.Node("configmap").Render(context.Background(), vals, nil)
 	require.NoError(b, err)
 	vals["configmap"] = cm.Object
 	dep := g.Node("deployment")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := dep.Render(vals, nil); err != nil {
+		if _, err := dep.Render(context.Background(), vals, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,8 +1,10 @@
 package graph
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
@@ -37,10 +39,14 @@ func (c *compiler) compileConditionList(raw any) []conditionProgram {
 		return nil
 	}
 	var out []conditionProgram
-	var sources []string
+	var checked []conditionEntry
 	for i, e := range entries {
 		path := fmt.Sprintf("%s[%d]", where, i)
-		written, _ := e.(string)
+		written, isString := e.(string)
+		if !isString {
+			c.fail(&Error{Path: path, Err: errorf(ErrExpression, "must be a single ${} expression, got %s", describeLiteral(e))})
+			continue
+		}
 		src, ok, err := expr.Standalone(written)
 		if err != nil || !ok {
 			c.fail(&Error{Path: path, Expression: written, Err: errorf(ErrExpression, "must be a single ${} expression")})
@@ -56,12 +62,17 @@ func (c *compiler) compileConditionList(raw any) []conditionProgram {
 			continue
 		}
 		out = append(out, conditionProgram{p: p, path: path})
-		sources = append(sources, src)
+		checked = append(checked, conditionEntry{path: path, written: written, src: src})
 	}
-	if err := checkConditionLiterals(env, sources); err != nil {
-		c.fail(&Error{Path: where, Err: errorf(ErrInvalid, "%v", err)})
+	for _, err := range checkConditionLiterals(env, checked) {
+		c.fail(err)
 	}
 	return out
+}
+
+// conditionEntry is one compiled entry of status.conditions.
+type conditionEntry struct {
+	path, written, src string
 }
 
 func isConditionType(t *cel.Type) bool {
@@ -75,30 +86,45 @@ func isConditionType(t *cel.Type) bool {
 // entries declare the same type; a literal status is True, False or
 // Unknown and a literal type is not empty; runtime.condition(schema, 'X')
 // names one of kro's own condition types, never one the RGD declares.
-func checkConditionLiterals(env *cel.Env, sources []string) error {
-	var roots []celast.Expr
-	declared := map[string]bool{}
-	for _, src := range sources {
-		ast, iss := env.Parse(src)
+// Each error names its entry and expression.
+func checkConditionLiterals(env *cel.Env, entries []conditionEntry) []error {
+	roots := make([]celast.Expr, len(entries))
+	declared := map[string]string{} // type -> path of the entry declaring it
+	var errs []error
+	for i, e := range entries {
+		ast, iss := env.Parse(e.src)
 		if iss.Err() != nil {
 			continue
 		}
-		root := ast.NativeRep().Expr()
-		roots = append(roots, root)
-		for t := range literalConditionTypes(root) {
-			if declared[t] {
-				return fmt.Errorf("condition type %q is declared by more than one conditions entry", t)
+		roots[i] = ast.NativeRep().Expr()
+		for _, t := range sortedTypes(literalConditionTypes(roots[i])) {
+			if first, dup := declared[t]; dup {
+				errs = append(errs, &Error{Path: e.path, Expression: e.written, Err: errorf(ErrInvalid, "condition type %q is declared by more than one conditions entry (%s too)", t, first)})
+				continue
 			}
-			declared[t] = true
+			declared[t] = e.path
 		}
 	}
-	var errs []error
-	for _, root := range roots {
+	for i, root := range roots {
+		if root == nil {
+			continue
+		}
 		celast.PreOrderVisit(root, celast.NewExprVisitor(func(e celast.Expr) {
-			errs = append(errs, checkRuntimeCall(e, declared))
+			if err := checkRuntimeCall(e, declared); err != nil {
+				errs = append(errs, &Error{Path: entries[i].path, Expression: entries[i].written, Err: errorf(ErrInvalid, "%v", err)})
+			}
 		}))
 	}
-	return errors.Join(errs...)
+	return errs
+}
+
+func sortedTypes(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for t := range m {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func literalConditionTypes(root celast.Expr) map[string]bool {
@@ -113,7 +139,7 @@ func literalConditionTypes(root celast.Expr) map[string]bool {
 	return out
 }
 
-func checkRuntimeCall(e celast.Expr, declared map[string]bool) error {
+func checkRuntimeCall(e celast.Expr, declared map[string]string) error {
 	switch {
 	case isRuntimeCall(e, "newCondition", 1):
 		arg := e.AsCall().Args()[0]
@@ -129,7 +155,7 @@ func checkRuntimeCall(e celast.Expr, declared map[string]bool) error {
 		if args[0].Kind() != celast.IdentKind || args[0].AsIdent() != varSchema || !ok || builtinConditions[t] {
 			return nil
 		}
-		if declared[t] {
+		if _, own := declared[t]; own {
 			return fmt.Errorf("runtime.condition(schema, %q): custom conditions cannot reference each other", t)
 		}
 		return fmt.Errorf("runtime.condition(schema, %q): unknown condition type; only InstanceManaged, GraphResolved, ResourcesReady and Ready can be read from schema", t)
@@ -176,11 +202,13 @@ func mapLiteralString(e celast.Expr, key string) (string, bool) {
 // Each condition has the keys type, status, reason and message. With no
 // conditions block it returns nil, false, nil: the runtime's own
 // conditions stand.
-func (g *Graph) Conditions(vals Values) (conds []map[string]any, incomplete bool, err error) {
+func (g *Graph) Conditions(ctx context.Context, vals Values) (conds []map[string]any, incomplete bool, err error) {
 	if len(g.conditions) == 0 {
 		return nil, false, nil
 	}
-	sc := &scope{vals: vals, extra: map[string]any{varRuntime: theRuntime}}
+	sc := newScope(ctx, &g.opts.Limits, vals, map[string]any{varRuntime: theRuntime}, "")
+	defer sc.done()
+	sc.bound(newSizer("the status conditions", "MaxStatusBytes", g.opts.Limits.MaxStatusBytes))
 	out := []map[string]any{}
 	seen := map[any]bool{}
 	var errs []error

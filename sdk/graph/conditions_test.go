@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,7 +36,7 @@ func TestCustomConditionsCompileAndEvaluate(t *testing.T) {
 
 	inst := instance("x", map[string]any{"regions": []any{"a"}})
 	inst["status"] = map[string]any{"conditions": []any{map[string]any{"type": "ResourcesReady", "status": "True"}}}
-	conds, incomplete, err := g.Conditions(graph.Values{"schema": inst, "web": map[string]any{"data": map[string]any{"ready": "yes"}}})
+	conds, incomplete, err := g.Conditions(context.Background(), graph.Values{"schema": inst, "web": map[string]any{"data": map[string]any{"ready": "yes"}}})
 	require.NoError(t, err, "subnets is pending: its entry waits, the others evaluate")
 	assert.True(t, incomplete, "an entry waited")
 	assert.Equal(t, []map[string]any{
@@ -43,7 +44,7 @@ func TestCustomConditionsCompileAndEvaluate(t *testing.T) {
 		{"type": "Ready", "status": "True", "reason": "Composed", "message": ""},
 	}, conds)
 
-	conds, incomplete, err = g.Conditions(graph.Values{"schema": inst, "web": map[string]any{"data": map[string]any{}},
+	conds, incomplete, err = g.Conditions(context.Background(), graph.Values{"schema": inst, "web": map[string]any{"data": map[string]any{}},
 		"subnets": []any{map[string]any{"metadata": map[string]any{"name": "s-a"}}}})
 	require.NoError(t, err, "web.data.ready is not there yet: its entry waits")
 	assert.True(t, incomplete, "an entry waited")
@@ -88,7 +89,7 @@ func TestStatusListsOfExpressions(t *testing.T) {
 	schema := "apiVersion: v1alpha1\nkind: App\nspec:\n  name: string | default=\"a\"\nstatus:\n  names: ['${web.metadata.name}', '${schema.spec.name}']"
 	g, err := graph.Compile(parseRGD(t, rgdDoc(schema, "resources:\n"+cm("web", "", ""))), typedOptions(t))
 	require.NoError(t, err)
-	st, err := g.Status(graph.Values{"schema": instance("x", map[string]any{"name": "a"}), "web": map[string]any{"metadata": map[string]any{"name": "w"}}})
+	st, err := g.Status(context.Background(), graph.Values{"schema": instance("x", map[string]any{"name": "a"}), "web": map[string]any{"metadata": map[string]any{"name": "w"}}})
 	require.NoError(t, err)
 	assert.Equal(t, []any{"w", "a"}, st["names"])
 	names := g.CRD.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"].Properties["names"]
@@ -102,7 +103,7 @@ func TestCustomConditionErrorsAreReported(t *testing.T) {
 		"  - \"${runtime.newCondition({type: 'B', status: 'True'})}\""
 	g, err := graph.Compile(parseRGD(t, rgdDoc(schema, "resources:\n"+cm("web", "", ""))), graph.Options{})
 	require.NoError(t, err)
-	conds, _, err := g.Conditions(graph.Values{"schema": instance("x", map[string]any{"name": "maybe"})})
+	conds, _, err := g.Conditions(context.Background(), graph.Values{"schema": instance("x", map[string]any{"name": "maybe"})})
 	require.ErrorIs(t, err, graph.ErrEvaluation)
 	assert.Contains(t, err.Error(), `status must be one of True, False, Unknown (got "maybe")`)
 	assert.Equal(t, []map[string]any{{"type": "B", "status": "True", "reason": "", "message": ""}}, conds)
@@ -125,7 +126,7 @@ func TestRuntimeConditionOnChildren(t *testing.T) {
 		"found": {map[string]any{"status": map[string]any{"conditions": []any{map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicas"}}}},
 			map[string]any{"type": "WebOK", "status": "True", "reason": "MinimumReplicas", "message": ""}},
 	} {
-		conds, _, err := g.Conditions(graph.Values{"schema": instance("x", map[string]any{}), "web": tt.web})
+		conds, _, err := g.Conditions(context.Background(), graph.Values{"schema": instance("x", map[string]any{}), "web": tt.web})
 		require.NoError(t, err, name)
 		assert.Equal(t, []map[string]any{tt.want}, conds, name)
 	}

@@ -128,6 +128,6 @@ func TestValidationRulesAreCompiled(t *testing.T) {
 		"rule does not compile": {schema: "apiVersion: v1alpha1\nkind: App\nspec:\n  port: integer | validation=\"self.size() > 0\"",
 			resources: "resources:\n" + cm("a", "", ""), kind: graph.ErrSchema, want: "spec.schema.spec.port.x-kubernetes-validations[0].rule: Invalid value"},
 		"default breaks a pattern": {schema: "apiVersion: v1alpha1\nkind: App\nspec:\n  name: string | pattern=\"^[a-z]+$\" default=\"A\"",
-			resources: "resources:\n" + cm("a", "", ""), kind: graph.ErrSchema, want: "spec.schema.spec.name.default"},
+			resources: "resources:\n" + cm("a", "", ""), kind: graph.ErrSchema, want: `spec.schema.spec.name: invalid marker: default="A" does not match pattern="^[a-z]+$"`},
 	})
 }

@@ -47,6 +47,14 @@ func validateCRD(crd *apiextensionsv1.CustomResourceDefinition) []crdError {
 	var out []crdError
 	for _, e := range crdvalidation.ValidateCustomResourceDefinition(context.Background(), internal) {
 		msg := e.Type.String()
+		switch v := e.BadValue.(type) {
+		case string:
+			if v != "" {
+				msg += fmt.Sprintf(" %q", v)
+			}
+		case apiextensions.ValidationRule:
+			msg += fmt.Sprintf(" %q", v.Rule)
+		}
 		if detail, _, _ := strings.Cut(e.Detail, "\n"); detail != "" {
 			msg += ": " + strings.TrimSpace(detail)
 		}
@@ -96,9 +104,23 @@ func crdFieldPath(p string) string {
 		}
 	}
 	if !ok {
-		return "spec.schema"
+		return rgdFieldPath(p)
 	}
 	rest = crdProperty.ReplaceAllString(rest, ".$1")
 	r := strings.NewReplacer(".items", "[]", ".additionalProperties", "[*]")
 	return "spec.schema" + r.Replace(rest)
+}
+
+var printerColumn = regexp.MustCompile(`additionalPrinterColumns(\[\d+\].*)$`)
+
+// rgdFieldPath maps the generated CRD's other fields that come from the
+// RGD (printer columns, labels and annotations) to spec.schema's.
+func rgdFieldPath(p string) string {
+	if m := printerColumn.FindStringSubmatch(p); m != nil {
+		return "spec.schema.additionalPrinterColumns" + m[1]
+	}
+	if rest, ok := strings.CutPrefix(p, "metadata."); ok && (strings.HasPrefix(rest, "labels") || strings.HasPrefix(rest, "annotations")) {
+		return "spec.schema.metadata." + rest
+	}
+	return "spec.schema"
 }

@@ -10,7 +10,6 @@ import (
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/library"
 )
@@ -114,7 +113,8 @@ func baseEnv(strict bool) (*cel.Env, error) {
 // parsing and checking together; our extended environments only add
 // variables and types, never functions, so one dispatcher serves them all.
 type planner struct {
-	disp interpreter.Dispatcher
+	disp  interpreter.Dispatcher
+	guard interpreter.InterpretableDecorator
 }
 
 var sharedPlanner = sync.OnceValues(func() (*planner, error) {
@@ -132,26 +132,36 @@ var sharedPlanner = sync.OnceValues(func() (*planner, error) {
 			return nil, err
 		}
 	}
-	return &planner{disp: disp}, nil
+	return &planner{disp: disp, guard: guardCalls(disp, env.Functions())}, nil
 })
 
-// plan builds the interpretable of a checked expression. Like the API
-// server, it bounds the cost of one evaluation, so that a runaway
-// comprehension cannot stall a reconcile.
+// plan builds the interpretable of a checked expression. Every call goes
+// through a guard that prices it from its arguments before it runs (see
+// guard.go), and every comprehension step asks the evaluation's meter
+// whether to go on (see meter.go): one evaluation is bounded in cost, time
+// and the size of what it builds. Constant regular expressions are
+// compiled here, by the guard, once.
 func (p *planner) plan(env *cel.Env, ast *cel.Ast) (interpreter.Interpretable, error) {
 	attrs := interpreter.NewAttributeFactory(env.Container, env.CELTypeAdapter(), env.CELTypeProvider())
 	interp := interpreter.NewInterpreter(p.disp, env.Container, env.CELTypeProvider(), env.CELTypeAdapter(), attrs)
+	if unmetered {
+		return interp.NewInterpretable(ast.NativeRep(),
+			interpreter.CustomDecorator(lazyOptionalOr),
+			interpreter.Optimize(),
+			interpreter.CompileRegexConstants(regexConstants...),
+		)
+	}
 	return interp.NewInterpretable(ast.NativeRep(),
 		interpreter.CustomDecorator(lazyOptionalOr),
 		interpreter.Optimize(),
-		interpreter.CompileRegexConstants(interpreter.MatchesRegexOptimization, library.FindRegexOptimization, library.FindAllRegexOptimization),
-		interpreter.CostObserver(interpreter.CostTrackerFactory(newCostTracker)),
+		interpreter.CustomDecorator(p.guard),
+		interpreter.InterruptableEval(),
 	)
 }
 
-func newCostTracker() (*interpreter.CostTracker, error) {
-	return interpreter.NewCostTracker(nil, interpreter.CostTrackerLimit(celconfig.PerCallLimit))
-}
+// unmetered plans and evaluates without guards, meter or sizer. Only the
+// benchmark that measures what they cost sets it, before it compiles.
+var unmetered bool
 
 // typedEnv is an environment that knows a set of object types.
 type typedEnv struct {
@@ -260,11 +270,17 @@ type program struct {
 	formats map[string]*formatTree
 }
 
-// compileExpr parses, type-checks and plans src in env.
-func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool) (*program, error) {
+// compileExpr parses, type-checks and plans src in env; check, if set,
+// may refuse the checked expression (see checkEstimate).
+func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool, check func(*cel.Env, *cel.Ast) error) (*program, error) {
 	ast, iss := compileSource(env, src) // env.Compile, with parses reused (parse.go)
 	if iss.Err() != nil {
 		return nil, errorf(ErrExpression, "%s", issueMessages(iss))
+	}
+	if check != nil {
+		if err := check(env, ast); err != nil {
+			return nil, err
+		}
 	}
 	pl, err := sharedPlanner()
 	if err != nil {

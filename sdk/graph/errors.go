@@ -61,6 +61,10 @@ type Error struct {
 	Expression string
 	// Err is the cause; it wraps one of the sentinel errors of this package.
 	Err error
+
+	// maxExpression is how many characters of Expression the message
+	// quotes; 0 means DefaultMaxMessageExpression.
+	maxExpression int
 }
 
 func (e *Error) Error() string {
@@ -72,7 +76,11 @@ func (e *Error) Error() string {
 		b.WriteString(e.Path + ": ")
 	}
 	if e.Expression != "" {
-		b.WriteString(e.Expression + ": ")
+		limit := e.maxExpression
+		if limit <= 0 {
+			limit = DefaultMaxMessageExpression
+		}
+		b.WriteString(truncate(e.Expression, limit) + ": ")
 	}
 	if e.Err != nil {
 		b.WriteString(e.Err.Error())
@@ -107,4 +115,22 @@ func errorf(kind error, format string, args ...any) error {
 		return &kindError{kind: kind, msg: err.Error(), wrapped: u}
 	}
 	return &kindError{kind: kind, msg: err.Error()}
+}
+
+// truncate cuts s to at most n characters, marking a cut with "…". An
+// expression or value quoted in a message (a condition, an event, a log
+// line) goes through it, so that a 100k-character expression does not
+// travel whole into every status write.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	count := 0
+	for i := range s {
+		if count == n {
+			return s[:i] + "…"
+		}
+		count++
+	}
+	return s
 }

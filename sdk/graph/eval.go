@@ -1,7 +1,9 @@
 package graph
 
 import (
+	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -16,10 +18,21 @@ import (
 
 // scope is what one evaluation sees: the Values plus per-call bindings
 // (iterators, the observed object in readyWhen). It is the CEL activation.
+// It also carries what bounds the evaluation: the graph's limits, the
+// instance's budget, the meter of the expression running and the sizer of
+// the value being built.
 type scope struct {
 	vals       Values
 	extra      map[string]any
 	resourceID string
+	ctx        context.Context
+	lim        *Limits
+	budget     *Budget
+	meter      meter
+	// sizer bounds the JSON values built (it points at sz); nil for
+	// conditions, which build none.
+	sizer *sizer
+	sz    sizer
 	// observing is set for readyWhen: every field read is of an observed
 	// object, so a missing one means "not yet".
 	observing bool
@@ -32,8 +45,25 @@ type scope struct {
 
 var _ interpreter.Activation = (*scope)(nil)
 
+// newScope returns the scope of one evaluation method called with ctx.
+// The caller must call done when the method ends, to charge the budget.
+func newScope(ctx context.Context, lim *Limits, vals Values, extra map[string]any, resourceID string) *scope {
+	sc := &scope{vals: vals, extra: extra, resourceID: resourceID, ctx: ctx, lim: lim, budget: budgetFor(ctx, lim)}
+	sc.meter.lim, sc.meter.budget, sc.meter.ctx = lim, sc.budget, ctx
+	return sc
+}
+
+// done charges the budget with what the scope's evaluations spent.
+func (sc *scope) done() { sc.meter.flush() }
+
+// interruptVar is the name cel-go's comprehensions read after each step.
+const interruptVar = "#interrupted"
+
 // ResolveName implements interpreter.Activation.
 func (sc *scope) ResolveName(name string) (any, bool) {
+	if len(name) > 0 && name[0] == '#' && name == interruptVar {
+		return sc.meter.interrupted(), true
+	}
 	if v, ok := sc.converted[name]; ok {
 		return v, true
 	}
@@ -100,11 +130,30 @@ func (sc *scope) eval(p *program, path string) (ref.Val, error) {
 		}
 	}
 	sc.formats = p.formats
+	if unmetered {
+		return sc.evalUnmetered(p, path)
+	}
+	sc.meter.start()
 	out, err := run(p.prog, sc)
+	sc.meter.finish()
+	if sc.meter.err != nil {
+		// A bound stops the evaluation whatever the expression does with
+		// the error (a || may swallow it).
+		return nil, sc.wrap(path, p.written, sc.meter.err)
+	}
 	if err != nil {
 		if isMissingData(err) && (sc.observing || readsResource(p)) {
 			return nil, sc.wrap(path, p.written, fmt.Errorf("%w: %v", ErrPending, err))
 		}
+		return nil, sc.wrap(path, p.written, errorf(ErrEvaluation, "%s", truncate(err.Error(), sc.lim.MaxMessageExpression)))
+	}
+	return out, nil
+}
+
+// evalUnmetered is eval without the meter (see unmetered).
+func (sc *scope) evalUnmetered(p *program, path string) (ref.Val, error) {
+	out, err := run(p.prog, sc)
+	if err != nil {
 		return nil, sc.wrap(path, p.written, errorf(ErrEvaluation, "%v", err))
 	}
 	return out, nil
@@ -123,9 +172,9 @@ func (sc *scope) evalJSON(p *program, path string) (v any, present bool, err err
 		}
 		out = opt.GetValue()
 	}
-	v, err = toJSON(out)
+	v, err = toJSON(out, sc.sizer)
 	if err != nil {
-		return nil, false, sc.wrap(path, p.written, errorf(ErrEvaluation, "%v", err))
+		return nil, false, sc.wrap(path, p.written, errorf(ErrEvaluation, "%w", err))
 	}
 	return v, true, nil
 }
@@ -154,7 +203,7 @@ func (sc *scope) evalBool(p *program, path string) (bool, error) {
 }
 
 func (sc *scope) wrap(path, written string, err error) error {
-	return &Error{ResourceID: sc.resourceID, Path: path, Expression: written, Err: err}
+	return &Error{ResourceID: sc.resourceID, Path: path, Expression: written, Err: err, maxExpression: sc.lim.MaxMessageExpression}
 }
 
 func readsResource(p *program) bool {
@@ -179,78 +228,87 @@ func isMissingData(err error) bool {
 }
 
 // toJSON converts a CEL value to plain JSON: map[string]any, []any, int64,
-// float64, string, bool or nil.
-func toJSON(v ref.Val) (any, error) {
+// float64, string, bool or nil. sz counts what is built (nil: no bound).
+func toJSON(v ref.Val, sz *sizer) (any, error) {
 	switch v := v.(type) {
 	case types.Null:
-		return nil, nil
+		return nil, sz.take(4)
 	case types.Bool:
-		return bool(v), nil
+		return bool(v), sz.take(5)
 	case types.Int:
-		return int64(v), nil
+		return int64(v), sz.take(8)
 	case types.Uint:
 		if uint64(v) > math.MaxInt64 {
 			return nil, fmt.Errorf("uint %d does not fit in JSON int64", uint64(v))
 		}
-		return int64(v), nil
+		return int64(v), sz.take(8)
 	case types.Double:
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 			return nil, fmt.Errorf("%v is not a JSON number", float64(v))
 		}
-		return float64(v), nil
+		return float64(v), sz.take(8)
 	case types.String:
-		return string(v), nil
+		return string(v), sz.take(len(v) + 2)
 	case types.Bytes:
+		if err := sz.take((len(v)+2)/3*4 + 2); err != nil {
+			return nil, err
+		}
 		return base64.StdEncoding.EncodeToString(v), nil
 	case types.Timestamp:
 		// RFC 3339 to the second, as kro (metav1.Time) writes it.
-		return v.Time.UTC().Format(time.RFC3339), nil
+		return v.Time.UTC().Format(time.RFC3339), sz.take(22)
 	case types.Duration:
-		return v.Duration.String(), nil
+		return v.Duration.String(), sz.take(16)
 	case *types.Err:
 		return nil, v
 	}
-	if native, ok := fastJSON(v.Value()); ok {
-		return native, nil
+	if native, ok, err := fastJSON(v.Value(), sz); ok || err != nil {
+		return native, err
 	}
 	switch v := v.(type) {
 	case traits.Lister:
-		return listToJSON(v, toJSON)
+		return listToJSON(v, func(x ref.Val) (any, error) { return toJSON(x, sz) }, sz)
 	case traits.Mapper:
-		return mapToJSON(v, toJSON)
+		return mapToJSON(v, func(x ref.Val) (any, error) { return toJSON(x, sz) }, sz)
 	}
 	if s, ok := v.ConvertToType(types.StringType).(types.String); ok {
-		return string(s), nil
+		return string(s), sz.take(len(s) + 2)
 	}
 	return nil, fmt.Errorf("cannot turn a %s into JSON", v.Type().TypeName())
 }
 
 // fastJSON copies values that are already plain JSON (the common case:
 // fields read from Values), skipping CEL's per-element conversion.
-func fastJSON(v any) (any, bool) {
+func fastJSON(v any, sz *sizer) (any, bool, error) {
 	switch v.(type) {
 	case map[string]any, []any:
-		out, err := copyJSONChecked(v)
-		return out, err == nil
+		out, err := copyJSONChecked(v, sz)
+		if errors.Is(err, ErrLimit) {
+			return nil, false, err
+		}
+		return out, err == nil, nil
 	}
-	return nil, false
+	return nil, false, nil
 }
 
 // listToJSON converts a list, each item with conv.
-func listToJSON(l traits.Lister, conv func(ref.Val) (any, error)) (any, error) {
+func listToJSON(l traits.Lister, conv func(ref.Val) (any, error), sz *sizer) (any, error) {
 	out := []any{}
 	for it := l.Iterator(); it.HasNext() == types.True; {
+		if err := sz.take(1); err != nil {
+			return nil, err
+		}
 		item, err := conv(it.Next())
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, item)
 	}
-	return out, nil
+	return out, sz.take(2)
 }
 
 // mapToJSON converts a map with string keys, each value with conv.
-func mapToJSON(m traits.Mapper, conv func(ref.Val) (any, error)) (any, error) {
+func mapToJSON(m traits.Mapper, conv func(ref.Val) (any, error), sz *sizer) (any, error) {
 	out := map[string]any{}
 	for it := m.Iterator(); it.HasNext() == types.True; {
 		k := it.Next()
@@ -258,59 +316,69 @@ func mapToJSON(m traits.Mapper, conv func(ref.Val) (any, error)) (any, error) {
 		if !ok {
 			return nil, fmt.Errorf("map key must be string, got %s", k.Type().TypeName())
 		}
+		if err := sz.take(len(ks) + 4); err != nil {
+			return nil, err
+		}
 		v, err := conv(m.Get(k))
 		if err != nil {
 			return nil, err
 		}
 		out[string(ks)] = v
 	}
-	return out, nil
+	return out, sz.take(2)
 }
 
 // copyJSON deep-copies a JSON value from a template (known to be valid).
-func copyJSON(v any) any {
-	out, _ := copyJSONChecked(v)
-	return out
+func copyJSON(v any, sz *sizer) (any, error) {
+	out, err := copyJSONChecked(v, sz)
+	if errors.Is(err, ErrLimit) {
+		return nil, err
+	}
+	return out, nil
 }
 
 // copyJSONChecked deep-copies a JSON-like value, normalising Go integer and
-// float types to int64 and float64.
-func copyJSONChecked(v any) (any, error) {
+// float types to int64 and float64, and counting it with sz.
+func copyJSONChecked(v any, sz *sizer) (any, error) {
 	switch v := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, x := range v {
-			c, err := copyJSONChecked(x)
+			if err := sz.take(len(k) + 4); err != nil {
+				return nil, err
+			}
+			c, err := copyJSONChecked(x, sz)
 			if err != nil {
 				return nil, err
 			}
 			out[k] = c
 		}
-		return out, nil
+		return out, sz.take(2)
 	case []any:
 		out := make([]any, len(v))
 		for i, x := range v {
-			c, err := copyJSONChecked(x)
+			c, err := copyJSONChecked(x, sz)
 			if err != nil {
 				return nil, err
 			}
 			out[i] = c
 		}
-		return out, nil
-	case nil, string, bool, int64, float64:
-		return v, nil
+		return out, sz.take(len(v) + 2)
+	case string:
+		return v, sz.take(len(v) + 2)
+	case nil, bool, int64, float64:
+		return v, sz.take(8)
 	case int:
-		return int64(v), nil
+		return int64(v), sz.take(8)
 	case int32:
-		return int64(v), nil
+		return int64(v), sz.take(8)
 	case float32:
-		return float64(v), nil
+		return float64(v), sz.take(8)
 	}
 	return nil, fmt.Errorf("unsupported value of type %T", v)
 }
 
-// run evaluates prog, turning CEL error values and the cost tracker's panic
-// into errors.
+// run evaluates prog, turning CEL error values and panics into errors.
 func run(prog interpreter.Interpretable, sc *scope) (out ref.Val, err error) {
 	defer func() {
 		if r := recover(); r != nil {

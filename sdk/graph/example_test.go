@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -64,7 +65,7 @@ func ExampleCompile() {
 	}}
 	for _, level := range g.Levels {
 		for _, n := range level {
-			obj, err := n.Render(vals, nil)
+			obj, err := n.Render(context.Background(), vals, nil)
 			if errors.Is(err, graph.ErrPending) {
 				fmt.Println(n.ID, "waits for", n.Dependencies)
 				continue
@@ -76,7 +77,7 @@ func ExampleCompile() {
 			vals[n.ID] = obj.Object // in real life: the object read back from the cluster
 		}
 	}
-	status, _ := g.Status(vals)
+	status, _ := g.Status(context.Background(), vals)
 	fmt.Println("status:", status)
 	// Output:
 	// webapps.kro.run serves WebApp

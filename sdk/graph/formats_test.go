@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -61,7 +62,7 @@ size: ${string(size(creds.data.user))}`)))
 		}},
 		"creds": map[string]any{"data": map[string]any{"user": "YWRtaW4="}},
 	}
-	out, err := g.Node("a").Render(vals, nil)
+	out, err := g.Node("a").Render(context.Background(), vals, nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{
 		"started": "2026-03-01T10:00:00Z", "took": "90s", "late": "true", "done": "true",
@@ -81,7 +82,7 @@ name: ${job.metadata.name}`)))
 		"schema": instance("app", map[string]any{"name": "app"}),
 		"job":    map[string]any{"metadata": map[string]any{"name": "j"}, "status": map[string]any{"startTime": "yesterday"}},
 	}
-	_, err = g.Node("a").Render(vals, nil)
+	_, err = g.Node("a").Render(context.Background(), vals, nil)
 	require.ErrorIs(t, err, graph.ErrEvaluation)
 	assert.Contains(t, err.Error(), `data.started: ${string(job.status.startTime)}: invalid date-time formatted string "yesterday"`)
 }
@@ -92,7 +93,7 @@ func TestFormattedFieldsInReadyWhen(t *testing.T) {
 	g, err := graph.Compile(rgd, typedOptions(t))
 	require.NoError(t, err)
 	vals := graph.Values{"schema": instance("app", map[string]any{"name": "app"})}
-	ready, err := g.Node("job").Ready(vals, map[string]any{"status": map[string]any{
+	ready, err := g.Node("job").Ready(context.Background(), vals, map[string]any{"status": map[string]any{
 		"startTime": "2026-03-01T10:00:00Z", "completionTime": "2026-03-01T10:01:30Z",
 	}})
 	require.NoError(t, err)
@@ -120,12 +121,12 @@ func TestFormattedIteratorItemsKeepTheirType(t *testing.T) {
 		}},
 	}
 	node := g.Node("stamps")
-	iterations, err := node.Iterations(vals)
+	iterations, err := node.Iterations(context.Background(), vals)
 	require.NoError(t, err)
 	require.Len(t, iterations, 2)
 	var names []string
 	for _, it := range iterations {
-		out, err := node.Render(vals, it)
+		out, err := node.Render(context.Background(), vals, it)
 		require.NoError(t, err)
 		names = append(names, out.GetName())
 	}

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"errors"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -127,36 +128,54 @@ func (g *Graph) Limits() Limits { return g.opts.Limits }
 // Node returns the node with the given id, or nil.
 func (g *Graph) Node(id string) *Node { return g.byID[id] }
 
+// Every evaluation method takes a context: its cancellation stops the
+// evaluation, and the Budget it carries (WithBudget) is charged, so that
+// all evaluations of one reconcile of one instance share Limits'
+// per-instance bounds. Without a Budget, each call gets a fresh one. Every
+// evaluation is bounded by the graph's Limits whatever the context; a
+// bound that stops one returns an *Error wrapping ErrLimit.
+
 // Status evaluates the RGD's status projections (spec.schema.status) and
 // returns the fields to merge into the instance's status. A field whose
 // expression needs a resource absent from vals is omitted (not an error).
-func (g *Graph) Status(vals Values) (map[string]any, error) { return g.status.eval(vals) }
+// The fields together are bounded by Limits.MaxStatusBytes.
+func (g *Graph) Status(ctx context.Context, vals Values) (map[string]any, error) {
+	return g.status.eval(ctx, &g.opts.Limits, vals)
+}
 
 // Included evaluates includeWhen (all conditions must be true). A node with
 // no includeWhen is included.
-func (n *Node) Included(vals Values) (bool, error) { return n.program.included(vals) }
+func (n *Node) Included(ctx context.Context, vals Values) (bool, error) {
+	return n.program.included(ctx, vals)
+}
 
 // Iterations expands forEach into the cartesian product of the iterators'
 // values, in order; each map binds iterator name -> item. A node without
 // forEach returns exactly one empty map. More than 1000 combinations or 10
-// iterators is an error.
-func (n *Node) Iterations(vals Values) ([]map[string]any, error) { return n.program.iterations(vals) }
+// iterators is an error. The combinations are counted as children in the
+// context's Budget (Limits.MaxChildren).
+func (n *Node) Iterations(ctx context.Context, vals Values) ([]map[string]any, error) {
+	return n.program.iterations(ctx, vals)
+}
 
 // Render evaluates the template for one iteration (nil for a non-collection)
 // and returns the desired object, without namespace defaulting or our
 // ownership labels (the caller adds those). It returns an error wrapping
-// ErrPending when a referenced resource is absent from vals.
-func (n *Node) Render(vals Values, iteration map[string]any) (*unstructured.Unstructured, error) {
-	return n.program.render(vals, iteration)
+// ErrPending when a referenced resource is absent from vals. The object's
+// size is charged to the context's Budget (Limits.MaxRenderedBytes).
+func (n *Node) Render(ctx context.Context, vals Values, iteration map[string]any) (*unstructured.Unstructured, error) {
+	return n.program.render(ctx, vals, iteration)
 }
 
 // Ref evaluates an externalRef node's reference.
-func (n *Node) Ref(vals Values) (ExternalRef, error) { return n.program.ref(vals) }
+func (n *Node) Ref(ctx context.Context, vals Values) (ExternalRef, error) {
+	return n.program.ref(ctx, vals)
+}
 
 // Ready evaluates readyWhen (all conditions must be true) against observed,
 // the object as read back from the cluster. For a collection it is called
 // once per item (bound to `each` as well as to the node id). A node with no
 // readyWhen is ready as soon as it exists.
-func (n *Node) Ready(vals Values, observed map[string]any) (bool, error) {
-	return n.program.ready(vals, observed)
+func (n *Node) Ready(ctx context.Context, vals Values, observed map[string]any) (bool, error) {
+	return n.program.ready(ctx, vals, observed)
 }

@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,27 +21,21 @@ type ScopeResolver interface {
 
 // checkIdentities makes the checks on the objects' names that need no
 // expression compiled: label-sized names, kro's scope rules, every forEach
-// iterator in the name, and no two resources naming the same object.
+// iterator in the name, and no two resources rendering the same object.
 func (c *compiler) checkIdentities() {
 	if c.rgd.Name != "" {
 		for _, msg := range validation.IsValidLabelValue(c.rgd.Name) {
 			c.fail(&Error{Path: "metadata.name", Err: errorf(ErrInvalid, "the name labels every object the graph creates: %s", msg)})
 		}
 	}
-	seen := map[string]string{}
 	for _, r := range c.resources {
 		if len(r.node.ID) > validation.LabelValueMaxLength {
 			c.fail(&Error{ResourceID: r.node.ID, Path: "id", Err: errorf(ErrInvalid, "the id labels the objects it creates: must be no more than %d characters", validation.LabelValueMaxLength)})
 		}
 		c.checkScope(r)
 		c.checkIteratorsInName(r)
-		if key, ok := staticIdentity(r); ok {
-			if other, dup := seen[key]; dup {
-				c.fail(&Error{ResourceID: r.node.ID, Path: "metadata.name", Err: errorf(ErrInvalid, "resource %q already renders the same object (%s)", other, key)})
-			}
-			seen[key] = r.node.ID
-		}
 	}
+	c.checkSameObjects()
 }
 
 // metadataField returns the template's metadata.<name> as written, and
@@ -56,22 +49,6 @@ func (r *resource) metadataField(name string) (any, bool) {
 	md, _ := r.template["metadata"].(map[string]any)
 	v, ok := md[name]
 	return v, ok
-}
-
-// staticIdentity is "apiVersion kind namespace/name" for a template whose
-// name and namespace hold no expression.
-func staticIdentity(r *resource) (string, bool) {
-	if r.node.External || r.node.Collection {
-		return "", false
-	}
-	name, _ := r.metadataField("name")
-	ns, _ := r.metadataField("namespace")
-	n, okN := literalString(name)
-	s, _ := ns.(string)
-	if !okN || expr.HasExpr(s) {
-		return "", false
-	}
-	return fmt.Sprintf("%s %s %s/%s", r.node.GVK.GroupVersion(), r.node.GVK.Kind, s, n), true
 }
 
 // checkScope applies kro's rules when the kind's scope is known: a

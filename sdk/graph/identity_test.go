@@ -43,10 +43,12 @@ func TestIdentityChecks(t *testing.T) {
 	runFailCases(t, map[string]failCase{
 		"namespaced child of a cluster-scoped instance without a namespace": {schema: clusterSchema, resources: "resources:\n" + cm("a", "", ""),
 			opts: scopedOptions(t), kind: graph.ErrInvalid, want: `resource "a": metadata.namespace: ConfigMap is namespaced and the instance is cluster-scoped: the namespace must be set`},
+		"a cluster-scoped instance has no namespace to read": {schema: clusterSchema, resources: "resources:\n" + strings.Replace(cm("a", "", ""), "name: a", "name: a\n      namespace: ${schema.metadata.namespace}", 1),
+			opts: scopedOptions(t), kind: graph.ErrExpression, want: `resource "a": metadata.namespace: ${schema.metadata.namespace}: undefined field 'namespace'`},
 		"cluster-scoped child with a namespace": {resources: "resources:\n" + nsResource("ns", "x"),
 			opts: scopedOptions(t), kind: graph.ErrInvalid, want: `resource "ns": metadata.namespace: Namespace is cluster-scoped and must not set a namespace`},
 		"two resources render one object": {resources: "resources:\n" + cm("a", "", "") + strings.Replace(cm("b", "", ""), "name: b", "name: a", 1),
-			kind: graph.ErrInvalid, want: `resource "b": metadata.name: resource "a" already renders the same object (v1 ConfigMap /a)`},
+			kind: graph.ErrInvalid, want: `resource "b": metadata.name: resource "a" already renders the same object (ConfigMap "a" in the instance's namespace): each would overwrite the other`},
 		"id too long for a label": {resources: "resources:\n" + cm("a"+long, "", ""),
 			kind: graph.ErrInvalid, want: `id: the id labels the objects it creates: must be no more than 63 characters`},
 		"iterator not in the name": {resources: "resources:\n" + cm("a", "forEach: [{r: '${schema.spec.regions}'}]", ""),
@@ -73,4 +75,58 @@ func TestIdentityChecksAccept(t *testing.T) {
 	// Without a ScopeResolver the scope is unknown: nothing is refused.
 	_, err := graph.Compile(parseRGD(t, rgdDoc(clusterSchema, "resources:\n"+cm("a", "", ""))), typedOptions(t))
 	assert.NoError(t, err)
+}
+
+// named is cm with metadata.name (and more metadata lines) replaced.
+func named(id, entry, name string) string {
+	return strings.Replace(cm(id, entry, ""), "name: "+id, "name: "+name, 1)
+}
+
+// Two templates that render one object through the same expression are
+// refused, naming both resources and the expression.
+func TestSameObjectThroughTheSameExpression(t *testing.T) {
+	const same = `resource "a" already renders the same object (ConfigMap "${schema.spec.name}" in the instance's namespace): each would overwrite the other`
+	runFailCases(t, map[string]failCase{
+		"same name expression": {resources: "resources:\n" + named("a", "", "${schema.spec.name}") + named("b", "", "${schema.spec.name}"),
+			kind: graph.ErrInvalid, want: `resource "b": metadata.name: ${schema.spec.name}: ` + same},
+		"same expression, other spacing": {resources: "resources:\n" + named("a", "", "${schema.spec.name}") + named("b", "", "'${ schema.spec.name }'"),
+			kind: graph.ErrInvalid, want: `resource "b": metadata.name: ${ schema.spec.name }: resource "a" already renders the same object`},
+		"same expression, same namespace expression": {resources: "resources:\n" +
+			named("a", "", "${schema.spec.name}\n      namespace: ${schema.spec.name}") + named("b", "", "${schema.spec.name}\n      namespace: ${schema.spec.name}"),
+			kind: graph.ErrInvalid, want: `resource "a" already renders the same object (ConfigMap "${schema.spec.name}" in namespace "${schema.spec.name}")`},
+		"the instance's namespace, written or not": {resources: "resources:\n" +
+			named("a", "", "x-${schema.spec.name}") + named("b", "", "x-${schema.spec.name}\n      namespace: ${schema.metadata.namespace}"),
+			kind: graph.ErrInvalid, want: `resource "b": metadata.name: x-${schema.spec.name}: resource "a" already renders`},
+		"one of them conditional": {resources: "resources:\n" + named("a", "", "${schema.spec.name}") + named("b", "includeWhen: ['${schema.spec.enabled}']", "${schema.spec.name}"),
+			kind: graph.ErrInvalid, want: same + "; their includeWhen do not keep them apart"},
+		"the same condition": {resources: "resources:\n" + named("a", "includeWhen: ['${schema.spec.enabled}']", "${schema.spec.name}") +
+			named("b", "includeWhen: ['${schema.spec.enabled}']", "${schema.spec.name}"),
+			kind: graph.ErrInvalid, want: same},
+		"the same forEach": {resources: "resources:\n" + named("a", "forEach: [{r: '${schema.spec.regions}'}]", "${r}") +
+			named("b", "forEach: [{r: '${schema.spec.regions}'}]", "${r}"),
+			kind: graph.ErrInvalid, want: `resource "b": metadata.name: ${r}: resource "a" already renders the same object`},
+	})
+}
+
+// Templates whose objects can differ are accepted, as kro accepts them.
+func TestSameObjectRefusesOnlyWhatCannotWork(t *testing.T) {
+	secret := func(id, name string) string {
+		return strings.Replace(named(id, "", name), "kind: ConfigMap", "kind: Secret", 1)
+	}
+	for name, resources := range map[string]string{
+		"different kinds":       named("a", "", "${schema.spec.name}") + secret("b", "${schema.spec.name}"),
+		"different namespaces":  named("a", "", "${schema.spec.name}\n      namespace: one") + named("b", "", "${schema.spec.name}\n      namespace: two"),
+		"a literal prefix":      named("a", "", "a-${schema.spec.name}") + named("b", "", "b-${schema.spec.name}"),
+		"different expressions": named("a", "", "${schema.spec.name}") + named("b", "", "${schema.spec.name + '-b'}"),
+		"different forEach":     named("a", "forEach: [{r: '${schema.spec.regions}'}]", "${r}") + named("b", "forEach: [{r: '${[\"x\"]}'}]", "${r}"),
+		"exclusive includeWhen": named("a", "includeWhen: ['${schema.spec.enabled}']", "${schema.spec.name}") +
+			named("b", "includeWhen: ['${!schema.spec.enabled}']", "${schema.spec.name}"),
+		"includeWhen each with its own condition": named("a", "includeWhen: ['${schema.spec.replicas == 1}']", "${schema.spec.name}") +
+			named("b", "includeWhen: ['${schema.spec.replicas == 2}']", "${schema.spec.name}"),
+		"two externalRefs": "- id: a\n  externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {name: '${schema.spec.name}'}}\n" +
+			"- id: b\n  externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {name: '${schema.spec.name}'}}\n",
+	} {
+		_, err := graph.Compile(parseRGD(t, rgdDoc("", "resources:\n"+resources)), scopedOptions(t))
+		assert.NoError(t, err, name)
+	}
 }

@@ -128,7 +128,7 @@ func schemaPath(p string) string {
 func (c *compiler) instanceDeclType(specSchema *apiextensionsv1.JSONSchemaProps) *apiservercel.DeclType {
 	if spec, ok := specSchemaOf(specSchema); ok {
 		// The rest of the root is the same for every graph: converted once.
-		s := *instanceRoot()
+		s := *instanceRoot(c.namespaced())
 		s.Properties = maps.Clone(s.Properties)
 		s.Properties["spec"] = *spec
 		return declTypeOf(&openapi.Schema{Schema: &s}, typeNamePrefix+"schema", 0)
@@ -138,7 +138,7 @@ func (c *compiler) instanceDeclType(specSchema *apiextensionsv1.JSONSchemaProps)
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"apiVersion": {Type: "string"},
 			"kind":       {Type: "string"},
-			"metadata":   objectMetaSchema(),
+			"metadata":   c.instanceMetaSchema(),
 			"spec":       *specSchema,
 		},
 	}
@@ -150,22 +150,49 @@ func (c *compiler) instanceDeclType(specSchema *apiextensionsv1.JSONSchemaProps)
 	return declTypeOf(&openapi.Schema{Schema: s}, typeNamePrefix+"schema", 0)
 }
 
-// instanceRoot is the instance's schema without spec, converted once; it
-// is shared and must not be modified.
-var instanceRoot = sync.OnceValue(func() *spec.Schema {
+// instanceMetaSchema is what expressions may read of the instance's
+// metadata: a cluster-scoped instance has no namespace, so, as in kro,
+// schema.metadata.namespace does not type-check.
+func (c *compiler) instanceMetaSchema() apiextensionsv1.JSONSchemaProps {
+	return instanceMetaSchema(c.namespaced())
+}
+
+func instanceMetaSchema(namespaced bool) apiextensionsv1.JSONSchemaProps {
+	md := objectMetaSchema()
+	if !namespaced {
+		delete(md.Properties, "namespace")
+	}
+	return md
+}
+
+// instanceRoot is the instance's schema without spec, namespaced or not,
+// converted once; it is shared and must not be modified.
+func instanceRoot(namespaced bool) *spec.Schema {
+	if namespaced {
+		return namespacedRoot()
+	}
+	return clusterRoot()
+}
+
+var (
+	namespacedRoot = sync.OnceValue(func() *spec.Schema { return convertInstanceRoot(true) })
+	clusterRoot    = sync.OnceValue(func() *spec.Schema { return convertInstanceRoot(false) })
+)
+
+func convertInstanceRoot(namespaced bool) *spec.Schema {
 	s, err := toSpecSchema(&apiextensionsv1.JSONSchemaProps{
 		Type: "object",
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"apiVersion": {Type: "string"},
 			"kind":       {Type: "string"},
-			"metadata":   objectMetaSchema(),
+			"metadata":   instanceMetaSchema(namespaced),
 		},
 	})
 	if err != nil {
 		panic(fmt.Sprintf("converting the instance's metadata schema: %v", err))
 	}
 	return s
-})
+}
 
 // objectMetaSchema is what expressions may read of an object's metadata.
 func objectMetaSchema() apiextensionsv1.JSONSchemaProps {

@@ -1,11 +1,13 @@
 package graph
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/traits"
 
 	"github.com/google/cel-go/cel"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +30,8 @@ type nodeProgram struct {
 	iterators  []iteratorProgram
 	// formats is the format tree of one observed object of this node.
 	formats *formatTree
+	// limits are the graph's, which every evaluation enforces.
+	limits Limits
 }
 
 type condition struct {
@@ -49,12 +53,13 @@ type refProgram struct {
 	name, namespace, selector tmpl // nil when absent
 }
 
-func (np *nodeProgram) scope(vals Values, extra map[string]any) *scope {
-	return &scope{vals: vals, extra: extra, resourceID: np.id}
+func (np *nodeProgram) scope(ctx context.Context, vals Values, extra map[string]any) *scope {
+	return newScope(ctx, &np.limits, vals, extra, np.id)
 }
 
-func (np *nodeProgram) included(vals Values) (bool, error) {
-	sc := np.scope(vals, nil)
+func (np *nodeProgram) included(ctx context.Context, vals Values) (bool, error) {
+	sc := np.scope(ctx, vals, nil)
+	defer sc.done()
 	for _, c := range np.include {
 		ok, err := sc.evalBool(c.p, c.path)
 		if err != nil || !ok {
@@ -64,26 +69,66 @@ func (np *nodeProgram) included(vals Values) (bool, error) {
 	return true, nil
 }
 
-func (np *nodeProgram) iterations(vals Values) ([]map[string]any, error) {
-	sc := np.scope(vals, nil)
+// iterations expands forEach and counts the node's children in the
+// instance's budget. Each iterator's list is measured before it is
+// converted, so that a list far past MaxIterations is refused before it
+// is copied.
+func (np *nodeProgram) iterations(ctx context.Context, vals Values) ([]map[string]any, error) {
+	sc := np.scope(ctx, vals, nil)
+	defer sc.done()
+	sc.bound(newSizer("forEach's lists", "MaxRenderedBytes", np.limits.MaxRenderedBytes))
 	lists := make([][]any, len(np.iterators))
 	total := 1
 	for i, it := range np.iterators {
-		v, _, err := sc.evalJSON(it.p, it.path)
+		l, err := sc.evalList(it.p, it.path, MaxIterations/max(total, 1))
 		if err != nil {
 			return nil, err
-		}
-		l, ok := v.([]any)
-		if !ok && v != nil {
-			return nil, sc.wrap(it.path, it.p.written, errorf(ErrEvaluation, "want a list, got %T", v))
 		}
 		lists[i] = l
 		total *= len(l)
 		if total > MaxIterations {
-			return nil, sc.wrap(it.path, it.p.written, fmt.Errorf("%w: more than %d combinations", ErrTooManyIterations, MaxIterations))
+			return nil, sc.wrap(it.path, it.p.written, tooManyIterations())
 		}
 	}
+	if err := sc.budget.AddChildren(total); err != nil {
+		return nil, &Error{ResourceID: np.id, Path: "forEach", Err: err}
+	}
 	return np.product(lists, total), nil
+}
+
+func tooManyIterations() error {
+	return fmt.Errorf("%w: more than %d combinations", ErrTooManyIterations, MaxIterations)
+}
+
+// evalList runs an iterator: a list of at most most items (null reads as
+// an empty list).
+func (sc *scope) evalList(p *program, path string, most int) ([]any, error) {
+	out, err := sc.eval(p, path)
+	if err != nil {
+		return nil, err
+	}
+	if opt, ok := out.(*types.Optional); ok {
+		if !opt.HasValue() {
+			return nil, nil
+		}
+		out = opt.GetValue()
+	}
+	if out == types.NullValue {
+		return nil, nil
+	}
+	l, ok := out.(traits.Lister)
+	if !ok {
+		return nil, sc.wrap(path, p.written, errorf(ErrEvaluation, "want a list, got %s", out.Type().TypeName()))
+	}
+	if n, _ := l.Size().(types.Int); int(n) > most {
+		return nil, sc.wrap(path, p.written, tooManyIterations())
+	}
+	v, err := toJSON(out, sc.sizer)
+	if err != nil {
+		return nil, sc.wrap(path, p.written, errorf(ErrEvaluation, "%w", err))
+	}
+	items, _ := v.([]any)
+	return items, nil
 }
 
 // product expands the cartesian product of lists, the last iterator varying
@@ -102,7 +147,7 @@ func (np *nodeProgram) product(lists [][]any, total int) []map[string]any {
 	return out
 }
 
-func (np *nodeProgram) render(vals Values, iteration map[string]any) (*unstructured.Unstructured, error) {
+func (np *nodeProgram) render(ctx context.Context, vals Values, iteration map[string]any) (*unstructured.Unstructured, error) {
 	if np.template == nil {
 		return nil, &Error{ResourceID: np.id, Err: errorf(ErrInvalid, "an externalRef has no template to render")}
 	}
@@ -111,11 +156,25 @@ func (np *nodeProgram) render(vals Values, iteration map[string]any) (*unstructu
 			return nil, &Error{ResourceID: np.id, Path: it.path, Err: errorf(ErrInvalid, "iteration has no value for iterator %q", it.name)}
 		}
 	}
-	v, _, err := np.template.eval(np.scope(vals, np.typedIteration(iteration)))
+	sc := np.scope(ctx, vals, np.typedIteration(iteration))
+	defer sc.done()
+	sc.bound(renderSizer(sc.budget))
+	v, _, err := np.template.eval(sc)
+	sc.sizer.done()
 	if err != nil {
-		return nil, err
+		return nil, np.limitError(err)
 	}
 	return &unstructured.Unstructured{Object: v.(map[string]any)}, nil
+}
+
+// limitError names the resource in an error that does not yet (a literal
+// that passed the rendering allowance).
+func (np *nodeProgram) limitError(err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &Error{ResourceID: np.id, Err: err, maxExpression: np.limits.MaxMessageExpression}
 }
 
 // typedIteration returns iteration with each item's formatted strings
@@ -138,11 +197,13 @@ func (np *nodeProgram) typedIteration(iteration map[string]any) map[string]any {
 	return out
 }
 
-func (np *nodeProgram) ref(vals Values) (ExternalRef, error) {
+func (np *nodeProgram) ref(ctx context.Context, vals Values) (ExternalRef, error) {
 	if np.extRef == nil {
 		return ExternalRef{}, &Error{ResourceID: np.id, Err: errorf(ErrInvalid, "not an externalRef")}
 	}
-	sc := np.scope(vals, nil)
+	sc := np.scope(ctx, vals, nil)
+	defer sc.done()
+	sc.bound(newSizer("the externalRef", "MaxValueBytes", np.limits.MaxValueBytes))
 	out := ExternalRef{GVK: np.extRef.gvk}
 	var err error
 	if out.Name, err = evalString(sc, np.extRef.name, "externalRef.metadata.name"); err != nil {
@@ -194,9 +255,10 @@ func evalSelector(sc *scope, t tmpl) (*metav1.LabelSelector, error) {
 	return sel, nil
 }
 
-func (np *nodeProgram) ready(vals Values, observed map[string]any) (bool, error) {
+func (np *nodeProgram) ready(ctx context.Context, vals Values, observed map[string]any) (bool, error) {
 	extra := map[string]any{np.id: observed}
-	sc := np.scope(vals, extra)
+	sc := np.scope(ctx, vals, extra)
+	defer sc.done()
 	if np.collection {
 		extra[varEach] = observed
 	}
@@ -222,7 +284,7 @@ func (np *nodeProgram) ready(vals Values, observed map[string]any) (bool, error)
 
 // compileResource compiles every expression of r into its node program.
 func (c *compiler) compileResource(r *resource) {
-	np := &nodeProgram{id: r.node.ID, collection: r.node.Collection, formats: formatsOf(r.decl)}
+	np := &nodeProgram{id: r.node.ID, collection: r.node.Collection, formats: formatsOf(r.decl), limits: c.opts.Limits}
 	r.node.program = np
 	env := c.compileIterators(r, np)
 	if env == nil {
@@ -379,12 +441,13 @@ func (c *compiler) readyEnv(r *resource) *cel.Env {
 }
 
 func (c *compiler) checkReadyRefs(r *resource, env *cel.Env, src string, fail func(error)) bool {
+	allowed := fmt.Sprintf("%q", r.node.ID)
+	if r.node.Collection {
+		// As in kro, a collection's readyWhen reads each item as each.
+		allowed = "each"
+	}
 	for _, id := range parsedIdentifiers(env, src) {
-		if id != r.node.ID && (c.valueNames[id] || c.isIteratorName(id)) {
-			allowed := fmt.Sprintf("%q", r.node.ID)
-			if r.node.Collection {
-				allowed += " and each"
-			}
+		if (id != r.node.ID || r.node.Collection) && (c.valueNames[id] || c.isIteratorName(id)) {
 			fail(errorf(ErrReference, "readyWhen may only reference %s, not %q", allowed, id))
 			return false
 		}
@@ -405,8 +468,8 @@ func (c *compiler) isIteratorName(name string) bool {
 
 // checkField checks that a standalone expression's type fits its field.
 func (c *compiler) checkField(path string, p *program, want *apiservercel.DeclType) error {
-	if !assignable(want, p.out) {
-		return errorf(ErrType, "expression returns %s but the field is %s", typeName(p.out), typeName(want.CelType()))
+	if err := c.fits(want, p.out); err != nil {
+		return errorf(ErrType, "expression returns %s but the field is %s%s", typeName(p.out), typeName(want.CelType()), because(err))
 	}
 	return nil
 }

@@ -108,17 +108,19 @@ func (c *compiler) parseTemplate(r *resource) {
 	apiVersion, okV := literalString(r.template["apiVersion"])
 	kind, okK := literalString(r.template["kind"])
 	if !okV {
-		fail("apiVersion", "required, and must be a plain string without ${}")
+		fail("apiVersion", "required, and must be a plain string without ${}%s", got(r.template, "apiVersion"))
 	}
 	if !okK {
-		fail("kind", "required, and must be a plain string without ${}")
+		fail("kind", "required, and must be a plain string without ${}%s", got(r.template, "kind"))
 	}
 	if _, ok := r.template["metadata"].(map[string]any); !ok {
-		fail("metadata", "required, and must be an object")
+		fail("metadata", "required, and must be an object%s", got(r.template, "metadata"))
 	}
 	if okV && okK {
 		r.node.GVK = c.gvk(r, apiVersion, kind, "apiVersion")
 	}
+	c.checkReservedLabels(r)
+	c.checkCRDTemplate(r)
 }
 
 func (c *compiler) parseExternalRef(r *resource) {
@@ -147,6 +149,7 @@ func (c *compiler) parseExternalRef(r *resource) {
 		if err := json.Unmarshal(ref.Metadata.Selector.Raw, &r.selector); err != nil {
 			fail("externalRef.metadata.selector", "must be a label selector or a ${} expression")
 		}
+		c.checkSelector(r)
 		r.node.Collection = true
 	}
 	if ref.APIVersion != "" && ref.Kind != "" {
@@ -220,6 +223,16 @@ func (c *compiler) isResourceID(id string) bool {
 		}
 	}
 	return false
+}
+
+// got describes obj[key] for a message (", got the number 1"), or "" when
+// it is absent.
+func got(obj map[string]any, key string) string {
+	v, ok := obj[key]
+	if !ok {
+		return ""
+	}
+	return ", got " + describeLiteral(v)
 }
 
 // literalString returns v as a string if it is one without expressions.

@@ -1,7 +1,9 @@
 package graph
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -32,18 +34,23 @@ type fieldPath struct {
 // eval computes every field whose inputs are present. Fields that wait on
 // a resource are left out; other errors are joined and returned alongside
 // the fields that did evaluate.
-func (sp *statusProgram) eval(vals Values) (map[string]any, error) {
+func (sp *statusProgram) eval(ctx context.Context, lim *Limits, vals Values) (map[string]any, error) {
 	out := map[string]any{}
 	if sp == nil {
 		return out, nil
 	}
-	sc := &scope{vals: vals}
+	sc := newScope(ctx, lim, vals, nil, "")
+	defer sc.done()
+	sc.bound(newSizer("the status", "MaxStatusBytes", lim.MaxStatusBytes))
 	var errs []error
 	for _, leaf := range sp.leaves {
 		v, ok, err := leaf.t.eval(sc)
 		switch {
 		case errors.Is(err, ErrPending):
 			continue
+		case errors.Is(err, ErrLimit):
+			// A status past its bound is not written at all.
+			return map[string]any{}, err
 		case err != nil:
 			errs = append(errs, err)
 			continue
@@ -91,7 +98,8 @@ func (c *compiler) compileStatus() (*statusProgram, apiextensionsv1.JSONSchemaPr
 	}
 	for k := range obj {
 		if reservedStatusFields[k] {
-			c.fail(&Error{Path: "spec.schema.status." + k, Err: errorf(ErrInvalid, "status.%s is reserved for the runtime", k)})
+			written, _ := obj[k].(string)
+			c.fail(&Error{Path: "spec.schema.status." + k, Expression: written, Err: errorf(ErrInvalid, "status.%s is reserved for the runtime", k)})
 			delete(obj, k)
 		}
 	}
@@ -130,9 +138,11 @@ func (c *compiler) statusField(sp *statusProgram, path *fieldPath, where string,
 		t := tc.value(where, v, nil)
 		switch t := t.(type) {
 		case *tmplExpr:
+			c.checkStatusReads(where, v, t)
 			sp.leaves = append(sp.leaves, statusLeaf{path: path, t: t})
 			return c.schemaOfType(t.p.out, 0), true
 		case *tmplConcat:
+			c.checkStatusReads(where, v, t)
 			sp.leaves = append(sp.leaves, statusLeaf{path: path, t: t})
 			return apiextensionsv1.JSONSchemaProps{Type: "string"}, true
 		}
@@ -157,6 +167,10 @@ func (c *compiler) statusList(sp *statusProgram, path *fieldPath, where string, 
 		c.fail(&Error{Path: where, Err: errorf(ErrInvalid, "a status field must hold ${} expressions")})
 		return apiextensionsv1.JSONSchemaProps{}, false
 	}
+	for i, item := range t.items {
+		written, _ := v[i].(string)
+		c.checkStatusReads(fmt.Sprintf("%s[%d]", where, i), written, item)
+	}
 	sp.leaves = append(sp.leaves, statusLeaf{path: path, t: t})
 	var items *apiextensionsv1.JSONSchemaProps
 	for _, item := range t.items {
@@ -168,6 +182,22 @@ func (c *compiler) statusList(sp *statusProgram, path *fieldPath, where string, 
 		items = &s
 	}
 	return apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: items}}, true
+}
+
+// checkStatusReads refuses, as kro does, a projected status field whose
+// expressions read neither schema nor a resource: a constant belongs in
+// the CRD, not in every instance's status.
+func (c *compiler) checkStatusReads(where, written string, t tmpl) {
+	progs := t.programs(nil)
+	if len(progs) == 0 {
+		return
+	}
+	for _, p := range progs {
+		if len(p.refs) > 0 {
+			return
+		}
+	}
+	c.fail(&Error{Path: where, Expression: written, Err: errorf(ErrInvalid, "a status field must read schema or a resource")})
 }
 
 // schemaOfTemplate is the schema of what a compiled status value yields.

@@ -26,7 +26,10 @@ type tmpl interface {
 // that callers may modify what they get.
 type tmplLiteral struct{ v any }
 
-func (t tmplLiteral) eval(*scope) (any, bool, error)   { return copyJSON(t.v), true, nil }
+func (t tmplLiteral) eval(sc *scope) (any, bool, error) {
+	v, err := copyJSON(t.v, sc.sizer)
+	return v, err == nil, err
+}
 func (tmplLiteral) programs(out []*program) []*program { return out }
 
 type tmplObject struct {

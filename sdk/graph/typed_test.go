@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -144,7 +145,7 @@ func TestPreservedUnknownFieldsAreDyn(t *testing.T) {
 		cm("a", "", "x: ${w.status.phase}\nport: ${string(w.status.endpoint.port)}")
 	g, err := graph.Compile(parseRGD(t, rgdDoc("", res)), opts)
 	require.NoError(t, err)
-	obj, err := g.Node("a").Render(graph.Values{
+	obj, err := g.Node("a").Render(context.Background(), graph.Values{
 		"schema": instance("x", map[string]any{}),
 		"w":      map[string]any{"status": map[string]any{"phase": "Up", "endpoint": map[string]any{"port": int64(80)}}},
 	}, nil)
@@ -155,4 +156,65 @@ func TestPreservedUnknownFieldsAreDyn(t *testing.T) {
 	assert.NoError(t, err, "metadata is a free-form map here")
 	_, err = graph.Compile(parseRGD(t, rgdDoc("", strings.Replace(res, "w.status.phase", "string(w.status.phase.size)", 1))), opts)
 	assert.ErrorIs(t, err, graph.ErrExpression, "a listed string field stays typed")
+}
+
+// pod is a Pod resource with one container whose fields are given.
+func pod(id, container string) string {
+	return "- id: " + id + "\n  template:\n    apiVersion: v1\n    kind: Pod\n    metadata:\n      name: " + id +
+		"\n    spec:\n      containers:\n      - name: c\n        image: nginx\n" + indent(container, "        ") + "\n"
+}
+
+// As kro v0.9.3, an object fills an object field only with fields the
+// field has, a map only if its values fit every field, an object fills a
+// map only if every field fits the map's values; an int does not fill a
+// number field and null fills only objects.
+func TestTypedObjectsFitFieldByField(t *testing.T) {
+	typed := typedOptions(t)
+	schemaWith := func(fields string) string {
+		return "apiVersion: v1alpha1\nkind: App\ntypes:\n  C:\n    name: string\n    img: string\nspec:\n  name: string\n" + indent(fields, "  ")
+	}
+	runFailCases(t, map[string]failCase{
+		"an object with a field the target lacks": {schema: schemaWith("res:\n  cpu: string"), resources: "resources:\n" + pod("p", "resources: ${schema.spec.res}"), opts: typed,
+			kind: graph.ErrType, want: `resource "p": spec.containers[0].resources: ${schema.spec.res}: expression returns fg__schema.spec.res but the field is ` +
+				`fg__kind.core.v1.Pod.spec.containers@items.resources: field "cpu" is not a field of fg__kind.core.v1.Pod.spec.containers@items.resources`},
+		"a list of such objects": {schema: schemaWith("cs: \"[]C\""), resources: "resources:\n" + strings.Replace(pod("p", ""), "containers:\n      - name: c\n        image: nginx\n", "containers: ${schema.spec.cs}\n", 1), opts: typed,
+			kind: graph.ErrType, want: `field "img" is not a field of fg__kind.core.v1.Pod.spec.containers@items`},
+		"a map whose values do not fit every field": {schema: schemaWith("sc: \"map[string]string\""), resources: "resources:\n" + strings.Replace(pod("p", ""), "containers:", "securityContext: ${schema.spec.sc}\n      containers:", 1), opts: typed,
+			kind: graph.ErrType, want: `resource "p": spec.securityContext: ${schema.spec.sc}: expression returns map(string, string) but the field is fg__kind.core.v1.Pod.spec.securityContext: its values (string) do not fit field "fsGroup": string is not int`},
+		"an object whose fields do not fit a map": {schema: schemaWith("obj:\n  a: integer"), resources: "resources:\n" + strings.Replace(cm("a", "", ""), "name: a", "name: a\n    data: ${schema.spec.obj}", 1), opts: typed,
+			kind: graph.ErrType, want: `resource "a": data: ${schema.spec.obj}: expression returns fg__schema.spec.obj but the field is map(string, string): field "a" does not fit the map's values (string): int is not string`},
+		"null into a string": {resources: "resources:\n" + cm("a", "", "x: ${null}"), opts: typed,
+			kind: graph.ErrType, want: `resource "a": data.x: ${null}: expression returns null_type but the field is string`},
+	})
+	for name, tt := range map[string]struct{ schema, resources string }{
+		"an object with a subset of the fields": {schemaWith("res:\n  limits: \"map[string]string\""), pod("p", "resources: ${schema.spec.res}")},
+		"a map literal into a selector, as kro": {"", deployment("web", "", strings.Replace(podSpec, "selector: {matchLabels: {app: x}}", `selector: '${ {"matchLabels": {"app": "x"}} }'`, 1))},
+		"a free-form object into an object":     {schemaWith("sc: object"), strings.Replace(pod("p", ""), "containers:", "securityContext: ${schema.spec.sc}\n      containers:", 1)},
+		"one kind's part into another's":        {"", pod("a", "") + deployment("web", "", "selector: {matchLabels: {app: x}}\ntemplate:\n  metadata: {labels: {app: x}}\n  spec: ${a.spec}")},
+		"null into an object":                   {"", strings.Replace(pod("p", ""), "containers:", "securityContext: ${null}\n      containers:", 1)},
+	} {
+		_, err := graph.Compile(parseRGD(t, rgdDoc(tt.schema, "resources:\n"+tt.resources)), typed)
+		assert.NoError(t, err, name)
+	}
+}
+
+// As kro v0.9.3, an int does not fill a number field: double() it.
+func TestTypedIntDoesNotFillANumber(t *testing.T) {
+	widget := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	s := &spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}, Properties: map[string]spec.Schema{
+		"apiVersion": {SchemaProps: spec.SchemaProps{Type: []string{"string"}}},
+		"kind":       {SchemaProps: spec.SchemaProps{Type: []string{"string"}}},
+		"metadata":   {SchemaProps: spec.SchemaProps{Type: []string{"object"}}},
+		"spec": {SchemaProps: spec.SchemaProps{Type: []string{"object"}, Properties: map[string]spec.Schema{
+			"ratio": {SchemaProps: spec.SchemaProps{Type: []string{"number"}}}}}},
+	}}}
+	opts := graph.Options{Resolver: graph.StaticResolver{widget: s}}
+	res := func(v string) string {
+		return "resources:\n- id: w\n  template: {apiVersion: example.com/v1, kind: Widget, metadata: {name: w}, spec: {ratio: '" + v + "'}}\n"
+	}
+	_, err := graph.Compile(parseRGD(t, rgdDoc("", res("${schema.spec.replicas}"))), opts)
+	require.ErrorIs(t, err, graph.ErrType)
+	assert.Contains(t, err.Error(), `resource "w": spec.ratio: ${schema.spec.replicas}: expression returns int but the field is double`)
+	_, err = graph.Compile(parseRGD(t, rgdDoc("", res("${double(schema.spec.replicas)}"))), opts)
+	assert.NoError(t, err)
 }

@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -93,7 +94,7 @@ func TestSchemaValidation(t *testing.T) {
 		"custom type cycle": {schema: "apiVersion: v1\nkind: App\ntypes:\n  A:\n    b: A\nspec:\n  a: string", resources: ok,
 			kind: graph.ErrSchema, want: `spec.schema.types.A: custom type cycle: A -> A`},
 		"reserved status field": {schema: "apiVersion: v1\nkind: App\nstatus:\n  state: ${a.metadata.name}", resources: ok,
-			kind: graph.ErrInvalid, want: `spec.schema.status.state: status.state is reserved`},
+			kind: graph.ErrInvalid, want: `spec.schema.status.state: ${a.metadata.name}: status.state is reserved`},
 		"status literal": {schema: "apiVersion: v1\nkind: App\nstatus:\n  x: hello", resources: ok,
 			kind: graph.ErrInvalid, want: `spec.schema.status.x: hello: a status field must be a ${} expression`},
 		"status list without expressions": {schema: "apiVersion: v1\nkind: App\nstatus:\n  x: [a]", resources: ok,
@@ -203,7 +204,7 @@ func TestExpressionValidation(t *testing.T) {
 func TestReadyWhenAcceptsBareCEL(t *testing.T) {
 	g, err := graph.Compile(parseRGD(t, rgdDoc("", "resources:\n"+cm("a", "readyWhen: ['a.data.ok == \"yes\"']", ""))), graph.Options{})
 	require.NoError(t, err)
-	ready, err := g.Node("a").Ready(graph.Values{}, map[string]any{"data": map[string]any{"ok": "yes"}})
+	ready, err := g.Node("a").Ready(context.Background(), graph.Values{}, map[string]any{"data": map[string]any{"ok": "yes"}})
 	require.NoError(t, err)
 	assert.True(t, ready)
 }
@@ -263,10 +264,10 @@ func TestOptionalConditionsReadEmptyAsFalse(t *testing.T) {
 	schema := "apiVersion: v1alpha1\nkind: App\nspec:\n  flag: boolean"
 	g, err := graph.Compile(parseRGD(t, rgdDoc(schema, "resources:\n"+cm("a", "includeWhen: ['${schema.spec.?flag}']", ""))), graph.Options{})
 	require.NoError(t, err)
-	in, err := g.Node("a").Included(graph.Values{"schema": instance("x", map[string]any{})})
+	in, err := g.Node("a").Included(context.Background(), graph.Values{"schema": instance("x", map[string]any{})})
 	require.NoError(t, err)
 	assert.False(t, in)
-	in, err = g.Node("a").Included(graph.Values{"schema": instance("x", map[string]any{"flag": true})})
+	in, err = g.Node("a").Included(context.Background(), graph.Values{"schema": instance("x", map[string]any{"flag": true})})
 	require.NoError(t, err)
 	assert.True(t, in)
 }

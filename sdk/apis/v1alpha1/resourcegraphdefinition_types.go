@@ -172,8 +172,9 @@ type Resource struct {
 	ExternalRef *ExternalRef `json:"externalRef,omitempty"`
 
 	// ReadyWhen lists conditions, each a "${...}" expression, that must all
-	// be true for the resource to count as ready. The resource's own id is
-	// bound to the observed object (and `each` for a collection item).
+	// be true for the resource to count as ready. They read the observed
+	// object through the resource's own id, or, for a collection, each
+	// observed item as `each`.
 	// +optional
 	ReadyWhen []string `json:"readyWhen,omitempty"`
 
@@ -211,6 +212,7 @@ type ExternalRef struct {
 // Selector for a collection.
 type ExternalRefMetadata struct {
 	// Name of the object; may contain ${} expressions.
+	// +kubebuilder:validation:MinLength=1
 	// +optional
 	Name string `json:"name,omitempty"`
 
@@ -220,8 +222,8 @@ type ExternalRefMetadata struct {
 	Namespace string `json:"namespace,omitempty"`
 
 	// Selector is a label selector (matchLabels/matchExpressions, whose
-	// values may contain ${} expressions) or a single "${...}" expression
-	// that evaluates to one.
+	// values may contain ${} expressions) or, as a fleetgraph extension
+	// kro's CRD refuses, a single "${...}" expression that evaluates to one.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	// +optional

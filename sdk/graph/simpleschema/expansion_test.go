@@ -128,7 +128,6 @@ func TestSchemaBounds(t *testing.T) {
 	}{
 		"fields":             {spec: wide, bound: "properties", path: "f9999"},
 		"nested objects":     {spec: map[string]any{"a": nested(1500)}, bound: "depth", path: "a" + strings.Repeat(".x", 999)},
-		"nested type string": {spec: map[string]any{"a": strings.Repeat("[]", 50_000) + "string"}, bound: "depth", path: "a"},
 		"nested YAML lists":  {spec: map[string]any{"a": listOfLists(1500)}, bound: "depth", path: "a" + strings.Repeat("[]", 999)},
 		"nested types":       {spec: map[string]any{"a": "L1199"}, types: chain, bound: "depth", path: "types.L1001"},
 		"a large enum at every use": {
@@ -152,6 +151,18 @@ func TestSchemaBounds(t *testing.T) {
 			assert.Less(t, alloc, uint64(64<<20), "allocated %d bytes", alloc)
 		})
 	}
+}
+
+// A type string nests at most 16 lists and maps (kro's rule), however
+// long it is; types nesting types reach the depth bound above.
+func TestALongTypeStringIsRefusedAtOnce(t *testing.T) {
+	var err error
+	alloc, _ := measure(func() {
+		_, _, err = simpleschema.Convert("", map[string]any{"a": strings.Repeat("[]", 50_000) + "string"}, nil)
+	})
+	require.ErrorIs(t, err, simpleschema.ErrSyntax)
+	assert.Contains(t, err.Error(), "nests more than 16")
+	assert.Less(t, alloc, uint64(64<<20), "allocated %d bytes", alloc)
 }
 
 // Building every node's path as a string would cost the square of the

@@ -26,13 +26,17 @@ type Marker struct {
 
 // ParseField parses "type | marker=value ...".
 func ParseField(s string) (Field, error) {
-	typ, markers, _ := strings.Cut(s, "|")
-	f := Field{Type: strings.TrimSpace(typ)}
-	if f.Type == "" {
+	typ, markers, piped := strings.Cut(s, "|")
+	if strings.TrimSpace(typ) == "" {
 		return Field{}, fmt.Errorf("%w: missing type in %q", ErrSyntax, s)
 	}
-	if strings.ContainsFunc(f.Type, unicode.IsSpace) {
-		return Field{}, fmt.Errorf("%w: type %q contains spaces", ErrSyntax, f.Type)
+	t, err := normalizeType(typ)
+	if err != nil {
+		return Field{}, err
+	}
+	f := Field{Type: t}
+	if err := checkMarkersEnd(s, markers, piped); err != nil {
+		return Field{}, err
 	}
 	ms, err := parseMarkers(markers)
 	if err != nil {
@@ -70,12 +74,18 @@ func (sc *markerScanner) skipSpace() {
 	}
 }
 
+// marker reads one name=value. As in kro, spaces in or after the name are
+// dropped ("required =true" is required=true).
 func (sc *markerScanner) marker() (Marker, error) {
 	start := sc.pos
-	for sc.pos < len(sc.s) && sc.s[sc.pos] != '=' && !unicode.IsSpace(rune(sc.s[sc.pos])) {
+	var b strings.Builder
+	for sc.pos < len(sc.s) && sc.s[sc.pos] != '=' {
+		if !unicode.IsSpace(rune(sc.s[sc.pos])) {
+			b.WriteByte(sc.s[sc.pos])
+		}
 		sc.pos++
 	}
-	name := sc.s[start:sc.pos]
+	name := b.String()
 	if sc.pos >= len(sc.s) || sc.s[sc.pos] != '=' {
 		return Marker{}, fmt.Errorf("%w: marker %q has no value (want %s=value)", ErrSyntax, name, name)
 	}

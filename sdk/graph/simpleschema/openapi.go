@@ -168,7 +168,7 @@ func (c *converter) field(p *path, v any) (*apiextensionsv1.JSONSchemaProps, boo
 		out.Items = &apiextensionsv1.JSONSchemaPropsOrArray{Schema: items}
 		return out, false
 	default:
-		c.fail(p, fmt.Errorf("%w: want a type string or a nested object, got %T", ErrSyntax, v))
+		c.fail(p, fmt.Errorf("%w: want a type string or a nested object, got %s", ErrSyntax, describe(v)))
 		return nil, false
 	}
 }

@@ -3,6 +3,7 @@ package simpleschema_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -156,7 +157,7 @@ func TestErrorsNameTheField(t *testing.T) {
 		"unknown nested type":      {spec: "a:\n  b: \"[]Nope\"", path: "a.b", kind: simpleschema.ErrUnknownType, msg: `"Nope"`},
 		"map key not string":       {spec: `f: "map[integer]string"`, path: "f", kind: simpleschema.ErrUnknownType, msg: "map keys must be string"},
 		"malformed map":            {spec: `f: "map[string"`, path: "f", kind: simpleschema.ErrUnknownType, msg: "malformed map type"},
-		"empty type":               {spec: `f: " | required=true"`, path: "f", kind: simpleschema.ErrSyntax, msg: "missing type"},
+		"empty type":               {spec: `f: " | required=true"`, path: "f", kind: simpleschema.ErrSyntax, msg: `missing type in " | required=true"`},
 		"unknown marker":           {spec: `f: string | requird=true`, path: "f", kind: simpleschema.ErrUnknownMarker, msg: `"requird"`},
 		"marker without value":     {spec: `f: string | required`, path: "f", kind: simpleschema.ErrSyntax, msg: "has no value"},
 		"unterminated quote":       {spec: `f: string | description="abc`, path: "f", kind: simpleschema.ErrSyntax, msg: "unterminated"},
@@ -188,9 +189,14 @@ func TestErrorsNameTheField(t *testing.T) {
 		"immutable not bool":       {spec: `f: string | immutable=always`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "true or false"},
 		"validation empty":         {spec: `f: string | validation=""`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "empty rule"},
 		"duplicate listMapKey":     {spec: "f: \"[]P | listType=map listMapKey=a listMapKey=a\"", types: "P:\n  a: string | required=true", path: "f", kind: simpleschema.ErrInvalidMarker, msg: `duplicate key "a"`},
-		"default below minimum":    {spec: `f: integer | default=0 minimum=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "default 0 is less than minimum 1"},
-		"default above maximum":    {spec: `f: float | maximum=1.5 default=2`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "default 2 is greater than maximum 1.5"},
-		"bad leaf value":           {spec: `f: 3`, path: "f", kind: simpleschema.ErrSyntax, msg: "want a type string"},
+		"default below minimum":    {spec: `f: integer | default=0 minimum=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "default=0 is less than minimum=1"},
+		"default above maximum":    {spec: `f: float | maximum=1.5 default=2`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "default=2 is greater than maximum=1.5"},
+		"bad leaf value":           {spec: `f: 3`, path: "f", kind: simpleschema.ErrSyntax, msg: "want a type string or a nested object, got the number 3"},
+		"nothing after the pipe":   {spec: `f: "string |"`, path: "f", kind: simpleschema.ErrSyntax, msg: `"string |" has no marker after "|"`},
+		"whitespace at the end":    {spec: `f: "string | required=true "`, path: "f", kind: simpleschema.ErrSyntax, msg: `"string | required=true " ends in whitespace after its last marker`},
+		"a folded block":           {spec: "f: >\n  string | required=true\n", path: "f", kind: simpleschema.ErrSyntax, msg: "ends in whitespace after its last marker"},
+		"list without element":     {spec: `f: "[]"`, path: "f", kind: simpleschema.ErrSyntax, msg: `type "[]" has no element type`},
+		"nested too deep":          {spec: `f: "[][][][][][][][][][][][][][][][][]string"`, path: "f", kind: simpleschema.ErrSyntax, msg: "nests more than 16 lists and maps"},
 		"list of two":              {spec: "f:\n- string\n- integer", path: "f", kind: simpleschema.ErrSyntax, msg: "exactly one element"},
 		"custom type cycle":        {spec: `f: A`, types: "A:\n  b: B\nB:\n  a: \"[]A\"", path: "types.A", kind: simpleschema.ErrTypeCycle, msg: "A -> B -> A"},
 		"self-referencing type":    {spec: `f: string`, types: "Node:\n  next: Node", path: "types.Node", kind: simpleschema.ErrTypeCycle, msg: "Node -> Node"},
@@ -215,6 +221,18 @@ func TestAllErrorsAreReported(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "a: unknown type")
 	assert.Contains(t, err.Error(), "b: unknown marker")
+}
+
+// As kro reads them: spaces after [] and map[string], and before a
+// marker's "=", are dropped; sixteen nested collections are allowed.
+func TestFieldSpellingsKroAccepts(t *testing.T) {
+	assert.Equal(t, map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}, field(t, `f: "map[string] string"`))
+	assert.Equal(t, map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "minItems": float64(1)}, field(t, `f: "[] string | minItems=1"`))
+	m, err := convert(t, `f: "string | required =true"`, "")
+	require.NoError(t, err)
+	assert.Equal(t, []any{"f"}, m["required"])
+	_, err = convert(t, `f: "`+strings.Repeat("[]", 16)+`string"`, "")
+	assert.NoError(t, err)
 }
 
 func TestParseField(t *testing.T) {
@@ -257,10 +275,54 @@ func FuzzSimpleSchema(f *testing.F) {
 	})
 }
 
-// As in kro and the API server, bounds no value meets are accepted.
-func TestUnsatisfiableBoundsAreAccepted(t *testing.T) {
-	_, err := convert(t, "a: integer | minimum=5 maximum=1\nb: string | minLength=3 maxLength=2\nc: \"[]string | minItems=3 maxItems=2\"", "")
-	assert.NoError(t, err)
+// Markers that contradict each other are refused when compiling, naming
+// both: kro v0.9.3 and the API server accept them and serve a field that
+// no value (or an enum value that no instance) can ever satisfy.
+func TestContradictoryMarkersAreRefused(t *testing.T) {
+	tests := map[string]struct{ spec, want string }{
+		"minimum above maximum":       {`f: integer | minimum=10 maximum=1`, "minimum=10 is greater than maximum=1"},
+		"float minimum above maximum": {`f: float | maximum=0.5 minimum=0.75`, "minimum=0.75 is greater than maximum=0.5"},
+		"no integer between":          {`f: integer | minimum=1.2 maximum=1.8`, "minimum=1.2 and maximum=1.8 leave no integer"},
+		"minLength above maxLength":   {`f: string | minLength=5 maxLength=2`, "minLength=5 is greater than maxLength=2"},
+		"minItems above maxItems":     {`f: "[]string | minItems=3 maxItems=2"`, "minItems=3 is greater than maxItems=2"},
+		"enum below minimum":          {`f: integer | enum="1,5" minimum=3`, "enum value 1 is less than minimum=3"},
+		"enum above maximum":          {`f: float | maximum=2 enum="1.5,2.5"`, "enum value 2.5 is greater than maximum=2"},
+		"enum outside pattern":        {`f: string | enum="prod,Dev" pattern="^[a-z]+$"`, `enum value "Dev" does not match pattern="^[a-z]+$"`},
+		"enum too long":               {`f: string | enum="ab,abcd" maxLength=3`, `enum value "abcd" is longer than maxLength=3`},
+		"enum too short":              {`f: string | minLength=2 enum="a,ab"`, `enum value "a" is shorter than minLength=2`},
+		"default outside pattern":     {`f: string | default=Prod pattern="^[a-z]+$"`, `default="Prod" does not match pattern="^[a-z]+$"`},
+		"default too long":            {`f: string | default=abcd maxLength=3`, `default="abcd" is longer than maxLength=3`},
+		"default too few items":       {`f: '[]string | default=["a"] minItems=2'`, `default=["a"] has fewer items than minItems=2`},
+		"default not in enum":         {`f: string | enum="a,b" default=c`, `default="c" is not one of enum`},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := convert(t, tt.spec, "")
+			require.ErrorIs(t, err, simpleschema.ErrInvalidMarker)
+			assert.Contains(t, err.Error(), "f: invalid marker: "+tt.want)
+		})
+	}
+}
+
+// Bounds that leave room, enum values and defaults inside them are
+// accepted: nothing is refused that can work.
+func TestConsistentMarkersAreAccepted(t *testing.T) {
+	for _, spec := range []string{
+		`f: integer | minimum=1 maximum=1`,
+		`f: integer | minimum=0.5 maximum=1.5`,
+		`f: float | minimum=1.2 maximum=1.8`,
+		`f: string | minLength=2 maxLength=2 enum="ab,cd" default=ab pattern="^[a-z]+$"`,
+		`f: '[]string | minItems=1 maxItems=1 default=["a"]'`,
+		`f: integer | enum="1,2,3" minimum=1 maximum=3 default=2`,
+		`f: T | minimum=2`,
+	} {
+		t.Run(spec, func(t *testing.T) {
+			_, err := convert(t, spec, "T: integer | maximum=5")
+			assert.NoError(t, err)
+		})
+	}
+	_, err := convert(t, "f: T | minimum=9", "T: integer | maximum=5")
+	assert.ErrorContains(t, err, "minimum=9 is greater than maximum=5", "bounds from a custom type and the field combine")
 }
 
 // As in kro, listMapKey repeats to name several keys.

@@ -1,0 +1,101 @@
+//go:build integration
+
+package spoke_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/spoke"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+// countInstances is how many instances the restart test starts with.
+const countInstances = 200
+
+// After a restart the counts are what the spoke holds as soon as the
+// instance watch has listed it, not what the new process reconciled: here
+// every instance is suspended before the restart, so the new process
+// reconciles none of them, and 50 of them are not ACTIVE.
+func TestCountsAreTheSpokesInstancesAfterARestart(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 1)
+	ctx := context.Background()
+	g := compile(t, oneKindRGD)
+	c := newClient(t, fleet.Spokes()[0].Config)
+	cluster := multicluster.ClusterName(fleet.Spokes()[0].Name)
+	installCRD(t, c, g)
+	createNamespace(t, c, "team")
+
+	provider, err := fleet.NewProvider(ctx, spoke.TrimCache)
+	require.NoError(t, err)
+	rt, stop := runRuntime(t, fleet, provider, spoke.Options{})
+	t.Cleanup(stop)
+	require.NoError(t, rt.Serve(g))
+	names := make([]string, countInstances)
+	for i := range names {
+		names[i] = fmt.Sprintf("n%03d", i)
+	}
+	inParallel(t, names, func(name string) error {
+		return c.Create(ctx, newInstance(g, "team", name, map[string]any{}))
+	})
+	want := spoke.Count{Total: countInstances, Ready: countInstances}
+	countsAre(t, rt, "twokinds", cluster, want)
+	stop()
+
+	suspend := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, contract.AnnotationReconcile, contract.ReconcileSuspended)
+	inParallel(t, names, func(name string) error {
+		return c.Patch(ctx, newInstance(g, "team", name, nil), client.RawPatch(types.MergePatchType, []byte(suspend)))
+	})
+	inParallel(t, names[:50], func(name string) error {
+		u := newInstance(g, "team", name, nil)
+		return c.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(`{"status":{"state":"IN_PROGRESS"}}`)))
+	})
+
+	provider2, err := fleet.NewProvider(ctx, spoke.TrimCache)
+	require.NoError(t, err)
+	rt2 := startRuntime(t, fleet, provider2, spoke.Options{})
+	require.NoError(t, rt2.Serve(g))
+	countsAre(t, rt2, "twokinds", cluster, spoke.Count{Total: countInstances, Ready: countInstances - 50})
+
+	// Deletions count at once too: a suspended instance is still deleted.
+	inParallel(t, names[:10], func(name string) error {
+		return c.Delete(ctx, newInstance(g, "team", name, nil))
+	})
+	countsAre(t, rt2, "twokinds", cluster, spoke.Count{Total: countInstances - 10, Ready: countInstances - 50})
+}
+
+// countsAre waits until the graph's counts on cluster are want.
+func countsAre(t *testing.T, rt *spoke.Runtime, graphName string, cluster multicluster.ClusterName, want spoke.Count) {
+	t.Helper()
+	eventually(t, func() (bool, string) {
+		got := rt.Counts(graphName)[cluster]
+		return got == want, fmt.Sprintf("counts %+v, want %+v", got, want)
+	})
+}
+
+// inParallel calls f for every name, four at a time.
+func inParallel(t *testing.T, names []string, f func(string) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, 4)
+	for i, name := range names {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = f(name)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+}

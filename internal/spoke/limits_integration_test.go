@@ -1,0 +1,135 @@
+//go:build integration
+
+package spoke_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/spoke"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+// boundedRGD lets an instance ask for as many children as it likes, and
+// project a status as large as it likes.
+const boundedRGD = `
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: bounded
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Bounded
+    spec:
+      size: integer | default=1
+      copies: integer | default=0
+      blob: string | default=""
+    status:
+      copies: ${lists.range(schema.spec.copies).map(i, schema.spec.blob)}
+  resources:
+  - id: pieces
+    forEach:
+    - i: ${lists.range(schema.spec.size)}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name + "-" + string(i)}
+      data:
+        i: ${string(i)}
+`
+
+// servedWithLimits serves boundedRGD, compiled with lim, on one spoke.
+func servedWithLimits(t *testing.T, lim graph.Limits) (client.Client, *graph.Graph) {
+	t.Helper()
+	rgd := &v1alpha1.ResourceGraphDefinition{}
+	require.NoError(t, yaml.Unmarshal([]byte(boundedRGD), rgd))
+	g, err := graph.Compile(rgd, graph.Options{Limits: lim})
+	require.NoError(t, err)
+	fleet := fgtesting.StartFleet(t, 1)
+	c := newClient(t, fleet.Spokes()[0].Config)
+	installCRD(t, c, g)
+	createNamespace(t, c, "team")
+	provider, err := fleet.NewProvider(context.Background(), spoke.TrimCache)
+	require.NoError(t, err)
+	rt := startRuntime(t, fleet, provider, spoke.Options{})
+	require.NoError(t, rt.Serve(g))
+	return c, g
+}
+
+// An instance that asks for more than the graph's Limits allow goes to
+// ERROR with reason LimitExceeded and a message naming the resource, the
+// expression and the limit; the process lives on, and a benign instance
+// of the same graph is served as before.
+func TestBoundedInstancesGoToErrorAndOthersKeepWorking(t *testing.T) {
+	ctx := context.Background()
+	c, g := servedWithLimits(t, graph.Limits{MaxChildren: 5})
+
+	require.NoError(t, c.Create(ctx, newInstance(g, "team", "benign", map[string]any{"size": int64(2)})))
+
+	t.Run("lists.range of 2^40", func(t *testing.T) {
+		require.NoError(t, c.Create(ctx, newInstance(g, "team", "huge", map[string]any{"size": int64(1) << 40})))
+		limitExceeded(t, c, g, "huge", "pieces:", "lists.range", "Limits.MaxValueBytes")
+	})
+	t.Run("more children than MaxChildren", func(t *testing.T) {
+		require.NoError(t, c.Create(ctx, newInstance(g, "team", "many", map[string]any{"size": int64(6)})))
+		limitExceeded(t, c, g, "many", "pieces:", "Limits.MaxChildren")
+		list := &corev1.ConfigMapList{}
+		require.NoError(t, c.List(ctx, list, client.InNamespace("team"), client.MatchingLabels{contract.LabelInstanceName: "many"}))
+		assert.Empty(t, list.Items, "no child is rendered once the count is past the limit")
+	})
+	t.Run("a status past MaxStatusBytes", func(t *testing.T) {
+		spec := map[string]any{"copies": int64(2000), "blob": strings.Repeat("x", 1024)}
+		require.NoError(t, c.Create(ctx, newInstance(g, "team", "wordy", spec)))
+		limitExceeded(t, c, g, "wordy", "status:", "Limits.MaxStatusBytes")
+	})
+
+	stateIs(t, c, g, "team", "benign", contract.StateActive)
+	configMapData(t, c, "team", "benign-1", "i", "1")
+}
+
+// limitExceeded waits until the instance is in ERROR with a Ready
+// condition of reason LimitExceeded whose message says each of want.
+func limitExceeded(t *testing.T, c client.Client, g *graph.Graph, name string, want ...string) {
+	t.Helper()
+	stateIs(t, c, g, "team", name, contract.StateError)
+	eventually(t, func() (bool, string) {
+		u, err := getInstance(t, c, g, "team", name)
+		if err != nil {
+			return false, err.Error()
+		}
+		reason, msg := readyReason(u), readyMessage(u)
+		if reason != "LimitExceeded" {
+			return false, "Ready reason " + reason + ": " + msg
+		}
+		for _, w := range want {
+			if !strings.Contains(msg, w) {
+				return false, "Ready message lacks " + w + ": " + msg
+			}
+		}
+		return true, ""
+	})
+}
+
+func readyReason(u *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == contract.ConditionReady {
+			s, _ := m["reason"].(string)
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,93 @@
+package spoke
+
+import (
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	"k8s.io/client-go/util/workqueue"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+)
+
+// Retries of failed reconciles are limited as controller-runtime limits
+// them, with one difference: the bucket that caps their rate is per flow
+// (one namespace of one cluster), not one for the whole queue. With a
+// single bucket, a tenant whose instances keep failing spends every token,
+// and another tenant's one retry waits behind a hundred of them (at 10 a
+// second, ten seconds); with a bucket per flow each tenant spends its own.
+
+const (
+	// retryBase and retryMax bound each request's exponential backoff.
+	retryBase = 5 * time.Millisecond
+	retryMax  = 1000 * time.Second
+	// retryQPS and retryBurst shape each flow's bucket of retries.
+	retryQPS   = 10
+	retryBurst = 100
+	// retryRefill is how long an unused bucket takes to fill again: a
+	// full bucket is the same as none, so it is then dropped.
+	retryRefill = retryBurst / retryQPS * time.Second
+)
+
+var _ workqueue.TypedRateLimiter[mcreconcile.Request] = &retryLimiter{}
+
+// retryLimiter delays a failed request by the longer of its own
+// exponential backoff and what its flow's bucket allows.
+type retryLimiter struct {
+	items workqueue.TypedRateLimiter[mcreconcile.Request]
+	now   func() time.Time
+
+	mu    sync.Mutex
+	flows map[flow]*rate.Limiter
+	swept time.Time
+}
+
+func newRetryLimiter() *retryLimiter {
+	return &retryLimiter{
+		items: workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](retryBase, retryMax),
+		now:   time.Now,
+		flows: map[flow]*rate.Limiter{},
+	}
+}
+
+// When returns how long req waits before it is retried.
+func (l *retryLimiter) When(req mcreconcile.Request) time.Duration {
+	backoff := l.items.When(req)
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweepLocked(now)
+	f := flowOf(req)
+	b := l.flows[f]
+	if b == nil {
+		b = rate.NewLimiter(retryQPS, retryBurst)
+		l.flows[f] = b
+	}
+	return max(backoff, b.ReserveN(now, 1).DelayFrom(now))
+}
+
+// sweepLocked drops, at most once per retryRefill, the buckets that are
+// full again, so that the map holds only flows that failed lately.
+func (l *retryLimiter) sweepLocked(now time.Time) {
+	if now.Sub(l.swept) < retryRefill {
+		return
+	}
+	l.swept = now
+	for f, b := range l.flows {
+		if b.TokensAt(now) >= retryBurst {
+			delete(l.flows, f)
+		}
+	}
+}
+
+// NumRequeues is how many times req was retried since it last succeeded.
+func (l *retryLimiter) NumRequeues(req mcreconcile.Request) int { return l.items.NumRequeues(req) }
+
+// Forget resets req's backoff.
+func (l *retryLimiter) Forget(req mcreconcile.Request) { l.items.Forget(req) }
+
+// flowCount is the number of buckets held, for tests.
+func (l *retryLimiter) flowCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.flows)
+}
