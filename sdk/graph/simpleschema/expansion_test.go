@@ -126,10 +126,10 @@ func TestSchemaBounds(t *testing.T) {
 		spec, types map[string]any
 		bound, path string
 	}{
-		"fields":             {spec: wide, bound: "properties", path: "f9999"},
-		"nested objects":     {spec: map[string]any{"a": nested(1500)}, bound: "depth", path: "a" + strings.Repeat(".x", 999)},
-		"nested YAML lists":  {spec: map[string]any{"a": listOfLists(1500)}, bound: "depth", path: "a" + strings.Repeat("[]", 999)},
-		"nested types":       {spec: map[string]any{"a": "L1199"}, types: chain, bound: "depth", path: "types.L1001"},
+		"fields":            {spec: wide, bound: "properties", path: "f9999"},
+		"nested objects":    {spec: map[string]any{"a": nested(1500)}, bound: "depth", path: "a" + strings.Repeat(".x", 999)},
+		"nested YAML lists": {spec: map[string]any{"a": listOfLists(1500)}, bound: "depth", path: "a" + strings.Repeat("[]", 999)},
+		"nested types":      {spec: map[string]any{"a": "L1199"}, types: chain, bound: "depth", path: "types.L1001"},
 		"a large enum at every use": {
 			spec:  map[string]any{"a": "E", "b": "E", "c": "E", "d": "E", "e": "E", "f": "E"},
 			types: map[string]any{"E": map[string]any{"x": longEnum, "y": longEnum, "z": longEnum}},
