@@ -217,6 +217,10 @@ func compileKey(rgd *v1alpha1.ResourceGraphDefinition) ([sha256.Size]byte, error
 // that was not, or a different scope, means the compile may differ. Weak
 // pointers keep no schema alive, and never compare equal to a new one.
 type seenSchemas struct {
+	// resolved: the compile had a resolver (a graph registered before
+	// SetupWithManager has none).
+	resolved bool
+
 	mu      sync.Mutex
 	schemas map[schema.GroupVersionKind]weak.Pointer[spec.Schema]
 	missing map[schema.GroupVersionKind]bool
@@ -228,6 +232,7 @@ func (s *seenSchemas) recording(r graph.SchemaResolver) graph.SchemaResolver {
 	if r == nil {
 		return nil
 	}
+	s.resolved = true
 	rec := recordingResolver{inner: r, seen: s}
 	if sr, ok := r.(graph.ScopeResolver); ok {
 		return scopedRecordingResolver{recordingResolver: rec, scopes: sr}
@@ -256,8 +261,8 @@ func (s *seenSchemas) record(gvk schema.GroupVersionKind, sch *spec.Schema, err 
 // compile. Asking it again is cheap: resolvers cache their documents.
 func (s *seenSchemas) unchanged(r graph.SchemaResolver) bool {
 	// Only called once the compile has ended: nothing records any more.
-	if r == nil {
-		return len(s.schemas)+len(s.missing)+len(s.scopes) == 0
+	if (r != nil) != s.resolved {
+		return false
 	}
 	for gvk, was := range s.schemas {
 		if now, err := r.ResolveSchema(gvk); err != nil || now == nil || weak.Make(now) != was {
