@@ -72,7 +72,7 @@ func (h *Hub) previousRevision(ctx context.Context, name multicluster.ClusterNam
 	if err != nil {
 		return nil, err
 	}
-	g, err := graph.Compile(hub.RGD(rec), h.compileOptions())
+	g, err := graph.CompileContext(ctx, hub.RGD(rec), h.compileOptions())
 	if err != nil {
 		return nil, fmt.Errorf("compiling revision %d of graph %s: %w", rev, latest.Name, err)
 	}
