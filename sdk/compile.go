@@ -1,10 +1,13 @@
 package sdk
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/rest"
 
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	"github.com/fleetgraph/fleetgraph/sdk/graph/resolver"
 )
@@ -23,6 +26,17 @@ func (h *Hub) compileOptions() graph.Options {
 		Strict:              h.opts.Strict,
 		Limits:              h.opts.Limits,
 	}
+}
+
+// compile compiles rgd through h.compiles. Go's RegisterGraph waits for
+// its compile; the RGD controller waits rgdCompileWait, then goes on with
+// other RGDs and is told when the compile ends.
+func (h *Hub) compile(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, src source) (*graph.Graph, error) {
+	wait := h.opts.CompileTimeout + time.Second
+	if src == fromRGD {
+		wait = rgdCompileWait
+	}
+	return h.compiles.get(ctx, rgd, h.compileOptions(), wait)
 }
 
 // setupResolver picks the schema resolver: the embedder's, or by default

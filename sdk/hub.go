@@ -62,9 +62,11 @@ type Hub struct {
 	runtime  *spoke.Runtime
 	changed  chan string
 
-	// regMu serialises Register and Unregister, so that the graph served
-	// under a name is always the one registered last.
-	regMu    sync.Mutex
+	// names serialises Register and Unregister per graph name, so that the
+	// graph served under a name is always the one registered last, and
+	// compiles run the compiles outside every lock (names.go, compiles.go).
+	names    nameLocks
+	compiles *compiles
 	mu       sync.Mutex
 	mgr      mcmanager.Manager
 	recorder events.EventRecorder
@@ -156,6 +158,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		noClusterWarning: defaultNoClusterWarning,
 		workersSet:       workersSet,
 	}
+	h.compiles = newCompiles(ctx, opts.CompileTimeout, h.notifyChanged)
 	h.planner = h.newPlanner()
 	h.tracker = &hub.Tracker{OnChange: h.notifyChanged, Failures: hub.FailuresOf(provider)}
 	h.tracker.Expected = h.expected // status.go
@@ -200,14 +203,20 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 // controller never removes a graph registered here. Registering a graph
 // whose UnregisterGraph is still cleaning up stops that cleanup and serves
 // the graph again (its admission policy is put back).
+//
+// The compile runs outside every lock the Hub holds for other graphs, so
+// registering one graph never waits for another's compile; it is bounded
+// by Options.Limits and Options.CompileTimeout. A spec that failed to
+// compile is remembered: registering it again returns the same error
+// without compiling, until the spec (or the hub's schema of a kind it
+// uses) changes.
 func (h *Hub) RegisterGraph(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) error {
 	_, err := h.register(ctx, rgd, fromGo)
 	return err
 }
 
 func (h *Hub) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, src source) (*graph.Graph, error) {
-	h.regMu.Lock()
-	defer h.regMu.Unlock()
+	defer h.names.lock(rgd.Name)()
 	if err := h.takeBackRemoval(rgd.Name, src); err != nil {
 		return nil, err
 	}
@@ -226,7 +235,7 @@ func (h *Hub) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinitio
 	h.mu.Unlock()
 
 	start := time.Now()
-	g, err := graph.Compile(rgd, h.compileOptions())
+	g, err := h.compile(ctx, rgd, src)
 	if err != nil {
 		return nil, err
 	}
@@ -314,8 +323,7 @@ func eventTarget(rgd *v1alpha1.ResourceGraphDefinition) *v1alpha1.ResourceGraphD
 // graph is a no-op; a graph the RGD controller registered is refused with
 // ErrNameTaken (delete its RGD instead).
 func (h *Hub) UnregisterGraph(_ context.Context, name string) error {
-	h.regMu.Lock()
-	defer h.regMu.Unlock()
+	defer h.names.lock(name)()
 	h.mu.Lock()
 	reg, ok := h.graphs[name]
 	h.mu.Unlock()

@@ -118,14 +118,21 @@ type Options struct {
 	// extensions (graph.Graph.Extensions) are refused instead of listed.
 	// Defaults to false.
 	Strict bool
-	// Limits bound what one tenant's RGD may make the compiler build and
-	// what its instances may cost the spokes that serve them: each
-	// expression's cost, time and output, each reconcile's evaluation
-	// budget, children, rendered bytes and status size (see graph.Limits
-	// for every field and its default). Every graph of this Hub is compiled
-	// with them and carries them to its spokes.
+	// Limits bound what one tenant's RGD may make the compiler build (the
+	// schema as custom types expand, the generated CRD) and what its
+	// instances may cost the spokes that serve them: each expression's
+	// cost, time and output, each reconcile's evaluation budget, children,
+	// rendered bytes and status size (see graph.Limits for every field and
+	// its default). Every graph of this Hub is compiled with them and
+	// carries them to its spokes.
 	// Defaults to graph.Limits{}: every field at its documented default.
 	Limits graph.Limits
+	// CompileTimeout bounds one compile of one graph. A compile that takes
+	// longer refuses the RGD (GraphAccepted=False, naming this option) and
+	// is tried again when the RGD is next reconciled. Compiles run outside
+	// the registration of other graphs, so a slow one delays only its own
+	// graph. Defaults to DefaultCompileTimeout (30 seconds).
+	CompileTimeout time.Duration
 	// DeleteCRDsOnUnregister removes a graph's CRD from every spoke that has
 	// no instance of it left once the graph's removal is otherwise done
 	// (see UnregisterGraph); a spoke that cannot be reached is retried.
@@ -211,6 +218,10 @@ func (o Options) withDefaults() Options {
 	if o.StatusResync == 0 {
 		o.StatusResync = hub.DefaultResync
 	}
+	if o.CompileTimeout <= 0 {
+		o.CompileTimeout = DefaultCompileTimeout
+	}
+	o.Limits = o.Limits.WithDefaults()
 	if o.DepartureGrace == 0 {
 		o.DepartureGrace = DefaultDepartureGrace
 	}

@@ -48,7 +48,7 @@ type removal struct {
 }
 
 // startRemovalLocked stops serving the named graph normally and removes it
-// from every cluster in the background. The caller holds regMu.
+// from every cluster in the background. The caller holds name's lock.
 func (h *Hub) startRemovalLocked(name string, orphan bool, uid types.UID) {
 	h.mu.Lock()
 	reg := h.graphs[name]
@@ -72,7 +72,7 @@ func (h *Hub) startRemovalLocked(name string, orphan bool, uid types.UID) {
 // takeBackRemoval ends a removal of the named graph so that src can
 // register it again: a source takes back its own graph (Go re-registering,
 // or an RGD claimed again); the other source has to wait. The caller holds
-// regMu.
+// name's lock.
 func (h *Hub) takeBackRemoval(name string, src source) error {
 	h.mu.Lock()
 	rm := h.removals[name]
@@ -124,6 +124,7 @@ func (h *Hub) runRemoval(ctx context.Context, name string, rm *removal) {
 	}
 	h.runtime.Stop(name)
 	h.tracker.DropGraph(name)
+	h.compiles.forget(name, nil)
 	h.forgetReplicaRecord(ctx, name)
 	h.mu.Lock()
 	if h.revisions != nil {
@@ -259,10 +260,9 @@ func (r rgdRegistry) Revision(name string) int64 {
 
 func (r rgdRegistry) Status(name string) hub.GraphStatus { return r.h.rgdFleetStatus(name) }
 
-func (r rgdRegistry) Remove(_ context.Context, rgd *v1alpha1.ResourceGraphDefinition) (bool, error) {
+func (r rgdRegistry) Remove(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) (bool, error) {
 	h := r.h
-	h.regMu.Lock()
-	defer h.regMu.Unlock()
+	defer h.names.lock(rgd.Name)()
 	h.mu.Lock()
 	rm := h.removals[rgd.Name]
 	reg := h.graphs[rgd.Name]
@@ -282,16 +282,21 @@ func (r rgdRegistry) Remove(_ context.Context, rgd *v1alpha1.ResourceGraphDefini
 	case finished || !controllerutil.ContainsFinalizer(rgd, v1alpha1.FinalizerRGD):
 		return true, nil
 	}
-	return r.resumeLocked(rgd)
+	return r.resumeLocked(ctx, rgd)
 }
 
 // resumeLocked restarts the removal of an RGD's graph that this process
 // never served, e.g. after a restart: the RGD still carries our finalizer,
 // so its cleanup may not have finished.
-func (r rgdRegistry) resumeLocked(rgd *v1alpha1.ResourceGraphDefinition) (bool, error) {
+func (r rgdRegistry) resumeLocked(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) (bool, error) {
 	h := r.h
-	g, err := graph.Compile(rgd, h.compileOptions())
-	if err != nil {
+	g, err := h.compile(ctx, rgd, fromRGD)
+	switch {
+	case errors.Is(err, hub.ErrCompiling):
+		return false, nil // asked again once the compile ends
+	case err != nil && !rememberable(err):
+		return false, err
+	case err != nil:
 		return true, nil // never compiled, so never served
 	}
 	h.mu.Lock()

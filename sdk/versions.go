@@ -75,7 +75,7 @@ func (h *Hub) previousRevision(ctx context.Context, name multicluster.ClusterNam
 	if err != nil {
 		return spoke.Version{}, err
 	}
-	old, err := graph.Compile(hub.RGD(rec), h.compileOptions())
+	old, err := graph.CompileContext(ctx, hub.RGD(rec), h.compileOptions())
 	if err != nil {
 		return spoke.Version{}, fmt.Errorf("compiling revision %d of graph %s: %w", rev, g.Name, err)
 	}

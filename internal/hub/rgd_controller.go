@@ -42,7 +42,9 @@ type Registry interface {
 	// Register compiles rgd and serves it on every engaged cluster. It is a
 	// no-op when the same spec is already served. A compile error leaves
 	// what was served before in place. ErrNameTaken and ErrKindTaken
-	// (wrapped) refuse the RGD.
+	// (wrapped) refuse the RGD. A compile still running after a short wait
+	// returns ErrCompiling (wrapped), and the RGD's name comes on Changed
+	// when it ends.
 	Register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) (*graph.Graph, error)
 	// Serving returns the graph served for the RGD of that name, or nil.
 	Serving(name string) *graph.Graph
@@ -152,6 +154,11 @@ func (r *RGDReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Result{}, err
 	}
 	g, err := r.Registry.Register(ctx, rgd)
+	if errors.Is(err, ErrCompiling) {
+		// Other RGDs go on meanwhile; Changed brings this one back.
+		log.FromContext(ctx).V(1).Info("RGD still compiling")
+		return reconcile.Result{RequeueAfter: r.Resync}, nil
+	}
 	if err != nil && !isCompileError(err) && !isRefusal(err) {
 		return reconcile.Result{}, err
 	}

@@ -15,6 +15,9 @@ var (
 	// ErrRemoving: a graph of that name is still being removed (its
 	// cleanup on the spokes has not finished). Retry later.
 	ErrRemoving = errors.New("graph is still being removed")
+	// ErrCompiling: the graph's compile is still running; the Registry
+	// sends its name on the RGD controller's Changed channel when it ends.
+	ErrCompiling = errors.New("graph is still being compiled")
 )
 
 // isRefusal tells an RGD the hub refuses (reported in its status) from a

@@ -36,8 +36,13 @@ func staticResolver(t testing.TB) graph.StaticResolver {
 // chainRGD builds an RGD of n resources cycling through ConfigMap,
 // Deployment and Service, each reading the instance and the one before.
 func chainRGD(t testing.TB, n int) *v1alpha1.ResourceGraphDefinition {
+	return namedChainRGD(t, n, "r")
+}
+
+// namedChainRGD is chainRGD with resource ids prefix0, prefix1...
+func namedChainRGD(t testing.TB, n int, prefix string) *v1alpha1.ResourceGraphDefinition {
 	var b strings.Builder
-	b.WriteString(`apiVersion: kro.run/v1alpha1
+	fmt.Fprintf(&b, `apiVersion: kro.run/v1alpha1
 kind: ResourceGraphDefinition
 metadata: {name: chain}
 spec:
@@ -50,17 +55,17 @@ spec:
       replicas: integer | default=1 minimum=0
       port: integer | default=80
     status:
-      first: ${r0.metadata.name}
+      first: ${%[1]s0.metadata.name}
   resources:
-`)
+`, prefix)
 	for i := range n {
 		prev := "schema.spec.name"
 		if i > 0 {
-			prev = fmt.Sprintf("r%d.metadata.name", i-1)
+			prev = fmt.Sprintf("%s%d.metadata.name", prefix, i-1)
 		}
 		switch i % 3 {
 		case 0:
-			fmt.Fprintf(&b, `  - id: r%d
+			fmt.Fprintf(&b, `  - id: `+prefix+`%d
     template:
       apiVersion: v1
       kind: ConfigMap
@@ -71,9 +76,9 @@ spec:
         replicas: ${string(schema.spec.replicas)}
 `, i, i, prev)
 		case 1:
-			fmt.Fprintf(&b, `  - id: r%d
+			fmt.Fprintf(&b, `  - id: `+prefix+`%d
     readyWhen:
-    - ${r%d.status.?availableReplicas.orValue(0) >= 1}
+    - ${`+prefix+`%d.status.?availableReplicas.orValue(0) >= 1}
     template:
       apiVersion: apps/v1
       kind: Deployment
@@ -93,15 +98,15 @@ spec:
               env: [{name: PREV, value: "${%s}"}]
 `, i, i, i, i, i, prev)
 		case 2:
-			fmt.Fprintf(&b, `  - id: r%d
+			fmt.Fprintf(&b, `  - id: `+prefix+`%d
     template:
       apiVersion: v1
       kind: Service
       metadata:
         name: ${%s}
       spec:
-        selector: ${r%d.spec.selector.matchLabels}
-        ports: [{port: "${schema.spec.port}", targetPort: "${r%d.spec.template.spec.containers[0].ports[0].containerPort}"}]
+        selector: ${`+prefix+`%d.spec.selector.matchLabels}
+        ports: [{port: "${schema.spec.port}", targetPort: "${`+prefix+`%d.spec.template.spec.containers[0].ports[0].containerPort}"}]
 `, i, prev, i-1, i-1)
 		}
 	}
@@ -131,4 +136,29 @@ func BenchmarkCompile(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkCompileNewGraph compiles, at each iteration, a graph whose
+// resource ids, and so every expression that reads a resource, were never
+// compiled before in the process: the cost of a first compile, without the
+// parses and CRD verdicts that BenchmarkCompile's repeated compiles of one
+// graph reuse. (Its CRD, and the expressions reading only the instance,
+// are the same at each iteration.)
+func BenchmarkCompileNewGraph(b *testing.B) {
+	res := staticResolver(b)
+	_, err := graph.Compile(chainRGD(b, 10), graph.Options{Resolver: res}) // warm the type cache
+	require.NoError(b, err)
+	b.Run("resources=10", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			b.StopTimer()
+			rgd := namedChainRGD(b, 10, fmt.Sprintf("g%dr", i))
+			i++
+			b.StartTimer()
+			if _, err := graph.Compile(rgd, graph.Options{Resolver: res}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

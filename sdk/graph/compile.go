@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -22,11 +23,24 @@ import (
 // naming the resource, the field path and the expression, and wrapping one
 // of this package's sentinel errors. Compile does no I/O except through
 // opts.Resolver and does not modify rgd.
+//
+// What an RGD may make Compile build is bounded by opts.Limits: the schema
+// is counted while custom types expand, before anything is copied, and
+// the generated CRD is held to the size an API server stores. A refusal
+// wraps ErrLimit and names the Limits field.
 func Compile(rgd *v1alpha1.ResourceGraphDefinition, opts Options) (*Graph, error) {
+	return CompileContext(context.Background(), rgd, opts)
+}
+
+// CompileContext is Compile that stops early, between resources, once ctx
+// is done. It then returns an error wrapping ctx.Err() (and its cause),
+// which is not an *Error: it says nothing about the RGD.
+func CompileContext(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, opts Options) (*Graph, error) {
 	if rgd == nil {
 		return nil, &Error{Err: errorf(ErrInvalid, "nil ResourceGraphDefinition")}
 	}
 	c := &compiler{
+		ctx:        ctx,
 		rgd:        rgd.DeepCopy(),
 		opts:       opts.withDefaults(),
 		byID:       map[string]*resource{},
@@ -38,6 +52,7 @@ func Compile(rgd *v1alpha1.ResourceGraphDefinition, opts Options) (*Graph, error
 
 // compiler holds the state of one Compile call.
 type compiler struct {
+	ctx  context.Context
 	rgd  *v1alpha1.ResourceGraphDefinition
 	opts Options
 	errs []error
@@ -62,9 +77,19 @@ type compiler struct {
 	// programs dedupes expressions: the same source in the same
 	// environment compiles once.
 	programs map[programKey]programResult
+	// status counts the inferred status schema (compile_limits.go).
+	status statusBudget
 }
 
-func (c *compiler) fail(err error) { c.errs = append(c.errs, err) }
+// fail records err; the expression of an *Error is cut to
+// Limits.MaxMessageExpression characters, since it goes into conditions,
+// events and logs.
+func (c *compiler) fail(err error) {
+	if e, ok := err.(*Error); ok {
+		e.Expression = cutText(e.Expression, c.opts.Limits.MaxMessageExpression)
+	}
+	c.errs = append(c.errs, err)
+}
 
 func (c *compiler) failed() error { return errors.Join(c.errs...) }
 
@@ -76,19 +101,30 @@ func (c *compiler) run() (*Graph, error) {
 		return nil, err
 	}
 	c.resolveKinds()
+	if err := c.stopped(); err != nil {
+		return nil, err
+	}
 	if err := c.buildEnvs(); err != nil {
 		return nil, err
 	}
 	c.checkIdentities()
 	for _, r := range c.resources {
+		if err := c.stopped(); err != nil {
+			return nil, err
+		}
 		c.compileResource(r)
 	}
 	status, statusSchema := c.compileStatus()
 	if err := c.failed(); err != nil {
 		return nil, err
 	}
+	if err := c.stopped(); err != nil {
+		return nil, err
+	}
 	crd := c.buildCRD(*c.specSchema, statusSchema)
-	c.checkCRD(crd)
+	if raw, ok := c.checkCRDSize(crd); ok {
+		c.checkCRD(crd, raw)
+	}
 	if err := c.failed(); err != nil {
 		return nil, err
 	}
@@ -126,7 +162,7 @@ func (c *compiler) resolveKinds() {
 	for _, r := range c.resources {
 		c.valueNames[r.node.ID] = true
 		r.decl = apiservercel.DynType
-		if c.opts.Resolver == nil {
+		if c.opts.Resolver == nil || c.ctx.Err() != nil {
 			continue
 		}
 		s, err := c.opts.Resolver.ResolveSchema(r.node.GVK)

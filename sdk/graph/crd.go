@@ -76,8 +76,10 @@ func (c *compiler) crdMeta(plural string) metav1.ObjectMeta {
 	return meta
 }
 
+// instanceSchema is the CRD's root schema. spec is the compiler's own,
+// made for this compile: the CRD takes it over rather than a copy (only
+// its top is changed here).
 func instanceSchema(spec, status apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps {
-	spec = *spec.DeepCopy()
 	root := &apiextensionsv1.JSONSchemaProps{
 		Type: "object",
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{

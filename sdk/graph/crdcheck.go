@@ -2,9 +2,11 @@ package graph
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -16,14 +18,33 @@ import (
 // CRD is applied (a validation rule that does not compile, a default that
 // breaks its own schema...) is a compile error that points at the RGD. kro
 // finds these only when it applies the CRD.
-func (c *compiler) checkCRD(crd *apiextensionsv1.CustomResourceDefinition) {
+//
+// raw is the CRD as JSON: the verdict on a CRD is kept by its hash
+// (crdVerdicts), since the same graph is compiled again for each spoke's
+// schemas and after each restart.
+func (c *compiler) checkCRD(crd *apiextensionsv1.CustomResourceDefinition, raw []byte) {
+	key := sha256.Sum256(raw)
+	errs, ok := crdVerdicts.get(key)
+	if !ok {
+		errs = validateCRD(crd)
+		crdVerdicts.put(key, errs)
+	}
+	for _, e := range errs {
+		c.fail(&Error{Path: e.path, Err: errorf(ErrSchema, "%s", e.msg)})
+	}
+}
+
+// crdError is one thing the API server's validation says of a CRD.
+type crdError struct{ path, msg string }
+
+func validateCRD(crd *apiextensionsv1.CustomResourceDefinition) []crdError {
 	internal := &apiextensions.CustomResourceDefinition{}
 	if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(crd, internal, nil); err != nil {
-		c.fail(&Error{Path: "spec.schema", Err: errorf(ErrSchema, "generated CRD: %v", err)})
-		return
+		return []crdError{{path: "spec.schema", msg: fmt.Sprintf("generated CRD: %v", err)}}
 	}
 	// The status the API server keeps is not ours to check.
 	internal.Status.StoredVersions = []string{crd.Spec.Versions[0].Name}
+	var out []crdError
 	for _, e := range crdvalidation.ValidateCustomResourceDefinition(context.Background(), internal) {
 		msg := e.Type.String()
 		switch v := e.BadValue.(type) {
@@ -37,8 +58,36 @@ func (c *compiler) checkCRD(crd *apiextensionsv1.CustomResourceDefinition) {
 		if detail, _, _ := strings.Cut(e.Detail, "\n"); detail != "" {
 			msg += ": " + strings.TrimSpace(detail)
 		}
-		c.fail(&Error{Path: crdFieldPath(e.Field), Err: errorf(ErrSchema, "%s", msg)})
+		out = append(out, crdError{path: crdFieldPath(e.Field), msg: msg})
 	}
+	return out
+}
+
+// crdVerdicts keeps the API server's verdict on recent CRDs by the hash of
+// their JSON, process-wide, emptied when full.
+var crdVerdicts = &verdicts{m: map[[sha256.Size]byte][]crdError{}}
+
+const crdVerdictsSize = 512
+
+type verdicts struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte][]crdError
+}
+
+func (v *verdicts) get(key [sha256.Size]byte) ([]crdError, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	errs, ok := v.m[key]
+	return errs, ok
+}
+
+func (v *verdicts) put(key [sha256.Size]byte, errs []crdError) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.m) >= crdVerdictsSize {
+		clear(v.m)
+	}
+	v.m[key] = errs
 }
 
 var crdProperty = regexp.MustCompile(`\.properties\[([^\]]+)\]`)

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"container/heap"
 	"slices"
 	"strings"
 )
@@ -61,32 +62,50 @@ func findCycle(rs []*resource, byID map[string]*resource) []string {
 }
 
 // topological is Kahn's algorithm, always taking the ready resource that
-// comes first in spec.resources.
+// comes first in spec.resources. The ready ones wait in a heap by position,
+// so thousands of resources sort in n log n.
 func topological(rs []*resource, byID map[string]*resource) []*Node {
-	remaining := make(map[string]int, len(rs))
-	dependents := map[string][]string{}
-	for _, r := range rs {
-		remaining[r.node.ID] = len(r.node.Dependencies)
+	pos := make(map[string]int, len(rs))
+	for i, r := range rs {
+		pos[r.node.ID] = i
+	}
+	remaining := make([]int, len(rs))
+	dependents := make([][]int, len(rs))
+	ready := &positions{}
+	for i, r := range rs {
+		remaining[i] = len(r.node.Dependencies)
 		for _, d := range r.node.Dependencies {
-			dependents[d] = append(dependents[d], r.node.ID)
+			dependents[pos[d]] = append(dependents[pos[d]], i)
+		}
+		if remaining[i] == 0 {
+			heap.Push(ready, i)
 		}
 	}
 	out := make([]*Node, 0, len(rs))
-	placed := map[string]bool{}
-	for len(out) < len(rs) {
-		for _, r := range rs {
-			if placed[r.node.ID] || remaining[r.node.ID] > 0 {
-				continue
+	for ready.Len() > 0 {
+		i := heap.Pop(ready).(int)
+		out = append(out, rs[i].node)
+		for _, d := range dependents[i] {
+			if remaining[d]--; remaining[d] == 0 {
+				heap.Push(ready, d)
 			}
-			placed[r.node.ID] = true
-			out = append(out, r.node)
-			for _, d := range dependents[r.node.ID] {
-				remaining[d]--
-			}
-			break
 		}
 	}
 	return out
+}
+
+// positions is a min-heap of positions in spec.resources.
+type positions []int
+
+func (p positions) Len() int           { return len(p) }
+func (p positions) Less(i, j int) bool { return p[i] < p[j] }
+func (p positions) Swap(i, j int)      { p[i], p[j] = p[j], p[i] }
+func (p *positions) Push(x any)        { *p = append(*p, x.(int)) }
+func (p *positions) Pop() any {
+	old := *p
+	x := old[len(old)-1]
+	*p = old[:len(old)-1]
+	return x
 }
 
 // group puts each node one level below its deepest dependency.

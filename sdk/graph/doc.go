@@ -93,6 +93,16 @@
 //   - Compile prices every expression with cel-go's estimator and the
 //     instance schema's maxLength/maxItems/maxProperties, and refuses one
 //     estimated above Limits.MaxExpressionEstimatedCost.
+//   - What an RGD makes Compile build is bounded too, and a refusal is an
+//     *Error wrapping ErrLimit and ErrSchema. Custom types are expanded at
+//     every use, so a type made of two copies of the previous one doubles
+//     at each level: uses share the type's schema while their properties,
+//     bytes and depth are counted, and only a schema within
+//     Limits.MaxSchemaProperties and MaxCRDBytes is copied (see
+//     simpleschema.Bounds). The status schema inferred from expression
+//     types counts against the same property limit, and the generated CRD
+//     is held to MaxCRDBytes of JSON, what an API server stores.
+//     CompileContext stops a compile between resources.
 //
 // Graph.CheckSchemas type-checks a compiled graph again against another
 // cluster's schemas, so the hub can tell whether a spoke serves the child

@@ -62,18 +62,13 @@ func extensionLibraries() []cel.EnvOption {
 	}
 }
 
-// commonOptions apply to both environments. The literal validators reject
-// a malformed duration, timestamp or regex literal when the RGD is
-// compiled, where kro fails on it at every evaluation.
+// commonOptions apply to both environments. (The literal validators run
+// after each check, where an expression has a literal to validate: see
+// validateLiterals.)
 func commonOptions() []cel.EnvOption {
 	return []cel.EnvOption{
 		cel.EagerlyValidateDeclarations(true),
 		cel.DefaultUTCTimeZone(true),
-		cel.ASTValidators(
-			cel.ValidateDurationLiterals(),
-			cel.ValidateTimestampLiterals(),
-			cel.ValidateRegexLiterals(),
-		),
 	}
 }
 
@@ -278,7 +273,7 @@ type program struct {
 // compileExpr parses, type-checks and plans src in env; check, if set,
 // may refuse the checked expression (see checkEstimate).
 func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool, check func(*cel.Env, *cel.Ast) error) (*program, error) {
-	ast, iss := env.Compile(src)
+	ast, iss := compileSource(env, src) // env.Compile, with parses reused (parse.go)
 	if iss.Err() != nil {
 		return nil, errorf(ErrExpression, "%s", issueMessages(iss))
 	}
@@ -307,10 +302,11 @@ func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool, 
 // identifiers returns the distinct identifiers an expression uses, sorted.
 func identifiers(ast *cel.Ast) []string {
 	seen := map[string]bool{}
-	root := celast.NavigateAST(ast.NativeRep())
-	for _, e := range celast.MatchDescendants(root, celast.KindMatcher(celast.IdentKind)) {
-		seen[e.AsIdent()] = true
-	}
+	celast.PostOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() == celast.IdentKind {
+			seen[e.AsIdent()] = true
+		}
+	}))
 	out := make([]string, 0, len(seen))
 	for id := range seen {
 		out = append(out, id)
@@ -322,7 +318,7 @@ func identifiers(ast *cel.Ast) []string {
 // parsedIdentifiers parses src without type-checking and returns its
 // identifiers, or nil if it does not parse (compiling reports that).
 func parsedIdentifiers(env *cel.Env, src string) []string {
-	ast, iss := env.Parse(src)
+	ast, iss := parse(env, src)
 	if iss.Err() != nil {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -106,4 +107,40 @@ func ExampleError() {
 	// deployment spec.replicas ${schema.spec.replicaz}
 	// true
 	// resource "deployment": spec.replicas: ${schema.spec.replicaz}: undefined field 'replicaz'
+}
+
+// A tenant's RGD is bounded in what it may make the compiler build: a
+// custom type made of two copies of the previous one would double at each
+// level, and is refused before anything is copied, naming the limit.
+func ExampleCompileContext() {
+	rgd := &v1alpha1.ResourceGraphDefinition{}
+	if err := yaml.Unmarshal([]byte(`
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: doubling
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Doubling
+    types:
+      T0: string
+      T1: {a: T0, b: T0}
+      T2: {a: T1, b: T1}
+      T3: {a: T2, b: T2}
+      T4: {a: T3, b: T3}
+    spec:
+      root: T4
+  resources: []
+`), rgd); err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := graph.CompileContext(ctx, rgd, graph.Options{Limits: graph.Limits{MaxSchemaProperties: 20}})
+	fmt.Println(errors.Is(err, graph.ErrLimit))
+	fmt.Println(err)
+	// Output:
+	// true
+	// spec.schema.types.T4.b: schema too large: using type T3 here makes the schema at least 30 properties, over the limit of 20 (Limits.MaxSchemaProperties)
 }

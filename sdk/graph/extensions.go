@@ -104,11 +104,13 @@ func celExtensions(ast *cel.Ast) []string {
 	}
 	refs := ast.NativeRep().ReferenceMap()
 	var out []string
-	root := celast.NavigateAST(ast.NativeRep())
-	for _, e := range celast.MatchDescendants(root, celast.KindMatcher(celast.CallKind)) {
+	celast.PreOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() != celast.CallKind {
+			return
+		}
 		ref := refs[e.ID()]
 		if ref == nil || len(ref.OverloadIDs) == 0 {
-			continue
+			return
 		}
 		all := true
 		for _, id := range ref.OverloadIDs {
@@ -117,7 +119,7 @@ func celExtensions(ast *cel.Ast) []string {
 		if all {
 			out = append(out, "CEL "+describeCall(e.AsCall().FunctionName(), ref.OverloadIDs[0]))
 		}
-	}
+	}))
 	return out
 }
 

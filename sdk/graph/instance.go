@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
+	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -73,7 +75,9 @@ func (c *compiler) parseInstanceSpec() {
 		c.fail(&Error{Path: "spec.schema.types", Err: errorf(ErrSchema, "%v", err)})
 		return
 	}
-	out, exts, err := simpleschema.Convert("", obj, types)
+	lim := c.opts.Limits
+	bounds := simpleschema.Bounds{MaxProperties: lim.MaxSchemaProperties, MaxBytes: lim.MaxCRDBytes}
+	out, exts, err := bounds.Convert("", obj, types)
 	for _, e := range unjoin(err) {
 		path := "spec.schema.spec"
 		var pe *simpleschema.PathError
@@ -81,13 +85,31 @@ func (c *compiler) parseInstanceSpec() {
 			path = schemaPath(pe.Path)
 			e = pe.Err
 		}
-		c.fail(&Error{Path: path, Err: errorf(ErrSchema, "%w", e)})
+		c.fail(&Error{Path: path, Err: schemaError(e)})
 	}
 	for _, e := range exts {
 		c.extension("", schemaPath(e.Path), e.Feature)
 	}
 	c.specSchema = out
+	if err != nil {
+		c.instanceDecl = apiservercel.DynType // Compile stops before expressions
+		return
+	}
 	c.instanceDecl = c.instanceDeclType(out)
+}
+
+// schemaError is a SimpleSchema error as Compile reports it: a bound the
+// schema passed names the Limits field that sets it.
+func schemaError(e error) error {
+	var be *simpleschema.BoundError
+	if !errors.As(e, &be) {
+		return errorf(ErrSchema, "%w", e)
+	}
+	field := map[string]string{"properties": "MaxSchemaProperties", "bytes": "MaxCRDBytes"}[be.Bound]
+	if field == "" {
+		return limitErrorf(ErrSchema, e, "%v (a CRD's schema cannot nest deeper)", e)
+	}
+	return limitErrorf(ErrSchema, e, "%v (Limits.%s)", e, field)
 }
 
 // schemaPath turns a simpleschema path into the RGD's.
@@ -104,6 +126,13 @@ func schemaPath(p string) string {
 // instanceDeclType is the CEL type of `schema`: apiVersion, kind, a typed
 // metadata and the spec.
 func (c *compiler) instanceDeclType(specSchema *apiextensionsv1.JSONSchemaProps) *apiservercel.DeclType {
+	if spec, ok := specSchemaOf(specSchema); ok {
+		// The rest of the root is the same for every graph: converted once.
+		s := *instanceRoot(c.namespaced())
+		s.Properties = maps.Clone(s.Properties)
+		s.Properties["spec"] = *spec
+		return declTypeOf(&openapi.Schema{Schema: &s}, typeNamePrefix+"schema", 0)
+	}
 	root := &apiextensionsv1.JSONSchemaProps{
 		Type: "object",
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
@@ -125,11 +154,44 @@ func (c *compiler) instanceDeclType(specSchema *apiextensionsv1.JSONSchemaProps)
 // metadata: a cluster-scoped instance has no namespace, so, as in kro,
 // schema.metadata.namespace does not type-check.
 func (c *compiler) instanceMetaSchema() apiextensionsv1.JSONSchemaProps {
+	return instanceMetaSchema(c.namespaced())
+}
+
+func instanceMetaSchema(namespaced bool) apiextensionsv1.JSONSchemaProps {
 	md := objectMetaSchema()
-	if !c.namespaced() {
+	if !namespaced {
 		delete(md.Properties, "namespace")
 	}
 	return md
+}
+
+// instanceRoot is the instance's schema without spec, namespaced or not,
+// converted once; it is shared and must not be modified.
+func instanceRoot(namespaced bool) *spec.Schema {
+	if namespaced {
+		return namespacedRoot()
+	}
+	return clusterRoot()
+}
+
+var (
+	namespacedRoot = sync.OnceValue(func() *spec.Schema { return convertInstanceRoot(true) })
+	clusterRoot    = sync.OnceValue(func() *spec.Schema { return convertInstanceRoot(false) })
+)
+
+func convertInstanceRoot(namespaced bool) *spec.Schema {
+	s, err := toSpecSchema(&apiextensionsv1.JSONSchemaProps{
+		Type: "object",
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"apiVersion": {Type: "string"},
+			"kind":       {Type: "string"},
+			"metadata":   instanceMetaSchema(namespaced),
+		},
+	})
+	if err != nil {
+		panic(fmt.Sprintf("converting the instance's metadata schema: %v", err))
+	}
+	return s
 }
 
 // objectMetaSchema is what expressions may read of an object's metadata.

@@ -20,8 +20,15 @@ type statusProgram struct {
 }
 
 type statusLeaf struct {
-	path []string // inside status
+	path *fieldPath // inside status
 	t    tmpl
+}
+
+// fieldPath is a path of object keys as a chain of parents: the leaves of
+// a large status share their prefixes instead of each holding a copy.
+type fieldPath struct {
+	parent *fieldPath
+	key    string
 }
 
 // eval computes every field whose inputs are present. Fields that wait on
@@ -54,16 +61,22 @@ func (sp *statusProgram) eval(ctx context.Context, lim *Limits, vals Values) (ma
 	return out, errors.Join(errs...)
 }
 
-func setPath(m map[string]any, path []string, v any) {
-	for _, k := range path[:len(path)-1] {
-		next, ok := m[k].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			m[k] = next
-		}
-		m = next
+func setPath(m map[string]any, p *fieldPath, v any) {
+	objectAt(m, p.parent)[p.key] = v
+}
+
+// objectAt returns the object at p in m, making the missing ones.
+func objectAt(m map[string]any, p *fieldPath) map[string]any {
+	if p == nil {
+		return m
 	}
-	m[path[len(path)-1]] = v
+	parent := objectAt(m, p.parent)
+	next, ok := parent[p.key].(map[string]any)
+	if !ok {
+		next = map[string]any{}
+		parent[p.key] = next
+	}
+	return next
 }
 
 // reservedStatusFields are set by the runtime, not by projections.
@@ -90,32 +103,37 @@ func (c *compiler) compileStatus() (*statusProgram, apiextensionsv1.JSONSchemaPr
 			delete(obj, k)
 		}
 	}
-	s := c.statusObject(sp, nil, obj)
+	c.status.specProps = countProperties(c.specSchema)
+	s := c.statusObject(sp, nil, "spec.schema.status", 0, obj)
 	return sp, s
 }
 
-func (c *compiler) statusObject(sp *statusProgram, path []string, obj map[string]any) apiextensionsv1.JSONSchemaProps {
+func (c *compiler) statusObject(sp *statusProgram, path *fieldPath, where string, depth int, obj map[string]any) apiextensionsv1.JSONSchemaProps {
 	out := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{}}
+	if !c.statusDepthFits(where, depth) || !c.takeStatusProperties(where, len(obj)) {
+		return out
+	}
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		p := append(append([]string(nil), path...), k)
-		if s, ok := c.statusField(sp, p, obj[k]); ok {
+		p := &fieldPath{parent: path, key: k}
+		if s, ok := c.statusField(sp, p, clipPath(where+"."+k), depth+1, obj[k]); ok {
 			out.Properties[k] = s
 		}
 	}
 	return out
 }
 
-func (c *compiler) statusField(sp *statusProgram, path []string, v any) (apiextensionsv1.JSONSchemaProps, bool) {
-	where := "spec.schema.status." + strings.Join(path, ".")
+func (c *compiler) statusField(sp *statusProgram, path *fieldPath, where string, depth int, v any) (apiextensionsv1.JSONSchemaProps, bool) {
+	c.status.where, c.status.expr = where, ""
 	switch v := v.(type) {
 	case map[string]any:
-		return c.statusObject(sp, path, v), true
+		return c.statusObject(sp, path, where, depth, v), true
 	case string:
+		c.status.expr = v
 		tc := &templateCompiler{c: c, env: c.graphEnv}
 		t := tc.value(where, v, nil)
 		switch t := t.(type) {
@@ -142,7 +160,7 @@ func (c *compiler) statusField(sp *statusProgram, path []string, v any) (apiexte
 
 // statusList compiles a list of expressions projected as one field; its
 // items' schema is their common type (any value when they differ).
-func (c *compiler) statusList(sp *statusProgram, path []string, where string, v []any) (apiextensionsv1.JSONSchemaProps, bool) {
+func (c *compiler) statusList(sp *statusProgram, path *fieldPath, where string, v []any) (apiextensionsv1.JSONSchemaProps, bool) {
 	tc := &templateCompiler{c: c, env: c.graphEnv}
 	t, ok := tc.value(where, v, nil).(*tmplList)
 	if !ok {
@@ -258,6 +276,9 @@ func (c *compiler) schemaOfDecl(d *apiservercel.DeclType, depth int) apiextensio
 		return c.schemaOfType(d.CelType(), depth)
 	}
 	if depth >= maxStatusDepth {
+		return freeObject()
+	}
+	if !c.takeStatusProperties(c.status.where, len(d.Fields)) {
 		return freeObject()
 	}
 	out := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{}}

@@ -196,7 +196,7 @@ func (tc *templateCompiler) list(path string, items []any, want *apiservercel.De
 	out := &tmplList{}
 	dynamic := false
 	for i, item := range items {
-		child := tc.value(path+"["+strconv.Itoa(i)+"]", item, elemType(want))
+		child := tc.value(clipPath(path+"["+strconv.Itoa(i)+"]"), item, elemType(want))
 		_, isLit := child.(tmplLiteral)
 		dynamic = dynamic || !isLit
 		out.items = append(out.items, child)
@@ -286,9 +286,9 @@ func joinPath(path, key string) string {
 		return key
 	}
 	if !isCELIdent(strings.ReplaceAll(key, "-", "_")) {
-		return fmt.Sprintf("%s[%q]", path, key)
+		return clipPath(fmt.Sprintf("%s[%q]", path, key))
 	}
-	return path + "." + key
+	return clipPath(path + "." + key)
 }
 
 // fieldType returns the declared type of field k of an object type, nil if

@@ -14,4 +14,11 @@
 //
 // The syntax follows kro's so that an RGD written for kro means the same
 // here. Errors name the offending field by its dotted path.
+//
+// Custom types are expanded at every use, so a few lines can describe a
+// schema larger than any memory (a type made of two copies of the previous
+// one doubles at each level). Conversion counts what the schema expands to
+// as it goes, sharing each type's schema among its uses until the end, and
+// refuses one past its Bounds (properties, bytes, depth) with a
+// *BoundError before anything is copied.
 package simpleschema

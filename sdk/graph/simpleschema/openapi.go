@@ -39,7 +39,7 @@ func (e *PathError) Unwrap() error { return e.Err }
 // spec.schema.spec) into an OpenAPI v3 object schema, resolving the custom
 // types declared in types (spec.schema.types, may be nil). root prefixes the
 // paths of errors, e.g. "spec". All errors are returned, joined; each is a
-// *PathError.
+// *PathError. The schema may expand as far as the default Bounds allow.
 func ToOpenAPI(root string, obj map[string]any, types map[string]any) (*apiextensionsv1.JSONSchemaProps, error) {
 	out, _, err := Convert(root, obj, types)
 	return out, err
@@ -55,14 +55,29 @@ type Extension struct {
 }
 
 // Convert is ToOpenAPI that also lists the extensions the schema uses, in
-// path order.
+// path order. The schema may expand as far as the default Bounds allow.
 func Convert(root string, obj map[string]any, types map[string]any) (*apiextensionsv1.JSONSchemaProps, []Extension, error) {
-	c := &converter{defs: types, done: map[string]*apiextensionsv1.JSONSchemaProps{}, required: map[string]bool{}}
+	return Bounds{}.Convert(root, obj, types)
+}
+
+// Convert is the package's Convert with b as the bounds of the expansion.
+func (b Bounds) Convert(root string, obj map[string]any, types map[string]any) (*apiextensionsv1.JSONSchemaProps, []Extension, error) {
+	c := &converter{
+		defs: types, done: map[string]*apiextensionsv1.JSONSchemaProps{}, required: map[string]bool{},
+		sizes: map[string]size{}, bounds: b.withDefaults(),
+	}
 	for _, name := range sortedKeys(types) {
 		c.custom(name)
 	}
-	out := c.object(root, obj)
+	c.size = size{}
+	out := c.object(pathOf(root), obj)
 	slices.SortStableFunc(c.exts, func(a, b Extension) int { return strings.Compare(a.Path, b.Path) })
+	if c.shared {
+		// Custom types were used by reference while the size was counted;
+		// now that it is known to fit (what a bound refused was left out),
+		// every use gets a copy of its own.
+		out = out.DeepCopy()
+	}
 	return out, c.exts, errors.Join(c.errs...)
 }
 
@@ -75,20 +90,44 @@ type converter struct {
 	required map[string]bool
 	errs     []error
 	exts     []Extension
+
+	bounds Bounds
+	// sizes is what each resolved custom type expands to.
+	sizes map[string]size
+	// size is what the schema being built (the spec, or the custom type
+	// being resolved) has expanded to so far; level is the depth of the
+	// node being built in it.
+	size  size
+	level int
+	// tooLarge holds the custom types refused by a bound: their uses fail
+	// without repeating the error.
+	tooLarge map[string]bool
+	// shared is set once a custom type is used: uses share the type's
+	// schema until the result is copied at the end.
+	shared bool
 }
 
-func (c *converter) ext(path, feature string) {
-	c.exts = append(c.exts, Extension{Path: path, Feature: feature})
+func (c *converter) ext(p *path, feature string) {
+	c.exts = append(c.exts, Extension{Path: p.String(), Feature: feature})
 }
 
-func (c *converter) fail(path string, err error) {
-	c.errs = append(c.errs, &PathError{Path: path, Err: err})
+func (c *converter) fail(p *path, err error) {
+	c.errs = append(c.errs, &PathError{Path: p.String(), Err: err})
 }
 
-func (c *converter) object(path string, obj map[string]any) *apiextensionsv1.JSONSchemaProps {
+func (c *converter) object(p *path, obj map[string]any) *apiextensionsv1.JSONSchemaProps {
 	out := &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{}}
+	if !c.enter(p) {
+		return out
+	}
+	defer c.leave()
+	c.grow(p, "", size{bytes: ownBytes(out)})
 	for _, key := range sortedKeys(obj) {
-		child, required := c.field(join(path, key), obj[key])
+		kp := p.key(key)
+		if !c.grow(kp, "", size{props: 1, bytes: len(key) + 4}) {
+			break
+		}
+		child, required := c.field(kp, obj[key])
 		if child == nil {
 			continue
 		}
@@ -102,27 +141,34 @@ func (c *converter) object(path string, obj map[string]any) *apiextensionsv1.JSO
 
 // field converts one entry of an object: a nested object, a leaf string or
 // a one-element list (an array of that element).
-func (c *converter) field(path string, v any) (*apiextensionsv1.JSONSchemaProps, bool) {
+func (c *converter) field(p *path, v any) (*apiextensionsv1.JSONSchemaProps, bool) {
 	switch v := v.(type) {
 	case map[string]any:
-		obj := c.object(path, v)
+		obj := c.object(p, v)
 		defaultEmptyObject(obj)
 		return obj, false
 	case string:
-		return c.leaf(path, v)
+		return c.leaf(p, v)
 	case []any:
-		c.ext(path, "YAML list as a type")
+		c.ext(p, "YAML list as a type")
 		if len(v) != 1 {
-			c.fail(path, fmt.Errorf("%w: a list must hold exactly one element, the item type", ErrSyntax))
+			c.fail(p, fmt.Errorf("%w: a list must hold exactly one element, the item type", ErrSyntax))
 			return nil, false
 		}
-		items, _ := c.field(path+"[]", v[0])
+		if !c.enter(p) {
+			return nil, false
+		}
+		defer c.leave()
+		out := &apiextensionsv1.JSONSchemaProps{Type: "array"}
+		c.grow(p, "", size{bytes: ownBytes(out) + len(`"items":`)})
+		items, _ := c.field(p.items(), v[0])
 		if items == nil {
 			return nil, false
 		}
-		return &apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: items}}, false
+		out.Items = &apiextensionsv1.JSONSchemaPropsOrArray{Schema: items}
+		return out, false
 	default:
-		c.fail(path, fmt.Errorf("%w: want a type string or a nested object, got %s", ErrSyntax, describe(v)))
+		c.fail(p, fmt.Errorf("%w: want a type string or a nested object, got %s", ErrSyntax, describe(v)))
 		return nil, false
 	}
 }
@@ -142,20 +188,27 @@ func defaultEmptyObject(obj *apiextensionsv1.JSONSchemaProps) {
 	}
 }
 
-func (c *converter) leaf(path, s string) (*apiextensionsv1.JSONSchemaProps, bool) {
+func (c *converter) leaf(p *path, s string) (*apiextensionsv1.JSONSchemaProps, bool) {
 	f, err := ParseField(s)
 	if err != nil {
-		c.fail(path, err)
+		c.fail(p, err)
 		return nil, false
 	}
-	out, err := c.typeSchema(path, f.Type)
+	out, err := c.typeSchema(p, f.Type)
 	if err != nil {
-		c.fail(path, err)
+		c.fail(p, err)
 		return nil, false
 	}
-	required, err := applyMarkers(out, f.Markers, func(feature string) { c.ext(path, feature) })
+	if out == nil {
+		return nil, false // a bound was passed; already reported
+	}
+	before := ownBytes(out)
+	required, err := applyMarkers(out, f.Markers, func(feature string) { c.ext(p, feature) })
 	if err != nil {
-		c.fail(path, err)
+		c.fail(p, err)
+		return nil, false
+	}
+	if !c.grow(p, "", size{bytes: ownBytes(out) - before}) {
 		return nil, false
 	}
 	if _, isCustom := c.defs[f.Type]; isCustom && c.required[f.Type] {
@@ -164,40 +217,43 @@ func (c *converter) leaf(path, s string) (*apiextensionsv1.JSONSchemaProps, bool
 	return out, required
 }
 
-// typeSchema returns a fresh schema for a type expression.
-func (c *converter) typeSchema(path, t string) (*apiextensionsv1.JSONSchemaProps, error) {
+// typeSchema returns the schema of a type expression, for one use: the
+// caller may set its own fields (markers), never those of its children. A
+// nil schema with a nil error means a bound was passed (and reported).
+func (c *converter) typeSchema(p *path, t string) (*apiextensionsv1.JSONSchemaProps, error) {
+	var out *apiextensionsv1.JSONSchemaProps
 	switch t {
 	case "string", "integer", "boolean":
-		return &apiextensionsv1.JSONSchemaProps{Type: t}, nil
+		out = &apiextensionsv1.JSONSchemaProps{Type: t}
 	case "number":
-		c.ext(path, "number type (kro spells it float)")
-		fallthrough
+		c.ext(p, "number type (kro spells it float)")
+		out = &apiextensionsv1.JSONSchemaProps{Type: "number"}
 	case "float":
-		return &apiextensionsv1.JSONSchemaProps{Type: "number"}, nil
+		out = &apiextensionsv1.JSONSchemaProps{Type: "number"}
 	case "object":
-		return &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}, nil
+		out = &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}
+	}
+	if out != nil {
+		if !c.grow(p, "", size{bytes: ownBytes(out)}) {
+			return nil, nil
+		}
+		return out, nil
 	}
 	if elem, ok := strings.CutPrefix(t, "[]"); ok {
-		items, err := c.typeSchema(path, elem)
-		if err != nil {
-			return nil, err
-		}
-		return &apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: items}}, nil
+		return c.container(p, "array", elem, func(items *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps {
+			return &apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: items}}
+		})
 	}
 	if rest, ok := strings.CutPrefix(t, "map["); ok {
-		return c.mapSchema(path, t, rest)
+		return c.mapSchema(p, t, rest)
 	}
 	if _, ok := c.defs[t]; ok {
-		def := c.custom(t)
-		if def == nil {
-			return nil, fmt.Errorf("%w: custom type %q is invalid", ErrUnknownType, t)
-		}
-		return def.DeepCopy(), nil
+		return c.use(p, t)
 	}
 	return nil, fmt.Errorf("%w %q", ErrUnknownType, t)
 }
 
-func (c *converter) mapSchema(path, t, rest string) (*apiextensionsv1.JSONSchemaProps, error) {
+func (c *converter) mapSchema(p *path, t, rest string) (*apiextensionsv1.JSONSchemaProps, error) {
 	key, elem, ok := strings.Cut(rest, "]")
 	if !ok || elem == "" {
 		return nil, fmt.Errorf("%w: malformed map type %q (want map[string]T)", ErrUnknownType, t)
@@ -205,14 +261,53 @@ func (c *converter) mapSchema(path, t, rest string) (*apiextensionsv1.JSONSchema
 	if key != "string" {
 		return nil, fmt.Errorf("%w: map keys must be string, got %q", ErrUnknownType, key)
 	}
-	values, err := c.typeSchema(path, elem)
-	if err != nil {
+	return c.container(p, "object", elem, func(values *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps {
+		return &apiextensionsv1.JSONSchemaProps{
+			Type:                 "object",
+			AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: values},
+		}
+	})
+}
+
+// container builds an array or a map of elem, one level deeper.
+func (c *converter) container(p *path, typ, elem string, wrap func(*apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps) (*apiextensionsv1.JSONSchemaProps, error) {
+	if !c.enter(p) {
+		return nil, nil
+	}
+	defer c.leave()
+	if !c.grow(p, "", size{bytes: len(typ) + len(`{"type":"","items":}`)}) {
+		return nil, nil
+	}
+	inner, err := c.typeSchema(p, elem)
+	if inner == nil || err != nil {
 		return nil, err
 	}
-	return &apiextensionsv1.JSONSchemaProps{
-		Type:                 "object",
-		AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: values},
-	}, nil
+	return wrap(inner), nil
+}
+
+// use returns a use of custom type name at p. The use shares the type's
+// schema below its top level, so that it costs nothing until Convert's
+// final copy; its size is counted here, before anything is copied.
+func (c *converter) use(p *path, name string) (*apiextensionsv1.JSONSchemaProps, error) {
+	def := c.custom(name)
+	if def == nil {
+		if c.tooLarge[name] {
+			c.size.over = true // reported where the type passed the bound
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%w: custom type %q is invalid", ErrUnknownType, name)
+	}
+	s := c.sizes[name]
+	if c.level+s.depth > c.bounds.MaxDepth {
+		c.bound(p, name, "depth", c.bounds.MaxDepth, c.level+s.depth)
+		return nil, nil
+	}
+	if !c.grow(p, name, size{props: s.props, bytes: s.bytes}) {
+		return nil, nil
+	}
+	c.size.depth = max(c.size.depth, c.level+s.depth)
+	c.shared = true
+	return shallowCopy(def), nil
 }
 
 // custom resolves a custom type once; nil means it is invalid (the error is
@@ -221,30 +316,36 @@ func (c *converter) custom(name string) *apiextensionsv1.JSONSchemaProps {
 	if s, ok := c.done[name]; ok {
 		return s
 	}
+	p := pathOf("types." + name)
 	if i := slices.Index(c.stack, name); i >= 0 {
 		cycle := append(slices.Clone(c.stack[i:]), name)
-		c.fail("types."+name, fmt.Errorf("%w: %s", ErrTypeCycle, strings.Join(cycle, " -> ")))
+		c.fail(p, fmt.Errorf("%w: %s", ErrTypeCycle, strings.Join(cycle, " -> ")))
 		c.done[name] = nil
 		return nil
 	}
 	c.stack = append(c.stack, name)
 	defer func() { c.stack = c.stack[:len(c.stack)-1] }()
+	// A type is counted on its own, from its top: its uses add its size to
+	// whatever uses them.
+	outerSize, outerLevel := c.size, c.level
+	c.size, c.level = size{}, 0
+	defer func() { c.size, c.level = outerSize, outerLevel }()
 
 	before := len(c.errs)
-	s, required := c.field("types."+name, c.defs[name])
+	s, required := c.field(p, c.defs[name])
 	c.required[name] = required
-	if _, failed := c.done[name]; failed || len(c.errs) > before {
+	if _, failed := c.done[name]; failed || len(c.errs) > before || c.size.over {
 		s = nil
 	}
-	c.done[name] = s
-	return s
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
+	if c.size.over {
+		if c.tooLarge == nil {
+			c.tooLarge = map[string]bool{}
+		}
+		c.tooLarge[name] = true
 	}
-	return path + "." + key
+	c.done[name] = s
+	c.sizes[name] = c.size
+	return s
 }
 
 func sortedKeys(m map[string]any) []string {

@@ -1,0 +1,138 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// fakeCompiles is a compiles whose compile returns err, counting calls,
+// after asking the resolver (if any) for a ConfigMap's schema, and
+// waiting for gate (if set).
+func fakeCompiles(t *testing.T, err func() error, gate chan struct{}) (*compiles, *atomic.Int64, chan string) {
+	t.Helper()
+	ended := make(chan string, 8)
+	c := newCompiles(context.Background(), time.Minute, func(name string) { ended <- name })
+	var calls atomic.Int64
+	c.compile = func(_ context.Context, rgd *v1alpha1.ResourceGraphDefinition, opts graph.Options) (*graph.Graph, error) {
+		calls.Add(1)
+		if opts.Resolver != nil {
+			_, _ = opts.Resolver.ResolveSchema(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+		}
+		if gate != nil {
+			<-gate
+		}
+		if e := err(); e != nil {
+			return nil, e
+		}
+		return &graph.Graph{Name: rgd.Name}, nil
+	}
+	return c, &calls, ended
+}
+
+func rgdNamed(name string, gen int64) *v1alpha1.ResourceGraphDefinition {
+	return &v1alpha1.ResourceGraphDefinition{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: gen}}
+}
+
+var errBadRGD = &graph.Error{Path: "spec", Err: fmt.Errorf("%w: bad", graph.ErrInvalid)}
+
+// A failure is reused while the spec and the resolver's answers hold; a
+// compile without a resolver is not reused once there is one.
+func TestCompilesReuseAFailureUntilSomethingChanges(t *testing.T) {
+	c, calls, _ := fakeCompiles(t, func() error { return errBadRGD }, nil)
+	ctx := context.Background()
+	for range 3 {
+		_, err := c.get(ctx, rgdNamed("a", 1), graph.Options{}, time.Minute)
+		require.ErrorIs(t, err, graph.ErrInvalid)
+	}
+	assert.Equal(t, int64(1), calls.Load())
+
+	res := graph.StaticResolver{{Version: "v1", Kind: "ConfigMap"}: &spec.Schema{}}
+	_, err := c.get(ctx, rgdNamed("a", 1), graph.Options{Resolver: res}, time.Minute)
+	require.ErrorIs(t, err, graph.ErrInvalid)
+	assert.Equal(t, int64(2), calls.Load(), "compiled again now that kinds are typed")
+	_, _ = c.get(ctx, rgdNamed("a", 1), graph.Options{Resolver: res}, time.Minute)
+	assert.Equal(t, int64(2), calls.Load())
+
+	res[schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}] = &spec.Schema{} // a new document
+	_, _ = c.get(ctx, rgdNamed("a", 1), graph.Options{Resolver: res}, time.Minute)
+	assert.Equal(t, int64(3), calls.Load(), "compiled again: the kind's schema changed")
+
+	_, _ = c.get(ctx, rgdNamed("a", 2), graph.Options{Resolver: res}, time.Minute)
+	assert.Equal(t, int64(4), calls.Load(), "compiled again: a new generation")
+}
+
+// What says nothing about the RGD is not remembered.
+func TestCompilesForgetOutagesAndStops(t *testing.T) {
+	for name, e := range map[string]error{
+		"resolver outage": &graph.Error{Err: fmt.Errorf("%w: no answer", graph.ErrSchemaUnavailable)},
+		"stopped":         fmt.Errorf("compiling stopped: %w", context.Canceled),
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, calls, _ := fakeCompiles(t, func() error { return e }, nil)
+			for range 2 {
+				_, err := c.get(context.Background(), rgdNamed("a", 1), graph.Options{}, time.Minute)
+				require.Error(t, err)
+			}
+			assert.Equal(t, int64(2), calls.Load())
+		})
+	}
+}
+
+// A caller that stops waiting gets ErrCompiling; the compile goes on, is
+// reported when it ends, and its result is then handed out without a
+// second compile.
+func TestCompilesThatOutlastTheirWaitAreReported(t *testing.T) {
+	gate := make(chan struct{})
+	c, calls, ended := fakeCompiles(t, func() error { return nil }, gate)
+	_, err := c.get(context.Background(), rgdNamed("slow", 1), graph.Options{}, 10*time.Millisecond)
+	require.ErrorIs(t, err, hub.ErrCompiling)
+	_, err = c.get(context.Background(), rgdNamed("slow", 1), graph.Options{}, 10*time.Millisecond)
+	require.ErrorIs(t, err, hub.ErrCompiling, "the running compile is waited for, not started again")
+	close(gate)
+	select {
+	case name := <-ended:
+		assert.Equal(t, "slow", name)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the end of the compile was never reported")
+	}
+	g, err := c.get(context.Background(), rgdNamed("slow", 1), graph.Options{}, time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, "slow", g.Name)
+	assert.Equal(t, int64(1), calls.Load())
+	g2, _ := c.get(context.Background(), rgdNamed("slow", 1), graph.Options{}, time.Minute)
+	assert.NotSame(t, g, g2, "each caller gets a graph of its own to number")
+}
+
+// A compile past its timeout refuses the RGD naming the option, and is not
+// remembered.
+func TestCompileTimeoutRefusesAndIsRetried(t *testing.T) {
+	c, calls, _ := fakeCompiles(t, func() error { return nil }, nil)
+	c.timeout = time.Millisecond
+	c.compile = func(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, _ graph.Options) (*graph.Graph, error) {
+		calls.Add(1)
+		<-ctx.Done()
+		return nil, fmt.Errorf("compiling %q stopped: %w", rgd.Name, ctx.Err())
+	}
+	for range 2 {
+		_, err := c.get(context.Background(), rgdNamed("a", 1), graph.Options{}, time.Minute)
+		var ge *graph.Error
+		require.True(t, errors.As(err, &ge), "%v", err)
+		assert.ErrorIs(t, err, graph.ErrLimit)
+		assert.Contains(t, err.Error(), "Options.CompileTimeout")
+	}
+	assert.Equal(t, int64(2), calls.Load())
+}
