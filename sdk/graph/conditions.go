@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
@@ -97,7 +96,7 @@ func checkConditionLiterals(env *cel.Env, entries []conditionEntry) []error {
 			continue
 		}
 		roots[i] = ast.NativeRep().Expr()
-		for _, t := range sortedTypes(literalConditionTypes(roots[i])) {
+		for _, t := range sortedKeys(literalConditionTypes(roots[i])) {
 			if first, dup := declared[t]; dup {
 				errs = append(errs, &Error{Path: e.path, Expression: e.written, Err: errorf(ErrInvalid, "condition type %q is declared by more than one conditions entry (%s too)", t, first)})
 				continue
@@ -116,15 +115,6 @@ func checkConditionLiterals(env *cel.Env, entries []conditionEntry) []error {
 		}))
 	}
 	return errs
-}
-
-func sortedTypes(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for t := range m {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func literalConditionTypes(root celast.Expr) map[string]bool {

@@ -183,11 +183,7 @@ func withVariables(env *cel.Env, vars map[string]*cel.Type) (*cel.Env, error) {
 }
 
 func variables(vars map[string]*cel.Type) []cel.EnvOption {
-	names := make([]string, 0, len(vars))
-	for n := range vars {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := sortedKeys(vars)
 	opts := make([]cel.EnvOption, 0, len(names))
 	for _, n := range names {
 		opts = append(opts, cel.Variable(n, vars[n]))

@@ -99,18 +99,9 @@ func tooManyIterations() error {
 // evalList runs an iterator: a list of at most most items (null reads as
 // an empty list).
 func (sc *scope) evalList(p *program, path string, most int) ([]any, error) {
-	out, err := sc.eval(p, path)
-	if err != nil {
+	out, present, err := sc.evalOptional(p, path)
+	if err != nil || !present || out == types.NullValue {
 		return nil, err
-	}
-	if opt, ok := out.(*types.Optional); ok {
-		if !opt.HasValue() {
-			return nil, nil
-		}
-		out = opt.GetValue()
-	}
-	if out == types.NullValue {
-		return nil, nil
 	}
 	l, ok := out.(traits.Lister)
 	if !ok {

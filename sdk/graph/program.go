@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"sort"
 	"strings"
 	"sync"
 
@@ -64,12 +63,7 @@ func identifiers(ast *cel.Ast) []string {
 			seen[e.AsIdent()] = true
 		}
 	}))
-	out := make([]string, 0, len(seen))
-	for id := range seen {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
+	return sortedKeys(seen)
 }
 
 // parsedIdentifiers parses src without type-checking and returns its

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph/expr"
@@ -252,5 +253,5 @@ func collectDeps(r *resource, np *nodeProgram) {
 			}
 		}
 	}
-	r.node.Dependencies = sortedSet(r.deps)
+	r.node.Dependencies = sets.List(r.deps) // sorted
 }

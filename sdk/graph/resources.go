@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -253,10 +252,4 @@ func got(obj map[string]any, key string) string {
 func literalString(v any) (string, bool) {
 	s, ok := v.(string)
 	return s, ok && s != "" && !expr.HasExpr(s)
-}
-
-func sortedSet(s sets.Set[string]) []string {
-	out := sets.List(s)
-	sort.Strings(out)
-	return out
 }

@@ -3,7 +3,6 @@ package graph
 import (
 	"fmt"
 	"reflect"
-	"sort"
 	"strings"
 
 	"github.com/google/cel-go/cel"
@@ -75,12 +74,7 @@ func (sc *statusCompiler) object(path *fieldPath, where string, depth int, obj m
 	if !sc.schema.depthFits(where, depth) || !sc.schema.take(where, len(obj)) {
 		return out
 	}
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range sortedKeys(obj) {
 		p := &fieldPath{parent: path, key: k}
 		if s, ok := sc.field(p, clipPath(where+"."+k), depth+1, obj[k]); ok {
 			out.Properties[k] = s

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -169,11 +168,7 @@ func (tc *templateCompiler) value(path string, v any, want *apiservercel.DeclTyp
 }
 
 func (tc *templateCompiler) object(path string, obj map[string]any, want *apiservercel.DeclType) tmpl {
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := sortedKeys(obj)
 	out := &tmplObject{keys: keys}
 	dynamic := false
 	for _, k := range keys {

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph/expr"
@@ -159,13 +158,4 @@ func (tc templateChecker) stringList(path string, v any) {
 // fail records an ErrInvalid error at path in the resource.
 func (tc templateChecker) fail(path, format string, args ...any) {
 	tc.diag.fail(&Error{ResourceID: tc.r.node.ID, Path: path, Err: errorf(ErrInvalid, format, args...)})
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,7 +3,6 @@ package graph
 import (
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -133,7 +132,7 @@ func (fc fitChecker) mapFitsObject(want *apiservercel.DeclType, got *cel.Type, d
 	if len(params) < 2 || params[0].Kind() != types.StringKind {
 		return fmt.Errorf("%s has no string keys", typeName(got))
 	}
-	for _, name := range sortedFields(want) {
+	for _, name := range sortedKeys(want.Fields) {
 		if err := fc.structurallyFits(want.Fields[name].Type, params[1], depth+1); err != nil {
 			return fmt.Errorf("its values (%s) do not fit field %q%s", typeName(params[1]), name, because(err))
 		}
@@ -174,7 +173,7 @@ func (fc fitChecker) eachField(got *cel.Type, fn func(string, *apiservercel.Decl
 	if !ok || !decl.IsObject() {
 		return nil
 	}
-	for _, name := range sortedFields(decl) {
+	for _, name := range sortedKeys(decl.Fields) {
 		if f := decl.Fields[name]; f.Type != nil {
 			if err := fn(name, f.Type); err != nil {
 				return err
@@ -182,15 +181,6 @@ func (fc fitChecker) eachField(got *cel.Type, fn func(string, *apiservercel.Decl
 		}
 	}
 	return nil
-}
-
-func sortedFields(t *apiservercel.DeclType) []string {
-	names := make([]string, 0, len(t.Fields))
-	for n := range t.Fields {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 func because(err error) string {
