@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,6 +63,11 @@ type Graph struct {
 	// source and opts are what Compile was given, kept for CheckSchemas.
 	source *v1alpha1.ResourceGraphDefinition
 	opts   Options
+}
+
+// String describes the graph in one line, for logs.
+func (g *Graph) String() string {
+	return fmt.Sprintf("graph %q (%s, %d resources)", g.Name, g.Instance.GVK, len(g.Nodes))
 }
 
 // Instance describes the generated kind.
