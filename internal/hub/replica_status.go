@@ -56,6 +56,10 @@ type ReplicaStatus struct {
 	// peers are the replicas (as label values) that had a live record of
 	// some graph at the last survey: a new graph waits for their view.
 	peers map[string]bool
+	// lastOwn is, per graph, this replica's view at the last Merged, and
+	// handing the clusters it let go of since (see replica_handover.go).
+	lastOwn map[string]map[string]ClusterStatus
+	handing map[string]map[string]handover
 }
 
 type record struct {
@@ -74,6 +78,7 @@ type record struct {
 // returned, with the error; if only the survey failed, the union is, with
 // the error.
 func (r *ReplicaStatus) Merged(ctx context.Context, own GraphStatus) (GraphStatus, error) {
+	own = r.withHandovers(own, time.Now())
 	if err := r.publish(ctx, own); err != nil {
 		return own, err
 	}
@@ -85,6 +90,7 @@ func (r *ReplicaStatus) Merged(ctx context.Context, own GraphStatus) (GraphStatu
 	if err != nil {
 		return own, fmt.Errorf("listing the replicas' fleet status of graph %s: %w", own.Graph, err)
 	}
+	r.takenOver(own.Graph, list.Items, now)
 	merged := r.merge(own, list.Items, now)
 	merged.AwaitingReplicas = r.awaiting(list.Items, now)
 	return merged, surveyErr
@@ -239,30 +245,42 @@ func (r *ReplicaStatus) prune(ctx context.Context, stale []metav1.PartialObjectM
 }
 
 func (r *ReplicaStatus) merge(own GraphStatus, records []corev1.ConfigMap, now time.Time) GraphStatus {
-	seen := map[string]bool{}
-	for _, c := range own.Clusters {
-		seen[c.Cluster] = true
-	}
 	slices.SortFunc(records, func(a, b corev1.ConfigMap) int { return renewed(&b).Compare(renewed(&a)) }) // freshest first
-	out := own
-	out.Clusters = slices.Clone(own.Clusters)
-	for _, cm := range records {
-		if cm.Labels[LabelReplica] == contract.LabelValue(r.Replica) || isExpired(&cm, r.TTL, now) {
+	views := [][]ClusterStatus{own.Clusters}
+	for i := range records {
+		cm := &records[i]
+		if cm.Labels[LabelReplica] == contract.LabelValue(r.Replica) || isExpired(cm, r.TTL, now) {
 			continue
 		}
-		var theirs []ClusterStatus
-		if json.Unmarshal([]byte(cm.Data[recordKey]), &theirs) != nil {
-			continue // not ours to judge; a bad record counts for nothing
-		}
-		for _, c := range theirs {
-			if !seen[c.Cluster] {
-				seen[c.Cluster] = true
-				out.Clusters = append(out.Clusters, c)
+		views = append(views, decodeRecord(cm))
+	}
+	out := own
+	out.Clusters = nil
+	seen := map[string]bool{}
+	// Served entries first (this replica's, then the freshest), and only
+	// then those being handed over, for clusters no one serves yet.
+	for _, handingOver := range []bool{false, true} {
+		for _, view := range views {
+			for _, c := range view {
+				if c.HandingOver == handingOver && !seen[c.Cluster] {
+					seen[c.Cluster] = true
+					out.Clusters = append(out.Clusters, c)
+				}
 			}
 		}
 	}
 	slices.SortFunc(out.Clusters, func(a, b ClusterStatus) int { return strings.Compare(a.Cluster, b.Cluster) })
 	return out
+}
+
+// decodeRecord returns a record's clusters; a record that does not decode
+// is not ours to judge and counts for nothing.
+func decodeRecord(cm *corev1.ConfigMap) []ClusterStatus {
+	var theirs []ClusterStatus
+	if json.Unmarshal([]byte(cm.Data[recordKey]), &theirs) != nil {
+		return nil
+	}
+	return theirs
 }
 
 func isExpired(m metav1.Object, ttl time.Duration, now time.Time) bool {

@@ -87,6 +87,11 @@ type ClusterStatus struct {
 	ReadyInstances int
 	// Since is when CRD last changed.
 	Since time.Time
+	// HandingOver reports that the hub replica that served the cluster let
+	// it go to another replica, which has not reported it yet: the other
+	// fields are the last state the first one saw. Always false for a lone
+	// hub.
+	HandingOver bool `json:",omitempty"`
 }
 
 // GraphStatus is a graph's state across the fleet, one entry per engaged
