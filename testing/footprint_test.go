@@ -20,7 +20,9 @@ func TestMeasureFootprintSeesALiveAllocation(t *testing.T) {
 	}
 	after, err := fgtesting.MeasureFootprint()
 	require.NoError(t, err)
-	assert.GreaterOrEqual(t, after.HeapAlloc, before.HeapAlloc+64<<20, "a live 64 MiB slice is on the heap")
+	// Objects live at the first measurement may be collected by the
+	// second, so allow a mebibyte of other churn around the 64 MiB.
+	assert.GreaterOrEqual(t, after.HeapAlloc, before.HeapAlloc+63<<20, "a live 64 MiB slice is on the heap")
 	assert.GreaterOrEqual(t, after.RSS, before.RSS+32<<20, "and resident")
 	assert.Equal(t, byte(1), held[len(held)-1])
 }
