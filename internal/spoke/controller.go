@@ -27,6 +27,8 @@ type controller struct {
 	opts  Options
 	log   logr.Logger
 	queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+	// retries is queue's rate limiter: retryAfter adds a floor to it.
+	retries *retryLimiter
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -63,7 +65,6 @@ func newController(parent context.Context, name string, g *graph.Graph, opts Opt
 		log:  opts.Logger.WithValues("controller", name, "graph", g.Name),
 		// The queue is named after the graph, not this version of it, so
 		// its metrics keep one name across graph updates.
-		queue:   newQueue(QueueName(g.Name)),
 		ctx:     ctx,
 		cancel:  cancel,
 		members: map[multicluster.ClusterName]*member{},
@@ -72,6 +73,7 @@ func newController(parent context.Context, name string, g *graph.Graph, opts Opt
 		// 1,000 clusters.
 		defaults: crdschema.StorageSchema(g.CRD),
 	}
+	c.queue, c.retries = newQueue(QueueName(g.Name))
 	c.idle = sync.NewCond(&c.mu)
 	for range opts.Workers {
 		c.wg.Go(c.work)
@@ -294,7 +296,7 @@ func (c *controller) process(req mcreconcile.Request) {
 		if !errors.Is(err, errConflict) {
 			logFailure(c.log, c.queue, c.g.Name, req, err) // failure_log.go
 		}
-		c.queue.AddRateLimited(req)
+		c.queue.AddAfter(req, c.retries.After(req, err, time.Since(start)))
 	case after > 0:
 		reconcileTotal.WithLabelValues(c.g.Name, cluster, "requeue").Inc()
 		c.queue.Forget(req)

@@ -28,8 +28,8 @@ func flowOf(req mcreconcile.Request) flow {
 
 // newQueue is a rate-limited work queue named after the graph (its
 // workqueue_* metrics) whose order is fairQueue's and whose retries are
-// limited per flow (retryLimiter).
-func newQueue(name string) workqueue.TypedRateLimitingInterface[mcreconcile.Request] {
+// limited per flow by the retryLimiter it returns too.
+func newQueue(name string) (workqueue.TypedRateLimitingInterface[mcreconcile.Request], *retryLimiter) {
 	inner := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[mcreconcile.Request]{
 		Name:  name,
 		Queue: newFairQueue(),
@@ -38,8 +38,9 @@ func newQueue(name string) workqueue.TypedRateLimitingInterface[mcreconcile.Requ
 		Name:  name,
 		Queue: inner,
 	})
-	return workqueue.NewTypedRateLimitingQueueWithConfig[mcreconcile.Request](newRetryLimiter(),
-		workqueue.TypedRateLimitingQueueConfig[mcreconcile.Request]{Name: name, DelayingQueue: delaying})
+	retries := newRetryLimiter()
+	return workqueue.NewTypedRateLimitingQueueWithConfig[mcreconcile.Request](retries,
+		workqueue.TypedRateLimitingQueueConfig[mcreconcile.Request]{Name: name, DelayingQueue: delaying}), retries
 }
 
 var _ workqueue.Queue[mcreconcile.Request] = &fairQueue{}

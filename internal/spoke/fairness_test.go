@@ -1,6 +1,7 @@
 package spoke
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -19,7 +20,7 @@ func req(cluster, ns, name string) mcreconcile.Request {
 }
 
 func TestTheQueueHandsOutNamespacesInTurn(t *testing.T) {
-	q := newQueue("")
+	q, _ := newQueue("")
 	t.Cleanup(q.ShutDown)
 	for i := range 1000 {
 		q.Add(req("", "heavy", fmt.Sprint(i)))
@@ -98,6 +99,18 @@ func TestAnInstancesBackoffStillGrows(t *testing.T) {
 	assert.Equal(t, 32*retryBase, l.When(r))
 	l.Forget(r)
 	assert.Equal(t, retryBase, l.When(r))
+}
+
+func TestARetryAfterALimitWaitsTenTimesWhatTheReconcileTook(t *testing.T) {
+	l := newRetryLimiter()
+	heavy, other := req("", "heavy", "app"), req("", "heavy", "other")
+	stopped := &limitFailure{"template: ... (Limits.InstanceTimeout)"}
+	assert.Equal(t, 20*time.Second, l.After(heavy, fmt.Errorf("reconciling: %w", stopped), 2*time.Second),
+		"an instance that spent 2 s and was stopped by a limit waits 20 s, not the backoff's 5 ms")
+	assert.Equal(t, 2*retryBase, l.After(heavy, stopped, time.Millisecond), "a quick one waits its backoff, which still grows")
+	assert.Equal(t, retryBase, l.After(other, errors.New("the API server said no"), 2*time.Second),
+		"any other failure waits its backoff alone, however long it took")
+	assert.Equal(t, stopped.message, stopped.Error())
 }
 
 // admitN admits n requests of ns, named prefix-i, and returns how many

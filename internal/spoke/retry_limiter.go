@@ -1,6 +1,7 @@
 package spoke
 
 import (
+	"errors"
 	"sync"
 	"time"
 
@@ -26,7 +27,14 @@ const (
 	// retryRefill is how long an unused bucket takes to fill again: a
 	// full bucket is the same as none, so it is then dropped.
 	retryRefill = retryBurst / retryQPS * time.Second
+	// limitRetryFactor is how many times what a reconcile stopped by a
+	// limit took its retry waits at least (After).
+	limitRetryFactor = 10
 )
+
+// errLimitFailure marks a reconcile whose evaluation was stopped by one of
+// the graph's limits (reason LimitExceeded).
+var errLimitFailure = errors.New("stopped by a limit")
 
 var _ workqueue.TypedRateLimiter[mcreconcile.Request] = &retryLimiter{}
 
@@ -65,6 +73,24 @@ func (l *retryLimiter) When(req mcreconcile.Request) time.Duration {
 	return max(backoff, b.ReserveN(now, 1).DelayFrom(now))
 }
 
+// After is how long req waits before it is retried after a reconcile that
+// took took and failed with err: When's backoff, and for a reconcile
+// stopped by one of the graph's limits (errLimitFailure) at least
+// limitRetryFactor times what it took. Such a failure comes back the same
+// until the instance changes, and it may have spent its whole budget
+// (Limits.InstanceTimeout): retried at the backoff's first steps (5 ms,
+// 10 ms, ...) an instance that spends 2 s each time would hold a worker
+// for half a minute, and a tenant with a few of them every worker of the
+// graph and the hub's CPU. With the floor it holds at most
+// 1/(1+limitRetryFactor) of a worker's time.
+func (l *retryLimiter) After(req mcreconcile.Request, err error, took time.Duration) time.Duration {
+	delay := l.When(req)
+	if errors.Is(err, errLimitFailure) {
+		delay = max(delay, limitRetryFactor*took)
+	}
+	return delay
+}
+
 // sweepLocked drops, at most once per retryRefill, the buckets that are
 // full again, so that the map holds only flows that failed lately.
 func (l *retryLimiter) sweepLocked(now time.Time) {
@@ -91,3 +117,10 @@ func (l *retryLimiter) flowCount() int {
 	defer l.mu.Unlock()
 	return len(l.flows)
 }
+
+// limitFailure is a reconcile's error when a limit stopped its evaluation:
+// its message is the instance's, and it is errLimitFailure.
+type limitFailure struct{ message string }
+
+func (e *limitFailure) Error() string        { return e.message }
+func (e *limitFailure) Is(target error) bool { return target == errLimitFailure }

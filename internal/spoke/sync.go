@@ -42,6 +42,9 @@ func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
 		return 0, err
 	}
 	if o.failed != nil {
+		if o.failed.reason == reasonLimitExceeded {
+			return 0, &limitFailure{o.failed.message}
+		}
 		return 0, fmt.Errorf("%s", o.failed.message)
 	}
 	if pruneErr != nil {
