@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -287,7 +288,7 @@ func setReady(st *v1alpha1.ResourceGraphDefinitionStatus, gen int64) {
 
 func (r *RGDReconciler) rejected(rgd *v1alpha1.ResourceGraphDefinition, st *v1alpha1.ResourceGraphDefinitionStatus, err error) {
 	prev := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionGraphAccepted)
-	msg := err.Error()
+	msg := fitCondition(err.Error())
 	reason := "InvalidResourceGraph"
 	switch {
 	case errors.Is(err, ErrNameTaken):
@@ -313,6 +314,28 @@ func order(g *graph.Graph) ([]string, []v1alpha1.ResourceInformation) {
 		infos = append(infos, info)
 	}
 	return ids, infos
+}
+
+// maxConditionMessage is the longest message the API server accepts in a
+// condition (metav1.Condition's message: at most 32768 characters). A
+// status with a longer one is refused as a whole, so the RGD would show no
+// condition at all.
+const maxConditionMessage = 32768
+
+// fitCondition cuts msg to what a condition holds: at a line's end when it
+// can (a compile's errors are one a line), saying how much was left out.
+func fitCondition(msg string) string {
+	if len(msg) <= maxConditionMessage {
+		return msg
+	}
+	cut := msg[:maxConditionMessage-64]
+	if i := strings.LastIndexByte(cut, '\n'); i > 0 {
+		cut = cut[:i]
+	}
+	for !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	return fmt.Sprintf("%s\n… and %d more bytes of errors", cut, len(msg)-len(cut))
 }
 
 func setCondition(st *v1alpha1.ResourceGraphDefinitionStatus, typ string, status metav1.ConditionStatus, reason, msg string, gen int64) {
