@@ -26,6 +26,8 @@
 //     writing kro's conditions (GraphAccepted, KindReady, ControllerReady,
 //     Ready), the topological order and the fleet summary back. Claimed RGDs
 //     carry a finalizer until their graph is removed from every cluster.
+//     Several RGDs are reconciled at once (Workers), so a tenant's slow
+//     ones hold up only their own workers.
 //   - FanOut.RemoveAdmission and HeldInstances are the per-cluster steps of
 //     removing a graph; sdk.Hub orders and retries them.
 //

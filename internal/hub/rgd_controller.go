@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -31,6 +32,13 @@ import (
 // DefaultResync is how often the RGD controller refreshes an RGD's fleet
 // status (instance counts change without any event on the hub).
 const DefaultResync = 10 * time.Second
+
+// DefaultRGDWorkers is RGDReconciler.Workers's default when the manager
+// sets no MaxConcurrentReconciles: RGDs of different names are reconciled
+// at once, so that one slow RGD (a compile waited for, a megabyte written)
+// does not hold up the others. Each name is still reconciled by one worker
+// at a time.
+const DefaultRGDWorkers = 4
 
 // DefaultRemovalPoll is how often the RGD controller checks on the
 // removal of a deleted RGD's graph (besides being told when it is done).
@@ -86,6 +94,10 @@ type RGDReconciler struct {
 	// changed, so their status is written at once rather than at the next
 	// resync. Names of graphs that do not belong to an RGD are ignored.
 	Changed <-chan string
+	// Workers is how many RGDs are reconciled at once. Defaults to the
+	// manager's MaxConcurrentReconciles (manager.Options.Controller) if
+	// set, else DefaultRGDWorkers.
+	Workers int
 }
 
 // SetupWithManager adds the controller, named "fleetgraph-rgd", to the hub's
@@ -97,13 +109,19 @@ func (r *RGDReconciler) SetupWithManager(mgr manager.Manager) error {
 	if r.Selector == nil {
 		r.Selector = labels.Everything()
 	}
+	if r.Workers == 0 {
+		r.Workers = mgr.GetControllerOptions().MaxConcurrentReconciles
+	}
+	if r.Workers == 0 {
+		r.Workers = DefaultRGDWorkers
+	}
 	skip := true // several hubs in one process (tests), unless mgr says otherwise
 	if s := mgr.GetControllerOptions().SkipNameValidation; s != nil {
 		skip = *s
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("fleetgraph-rgd").
-		WithOptions(controller.Options{SkipNameValidation: &skip}).
+		WithOptions(controller.Options{SkipNameValidation: &skip, MaxConcurrentReconciles: r.Workers}).
 		WithLogConstructor(rgdLogConstructor(mgr, "fleetgraph-rgd")). // rgd_log.go
 		For(&v1alpha1.ResourceGraphDefinition{})
 	if r.Changed != nil {
@@ -175,12 +193,24 @@ func (r *RGDReconciler) claim(ctx context.Context, rgd *v1alpha1.ResourceGraphDe
 	if controllerutil.ContainsFinalizer(rgd, v1alpha1.FinalizerRGD) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(rgd.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(rgd, v1alpha1.FinalizerRGD)
-	if err := r.Client.Patch(ctx, rgd, patch); err != nil {
+	before := finalizersOf(rgd)
+	after := before.DeepCopy()
+	controllerutil.AddFinalizer(after, v1alpha1.FinalizerRGD)
+	if err := r.Client.Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("adding finalizer to RGD %s: %w", rgd.Name, err)
 	}
+	*rgd = *after // the object as the API server returned it
 	return nil
+}
+
+// finalizersOf is rgd's identity, version and finalizers alone: what a
+// patch of its finalizers is computed from. A patch computed from the whole
+// object would encode, decode and compare the whole spec twice, and a
+// tenant's spec may be megabytes.
+func finalizersOf(rgd *v1alpha1.ResourceGraphDefinition) *v1alpha1.ResourceGraphDefinition {
+	return &v1alpha1.ResourceGraphDefinition{ObjectMeta: metav1.ObjectMeta{
+		Name: rgd.Name, Namespace: rgd.Namespace, ResourceVersion: rgd.ResourceVersion, Finalizers: slices.Clone(rgd.Finalizers),
+	}}
 }
 
 // release removes the graph of an RGD being deleted, or no longer claimed,
@@ -197,9 +227,10 @@ func (r *RGDReconciler) release(ctx context.Context, rgd *v1alpha1.ResourceGraph
 	if !done {
 		return reconcile.Result{RequeueAfter: DefaultRemovalPoll}, nil
 	}
-	patch := client.MergeFromWithOptions(rgd.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(rgd, v1alpha1.FinalizerRGD)
-	if err := r.Client.Patch(ctx, rgd, patch); client.IgnoreNotFound(err) != nil {
+	before := finalizersOf(rgd)
+	after := before.DeepCopy()
+	controllerutil.RemoveFinalizer(after, v1alpha1.FinalizerRGD)
+	if err := r.Client.Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, fmt.Errorf("removing finalizer from RGD %s: %w", rgd.Name, err)
 	}
 	log.FromContext(ctx).Info("RGD released", "deleting", rgd.DeletionTimestamp != nil)
@@ -344,14 +375,17 @@ func setCondition(st *v1alpha1.ResourceGraphDefinitionStatus, typ string, status
 	})
 }
 
-// writeStatus patches the status subresource only when it changed.
+// writeStatus patches the status subresource only when it changed. The
+// patch is computed from the status alone, not from the whole object,
+// whose spec may be megabytes.
 func (r *RGDReconciler) writeStatus(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, st v1alpha1.ResourceGraphDefinitionStatus) error {
 	if equality.Semantic.DeepEqual(rgd.Status, st) {
 		return nil
 	}
-	patch := client.MergeFrom(rgd.DeepCopy())
-	rgd.Status = st
-	if err := r.Client.Status().Patch(ctx, rgd, patch); err != nil {
+	before := &v1alpha1.ResourceGraphDefinition{ObjectMeta: metav1.ObjectMeta{Name: rgd.Name, Namespace: rgd.Namespace}, Status: rgd.Status}
+	after := before.DeepCopy()
+	after.Status = st
+	if err := r.Client.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("writing status of RGD %s: %w", rgd.Name, err)
 	}
 	log.FromContext(ctx).V(1).Info("RGD status written", "state", st.State)
