@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -94,6 +95,9 @@ type RGDReconciler struct {
 	// changed, so their status is written at once rather than at the next
 	// resync. Names of graphs that do not belong to an RGD are ignored.
 	Changed <-chan string
+	// APIReader reads an RGD from the API server when the cached copy
+	// proved stale (adding the finalizer conflicted). Defaults to Client.
+	APIReader client.Reader
 	// Workers is how many RGDs are reconciled at once. Defaults to the
 	// manager's MaxConcurrentReconciles (manager.Options.Controller) if
 	// set, else DefaultRGDWorkers.
@@ -189,10 +193,36 @@ func (r *RGDReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 }
 
 // claim puts our finalizer on rgd, so that its deletion waits for cleanup.
+// A conflict means the cached copy is behind the API server: a megabyte
+// RGD's watch event can take tens of seconds to reach a loaded hub's
+// cache, and every reconcile until then would conflict again (measured:
+// 50 s of conflicts before a tenant's RGD could be refused). The RGD is
+// then read from the API server once, and the finalizer added to that.
 func (r *RGDReconciler) claim(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) error {
 	if controllerutil.ContainsFinalizer(rgd, v1alpha1.FinalizerRGD) {
 		return nil
 	}
+	err := r.addFinalizer(ctx, rgd)
+	if !apierrors.IsConflict(err) {
+		return err
+	}
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	live := &v1alpha1.ResourceGraphDefinition{}
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(rgd), live); err != nil {
+		return fmt.Errorf("reading RGD %s after a conflict: %w", rgd.Name, err)
+	}
+	*rgd = *live
+	if controllerutil.ContainsFinalizer(rgd, v1alpha1.FinalizerRGD) {
+		return nil
+	}
+	return r.addFinalizer(ctx, rgd)
+}
+
+// addFinalizer adds our finalizer to rgd as of its resourceVersion.
+func (r *RGDReconciler) addFinalizer(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) error {
 	before := finalizersOf(rgd)
 	after := before.DeepCopy()
 	controllerutil.AddFinalizer(after, v1alpha1.FinalizerRGD)

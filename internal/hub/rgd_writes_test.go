@@ -80,3 +80,26 @@ spec:
 	assert.NotContains(t, sent[1], "spec")
 	assert.NotNil(t, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionGraphAccepted))
 }
+
+// The cache can be behind the API server by a megabyte RGD's watch event,
+// tens of seconds on a loaded hub: the finalizer added by the last
+// reconcile is missing from the cached copy, and adding it again
+// conflicts. The claim reads the RGD live once and goes on, rather than
+// failing every reconcile until the cache catches up.
+func TestAClaimOnAStaleCopyReadsTheRGDLive(t *testing.T) {
+	ctx := context.Background()
+	stored := &v1alpha1.ResourceGraphDefinition{}
+	stored.Name = "paint"
+	c := fake.NewClientBuilder().WithScheme(fgtesting.NewScheme()).WithObjects(stored).Build()
+	stale := &v1alpha1.ResourceGraphDefinition{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "paint"}, stale))
+	r := &RGDReconciler{Client: c}
+	require.NoError(t, r.claim(ctx, stored.DeepCopy()), "the first claim adds the finalizer")
+
+	require.NoError(t, r.claim(ctx, stale), "a claim on the copy from before it")
+	assert.Contains(t, stale.Finalizers, v1alpha1.FinalizerRGD, "the caller has the live object")
+	live := &v1alpha1.ResourceGraphDefinition{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "paint"}, live))
+	assert.Equal(t, []string{v1alpha1.FinalizerRGD}, live.Finalizers)
+	assert.Equal(t, live.ResourceVersion, stale.ResourceVersion)
+}
