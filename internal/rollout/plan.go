@@ -34,6 +34,9 @@ type plan struct {
 	spec   fgv1alpha1.GraphRolloutSpec
 	target int64 // 0: not started (every revision serves everywhere placed)
 	wave   int32
+	// awaiting: wave waits for approval, none of its clusters may take
+	// the target yet.
+	awaiting bool
 }
 
 // selects reports whether sel matches lbls; nil matches everything, an
@@ -133,11 +136,11 @@ func (p *plan) decide(rev int64, wave int32) error {
 	case rev > p.target:
 		// A revision the controller has not picked up yet starts a new
 		// rollout: its first wave may take it at once.
-		if wave == 0 {
+		if wave == 0 && !requiresApproval(p.spec, 0) {
 			return nil
 		}
 	case rev == p.target:
-		if wave <= p.wave {
+		if wave < p.wave || wave == p.wave && !p.awaiting {
 			return nil
 		}
 	default:

@@ -30,8 +30,11 @@ func step(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64, waves map[
 	if spec.RollbackTo > 0 {
 		target = spec.RollbackTo
 	}
-	var evs []event
 	defer func() { fillClusters(st, spec, waves, obs) }()
+	ignoreEarlyResume(ro)
+	// An approval is for the target the approver saw: taken before a new
+	// one replaces it.
+	evs := takeApproval(now, ro)
 	switch {
 	case target == 0:
 		st.Message = fmt.Sprintf("graph %q is not registered", spec.Graph)
@@ -47,7 +50,7 @@ func step(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64, waves map[
 			evs = append(evs, event{"Warning", "RolledBack", fmt.Sprintf("rolling back to revision %d on every placed cluster", target)})
 		}
 		st.TargetRevision, st.StableRevision, st.Wave, st.Phase = target, target, n, fgv1alpha1.RolloutRolledBack
-		st.WaveStarted, st.HealthySince = nil, nil
+		st.WaveStarted, st.HealthySince, st.AwaitingApproval = nil, nil, ""
 		st.Message = fmt.Sprintf("rolled back to revision %d", target)
 		return evs
 	case st.TargetRevision != target:
@@ -56,6 +59,7 @@ func step(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64, waves map[
 		}
 		st.TargetRevision, st.Wave, st.Phase = target, 0, fgv1alpha1.RolloutProgressing
 		st.WaveStarted, st.HealthySince = &now, nil
+		st.Approvals = approvalsFor(st.Approvals, target)
 		evs = append(evs, event{"Normal", "RolloutStarted", fmt.Sprintf("rolling revision %d out in %d wave(s), from revision %d", target, n, st.StableRevision)})
 	}
 	st.Wave = min(st.Wave, n)
@@ -87,6 +91,10 @@ func progress(now metav1.Time, ro *fgv1alpha1.GraphRollout, waves map[string]int
 	n := waveCount(spec)
 	var evs []event
 	for st.Wave < n {
+		if awaitsApproval(spec, st, st.Wave) {
+			return append(evs, holdForApproval(st, spec)...)
+		}
+		st.AwaitingApproval = ""
 		if st.WaveStarted == nil {
 			st.WaveStarted = &now
 		}
@@ -116,7 +124,7 @@ func progress(now metav1.Time, ro *fgv1alpha1.GraphRollout, waves map[string]int
 		st.Wave++
 		st.WaveStarted, st.HealthySince = &now, nil
 	}
-	st.Phase, st.StableRevision, st.WaveStarted = fgv1alpha1.RolloutComplete, st.TargetRevision, nil
+	st.Phase, st.StableRevision, st.WaveStarted, st.AwaitingApproval = fgv1alpha1.RolloutComplete, st.TargetRevision, nil, ""
 	st.Message = fmt.Sprintf("revision %d serves every placed cluster", st.TargetRevision)
 	return append(evs, event{"Normal", "RolloutComplete", st.Message})
 }
@@ -202,4 +210,16 @@ func unhealthyOne(spec fgv1alpha1.GraphRolloutSpec, target int64, name string, w
 		return nil
 	}
 	return &bad[0]
+}
+
+// ignoreEarlyResume marks an AnnotationResume value set while the rollout
+// had not failed as seen: it resumes nothing, and must not retry a failure
+// that comes later at once.
+func ignoreEarlyResume(ro *fgv1alpha1.GraphRollout) {
+	if ro.Status.Phase == fgv1alpha1.RolloutFailed {
+		return
+	}
+	if v := ro.Annotations[fgv1alpha1.AnnotationResume]; v != "" {
+		ro.Status.Resumed = v
+	}
 }

@@ -23,6 +23,18 @@ const MaxWaves = 32
 // status.resumed, restarts a failed wave: its clock starts again.
 const AnnotationResume = "fleetgraph.dev/resume"
 
+// AnnotationApprove, set on a GraphRollout, approves the wave it names (by
+// name, for the revision being rolled out) or every wave of the revision
+// it names (by number, in decimal). The hub records the approval in
+// status.approvals and then removes the annotation, so one left behind
+// never approves a later revision. Its value format is the CLI's
+// (fleetgraph rollout approve).
+const AnnotationApprove = "fleetgraph.dev/approve"
+
+// ApprovalRequired, as a wave's approval, holds the wave before it starts
+// until it is approved.
+const ApprovalRequired = "Required"
+
 // The phases of a rollout.
 const (
 	// RolloutProgressing: a wave is rolling the target revision out.
@@ -93,6 +105,11 @@ type Wave struct {
 	// Percent takes this share of all placed clusters (rounded up) among
 	// those not taken yet, in name order.
 	Percent int32 `json:"percent,omitempty"`
+	// Approval "Required" holds the wave before any of its clusters takes
+	// the revision, until it is approved (AnnotationApprove, or
+	// sdk.Hub.Approve); status.awaitingApproval names the wave meanwhile
+	// and its deadline counts from the approval. Defaults to "" (none).
+	Approval string `json:"approval,omitempty"`
 }
 
 // HealthPolicy says when a wave is healthy: every cluster of it serves the
@@ -124,8 +141,15 @@ type GraphRolloutStatus struct {
 	WaveStarted *metav1.Time `json:"waveStarted,omitempty"`
 	// HealthySince is since when the wave in progress has been healthy.
 	HealthySince *metav1.Time `json:"healthySince,omitempty"`
-	// Resumed is the last AnnotationResume value acted upon.
+	// Resumed is the last AnnotationResume value acted upon, or seen while
+	// the rollout had not failed (such a value retries nothing).
 	Resumed string `json:"resumed,omitempty"`
+	// AwaitingApproval names the wave that waits for approval before it
+	// starts ("" when none does).
+	AwaitingApproval string `json:"awaitingApproval,omitempty"`
+	// Approvals are the approvals given for the target revision (and for
+	// later revisions, by number); a new target keeps only its own.
+	Approvals []RolloutApproval `json:"approvals,omitempty"`
 	// Message explains the phase.
 	Message string `json:"message,omitempty"`
 	// Clusters is every placed cluster: its wave and what it serves.
@@ -150,6 +174,20 @@ type RolloutCluster struct {
 	Message string `json:"message,omitempty"`
 }
 
+// RolloutApproval is one approval the hub acted upon.
+type RolloutApproval struct {
+	// Revision is the revision approved.
+	Revision int64 `json:"revision"`
+	// Wave is the wave approved, by name; "" approves every wave of the
+	// revision.
+	Wave string `json:"wave,omitempty"`
+	// By is who approved, as far as the API server tells (the field
+	// manager that set the annotation).
+	By string `json:"by,omitempty"`
+	// At is when the hub recorded the approval.
+	At metav1.Time `json:"at"`
+}
+
 // GraphRolloutCRD returns the CRD that serves GraphRollout on the hub.
 func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 	obj := object
@@ -159,7 +197,8 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 	selector := apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
 	wave := obj(map[string]apiextensionsv1.JSONSchemaProps{
 		"name": str, "clusterSelector": selector, "clusters": nonNegative,
-		"percent": {Type: "integer", Minimum: ptr.To(0.0), Maximum: ptr.To(100.0)},
+		"percent":  {Type: "integer", Minimum: ptr.To(0.0), Maximum: ptr.To(100.0)},
+		"approval": {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`""`)}, {Raw: []byte(`"` + ApprovalRequired + `"`)}}},
 	})
 	wave.XValidations = apiextensionsv1.ValidationRules{{
 		Rule:    "(has(self.clusterSelector) ? 1 : 0) + (has(self.clusters) ? 1 : 0) + (has(self.percent) ? 1 : 0) == 1",
@@ -178,10 +217,15 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 		"name": str, "wave": integer, "revision": integer, "message": str,
 	}, "name")
 	clusters := apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &cluster}}
+	approval := obj(map[string]apiextensionsv1.JSONSchemaProps{
+		"revision": integer, "wave": str, "by": str, "at": {Type: "string", Format: "date-time"},
+	}, "revision")
 	status := obj(map[string]apiextensionsv1.JSONSchemaProps{
 		"phase": str, "targetRevision": integer, "stableRevision": integer, "wave": integer, "waveName": str,
 		"waveStarted": {Type: "string", Format: "date-time"}, "healthySince": {Type: "string", Format: "date-time"},
-		"resumed": str, "message": str, "clusters": clusters, "holdingBack": clusters, "observedGeneration": integer,
+		"resumed": str, "awaitingApproval": str,
+		"approvals": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &approval}},
+		"message":   str, "clusters": clusters, "holdingBack": clusters, "observedGeneration": integer,
 	})
 	return hubCRD(GraphRolloutKind, "graphrollouts", "fgro", apiextensionsv1.CustomResourceDefinitionVersion{
 		Name: GroupVersion.Version, Served: true, Storage: true,
@@ -197,6 +241,7 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 			{Name: "STABLE", Type: "integer", JSONPath: ".status.stableRevision"},
 			{Name: "WAVE", Type: "string", JSONPath: ".status.waveName"},
 			{Name: "PHASE", Type: "string", JSONPath: ".status.phase"},
+			{Name: "AWAITING-APPROVAL", Type: "string", JSONPath: ".status.awaitingApproval"},
 			{Name: "AGE", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 		},
 	})
@@ -213,6 +258,7 @@ func (s *GraphRolloutStatus) DeepCopy() *GraphRolloutStatus {
 	}
 	out.Clusters = append([]RolloutCluster(nil), s.Clusters...)
 	out.HoldingBack = append([]RolloutCluster(nil), s.HoldingBack...)
+	out.Approvals = append([]RolloutApproval(nil), s.Approvals...)
 	return &out
 }
 
