@@ -165,7 +165,7 @@ func (c *Controller) tick(ctx context.Context) error {
 		}
 		c.advance(ctx, ro)
 		plans[ro.Spec.Graph] = &plan{spec: ro.Spec, target: ro.Status.TargetRevision, wave: ro.Status.Wave,
-			awaiting: ro.Status.AwaitingApproval != ""}
+			awaiting: ro.Status.AwaitingApproval != "", failed: failedBack(ro.Status)}
 		statuses[ro.Spec.Graph] = ro.Status
 		names[ro.Spec.Graph] = ro.Name
 	}

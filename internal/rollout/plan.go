@@ -37,6 +37,9 @@ type plan struct {
 	// awaiting: wave waits for approval, none of its clusters may take
 	// the target yet.
 	awaiting bool
+	// failed maps the clusters that failed the target, within their
+	// wave's budget, to the revision they went back to.
+	failed map[string]int64
 }
 
 // selects reports whether sel matches lbls; nil matches everything, an
@@ -147,6 +150,17 @@ func (p *plan) decide(rev int64, wave int32) error {
 		return nil // an older revision is what the runtime serves: nothing better
 	}
 	return fmt.Errorf("%w: revision %d waits for wave %q", ErrHeldBack, rev, waveName(p.spec, wave))
+}
+
+// decideOn is decide for the named cluster: one that failed the target
+// does not take it again.
+func (p *plan) decideOn(cluster string, rev int64, wave int32) error {
+	if p != nil && p.spec.RollbackTo == 0 && rev == p.target {
+		if back, failed := p.failed[cluster]; failed {
+			return fmt.Errorf("%w: the cluster failed revision %d and serves revision %d", ErrHeldBack, rev, back)
+		}
+	}
+	return p.decide(rev, wave)
 }
 
 // planSpec is p's spec; a missing rollout places everywhere in one wave.

@@ -5,6 +5,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	kro "github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -110,6 +111,12 @@ type Wave struct {
 	// sdk.Hub.Approve); status.awaitingApproval names the wave meanwhile
 	// and its deadline counts from the approval. Defaults to "" (none).
 	Approval string `json:"approval,omitempty"`
+	// MaxFailures is how many of the wave's clusters (a count, or a
+	// percent of them like "25%", rounded down) may fail: still be
+	// unhealthy at the progress deadline. Within it they are listed in
+	// status.failed, go back to (or stay on) the stable revision, and the
+	// rollout goes on; past it the rollout fails. Defaults to 0.
+	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
 }
 
 // HealthPolicy says when a wave is healthy: every cluster of it serves the
@@ -158,6 +165,10 @@ type GraphRolloutStatus struct {
 	// from being healthy, with why (a breaking change refused, instances
 	// not Ready, ...).
 	HoldingBack []RolloutCluster `json:"holdingBack,omitempty"`
+	// Failed lists the clusters that failed a wave of the target revision
+	// within its maxFailures, each with why; Revision is the revision the
+	// cluster went back to (or stayed on). A new target clears it.
+	Failed []RolloutCluster `json:"failed,omitempty"`
 	// ObservedGeneration is the generation of the spec the status is for.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
@@ -197,7 +208,14 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 	selector := apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
 	wave := obj(map[string]apiextensionsv1.JSONSchemaProps{
 		"name": str, "clusterSelector": selector, "clusters": nonNegative,
-		"percent":  {Type: "integer", Minimum: ptr.To(0.0), Maximum: ptr.To(100.0)},
+		"percent": {Type: "integer", Minimum: ptr.To(0.0), Maximum: ptr.To(100.0)},
+		"maxFailures": {
+			XIntOrString: true, AnyOf: []apiextensionsv1.JSONSchemaProps{{Type: "integer"}, {Type: "string"}},
+			XValidations: apiextensionsv1.ValidationRules{{
+				Rule:    `type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')`,
+				Message: `maxFailures is a count (0 or more) or a percent ("0%" to "100%")`,
+			}},
+		},
 		"approval": {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`""`)}, {Raw: []byte(`"` + ApprovalRequired + `"`)}}},
 	})
 	wave.XValidations = apiextensionsv1.ValidationRules{{
@@ -225,7 +243,7 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 		"waveStarted": {Type: "string", Format: "date-time"}, "healthySince": {Type: "string", Format: "date-time"},
 		"resumed": str, "awaitingApproval": str,
 		"approvals": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &approval}},
-		"message":   str, "clusters": clusters, "holdingBack": clusters, "observedGeneration": integer,
+		"message":   str, "clusters": clusters, "holdingBack": clusters, "failed": clusters, "observedGeneration": integer,
 	})
 	return hubCRD(GraphRolloutKind, "graphrollouts", "fgro", apiextensionsv1.CustomResourceDefinitionVersion{
 		Name: GroupVersion.Version, Served: true, Storage: true,
@@ -242,6 +260,7 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 			{Name: "WAVE", Type: "string", JSONPath: ".status.waveName"},
 			{Name: "PHASE", Type: "string", JSONPath: ".status.phase"},
 			{Name: "AWAITING-APPROVAL", Type: "string", JSONPath: ".status.awaitingApproval"},
+			{Name: "FAILED", Type: "string", JSONPath: ".status.failed[*].name"},
 			{Name: "AGE", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 		},
 	})
@@ -259,6 +278,7 @@ func (s *GraphRolloutStatus) DeepCopy() *GraphRolloutStatus {
 	out.Clusters = append([]RolloutCluster(nil), s.Clusters...)
 	out.HoldingBack = append([]RolloutCluster(nil), s.HoldingBack...)
 	out.Approvals = append([]RolloutApproval(nil), s.Approvals...)
+	out.Failed = append([]RolloutCluster(nil), s.Failed...)
 	return &out
 }
 
