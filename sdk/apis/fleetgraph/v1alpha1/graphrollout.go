@@ -113,7 +113,8 @@ type Wave struct {
 	Approval string `json:"approval,omitempty"`
 	// MaxFailures is how many of the wave's clusters (a count, or a
 	// percent of them like "25%", rounded down) may fail: still be
-	// unhealthy at the progress deadline. Within it they are listed in
+	// unhealthy at the progress deadline; a value that is neither allows
+	// none. Within it they are listed in
 	// status.failed, go back to (or stay on) the stable revision, and the
 	// rollout goes on; past it the rollout fails. Defaults to 0.
 	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
@@ -209,14 +210,10 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 	wave := obj(map[string]apiextensionsv1.JSONSchemaProps{
 		"name": str, "clusterSelector": selector, "clusters": nonNegative,
 		"percent": {Type: "integer", Minimum: ptr.To(0.0), Maximum: ptr.To(100.0)},
-		"maxFailures": {
-			XIntOrString: true, AnyOf: []apiextensionsv1.JSONSchemaProps{{Type: "integer"}, {Type: "string"}},
-			XValidations: apiextensionsv1.ValidationRules{{
-				Rule:    `type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')`,
-				Message: `maxFailures is a count (0 or more) or a percent ("0%" to "100%")`,
-			}},
-		},
-		"approval": {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`""`)}, {Raw: []byte(`"` + ApprovalRequired + `"`)}}},
+		// Any string: an invalid one allows no failure (a CEL check of the
+		// percent costs more than a CRD may spend over 32 waves).
+		"maxFailures": {XIntOrString: true, AnyOf: []apiextensionsv1.JSONSchemaProps{{Type: "integer"}, {Type: "string"}}},
+		"approval":    {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`""`)}, {Raw: []byte(`"` + ApprovalRequired + `"`)}}},
 	})
 	wave.XValidations = apiextensionsv1.ValidationRules{{
 		Rule:    "(has(self.clusterSelector) ? 1 : 0) + (has(self.clusters) ? 1 : 0) + (has(self.percent) ? 1 : 0) == 1",
