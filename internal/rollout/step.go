@@ -43,6 +43,7 @@ func step(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64, waves map[
 		// First sight: what serves now is taken as rolled out; the next
 		// revision goes in waves.
 		st.TargetRevision, st.StableRevision, st.Wave, st.Phase = target, target, n, fgv1alpha1.RolloutComplete
+		st.Approvals = approvalsFor(st.Approvals, target+1) // the first target is not rolled out
 		st.Message = fmt.Sprintf("revision %d serves every placed cluster", target)
 		return nil
 	case spec.RollbackTo > 0:
