@@ -77,6 +77,26 @@ func (h *Hub) ResumeRollout(ctx context.Context, graphName string) error {
 	return h.rollouts.Patch(ctx, graphName, patch)
 }
 
+// ErrUnknownWave is returned by Approve for a wave the GraphRollout does
+// not have; match it with errors.Is.
+var ErrUnknownWave = rollout.ErrUnknownWave
+
+// Approve approves a wave that waits for approval (a wave with approval:
+// Required) of the GraphRollout named rolloutName, or of the one that rules the
+// graph so named. wave is the wave's name, for the revision being
+// rolled out, or a revision number in decimal, for every wave of that
+// revision. Like kubectl, it sets the fleetgraph.dev/approve annotation;
+// the hub records the approval in the status within Options.RolloutResync,
+// with an event naming the approver ("fleetgraph-approve"). It returns
+// ErrNoRollout for an unknown rollout and ErrUnknownWave for an unknown
+// wave.
+func (h *Hub) Approve(ctx context.Context, rolloutName, wave string) error {
+	if h.rollouts == nil {
+		return fmt.Errorf("%w: rollouts are disabled", ErrNoRollout)
+	}
+	return h.rollouts.Approve(ctx, rolloutName, wave)
+}
+
 // newPlanner makes the planner the gate and the fallback consult.
 func (h *Hub) newPlanner() *rollout.Planner {
 	return rollout.NewPlanner(h.opts.Placement, h.labelledClusters)

@@ -58,7 +58,9 @@ func (h *Hub) recordRevision(ctx context.Context, rgd *v1alpha1.ResourceGraphDef
 }
 
 // previousRevision is the runtime's fallback: it reads which revision the
-// cluster's CRD was applied from and compiles that revision's record.
+// cluster's CRD was applied from and compiles that revision's record. A
+// cluster that failed the latest revision's rollout goes back to the
+// revision the rollout names instead.
 func (h *Hub) previousRevision(ctx context.Context, name multicluster.ClusterName, latest spoke.Version) (spoke.Version, error) {
 	h.mu.Lock()
 	e, revs := h.clusters[string(name)], h.revisions
@@ -68,6 +70,11 @@ func (h *Hub) previousRevision(ctx context.Context, name multicluster.ClusterNam
 		return spoke.Version{}, nil
 	}
 	rev, err := hub.ServedRevision(ctx, e.cl.GetAPIReader(), g.CRD.Name)
+	if back := h.planner.FallBackTo(g.Name, string(name)); err == nil && rev == latest.Revision && back > 0 {
+		// The cluster failed the latest revision's rollout: back to the
+		// revision it served before.
+		rev = back
+	}
 	if err != nil || rev == 0 || rev == latest.Revision {
 		return spoke.Version{}, err
 	}
