@@ -17,8 +17,9 @@ kcp-assets: ## Build the kcp server into the cache (first time only).
 	@if [ -x hack/kcp/build.sh ]; then hack/kcp/build.sh >/dev/null; fi
 
 .PHONY: check
-check: ## go vet, gofmt, and no build output (binaries, files over 1 MiB) tracked.
+check: ## go vet, gofmt, dependencies point one way, and no build output (binaries, files over 1 MiB) tracked.
 	@hack/check/tracked-files.sh
+	@hack/check/deps.sh
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

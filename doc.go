@@ -23,7 +23,10 @@
 //   - sdk/graph: the compiler. graph.Compile turns an RGD into an immutable
 //     *graph.Graph.
 //   - hub: the hub-side controllers (RGD controller, CRD fan-out, fleet status).
-//   - spoke: the per-cluster runtime that reconciles instances.
+//   - spoke: the per-cluster instance runtime, usable without a hub: a
+//     spoke.Runtime added to any (multicluster-)runtime manager serves the
+//     compiled graphs it is given, for a platform with its own agent in
+//     each cluster or whose CRDs arrive by GitOps.
 //   - providers/secret, providers/kcp: where clusters come from.
 //   - testing: fake clusters for unit tests and a real local fleet for
 //     integration tests.

@@ -20,9 +20,9 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/internal/hub"
 	"github.com/fleetgraph/fleetgraph/internal/rollout"
-	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 // ErrAlreadySetUp is returned by a second SetupWithManager (or Run): a Hub
@@ -116,7 +116,10 @@ const (
 
 // registration is a graph as served, with what it was compiled from.
 type registration struct {
-	graph         *graph.Graph
+	graph *graph.Graph
+	// revision is the GraphRevision graph was compiled from (0 when the
+	// hub keeps no record).
+	revision      int64
 	spec          v1alpha1.ResourceGraphDefinitionSpec
 	allowBreaking bool
 	rgd           *v1alpha1.ResourceGraphDefinition // for events; nil when registered from Go
@@ -237,16 +240,16 @@ func (h *Hub) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinitio
 		return nil, err
 	}
 	start = h.stepSince(rgd.Name, hub.StepCompile, start)
-	h.recordRevision(ctx, rgd, g)
+	rev := h.recordRevision(ctx, rgd)
 	start = h.stepSince(rgd.Name, hub.StepRevision, start)
 	h.mu.Lock()
 	if err := h.kindFreeLocked(g); err != nil {
 		h.mu.Unlock()
 		return nil, err
 	}
-	h.graphs[rgd.Name] = &registration{graph: g, spec: *rgd.Spec.DeepCopy(), allowBreaking: allow, rgd: eventTarget(rgd), source: src}
+	h.graphs[rgd.Name] = &registration{graph: g, revision: rev, spec: *rgd.Spec.DeepCopy(), allowBreaking: allow, rgd: eventTarget(rgd), source: src}
 	h.mu.Unlock()
-	if err := h.runtime.Serve(g); err != nil {
+	if err := h.runtime.Serve(spoke.Version{Graph: g, Revision: rev}); err != nil {
 		return nil, fmt.Errorf("serving graph %s: %w", rgd.Name, err)
 	}
 	h.stepSince(rgd.Name, hub.StepServe, start)
@@ -340,7 +343,11 @@ func (h *Hub) FleetStatus(name string) GraphStatus {
 	counts := map[string]hub.InstanceCount{}
 	served := h.runtime.Served(name)
 	for cl, c := range h.runtime.Counts(name) {
-		gen, serving := served[cl]
+		v, serving := served[cl]
+		var gen int64
+		if serving {
+			gen = v.Graph.Generation
+		}
 		counts[string(cl)] = hub.InstanceCount{Total: c.Total, Ready: c.Ready, Serving: serving, Generation: gen}
 	}
 	return h.tracker.Snapshot(name, counts)

@@ -14,6 +14,7 @@ import (
 	"github.com/fleetgraph/fleetgraph/internal/hub"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 const (
@@ -57,12 +58,11 @@ func (h *Hub) startRemovalLocked(name string, orphan bool, uid types.UID) {
 	h.removals[name] = rm
 	h.mu.Unlock()
 
-	removing := *reg.graph
-	removing.Removal = graph.RemovalFinalize
+	removing := spoke.Version{Graph: reg.graph, Revision: reg.revision, Removal: spoke.RemovalFinalize}
 	if orphan {
-		removing.Removal = graph.RemovalRelease
+		removing.Removal = spoke.RemovalRelease
 	}
-	if err := h.runtime.Serve(&removing); err != nil {
+	if err := h.runtime.Serve(removing); err != nil {
 		h.opts.Logger.Error(err, "serving a graph being removed", "graph", name)
 	}
 	h.opts.Logger.Info("graph unregistered; removing it from every cluster", "graph", name, "orphan", orphan)
@@ -247,6 +247,15 @@ func (r rgdRegistry) Serving(name string) *graph.Graph {
 		return reg.graph
 	}
 	return nil
+}
+
+func (r rgdRegistry) Revision(name string) int64 {
+	r.h.mu.Lock()
+	defer r.h.mu.Unlock()
+	if reg := r.h.graphs[name]; reg != nil && reg.source == fromRGD {
+		return reg.revision
+	}
+	return 0
 }
 
 func (r rgdRegistry) Status(name string) hub.GraphStatus { return r.h.rgdFleetStatus(name) }

@@ -15,6 +15,7 @@ import (
 	"github.com/fleetgraph/fleetgraph/internal/rollout"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 // PlacementFunc reports whether the named cluster, with the labels its
@@ -100,14 +101,14 @@ func (h *Hub) labelledClusters() []rollout.Cluster {
 	return out
 }
 
-// placementGate is the gate's first question: may g's revision reach the
+// placementGate is the gate's first question: may v's revision reach the
 // cluster now?
-func (h *Hub) placementGate(ctx context.Context, cluster multicluster.ClusterName, g *graph.Graph) error {
+func (h *Hub) placementGate(ctx context.Context, cluster multicluster.ClusterName, v spoke.Version) error {
 	if err := h.planner.Ready(ctx); err != nil {
 		return err
 	}
-	if err := h.planner.Decide(g.Name, string(cluster), g.Revision); err != nil {
-		return fmt.Errorf("graph %s revision %d on cluster %q: %w", g.Name, g.Revision, cluster, err)
+	if err := h.planner.Decide(v.Graph.Name, string(cluster), v.Revision); err != nil {
+		return fmt.Errorf("graph %s revision %d on cluster %q: %w", v.Graph.Name, v.Revision, cluster, err)
 	}
 	return nil
 }
@@ -154,17 +155,14 @@ func (h *Hub) registeredRevision(graphName string) int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if reg := h.graphs[graphName]; reg != nil {
-		return reg.graph.Revision
+		return reg.revision
 	}
 	return 0
 }
 
 // offeredRevision is the revision the runtime offers every cluster now.
 func (h *Hub) offeredRevision(graphName string) int64 {
-	if g := h.runtime.Latest(graphName); g != nil {
-		return g.Revision
-	}
-	return 0
+	return h.runtime.Latest(graphName).Revision
 }
 
 // observe is the named graph per cluster: the revision serving it, its
@@ -172,8 +170,8 @@ func (h *Hub) offeredRevision(graphName string) int64 {
 // a restart, say) has no CRD state yet: serving counts as established.
 func (h *Hub) observe(graphName string) map[string]rollout.Observation {
 	out := map[string]rollout.Observation{}
-	for name, rev := range h.runtime.ServedRevisions(graphName) {
-		out[string(name)] = rollout.Observation{Revision: rev, Established: true}
+	for name, v := range h.runtime.Served(graphName) {
+		out[string(name)] = rollout.Observation{Revision: v.Revision, Established: true}
 	}
 	for name, c := range h.runtime.Counts(graphName) {
 		o := out[string(name)]
@@ -194,7 +192,7 @@ func (h *Hub) observe(graphName string) map[string]rollout.Observation {
 // listInstances counts the named graph's instances on the cluster, live:
 // health must not pass on a runtime that has not seen them all yet.
 func (h *Hub) listInstances(ctx context.Context, graphName, cluster string) (int, error) {
-	g := h.runtime.Latest(graphName)
+	g := h.runtime.Latest(graphName).Graph
 	h.mu.Lock()
 	e := h.clusters[cluster]
 	h.mu.Unlock()
@@ -215,20 +213,20 @@ func (h *Hub) listInstances(ctx context.Context, graphName, cluster string) (int
 func (h *Hub) reconsider(graphName, cluster string, placed bool) {
 	name := multicluster.ClusterName(cluster)
 	latest := h.runtime.Latest(graphName)
-	h.runtime.Reconsider(graphName, name, func(g *graph.Graph) bool {
+	h.runtime.Reconsider(graphName, name, func(v spoke.Version) bool {
 		if !placed {
 			return false
 		}
-		return latest == nil || g != latest || h.planner.Decide(graphName, cluster, g.Revision) == nil
+		return latest.Graph == nil || v != latest || h.planner.Decide(graphName, cluster, v.Revision) == nil
 	})
-	if placed || latest == nil {
+	if placed || latest.Graph == nil {
 		return
 	}
 	h.mu.Lock()
 	e := h.clusters[cluster]
 	h.mu.Unlock()
 	if e != nil {
-		go h.releaseUnplaced(e, latest)
+		go h.releaseUnplaced(e, latest.Graph)
 	}
 }
 
@@ -272,7 +270,7 @@ func (h *Hub) serveRevision(ctx context.Context, graphName string, rev int64) er
 		return fmt.Errorf("graph %s is not registered", graphName)
 	}
 	g := reg.graph
-	if g.Revision != rev {
+	if reg.revision != rev {
 		rec, err := revs.Get(ctx, graphName, rev)
 		if err != nil {
 			return err
@@ -280,7 +278,6 @@ func (h *Hub) serveRevision(ctx context.Context, graphName string, rev int64) er
 		if g, err = graph.Compile(hub.RGD(rec), h.compileOptions()); err != nil {
 			return fmt.Errorf("compiling revision %d of graph %s: %w", rev, graphName, err)
 		}
-		g.Revision = rev
 	}
-	return h.runtime.Serve(g)
+	return h.runtime.Serve(spoke.Version{Graph: g, Revision: rev})
 }

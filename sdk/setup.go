@@ -18,7 +18,7 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/internal/hub"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
-	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 // SetupWithManager embeds the Hub in mgr: the instance runtime is engaged
@@ -264,11 +264,12 @@ func managers(obj metav1.Object) []string {
 //
 // A graph being removed is served where its CRD already is: nothing is
 // applied, so its admission policy is not put back.
-func (h *Hub) gate(ctx context.Context, name multicluster.ClusterName, g *graph.Graph) error {
-	if g.Removal != "" {
+func (h *Hub) gate(ctx context.Context, name multicluster.ClusterName, v spoke.Version) error {
+	if v.Removal != "" {
 		return nil
 	}
-	if err := h.placementGate(ctx, name, g); err != nil {
+	g := v.Graph
+	if err := h.placementGate(ctx, name, v); err != nil {
 		return err
 	}
 	h.mu.Lock()
@@ -281,7 +282,7 @@ func (h *Hub) gate(ctx context.Context, name multicluster.ClusterName, g *graph.
 	if h.exporter != nil {
 		return h.exportGate(ctx, c, g)
 	}
-	return h.fanOut.Ensure(ctx, c, g)
+	return h.fanOut.Ensure(ctx, c, g, v.Revision)
 }
 
 func (h *Hub) allowsBreaking(graphName string) bool {

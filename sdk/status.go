@@ -5,8 +5,9 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/hub"
-	"github.com/fleetgraph/fleetgraph/internal/spoke"
+	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 // The fleet's state as the hub sees it. The types are defined next to the
@@ -60,7 +61,7 @@ const (
 // the ownership-conflict message uses) but not the field sets, which the
 // hub never reads. The secret provider applies it to every cluster; an
 // embedder's own provider can pass it to cluster.New.
-func TrimCache(o *cluster.Options) { spoke.TrimCache(o) }
+func TrimCache(o *cluster.Options) { cacheopts.TrimCache(o) }
 
 // ReportWatchErrors is a cluster.Option for providers that create the
 // clusters the hub serves: the hub then learns when an informer of the
@@ -70,7 +71,7 @@ func TrimCache(o *cluster.Options) { spoke.TrimCache(o) }
 // as a ResourcesWatched=False condition until the watch works again. The
 // secret and kcp providers apply it to every cluster; without it nothing
 // breaks, but such failures are only logged.
-func ReportWatchErrors(o *cluster.Options) { spoke.ReportWatchErrors(o) }
+func ReportWatchErrors(o *cluster.Options) { cacheopts.ReportWatchErrors(o) }
 
 // expected is the Tracker's Expected (hub.Expectation): the engaged
 // clusters the named graph is placed on, each with why the revision the
@@ -85,15 +86,15 @@ func (h *Hub) expected(graphName string) hub.Expectation {
 	if reg == nil {
 		return hub.Expectation{}
 	}
-	g := h.runtime.Latest(graphName)
-	if g == nil {
-		g = reg.graph
+	v := h.runtime.Latest(graphName)
+	if v.Graph == nil {
+		v = spoke.Version{Graph: reg.graph, Revision: reg.revision}
 	}
-	decided, placed := h.planner.DecideEngaged(graphName, g.Revision)
-	out := hub.Expectation{Generation: g.Generation, Clusters: make(map[string]string, len(placed))}
+	decided, placed := h.planner.DecideEngaged(graphName, v.Revision)
+	out := hub.Expectation{Generation: v.Graph.Generation, Clusters: make(map[string]string, len(placed))}
 	for name := range placed {
 		if why := decided[name]; why != "" {
-			out.Clusters[name] = fmt.Sprintf("revision %d waits: %s", g.Revision, why)
+			out.Clusters[name] = fmt.Sprintf("revision %d waits: %s", v.Revision, why)
 		} else {
 			out.Clusters[name] = ""
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/fleetgraph/fleetgraph/internal/hub"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 // setupRevisions keeps GraphRevision records on the hub cluster, for RGD
@@ -37,45 +38,46 @@ func (h *Hub) setupRevisions(local manager.Manager) error {
 	}))
 }
 
-// recordRevision numbers g with the revision the hub records for rgd's
-// spec. Without a record (the Hub is not set up yet, or the hub cluster
-// refuses) g is served unnumbered and a restart cannot find it again.
-func (h *Hub) recordRevision(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, g *graph.Graph) {
+// recordRevision returns the revision the hub records for rgd's spec.
+// Without a record (the Hub is not set up yet, or the hub cluster refuses)
+// it is 0: the graph is served unnumbered and a restart cannot find it
+// again.
+func (h *Hub) recordRevision(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) int64 {
 	h.mu.Lock()
 	revs := h.revisions
 	h.mu.Unlock()
 	if revs == nil {
-		return
+		return 0
 	}
 	rev, err := revs.Issue(ctx, rgd)
 	if err != nil {
 		h.opts.Logger.Error(err, "graph served without a revision record", "graph", rgd.Name)
-		return
+		return 0
 	}
-	g.Revision = rev
+	return rev
 }
 
 // previousRevision is the runtime's fallback: it reads which revision the
 // cluster's CRD was applied from and compiles that revision's record.
-func (h *Hub) previousRevision(ctx context.Context, name multicluster.ClusterName, latest *graph.Graph) (*graph.Graph, error) {
+func (h *Hub) previousRevision(ctx context.Context, name multicluster.ClusterName, latest spoke.Version) (spoke.Version, error) {
 	h.mu.Lock()
 	e, revs := h.clusters[string(name)], h.revisions
 	h.mu.Unlock()
-	if e == nil || revs == nil || !h.placedForFallback(name, latest.Name) {
-		return nil, nil
+	g := latest.Graph
+	if e == nil || revs == nil || !h.placedForFallback(name, g.Name) {
+		return spoke.Version{}, nil
 	}
-	rev, err := hub.ServedRevision(ctx, e.cl.GetAPIReader(), latest.CRD.Name)
+	rev, err := hub.ServedRevision(ctx, e.cl.GetAPIReader(), g.CRD.Name)
 	if err != nil || rev == 0 || rev == latest.Revision {
-		return nil, err
+		return spoke.Version{}, err
 	}
-	rec, err := revs.Get(ctx, latest.Name, rev)
+	rec, err := revs.Get(ctx, g.Name, rev)
 	if err != nil {
-		return nil, err
+		return spoke.Version{}, err
 	}
-	g, err := graph.CompileContext(ctx, hub.RGD(rec), h.compileOptions())
+	old, err := graph.CompileContext(ctx, hub.RGD(rec), h.compileOptions())
 	if err != nil {
-		return nil, fmt.Errorf("compiling revision %d of graph %s: %w", rev, latest.Name, err)
+		return spoke.Version{}, fmt.Errorf("compiling revision %d of graph %s: %w", rev, g.Name, err)
 	}
-	g.Revision = rev
-	return g, nil
+	return spoke.Version{Graph: old, Revision: rev}, nil
 }

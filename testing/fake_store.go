@@ -8,7 +8,6 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +24,8 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	"github.com/fleetgraph/fleetgraph/internal/crdschema"
 )
 
 // fakeStore is the object store under the fake client's field manager: it
@@ -154,7 +155,7 @@ func (s *fakeStore) admit(old, obj runtime.Object, initial bool) error {
 	k, _ := s.api.kind(gvk)
 	u = s.subresources(k, prev, u, initial)
 	if k.schema != nil {
-		structuraldefaulting.Default(u, k.schema)
+		crdschema.Default(u, k.schema)
 	}
 	stampMetadata(prev, u)
 	if gvk.GroupKind() == crdGVK.GroupKind() {

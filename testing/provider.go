@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcclusters "sigs.k8s.io/multicluster-runtime/providers/clusters"
 
-	"github.com/fleetgraph/fleetgraph/internal/spoke"
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 )
 
 var (
@@ -31,10 +31,11 @@ type Provider struct {
 }
 
 // NewProvider returns an empty Provider. clusterOpts apply to every cluster
-// AddConfig creates (for instance a scheme), after spoke.ReportWatchErrors,
-// which every such cluster gets as the hub's providers give it.
+// AddConfig creates (for instance a scheme), after the watch-error reporting
+// of spoke.ReportWatchErrors, which every such cluster gets as the hub's
+// providers give it.
 func NewProvider(clusterOpts ...cluster.Option) *Provider {
-	opts := append([]cluster.Option{spoke.ReportWatchErrors}, clusterOpts...)
+	opts := append([]cluster.Option{cacheopts.ReportWatchErrors}, clusterOpts...)
 	return &Provider{inner: mcclusters.New(), clusterOpts: opts}
 }
 

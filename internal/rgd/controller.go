@@ -48,6 +48,10 @@ type Registry interface {
 	Register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) (*graph.Graph, error)
 	// Serving returns the graph served for the RGD of that name, or nil.
 	Serving(name string) *graph.Graph
+	// Revision returns the revision (GraphRevision number) of the graph
+	// served for the RGD of that name; 0 when there is none or it is
+	// unnumbered.
+	Revision(name string) int64
 	// Remove stops serving the graph registered from rgd, if any, and
 	// starts removing it from every cluster in the background (idempotent).
 	// It reports done once nothing of the graph is left to clean up, so the
@@ -233,7 +237,7 @@ func (r *RGDReconciler) status(rgd *v1alpha1.ResourceGraphDefinition, g *graph.G
 		setCondition(&st, v1alpha1.ConditionControllerReady, metav1.ConditionFalse, "FailedToStart", "no graph is served for this RGD", gen)
 	} else {
 		st.TopologicalOrder, st.Resources = order(g)
-		st.LastIssuedRevision = max(st.LastIssuedRevision, g.Revision)
+		st.LastIssuedRevision = max(st.LastIssuedRevision, r.Registry.Revision(rgd.Name))
 		gs := r.Registry.Status(rgd.Name)
 		fleet := gs.Summary()
 		st.Fleet = fleet

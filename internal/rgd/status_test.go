@@ -52,6 +52,7 @@ func (statusOnly) Register(context.Context, *v1alpha1.ResourceGraphDefinition) (
 	return nil, nil
 }
 func (statusOnly) Serving(string) *graph.Graph { return nil }
+func (statusOnly) Revision(string) int64       { return 0 }
 func (statusOnly) Remove(context.Context, *v1alpha1.ResourceGraphDefinition) (bool, error) {
 	return true, nil
 }

@@ -6,23 +6,29 @@ import (
 	"hash/fnv"
 	"maps"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
-// applyChild writes one rendered child with server-side apply and returns
-// the object as the API server answered, which is what dependents and
+// applier writes a member's children: one server-side apply each, after
+// checking that the object is the instance's to write (ownership.go) and,
+// under Options.ConfineToNamespace, that it stays in the instance's
+// namespace (confine.go). The apply memory saves the applies that would
+// change nothing.
+type applier struct{ m *member }
+
+// child writes one rendered child with server-side apply and returns the
+// object as the API server answered, which is what dependents and
 // readyWhen see. If the desired form is unchanged since our last apply and
 // nobody touched the child since, the remembered answer is returned and no
 // request is made, unless full (a periodic resync) asks for the apply
 // regardless. An existing object that is not the instance's is refused
 // (claim).
-func (m *member) applyChild(inst *unstructured.Unstructured, n *graph.Node, u *unstructured.Unstructured, full bool) (map[string]any, InventoryEntry, error) {
+func (a applier) child(inst *unstructured.Unstructured, n *graph.Node, u *unstructured.Unstructured, full bool) (map[string]any, InventoryEntry, error) {
+	m := a.m
 	gvk := u.GroupVersionKind()
 	entry := InventoryEntry{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(), Node: n.ID}
 	namespaced, err := m.namespaced(gvk)
@@ -36,27 +42,27 @@ func (m *member) applyChild(inst *unstructured.Unstructured, n *graph.Node, u *u
 		u.SetNamespace("")
 	}
 	entry.Namespace = u.GetNamespace()
-	if err := m.confined(inst, gvk, u, namespaced); err != nil {
+	if err := a.confined(inst, gvk, u, namespaced); err != nil {
 		return nil, entry, err
 	}
-	u.SetLabels(m.ownership(inst, n, u.GetLabels()))
+	u.SetLabels(a.ownership(inst, n, u.GetLabels()))
 
 	key := newChildKey(gvk, u.GetNamespace(), u.GetName())
 	hash, err := hashOf(u)
 	if err != nil {
 		return nil, entry, err
 	}
-	if observed, ok := m.appliedChild(key, hash); ok && !full {
+	if observed, ok := m.memory.applied(key, hash); ok && !full {
 		return observed, entry, deleting(n, key, observed)
 	}
-	if err := m.ensureWatch(gvk); err != nil {
+	if err := m.watches.childKind(gvk); err != nil {
 		return nil, entry, err
 	}
-	if err := m.claim(inst, n, key); err != nil {
+	if err := a.claim(inst, n, key); err != nil {
 		return nil, entry, err
 	}
 	owner := keyOf(inst)
-	m.beginApply(key, owner)
+	m.memory.begin(key, owner)
 	ctx, cancel := m.callCtx()
 	err = m.cl.GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(m.c.opts.FieldManager), client.ForceOwnership)
@@ -64,7 +70,7 @@ func (m *member) applyChild(inst *unstructured.Unstructured, n *graph.Node, u *u
 	// Nothing reads who manages which field, and it is a third of a
 	// Deployment's answer: it is neither kept nor shown to expressions.
 	u.SetManagedFields(nil)
-	if m.endApply(key, hash, u, err) {
+	if m.memory.end(key, hash, u, err) {
 		m.enqueue(owner)
 	}
 	if err != nil {
@@ -78,26 +84,18 @@ func (m *member) applyChild(inst *unstructured.Unstructured, n *graph.Node, u *u
 }
 
 // ownership returns the child's labels with ours added.
-func (m *member) ownership(inst *unstructured.Unstructured, n *graph.Node, l map[string]string) map[string]string {
+func (a applier) ownership(inst *unstructured.Unstructured, n *graph.Node, l map[string]string) map[string]string {
 	out := maps.Clone(l)
 	if out == nil {
 		out = map[string]string{}
 	}
 	out[contract.LabelManagedBy] = contract.ManagedBy
-	out[contract.LabelGraph] = m.graphLabel
+	out[contract.LabelGraph] = a.m.graphLabel
 	out[contract.LabelNodeID] = contract.LabelValue(n.ID)
 	out[contract.LabelInstanceUID] = string(inst.GetUID())
 	out[contract.LabelInstanceName] = contract.LabelValue(inst.GetName())
 	out[contract.LabelInstanceNamespace] = inst.GetNamespace()
 	return out
-}
-
-func (m *member) namespaced(gvk schema.GroupVersionKind) (bool, error) {
-	mapping, err := m.cl.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return false, fmt.Errorf("kind %s is not served: %w", gvk, err)
-	}
-	return mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }
 
 // defaultNamespace is where namespaced children of inst go when their

@@ -302,7 +302,7 @@ func serveSingleCluster(b *testing.B, cfg *rest.Config, g *graph.Graph, opts ...
 	}
 	rt := spoke.New(spoke.Options{Workers: benchConcurrency})
 	wg.Go(func() { _ = rt.Start(ctx) })
-	require.NoError(b, rt.Serve(g))
+	require.NoError(b, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(b, rt.Engage(ctx, "", cl))
 	return ctx, rt, stop
 }

@@ -19,11 +19,11 @@ import (
 //     that did evaluate are still shown.
 //
 // builtins are the runtime's own conditions, already dated.
-func (m *member) authorConditions(inst *unstructured.Unstructured, o *outcome, state string, builtins []any) (string, []any) {
-	authored, incomplete, err := m.evalAuthored(inst, o, builtins)
+func (w instanceWriter) authorConditions(inst *unstructured.Unstructured, o *outcome, state string, builtins []any) (string, []any) {
+	authored, incomplete, err := w.evalAuthored(inst, o, builtins)
 	if err != nil {
 		state = contract.StateError
-		m.c.log.V(1).Info("author conditions degraded", "instance", keyOf(inst), "error", err.Error())
+		w.m.c.log.V(1).Info("author conditions degraded", "instance", keyOf(inst), "error", err.Error())
 	}
 	conds := make([]condition, 0, len(authored))
 	for _, a := range authored {
@@ -39,7 +39,7 @@ func (m *member) authorConditions(inst *unstructured.Unstructured, o *outcome, s
 
 // evalAuthored evaluates the declared conditions with the built-in ones in
 // schema.status.conditions, recovering panics.
-func (m *member) evalAuthored(inst *unstructured.Unstructured, o *outcome, builtins []any) (conds []map[string]any, incomplete bool, err error) {
+func (w instanceWriter) evalAuthored(inst *unstructured.Unstructured, o *outcome, builtins []any) (conds []map[string]any, incomplete bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = panicError("status.conditions", r)
@@ -55,7 +55,7 @@ func (m *member) evalAuthored(inst *unstructured.Unstructured, o *outcome, built
 	self["status"] = status
 	vals := maps.Clone(o.vals)
 	vals["schema"] = self
-	return m.g.Conditions(o.ctx, graph.Values(vals))
+	return w.m.g.Conditions(o.ctx, graph.Values(vals))
 }
 
 // keepShown appends the shown conditions whose types wire lacks.

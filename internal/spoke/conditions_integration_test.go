@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 // An RGD with its own status.conditions, in the shape of kro's docs: one
@@ -55,28 +57,30 @@ spec:
 // With author conditions only those are shown, as in kro; kro's own
 // conditions feed them; and the status is written fresh each time.
 func TestAuthorConditionsReplaceTheBuiltIns(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c, g, _ := servedOnOneSpoke(t, authorConditionsRGD)
-	require.NoError(t, c.Create(ctx, newInstance(g, "default", "a", map[string]any{"ready": "no"})))
+	const ns = "authored"
+	c, g, _ := servedOnOneSpoke(t, ns, authorConditionsRGD)
+	require.NoError(t, c.Create(ctx, newInstance(g, ns, "a", map[string]any{"ready": "no"})))
 
-	conditionsAre(t, c, "a", map[string]string{"AppReady": "False", "Ready": "True"})
-	statusFieldIs(t, c, "a", "extra", "there")
-	patchSpec(t, c, g, "default", "a", `{"spec":{"ready":"yes"}}`)
-	conditionsAre(t, c, "a", map[string]string{"AppReady": "True", "Ready": "True"})
-	stateIs(t, c, g, "default", "a", "ACTIVE")
+	conditionsAre(t, c, g, ns, "a", map[string]string{"AppReady": "False", "Ready": "True"})
+	statusFieldIs(t, c, g, ns, "a", "extra", "there")
+	patchSpec(t, c, g, ns, "a", `{"spec":{"ready":"yes"}}`)
+	conditionsAre(t, c, g, ns, "a", map[string]string{"AppReady": "True", "Ready": "True"})
+	stateIs(t, c, g, ns, "a", "ACTIVE")
 
 	// The extra ConfigMap is excluded: the field that read it cannot be
 	// evaluated any more, and kro's fresh status drops it.
-	patchSpec(t, c, g, "default", "a", `{"spec":{"withExtra":false}}`)
-	gone(t, c, "default", "a-extra")
-	statusFieldIs(t, c, "a", "extra", "")
+	patchSpec(t, c, g, ns, "a", `{"spec":{"withExtra":false}}`)
+	gone(t, c, ns, "a-extra")
+	statusFieldIs(t, c, g, ns, "a", "extra", "")
 }
 
 // statusFieldIs waits until status.<field> is want ("" for absent).
-func statusFieldIs(t *testing.T, c client.Client, name, field, want string) {
+func statusFieldIs(t *testing.T, c client.Client, g *graph.Graph, ns, name, field, want string) {
 	t.Helper()
 	eventually(t, func() (bool, string) {
-		inst, err := getAuthored(c, name)
+		inst, err := getInstance(t, c, g, ns, name)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -85,19 +89,12 @@ func statusFieldIs(t *testing.T, c client.Client, name, field, want string) {
 	})
 }
 
-func getAuthored(c client.Client, name string) (*unstructured.Unstructured, error) {
-	inst := &unstructured.Unstructured{}
-	inst.SetAPIVersion("kro.run/v1alpha1")
-	inst.SetKind("Authored")
-	return inst, c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, inst)
-}
-
 // conditionsAre waits until the instance shows exactly these condition
 // types with these statuses.
-func conditionsAre(t *testing.T, c client.Client, name string, want map[string]string) {
+func conditionsAre(t *testing.T, c client.Client, g *graph.Graph, ns, name string, want map[string]string) {
 	t.Helper()
 	eventually(t, func() (bool, string) {
-		inst, err := getAuthored(c, name)
+		inst, err := getInstance(t, c, g, ns, name)
 		if err != nil {
 			return false, err.Error()
 		}

@@ -40,23 +40,24 @@ const reasonOutsideNamespace = "OutsideNamespace"
 
 // confined checks, when Options.ConfineToNamespace is set, that child u
 // (its namespace defaulted already) stays in the instance's namespace.
-func (m *member) confined(inst *unstructured.Unstructured, gvk schema.GroupVersionKind, u *unstructured.Unstructured, namespaced bool) error {
-	return m.confinedTo(inst, describe(gvk, u.GetNamespace(), u.GetName(), namespaced), u.GetNamespace(), namespaced)
+func (a applier) confined(inst *unstructured.Unstructured, gvk schema.GroupVersionKind, u *unstructured.Unstructured, namespaced bool) error {
+	return a.confinedTo(inst, describe(gvk, u.GetNamespace(), u.GetName(), namespaced), u.GetNamespace(), namespaced)
 }
 
 // confinedRef checks, when Options.ConfineToNamespace is set, that an
 // external reference (its namespace defaulted already) stays in the
 // instance's namespace.
-func (m *member) confinedRef(inst *unstructured.Unstructured, ref resolvedRef, namespaced bool) error {
+func (a applier) confinedRef(inst *unstructured.Unstructured, ref resolvedRef, namespaced bool) error {
 	object := describe(ref.gvk, ref.namespace, ref.name, namespaced)
 	if ref.selector != nil {
 		object = fmt.Sprintf("%s selected by %q", ref.gvk.Kind, ref.selector.String())
 	}
-	return m.confinedTo(inst, object, ref.namespace, namespaced)
+	return a.confinedTo(inst, object, ref.namespace, namespaced)
 }
 
 // confinedTo checks an object (described for messages) in namespace ns.
-func (m *member) confinedTo(inst *unstructured.Unstructured, object, ns string, namespaced bool) error {
+func (a applier) confinedTo(inst *unstructured.Unstructured, object, ns string, namespaced bool) error {
+	m := a.m
 	if !m.c.opts.ConfineToNamespace {
 		return nil
 	}

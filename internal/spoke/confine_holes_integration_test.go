@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
-	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 // everywhereRGD is a cluster-scoped graph whose instances write a
@@ -119,7 +119,7 @@ spec:
       metadata:
         selector:
           matchLabels:
-            app: creds
+            app: confinement-creds
   - id: copy
     template:
       apiVersion: v1
@@ -144,7 +144,7 @@ func runtimeOn(t *testing.T, cfg *rest.Config, opts spoke.Options) (*spoke.Runti
 	log := &requestLog{}
 	cfg = rest.CopyConfig(cfg)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { log.next = rt; return log }
-	cl, err := cluster.New(cfg, spoke.TrimCache)
+	cl, err := cluster.New(cfg, cacheopts.TrimCache)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -213,15 +213,16 @@ func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) 
 // own copies of the graphs, against the two holes of issue 23: a
 // cluster-scoped graph, and externalRefs reading another namespace.
 func TestConfinementHolds(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
 	ctx := context.Background()
-	cfg := fleet.Spokes()[0].Config
+	cfg := sharedFleet(t).Spokes()[0].Config
 	c := newClient(t, cfg)
-	for _, ns := range []string{"team", "victim"} {
+	const team, victim = "holes-team", "holes-victim"
+	for _, ns := range []string{team, victim} {
 		createNamespace(t, c, ns)
 	}
-	createSecret(t, c, "team", "creds", "team-user", map[string]string{"app": "creds"})
-	createSecret(t, c, "victim", "creds", "victim-user", map[string]string{"app": "creds"})
+	createSecret(t, c, team, "creds", "team-user", map[string]string{"app": "confinement-creds"})
+	createSecret(t, c, victim, "creds", "victim-user", map[string]string{"app": "confinement-creds"})
 
 	everywhere, peek, gather := compile(t, everywhereRGD), compile(t, peekRGD), compile(t, gatherRGD)
 	platform := compile(t, strings.NewReplacer("name: everywhere", "name: platform", "kind: Everywhere", "kind: Platform").Replace(everywhereRGD))
@@ -231,81 +232,81 @@ func TestConfinementHolds(t *testing.T) {
 	}
 	confined, confinedLog, _ := runtimeOn(t, cfg, spoke.Options{ConfineToNamespace: true, ClusterScopedGraphs: []string{"platform"}})
 	for _, g := range []*graph.Graph{everywhere, peek, gather, platform} {
-		require.NoError(t, confined.Serve(g))
+		require.NoError(t, confined.Serve(spoke.Version{Graph: g}))
 	}
 	kro, _, _ := runtimeOn(t, cfg, spoke.Options{})
 	for _, g := range []*graph.Graph{everywhereKro, peekKro, gatherKro} {
-		require.NoError(t, kro.Serve(g))
+		require.NoError(t, kro.Serve(spoke.Version{Graph: g}))
 	}
 
 	t.Run("a cluster-scoped graph writes nothing", func(t *testing.T) {
-		require.NoError(t, c.Create(ctx, newInstance(everywhere, "", "intruder", map[string]any{"target": "victim"})))
+		require.NoError(t, c.Create(ctx, newInstance(everywhere, "", "intruder", map[string]any{"target": victim})))
 		refusedOutside(t, c, everywhere, "", "intruder",
-			`config: ConfigMap victim/intruder-config would be outside the instance's namespace: the instance is cluster-scoped, and graph "everywhere" is not one of the cluster-scoped graphs allowed`)
-		absent(t, c, configMapRef("victim", "intruder-config"))
+			`config: ConfigMap `+victim+`/intruder-config would be outside the instance's namespace: the instance is cluster-scoped, and graph "everywhere" is not one of the cluster-scoped graphs allowed`)
+		absent(t, c, configMapRef(victim, "intruder-config"))
 		absent(t, c, clusterRoleBinding("intruder-admin"))
 	})
 
 	t.Run("a cluster-scoped graph the platform allows runs unconfined", func(t *testing.T) {
-		require.NoError(t, c.Create(ctx, newInstance(platform, "", "tenant-setup", map[string]any{"target": "team"})))
+		require.NoError(t, c.Create(ctx, newInstance(platform, "", "tenant-setup", map[string]any{"target": team})))
 		stateIs(t, c, platform, "", "tenant-setup", contract.StateActive)
-		configMapData(t, c, "team", "tenant-setup-config", "owner", "tenant-setup")
+		configMapData(t, c, team, "tenant-setup-config", "owner", "tenant-setup")
 	})
 
 	t.Run("an externalRef into another namespace reads nothing", func(t *testing.T) {
-		require.NoError(t, c.Create(ctx, newInstance(peek, "team", "thief", map[string]any{"from": "victim"})))
-		refusedOutside(t, c, peek, "team", "thief",
-			`creds: Secret victim/creds is in namespace "victim", outside the instance's namespace "team"`)
-		absent(t, c, configMapRef("team", "thief-copy"))
+		require.NoError(t, c.Create(ctx, newInstance(peek, team, "thief", map[string]any{"from": victim})))
+		refusedOutside(t, c, peek, team, "thief",
+			fmt.Sprintf(`creds: Secret %[1]s/creds is in namespace %[1]q, outside the instance's namespace %[2]q`, victim, team))
+		absent(t, c, configMapRef(team, "thief-copy"))
 
-		require.NoError(t, c.Create(ctx, newInstance(peek, "team", "own", map[string]any{"from": "team"})))
-		stateIs(t, c, peek, "team", "own", contract.StateActive)
-		configMapData(t, c, "team", "own-copy", "user", b64("team-user"))
+		require.NoError(t, c.Create(ctx, newInstance(peek, team, "own", map[string]any{"from": team})))
+		stateIs(t, c, peek, team, "own", contract.StateActive)
+		configMapData(t, c, team, "own-copy", "user", b64("team-user"))
 	})
 
 	t.Run("a selector without a namespace selects in the instance's namespace", func(t *testing.T) {
-		require.NoError(t, c.Create(ctx, newInstance(gather, "team", "all", map[string]any{})))
-		stateIs(t, c, gather, "team", "all", contract.StateActive)
-		configMapData(t, c, "team", "all-count", "count", "1")
+		require.NoError(t, c.Create(ctx, newInstance(gather, team, "all", map[string]any{})))
+		stateIs(t, c, gather, team, "all", contract.StateActive)
+		configMapData(t, c, team, "all-count", "count", "1")
 	})
 
 	t.Run("the confined runtime never asked for another namespace's Secrets", func(t *testing.T) {
 		requests := confinedLog.matching("secrets")
 		require.NotEmpty(t, requests, "the team's own Secrets are read")
 		for _, r := range requests {
-			assert.Contains(t, r, "/namespaces/team/secrets", "every Secret request stays in the instance's namespace")
+			assert.Contains(t, r, "/namespaces/"+team+"/secrets", "every Secret request stays in the instance's namespace")
 		}
 	})
 
 	t.Run("without the option, as kro", func(t *testing.T) {
-		require.NoError(t, c.Create(ctx, newInstance(everywhereKro, "", "anywhere", map[string]any{"target": "victim"})))
+		require.NoError(t, c.Create(ctx, newInstance(everywhereKro, "", "anywhere", map[string]any{"target": victim})))
 		stateIs(t, c, everywhereKro, "", "anywhere", contract.StateActive)
-		configMapData(t, c, "victim", "anywhere-config", "owner", "anywhere")
+		configMapData(t, c, victim, "anywhere-config", "owner", "anywhere")
 		require.NoError(t, c.Get(ctx, types.NamespacedName{Name: "anywhere-admin"}, clusterRoleBinding("anywhere-admin")))
 
-		require.NoError(t, c.Create(ctx, newInstance(peekKro, "team", "reader", map[string]any{"from": "victim"})))
-		stateIs(t, c, peekKro, "team", "reader", contract.StateActive)
-		configMapData(t, c, "team", "reader-copy", "user", b64("victim-user"))
+		require.NoError(t, c.Create(ctx, newInstance(peekKro, team, "reader", map[string]any{"from": victim})))
+		stateIs(t, c, peekKro, team, "reader", contract.StateActive)
+		configMapData(t, c, team, "reader-copy", "user", b64("victim-user"))
 
-		require.NoError(t, c.Create(ctx, newInstance(gatherKro, "team", "every", map[string]any{})))
-		stateIs(t, c, gatherKro, "team", "every", contract.StateActive)
-		configMapData(t, c, "team", "every-count", "count", "2")
+		require.NoError(t, c.Create(ctx, newInstance(gatherKro, team, "every", map[string]any{})))
+		stateIs(t, c, gatherKro, team, "every", contract.StateActive)
+		configMapData(t, c, team, "every-count", "count", "2")
 	})
 
 	t.Run("an instance made before the option was turned on can still be deleted", func(t *testing.T) {
 		legacy := compile(t, strings.NewReplacer("name: everywhere", "name: legacy", "kind: Everywhere", "kind: Legacy").Replace(everywhereRGD))
 		installCRD(t, c, legacy)
 		before, _, stopBefore := runtimeOn(t, cfg, spoke.Options{})
-		require.NoError(t, before.Serve(legacy))
-		require.NoError(t, c.Create(ctx, newInstance(legacy, "", "old", map[string]any{"target": "victim"})))
+		require.NoError(t, before.Serve(spoke.Version{Graph: legacy}))
+		require.NoError(t, c.Create(ctx, newInstance(legacy, "", "old", map[string]any{"target": victim})))
 		stateIs(t, c, legacy, "", "old", contract.StateActive)
-		configMapData(t, c, "victim", "old-config", "owner", "old")
+		configMapData(t, c, victim, "old-config", "owner", "old")
 		stopBefore()
 
 		after, _, _ := runtimeOn(t, cfg, spoke.Options{ConfineToNamespace: true})
-		require.NoError(t, after.Serve(legacy))
-		refusedOutside(t, c, legacy, "", "old", "config: ConfigMap victim/old-config would be outside the instance's namespace")
+		require.NoError(t, after.Serve(spoke.Version{Graph: legacy}))
+		refusedOutside(t, c, legacy, "", "old", "config: ConfigMap "+victim+"/old-config would be outside the instance's namespace")
 		deleteInstance(t, c, legacy, "", "old")
-		gone(t, c, "victim", "old-config") // its own child, deleted with it
+		gone(t, c, victim, "old-config") // its own child, deleted with it
 	})
 }

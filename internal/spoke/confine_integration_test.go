@@ -4,6 +4,7 @@ package spoke_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,28 +38,33 @@ spec:
 `
 
 func TestConfineToNamespaceRefusesChildrenElsewhere(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c, g, _ := servedOnOneSpokeWith(t, placedRGD, spoke.Options{ConfineToNamespace: true})
-	createNamespace(t, c, "elsewhere")
+	const ns, elsewhere = "confined", "confined-elsewhere"
+	c, g, _ := servedOnOneSpokeWith(t, ns, placedRGD, spoke.Options{ConfineToNamespace: true})
+	createNamespace(t, c, elsewhere)
 
-	require.NoError(t, c.Create(ctx, newInstance(g, "team", "home", map[string]any{"target": "team"})))
-	stateIs(t, c, g, "team", "home", contract.StateActive)
-	configMapData(t, c, "team", "home-config", "owner", "home")
+	require.NoError(t, c.Create(ctx, newInstance(g, ns, "home", map[string]any{"target": ns})))
+	stateIs(t, c, g, ns, "home", contract.StateActive)
+	configMapData(t, c, ns, "home-config", "owner", "home")
 
-	require.NoError(t, c.Create(ctx, newInstance(g, "team", "away", map[string]any{"target": "elsewhere"})))
-	errorNamingNode(t, c, g, "away", "OutsideNamespace", "config")
-	readyMessageMentions(t, c, g, "team", "away", `elsewhere/away-config is in namespace "elsewhere", outside the instance's namespace "team"`)
-	_, err := configMap(c, "elsewhere", "away-config")
+	require.NoError(t, c.Create(ctx, newInstance(g, ns, "away", map[string]any{"target": elsewhere})))
+	errorNamingNode(t, c, g, ns, "away", "OutsideNamespace", "config")
+	readyMessageMentions(t, c, g, ns, "away",
+		fmt.Sprintf(`%[1]s/away-config is in namespace %[1]q, outside the instance's namespace %[2]q`, elsewhere, ns))
+	_, err := configMap(c, elsewhere, "away-config")
 	require.Error(t, err, "a refused child must not be written")
 }
 
 // Without the option, kro's behaviour: a template may place a child in any
 // namespace.
 func TestChildrenMayLeaveTheNamespaceByDefault(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c, g, _ := servedOnOneSpoke(t, placedRGD)
-	createNamespace(t, c, "elsewhere")
-	require.NoError(t, c.Create(ctx, newInstance(g, "team", "away", map[string]any{"target": "elsewhere"})))
-	stateIs(t, c, g, "team", "away", contract.StateActive)
-	configMapData(t, c, "elsewhere", "away-config", "owner", "away")
+	const ns, elsewhere = "unconfined", "unconfined-elsewhere"
+	c, g, _ := servedOnOneSpoke(t, ns, placedRGD)
+	createNamespace(t, c, elsewhere)
+	require.NoError(t, c.Create(ctx, newInstance(g, ns, "away", map[string]any{"target": elsewhere})))
+	stateIs(t, c, g, ns, "away", contract.StateActive)
+	configMapData(t, c, elsewhere, "away-config", "owner", "away")
 }

@@ -15,6 +15,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/fleetgraph/fleetgraph/internal/crdschema"
+	"github.com/fleetgraph/fleetgraph/internal/spoke/fair"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
@@ -22,7 +23,9 @@ import (
 // queue of mcreconcile.Requests, Options.Workers workers, and one member per
 // cluster holding that cluster's watches and memory.
 type controller struct {
-	name  string
+	name string
+	// v is the version served; g is its graph.
+	v     Version
 	g     *graph.Graph
 	opts  Options
 	log   logr.Logger
@@ -38,9 +41,9 @@ type controller struct {
 	mu      sync.Mutex
 	idle    *sync.Cond // on mu: a member's busy count dropped
 	members map[multicluster.ClusterName]*member
-	// loads holds, per member, the reconciles in flight and the requests
-	// parked, by namespace (slots.go).
-	loads map[*member]*load
+	// slots holds, per member, the reconciles in flight and the requests
+	// parked, by namespace (package fair).
+	slots map[*member]*fair.Slots
 	// onEmpty, if set, is called (in a goroutine) whenever the last member
 	// detaches; the Runtime uses it to stop versions nobody serves anymore.
 	onEmpty func()
@@ -54,20 +57,22 @@ type controller struct {
 // workqueue_* metrics. It stays the same across updates of the graph.
 func QueueName(graphName string) string { return "fleetgraph-" + graphName }
 
-func newController(parent context.Context, name string, g *graph.Graph, opts Options) *controller {
+func newController(parent context.Context, name string, v Version, opts Options) *controller {
+	g := v.Graph
 	ctx, cancel := context.WithCancel(parent)
 	c := &controller{
 		name: name,
+		v:    v,
 		g:    g,
 		opts: opts,
 		log:  opts.Logger.WithValues("controller", name, "graph", g.Name),
 		// The queue is named after the graph, not this version of it, so
 		// its metrics keep one name across graph updates.
-		queue:   newQueue(QueueName(g.Name)),
+		queue:   fair.NewQueue(QueueName(g.Name)),
 		ctx:     ctx,
 		cancel:  cancel,
 		members: map[multicluster.ClusterName]*member{},
-		loads:   map[*member]*load{},
+		slots:   map[*member]*fair.Slots{},
 		// Per member, this was 12 KiB each on a hub with 5 graphs on
 		// 1,000 clusters.
 		defaults: crdschema.StorageSchema(g.CRD),
@@ -138,7 +143,7 @@ func (c *controller) detach(m *member) {
 	for c.busyLocked(m) > 0 {
 		c.idle.Wait()
 	}
-	delete(c.loads, m)
+	delete(c.slots, m)
 	c.mu.Unlock()
 	m.cleanup()
 	if empty && c.onEmpty != nil {
@@ -162,8 +167,8 @@ func (c *controller) liveLocked(name multicluster.ClusterName) *member {
 
 // acquire returns the live member for req's cluster and counts a reconcile
 // in flight on it until release; nil if there is none. If req does not fit
-// in its cluster's or its namespace's share (slots.go), it is parked until
-// a reconcile of its cluster is released.
+// in its cluster's or its namespace's share (fair.Slots), it is parked
+// until a reconcile of its cluster is released.
 func (c *controller) acquire(req mcreconcile.Request) (m *member, parked bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -171,12 +176,12 @@ func (c *controller) acquire(req mcreconcile.Request) (m *member, parked bool) {
 	if m == nil {
 		return nil, false
 	}
-	l := c.loads[m]
+	l := c.slots[m]
 	if l == nil {
-		l = newLoad()
-		c.loads[m] = l
+		l = fair.NewSlots()
+		c.slots[m] = l
 	}
-	if !l.admit(req, c.shareLocked(), m.spansNamespaces()) {
+	if !l.Admit(req, c.shareLocked(), m.states.spansNamespaces()) {
 		return nil, true
 	}
 	return m, false
@@ -187,14 +192,14 @@ func (c *controller) acquire(req mcreconcile.Request) (m *member, parked bool) {
 func (c *controller) release(m *member, ns string) {
 	c.mu.Lock()
 	var next []types.NamespacedName
-	if l := c.loads[m]; l != nil {
-		l.done(ns)
-		if l.busy <= 0 {
+	if l := c.slots[m]; l != nil {
+		l.Done(ns)
+		if l.Busy() <= 0 {
 			c.idle.Broadcast()
 		}
-		next = l.unpark(c.shareLocked(), m.spansNamespaces())
-		if l.idle() {
-			delete(c.loads, m)
+		next = l.Unpark(c.shareLocked(), m.states.spansNamespaces())
+		if l.Idle() {
+			delete(c.slots, m)
 		}
 	}
 	c.mu.Unlock()
@@ -205,8 +210,8 @@ func (c *controller) release(m *member, ns string) {
 
 // busyLocked is the number of m's reconciles in flight.
 func (c *controller) busyLocked(m *member) int {
-	if l := c.loads[m]; l != nil {
-		return l.busy
+	if l := c.slots[m]; l != nil {
+		return l.Busy()
 	}
 	return 0
 }
@@ -284,7 +289,7 @@ func (c *controller) process(req mcreconcile.Request) {
 	}
 	defer c.release(m, req.Namespace)
 	start := time.Now()
-	after, err := m.reconcileSafely(req.NamespacedName)
+	after, err := m.reconciler.reconcileSafely(req.NamespacedName)
 	cluster := req.ClusterName.String()
 	reconcileDuration.WithLabelValues(c.g.Name, cluster).Observe(time.Since(start).Seconds())
 	switch {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -26,50 +27,51 @@ const countInstances = 200
 // every instance is suspended before the restart, so the new process
 // reconciles none of them, and 50 of them are not ACTIVE.
 func TestCountsAreTheSpokesInstancesAfterARestart(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
+	fleet := sharedFleet(t)
 	ctx := context.Background()
-	g := compile(t, oneKindRGD)
-	c := newClient(t, fleet.Spokes()[0].Config)
-	cluster := multicluster.ClusterName(fleet.Spokes()[0].Name)
+	const ns = "counted"
+	g := compileAs(t, oneKindRGD, ns)
+	s := fleet.Spokes()[0]
+	c := newClient(t, s.Config)
 	installCRD(t, c, g)
-	createNamespace(t, c, "team")
+	createNamespace(t, c, ns)
 
-	provider, err := fleet.NewProvider(ctx, spoke.TrimCache)
-	require.NoError(t, err)
+	provider, clusters := providerFor(t, ns, []*fgtesting.Cluster{s}, cacheopts.TrimCache)
+	cluster := clusters[0]
 	rt, stop := runRuntime(t, fleet, provider, spoke.Options{})
 	t.Cleanup(stop)
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	names := make([]string, countInstances)
 	for i := range names {
 		names[i] = fmt.Sprintf("n%03d", i)
 	}
 	inParallel(t, names, func(name string) error {
-		return c.Create(ctx, newInstance(g, "team", name, map[string]any{}))
+		return c.Create(ctx, newInstance(g, ns, name, map[string]any{}))
 	})
 	want := spoke.Count{Total: countInstances, Ready: countInstances}
-	countsAre(t, rt, "twokinds", cluster, want)
+	countsAre(t, rt, g.Name, cluster, want)
 	stop()
 
 	suspend := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, contract.AnnotationReconcile, contract.ReconcileSuspended)
 	inParallel(t, names, func(name string) error {
-		return c.Patch(ctx, newInstance(g, "team", name, nil), client.RawPatch(types.MergePatchType, []byte(suspend)))
+		return c.Patch(ctx, newInstance(g, ns, name, nil), client.RawPatch(types.MergePatchType, []byte(suspend)))
 	})
 	inParallel(t, names[:50], func(name string) error {
-		u := newInstance(g, "team", name, nil)
+		u := newInstance(g, ns, name, nil)
 		return c.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(`{"status":{"state":"IN_PROGRESS"}}`)))
 	})
 
-	provider2, err := fleet.NewProvider(ctx, spoke.TrimCache)
-	require.NoError(t, err)
+	provider2, _ := providerFor(t, ns, []*fgtesting.Cluster{s}, cacheopts.TrimCache)
 	rt2 := startRuntime(t, fleet, provider2, spoke.Options{})
-	require.NoError(t, rt2.Serve(g))
-	countsAre(t, rt2, "twokinds", cluster, spoke.Count{Total: countInstances, Ready: countInstances - 50})
+	require.NoError(t, rt2.Serve(spoke.Version{Graph: g}))
+	countsAre(t, rt2, g.Name, cluster, spoke.Count{Total: countInstances, Ready: countInstances - 50})
 
 	// Deletions count at once too: a suspended instance is still deleted.
 	inParallel(t, names[:10], func(name string) error {
-		return c.Delete(ctx, newInstance(g, "team", name, nil))
+		return c.Delete(ctx, newInstance(g, ns, name, nil))
 	})
-	countsAre(t, rt2, "twokinds", cluster, spoke.Count{Total: countInstances - 10, Ready: countInstances - 50})
+	countsAre(t, rt2, g.Name, cluster, spoke.Count{Total: countInstances - 10, Ready: countInstances - 50})
 }
 
 // countsAre waits until the graph's counts on cluster are want.

@@ -1,6 +1,7 @@
 package spoke
 
 import (
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -8,8 +9,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 )
 
 // This file brings the instance watch back quickly when the graph's CRD is
@@ -37,8 +41,22 @@ const crdServedPoll = 100 * time.Millisecond
 // crdServedPollMax bounds the checks' backoff while the kind stays away.
 const crdServedPollMax = time.Second
 
-// crdHandler follows the graph's CRD on the member's cluster.
-type crdHandler struct{ m *member }
+// crdFollower follows the graph's CRD on the member's cluster, and brings
+// the instance watch back when the CRD is re-created.
+type crdFollower struct {
+	m *member
+
+	mu sync.Mutex
+	// uid is the UID of the graph's CRD as last seen, where the member
+	// watches CRDs.
+	uid types.UID
+	// rewatching is set while the instance watch waits to be replaced
+	// after the CRD went away.
+	rewatching bool
+}
+
+// crdHandler passes the CRDs' events to a crdFollower.
+type crdHandler struct{ f *crdFollower }
 
 func (h crdHandler) OnAdd(obj any, _ bool)  { h.seen(obj) }
 func (h crdHandler) OnUpdate(_, newObj any) { h.seen(newObj) }
@@ -46,85 +64,100 @@ func (h crdHandler) OnDelete(any)           {}
 
 func (h crdHandler) seen(obj any) {
 	meta, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok || meta.Name != h.m.g.CRD.Name {
+	if !ok || meta.Name != h.f.m.g.CRD.Name {
 		return
 	}
-	h.m.mu.Lock()
-	previous := h.m.crdUID
-	h.m.crdUID = meta.UID
-	h.m.mu.Unlock()
-	if previous != "" && previous != meta.UID {
-		go h.m.rewatchInstances()
+	h.f.seen(meta.UID)
+}
+
+// seen notes the CRD's UID; a new one means the CRD was re-created.
+func (f *crdFollower) seen(uid types.UID) {
+	f.mu.Lock()
+	previous := f.uid
+	f.uid = uid
+	f.mu.Unlock()
+	if previous != "" && previous != uid {
+		go f.rewatch()
 	}
 }
 
-// followCRD starts following the graph's CRD: through the instance
-// kind's watch health where the cluster reports it, else through a watch
-// of the CRDs.
-func (m *member) followCRD() {
+// follow starts following the graph's CRD: through the instance kind's
+// watch health where the cluster reports it, else through a watch of the
+// CRDs.
+func (f *crdFollower) follow() {
+	m := f.m
 	if m.g.CRD == nil {
 		return
 	}
-	if healthOf(m.cl) != nil {
-		m.listenHealth(m.g.Instance.GVK)
+	if cacheopts.HealthOf(m.cl) != nil {
+		m.watches.health(m.g.Instance.GVK)
 		return
 	}
-	m.watchCRD()
+	f.watchCRDs()
 }
 
-// instanceKindChanged runs when the instance kind starts or stops failing
-// to list or watch: if it is because the kind is not served (the CRD was
+// kindChanged runs when the instance kind starts or stops failing to list
+// or watch: if it is because the kind is not served (the CRD was
 // deleted), the instance watch is replaced once the kind lists again.
-func (m *member) instanceKindChanged() {
-	err := healthOf(m.cl).failing([]schema.GroupVersionKind{m.g.Instance.GVK})[m.g.Instance.GVK]
+func (f *crdFollower) kindChanged() {
+	m := f.m
+	err := cacheopts.HealthOf(m.cl).Failing([]schema.GroupVersionKind{m.g.Instance.GVK})[m.g.Instance.GVK]
 	if err == nil || !apierrors.IsNotFound(err) {
 		return
 	}
-	m.mu.Lock()
-	running := m.rewatching
-	m.rewatching = true
-	m.mu.Unlock()
+	f.mu.Lock()
+	running := f.rewatching
+	f.rewatching = true
+	f.mu.Unlock()
 	if running {
 		return
 	}
 	go func() {
 		defer func() {
-			m.mu.Lock()
-			m.rewatching = false
-			m.mu.Unlock()
+			f.mu.Lock()
+			f.rewatching = false
+			f.mu.Unlock()
 		}()
-		m.rewatchInstances()
+		f.rewatch()
 	}()
 }
 
-// watchCRD starts following the graph's CRD through a watch of the CRDs'
+// busy reports whether the instance watch is being replaced: its cache
+// may not hold every instance meanwhile.
+func (f *crdFollower) busy() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rewatching
+}
+
+// watchCRDs starts following the graph's CRD through a watch of the CRDs'
 // metadata. A cluster that does not let us watch CRDs is served all the
 // same, with the informer's own recovery.
-func (m *member) watchCRD() {
+func (f *crdFollower) watchCRDs() {
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	if err := m.listenShared(crd, crdHandler{m}); err != nil {
-		m.log.Info("not watching the graph's CRD; a re-created CRD is noticed late", "reason", err.Error())
+	if err := f.m.watches.shared(crd, crdHandler{f}); err != nil {
+		f.m.log.Info("not watching the graph's CRD; a re-created CRD is noticed late", "reason", err.Error())
 	}
 }
 
 // kindLists reports whether the instance kind lists, into list.
-func (m *member) kindLists(list *metav1.PartialObjectMetadataList) bool {
-	ctx, cancel := withCallTimeout(m.ctx, m.c.opts.CallTimeout)
+func (f *crdFollower) kindLists(list *metav1.PartialObjectMetadataList) bool {
+	ctx, cancel := f.m.callCtx()
 	defer cancel()
-	return m.cl.GetAPIReader().List(ctx, list, client.Limit(1)) == nil
+	return f.m.cl.GetAPIReader().List(ctx, list, client.Limit(1)) == nil
 }
 
-// rewatchInstances waits until the instance kind lists again, then
-// replaces the instance informer, whose new initial list enqueues every
-// instance.
-func (m *member) rewatchInstances() {
+// rewatch waits until the instance kind lists again, then replaces the
+// instance informer, whose new initial list enqueues every instance.
+func (f *crdFollower) rewatch() {
+	m := f.m
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(m.g.Instance.GVK.GroupVersion().WithKind(m.g.Instance.GVK.Kind + "List"))
 	// The kind may stay away (a tenant deleted the CRD and the hub cannot
 	// put it back), so the checks slow down to one a second. (wait.Backoff
 	// with a Cap stops at the cap, so this loops itself.)
-	for delay := crdServedPoll; !m.kindLists(list); delay = min(2*delay, crdServedPollMax) {
+	for delay := crdServedPoll; !f.kindLists(list); delay = min(2*delay, crdServedPollMax) {
 		select {
 		case <-m.ctx.Done():
 			return
@@ -139,7 +172,7 @@ func (m *member) rewatchInstances() {
 	}
 	delay := m.c.opts.GateRetry
 	for m.ctx.Err() == nil {
-		if err := m.watch(inst, m.newInstanceHandler()); err == nil {
+		if err := m.watches.instances(inst, m.newInstanceHandler()); err == nil {
 			m.log.V(1).Info("instance watch restarted after the CRD came back")
 			return
 		}

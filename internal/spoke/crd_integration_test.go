@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -23,34 +24,39 @@ import (
 // TestInstancesAreServedSoonAfterTheirCRDComesBack: an instance created
 // after the graph's CRD was deleted and installed again is served within
 // seconds, not after the instance watch's backoff. A cluster built with
-// spoke.ReportWatchErrors learns that the kind went from the instance
-// watch itself; any other cluster, from a watch of the CRDs.
+// cacheopts.ReportWatchErrors learns that the kind went from the instance
+// watch itself; any other cluster, from a watch of the CRDs. It measures
+// time, so it does not run in parallel with other tests; its two cases,
+// which mostly wait out the CRD's absence, run beside each other.
 func TestInstancesAreServedSoonAfterTheirCRDComesBack(t *testing.T) {
 	t.Run("reported by the instance watch", func(t *testing.T) {
-		crdComesBack(t)
+		t.Parallel()
+		crdComesBack(t, "crd-reported")
 	})
 	t.Run("seen by a watch of the CRDs", func(t *testing.T) {
-		crdComesBack(t, withoutWatchReports)
+		t.Parallel()
+		crdComesBack(t, "crd-watched", withoutWatchReports)
 	})
 }
 
 // withoutWatchReports builds a cluster's cache as a provider that does not
-// add spoke.ReportWatchErrors would.
+// add cacheopts.ReportWatchErrors would.
 func withoutWatchReports(o *cluster.Options) { o.NewCache = nil }
 
-func crdComesBack(t *testing.T, clusterOpts ...cluster.Option) {
+// crdComesBack serves pairRGD as graph ns, in namespace ns.
+func crdComesBack(t *testing.T, ns string, clusterOpts ...cluster.Option) {
 	ctx := context.Background()
-	fleet := fgtesting.StartFleet(t, 1)
-	g := compile(t, pairRGD)
-	c := newClient(t, fleet.Spokes()[0].Config)
+	fleet := sharedFleet(t)
+	g := compileAs(t, pairRGD, ns)
+	s := fleet.Spokes()[0]
+	c := newClient(t, s.Config)
 	installCRD(t, c, g)
-	createNamespace(t, c, "team")
-	provider, err := fleet.NewProvider(ctx, append([]cluster.Option{spoke.TrimCache}, clusterOpts...)...)
-	require.NoError(t, err)
+	createNamespace(t, c, ns)
+	provider, _ := providerFor(t, ns, []*fgtesting.Cluster{s}, append([]cluster.Option{cacheopts.TrimCache}, clusterOpts...)...)
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
-	require.NoError(t, rt.Serve(g))
-	require.NoError(t, c.Create(ctx, newInstance(g, "team", "before", map[string]any{})))
-	stateIs(t, c, g, "team", "before", contract.StateActive)
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
+	require.NoError(t, c.Create(ctx, newInstance(g, ns, "before", map[string]any{})))
+	stateIs(t, c, g, ns, "before", contract.StateActive)
 
 	require.NoError(t, c.Delete(ctx, g.CRD.DeepCopy()))
 	eventually(t, func() (bool, string) {
@@ -64,12 +70,12 @@ func crdComesBack(t *testing.T, clusterOpts ...cluster.Option) {
 
 	var created time.Time
 	eventually(t, func() (bool, string) { // the test client's own discovery may lag
-		err := c.Create(ctx, newInstance(g, "team", "after", map[string]any{}))
+		err := c.Create(ctx, newInstance(g, ns, "after", map[string]any{}))
 		created = time.Now()
 		return err == nil, fmt.Sprintf("create: %v", err)
 	})
 	eventuallyWithin(t, 3*time.Second, func() (bool, string) {
-		u, err := getInstance(t, c, g, "team", "after")
+		u, err := getInstance(t, c, g, ns, "after")
 		if err != nil {
 			return false, err.Error()
 		}

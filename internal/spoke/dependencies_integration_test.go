@@ -75,49 +75,51 @@ spec:
 `
 
 func TestExternalRefAndReadiness(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c, g, _ := servedOnOneSpoke(t, gatedRGD)
-	require.NoError(t, c.Create(ctx, newInstance(g, "team", "svc", map[string]any{})))
+	const ns = "gated"
+	c, g, _ := servedOnOneSpoke(t, ns, gatedRGD)
+	require.NoError(t, c.Create(ctx, newInstance(g, ns, "svc", map[string]any{})))
 
 	t.Run("a missing external reference holds the instance in progress", func(t *testing.T) {
-		readyMessageMentions(t, c, g, "team", "svc", "settings")
+		readyMessageMentions(t, c, g, ns, "svc", "settings")
 	})
 
 	t.Run("an external reference change propagates to the children", func(t *testing.T) {
-		settings := configMapRef("team", "settings")
+		settings := configMapRef(ns, "settings")
 		settings.Object["data"] = map[string]any{"color": "red"}
 		require.NoError(t, c.Create(ctx, settings))
-		configMapData(t, c, "team", "svc-copy", "color", "red")
-		require.NoError(t, c.Patch(ctx, configMapRef("team", "settings"),
+		configMapData(t, c, ns, "svc-copy", "color", "red")
+		require.NoError(t, c.Patch(ctx, configMapRef(ns, "settings"),
 			client.RawPatch(types.MergePatchType, []byte(`{"data":{"color":"blue"}}`))))
-		configMapData(t, c, "team", "svc-copy", "color", "blue")
+		configMapData(t, c, ns, "svc-copy", "color", "blue")
 	})
 
 	t.Run("readyWhen holds dependents back until the dependency is ready", func(t *testing.T) {
-		readyMessageMentions(t, c, g, "team", "svc", "db: waiting for readyWhen")
-		stateIs(t, c, g, "team", "svc", contract.StateInProgress)
-		_, err := configMap(c, "team", "svc-app")
+		readyMessageMentions(t, c, g, ns, "svc", "db: waiting for readyWhen")
+		stateIs(t, c, g, ns, "svc", contract.StateInProgress)
+		_, err := configMap(c, ns, "svc-app")
 		require.True(t, apierrors.IsNotFound(err), "app must wait for db: %v", err)
 
 		dep := &unstructured.Unstructured{}
 		dep.SetAPIVersion("apps/v1")
 		dep.SetKind("Deployment")
-		dep.SetNamespace("team")
+		dep.SetNamespace(ns)
 		dep.SetName("svc-db")
 		require.NoError(t, c.Status().Patch(ctx, dep, client.RawPatch(types.MergePatchType,
 			[]byte(`{"status":{"replicas":1,"updatedReplicas":1,"readyReplicas":1,"availableReplicas":1}}`))))
-		configMapData(t, c, "team", "svc-app", "db", "svc-db")
-		stateIs(t, c, g, "team", "svc", contract.StateActive)
+		configMapData(t, c, ns, "svc-app", "db", "svc-db")
+		stateIs(t, c, g, ns, "svc", contract.StateActive)
 	})
 
 	t.Run("an external reference is never deleted", func(t *testing.T) {
-		require.NoError(t, c.Delete(ctx, newInstance(g, "team", "svc", nil)))
+		require.NoError(t, c.Delete(ctx, newInstance(g, ns, "svc", nil)))
 		eventually(t, func() (bool, string) {
-			_, err := getInstance(t, c, g, "team", "svc")
+			_, err := getInstance(t, c, g, ns, "svc")
 			return apierrors.IsNotFound(err), "instance still there"
 		})
-		gone(t, c, "team", "svc-app")
-		_, err := configMap(c, "team", "settings")
+		gone(t, c, ns, "svc-app")
+		_, err := configMap(c, ns, "settings")
 		require.NoError(t, err)
 	})
 }

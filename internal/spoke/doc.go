@@ -1,8 +1,21 @@
-// Package spoke runs compiled graphs for the instances that live in the
-// clusters it is given: one Runtime serves every registered graph on every
-// engaged cluster, and the same code path serves single-cluster mode (one
-// cluster, engaged under the empty name) and a fleet of spokes engaged by a
+// Package spoke is the plumbing of the per-cluster instance runtime that
+// the public package spoke (github.com/fleetgraph/fleetgraph/spoke) wraps:
+// it runs compiled graphs for the instances that live in the clusters it is
+// given. One Runtime serves every registered graph on every engaged
+// cluster, and the same code path serves single-cluster mode (one cluster,
+// engaged under the empty name) and a fleet of spokes engaged by a
 // multicluster-runtime provider.
+//
+// # Where things are
+//
+// The Runtime (runtime.go) keeps the engaged clusters (engagements.go) and,
+// per graph, its versions and which one serves each cluster (versions.go,
+// reconsider.go). Each version has a controller (controller.go): a work
+// queue, workers, and one member per cluster. A member (member.go) is one
+// graph served on one cluster, made of parts named after their files; its
+// doc comment lists them. Package fair holds the queue's order, the
+// per-namespace retry limits and the slots; package internal/cacheopts the
+// cluster options providers apply (cache trimming, watch-error reporting).
 //
 // # Why it is built this way
 //
@@ -20,8 +33,8 @@
 // is kept for a namespace with nothing in flight, so a tenant whose
 // instances are slow to reconcile delays only itself; the queue hands
 // requests out in turns of clusters and namespaces, and failed requests are
-// retried under a rate limit per namespace (slots.go, fair_queue.go,
-// retry_limiter.go). A watch a reconcile needs
+// retried under a rate limit per namespace (package fair). A watch a
+// reconcile needs
 // starts in the background; the reconcile waits for its initial list no
 // longer than for any other call.
 //
@@ -90,13 +103,13 @@
 //
 // A watch that fails in the background (the hub's identity lost list or
 // watch of a kind, the kind is gone) is only retried by client-go, and
-// changes it would report go unseen. With ReportWatchErrors given to the
-// provider as a cluster.Option, every list and watch call of the cluster's
-// informers (and of the runtime's own external-reference informers) is
-// observed: the instances of the graphs that use a failing kind carry
-// ResourcesWatched=False naming it and its error, until a list or watch of
-// that kind succeeds, and the failures are counted per cluster and kind
-// (watch_errors.go).
+// changes it would report go unseen. With cacheopts.ReportWatchErrors given
+// to the provider as a cluster.Option, every list and watch call of the
+// cluster's informers (and of the runtime's own external-reference
+// informers) is observed: the instances of the graphs that use a failing
+// kind carry ResourcesWatched=False naming it and its error, until a list
+// or watch of that kind succeeds, and the failures are counted per cluster
+// and kind (watch_errors.go).
 //
 // # What the hub holds per spoke
 //
@@ -108,7 +121,8 @@
 //     would be overwritten), and one on CRDs, to notice a re-created CRD.
 //
 // The runtime reads nothing of managedFields there but the managers' names
-// of children. TrimCache, given to the provider as a cluster.Option, drops
+// of children. cacheopts.TrimCache, given to the provider as a
+// cluster.Option, drops
 // the rest: an instance's managedFields and kubectl's last-applied
 // annotation whole, of a child's managedFields all but the managers' names,
 // and it makes objects share what they repeat (keys, kinds, our labels'
@@ -136,10 +150,11 @@
 // # Wiring
 //
 //	rt := spoke.New(spoke.Options{})
-//	_ = mcMgr.Add(rt)          // engages every cluster the provider reports
-//	_ = rt.Serve(compiledGraph) // before or after the manager starts
+//	_ = mcMgr.Add(rt)                             // engages every cluster the provider reports
+//	_ = rt.Serve(spoke.Version{Graph: compiled}) // before or after the manager starts
 //
-// In single-cluster mode call rt.Engage(ctx, "", localCluster) yourself.
-// Options.Gate lets the caller hold a graph back on a cluster until its CRD
-// is established there.
+// In single-cluster mode call rt.Engage(ctx, "", localCluster) yourself
+// (the public package's SetupWithManager does). Options.Gate lets the
+// caller hold a graph back on a cluster until its CRD is established
+// there.
 package spoke

@@ -21,16 +21,16 @@ import (
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
-	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 func TestResyncPutsBackDriftNoEventReported(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
-	g := compile(t, pairRGD)
-	cfg := fleet.Spokes()[0].Config
+	t.Parallel()
+	const ns = "resynced"
+	g := compileAs(t, pairRGD, ns)
+	cfg := sharedFleet(t).Spokes()[0].Config
 	c := newClient(t, cfg)
 	installCRD(t, c, g)
-	createNamespace(t, c, "team")
+	createNamespace(t, c, ns)
 
 	cl, err := cluster.New(cfg)
 	require.NoError(t, err)
@@ -42,13 +42,13 @@ func TestResyncPutsBackDriftNoEventReported(t *testing.T) {
 	const resync = 3 * time.Second
 	rt := spoke.New(spoke.Options{Resync: resync})
 	wg.Go(func() { _ = rt.Start(ctx) })
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(t, rt.Engage(ctx, "", cl))
 
-	require.NoError(t, c.Create(ctx, newInstance(g, "team", "drift", map[string]any{})))
-	stateIs(t, c, g, "team", "drift", contract.StateActive)
-	configMapData(t, c, "team", "drift-left", "value", "a")
-	inst, err := getInstance(t, c, g, "team", "drift")
+	require.NoError(t, c.Create(ctx, newInstance(g, ns, "drift", map[string]any{})))
+	stateIs(t, c, g, ns, "drift", contract.StateActive)
+	configMapData(t, c, ns, "drift-left", "value", "a")
+	inst, err := getInstance(t, c, g, ns, "drift")
 	require.NoError(t, err)
 
 	// Blind the Runtime: removing the ConfigMap informer removes every
@@ -56,12 +56,12 @@ func TestResyncPutsBackDriftNoEventReported(t *testing.T) {
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(configMapRef("", "").GroupVersionKind())
 	require.NoError(t, cl.GetCache().RemoveInformer(ctx, meta))
-	require.NoError(t, c.Patch(ctx, configMapRef("team", "drift-left"), client.RawPatch(types.MergePatchType,
+	require.NoError(t, c.Patch(ctx, configMapRef(ns, "drift-left"), client.RawPatch(types.MergePatchType,
 		[]byte(`{"metadata":{"labels":null},"data":{"value":"drift"}}`))))
 
 	// The period, its jitter (a fifth), and one reconcile.
 	eventuallyWithin(t, resync*6/5+5*time.Second, func() (bool, string) {
-		cm, err := configMap(c, "team", "drift-left")
+		cm, err := configMap(c, ns, "drift-left")
 		if err != nil {
 			return false, err.Error()
 		}
@@ -72,37 +72,39 @@ func TestResyncPutsBackDriftNoEventReported(t *testing.T) {
 }
 
 func TestAChildBeingDeletedIsWaitedFor(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c, g, _ := servedOnOneSpoke(t, pairRGD)
-	require.NoError(t, c.Create(ctx, newInstance(g, "team", "held", map[string]any{})))
-	stateIs(t, c, g, "team", "held", contract.StateActive)
+	const ns = "held"
+	c, g, _ := servedOnOneSpoke(t, ns, pairRGD)
+	require.NoError(t, c.Create(ctx, newInstance(g, ns, "held", map[string]any{})))
+	stateIs(t, c, g, ns, "held", contract.StateActive)
 
 	hold := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["test.fleetgraph.dev/hold"]}}`))
-	require.NoError(t, c.Patch(ctx, configMapRef("team", "held-left"), hold))
-	require.NoError(t, c.Delete(ctx, configMapRef("team", "held-left")))
-	want := `left: resource "team/held-left" for node "left" is currently being deleted`
-	readyIs(t, c, g, "held", 1, "ResourceDeleting", want)
-	stateIs(t, c, g, "team", "held", contract.StateInProgress)
+	require.NoError(t, c.Patch(ctx, configMapRef(ns, "held-left"), hold))
+	require.NoError(t, c.Delete(ctx, configMapRef(ns, "held-left")))
+	want := `left: resource "held/held-left" for node "left" is currently being deleted`
+	readyIs(t, c, g, ns, "held", 1, "ResourceDeleting", want)
+	stateIs(t, c, g, ns, "held", contract.StateInProgress)
 
-	patchSpec(t, c, g, "team", "held", `{"spec":{"value":"b"}}`)
-	readyIs(t, c, g, "held", 2, "ResourceDeleting", want)
-	cm, err := configMap(c, "team", "held-left")
+	patchSpec(t, c, g, ns, "held", `{"spec":{"value":"b"}}`)
+	readyIs(t, c, g, ns, "held", 2, "ResourceDeleting", want)
+	cm, err := configMap(c, ns, "held-left")
 	require.NoError(t, err)
 	value, _, _ := unstructured.NestedString(cm.Object, "data", "value")
 	assert.Equal(t, "a", value, "a child being deleted is not applied to")
 
 	release := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
-	require.NoError(t, c.Patch(ctx, configMapRef("team", "held-left"), release))
-	configMapData(t, c, "team", "held-right", "value", "b")
-	stateIs(t, c, g, "team", "held", contract.StateActive)
+	require.NoError(t, c.Patch(ctx, configMapRef(ns, "held-left"), release))
+	configMapData(t, c, ns, "held-right", "value", "b")
+	stateIs(t, c, g, ns, "held", contract.StateActive)
 }
 
 // readyIs waits until the instance's Ready condition, written for the
 // given generation, has the reason and a message starting with prefix.
-func readyIs(t *testing.T, c client.Client, g *graph.Graph, name string, generation int64, reason, prefix string) {
+func readyIs(t *testing.T, c client.Client, g *graph.Graph, ns, name string, generation int64, reason, prefix string) {
 	t.Helper()
 	eventually(t, func() (bool, string) {
-		u, err := getInstance(t, c, g, "team", name)
+		u, err := getInstance(t, c, g, ns, name)
 		if err != nil {
 			return false, err.Error()
 		}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,12 +19,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -73,28 +77,95 @@ func installCRD(t testing.TB, c client.Client, g *graph.Graph) {
 	})
 }
 
-// servedOnOneSpoke starts a fleet of one spoke, installs the graph's CRD
-// there, creates namespace "team" and starts a Runtime serving the graph.
-// It returns a client for the spoke, the graph and the Runtime.
-func servedOnOneSpoke(t *testing.T, rgdYAML string) (client.Client, *graph.Graph, *spoke.Runtime) {
+// The package's integration tests share one fleet, a hub and two spokes,
+// started on first use and stopped by TestMain: starting one per test was
+// most of the package's time. Tests that share it stay out of each other's
+// way: each serves graphs of its own (graph names and kinds, compileAs) in
+// namespaces of its own, and engages the spokes under cluster names of its
+// own (providerFor), since the runtime's metrics and watch health are
+// keyed by cluster name. Tests whose subject is how soon something happens,
+// and the one that counts every goroutine of the process, do not call
+// t.Parallel: they run before the parallel ones, alone. A test that needs a
+// cluster to itself starts one and says why.
+var shared struct {
+	once  sync.Once
+	fleet *fgtesting.Fleet
+	err   error
+}
+
+// sharedFleet returns the package's fleet, starting it on first use.
+func sharedFleet(t testing.TB) *fgtesting.Fleet {
 	t.Helper()
-	return servedOnOneSpokeWith(t, rgdYAML, spoke.Options{})
+	shared.once.Do(func() {
+		shared.fleet, shared.err = fgtesting.NewFleet(fgtesting.FleetOptions{Spokes: 2})
+		if shared.err == nil {
+			stopSharedFleet = shared.fleet.Stop
+		}
+	})
+	if shared.err != nil {
+		t.Fatalf("starting the shared fleet of 1 hub and 2 spokes: %v", shared.err)
+	}
+	return shared.fleet
+}
+
+// compileAs compiles rgdYAML as graph name, of a kind made from name
+// ("pair-two": PairTwo), so that no two tests on the shared fleet serve one
+// graph or one kind.
+func compileAs(t testing.TB, rgdYAML, name string) *graph.Graph {
+	t.Helper()
+	rgd := &v1alpha1.ResourceGraphDefinition{}
+	require.NoError(t, yaml.Unmarshal([]byte(rgdYAML), rgd))
+	rgd.Name = name
+	kind := ""
+	for _, part := range strings.Split(name, "-") {
+		if part != "" {
+			kind += strings.ToUpper(part[:1]) + part[1:]
+		}
+	}
+	rgd.Spec.Schema.Kind = kind
+	g, err := graph.Compile(rgd, graph.Options{})
+	require.NoError(t, err)
+	return g
+}
+
+// providerFor returns a Provider holding the given spokes, each under the
+// test's own name for it (prefix-spoke-N), and those names. clusterOpts
+// apply to each cluster, after cacheopts.ReportWatchErrors.
+func providerFor(t testing.TB, prefix string, spokes []*fgtesting.Cluster, clusterOpts ...cluster.Option) (*fgtesting.Provider, []multicluster.ClusterName) {
+	t.Helper()
+	p := fgtesting.NewProvider(clusterOpts...)
+	names := make([]multicluster.ClusterName, 0, len(spokes))
+	for _, s := range spokes {
+		name := prefix + "-" + s.Name
+		require.NoError(t, p.AddConfig(context.Background(), name, s.Config))
+		names = append(names, multicluster.ClusterName(name))
+	}
+	return p, names
+}
+
+// servedOnOneSpoke serves the graph of rgdYAML, as graph name, on the
+// shared fleet's first spoke: it installs the graph's CRD there, creates
+// namespace name and starts a Runtime. It returns a client for the spoke,
+// the graph and the Runtime.
+func servedOnOneSpoke(t *testing.T, name, rgdYAML string) (client.Client, *graph.Graph, *spoke.Runtime) {
+	t.Helper()
+	return servedOnOneSpokeWith(t, name, rgdYAML, spoke.Options{})
 }
 
 // servedOnOneSpokeWith is servedOnOneSpoke with the Runtime's options.
-func servedOnOneSpokeWith(t *testing.T, rgdYAML string, opts spoke.Options) (client.Client, *graph.Graph, *spoke.Runtime) {
+func servedOnOneSpokeWith(t *testing.T, name, rgdYAML string, opts spoke.Options) (client.Client, *graph.Graph, *spoke.Runtime) {
 	t.Helper()
-	fleet := fgtesting.StartFleet(t, 1)
-	g := compile(t, rgdYAML)
-	c := newClient(t, fleet.Spokes()[0].Config)
+	fleet := sharedFleet(t)
+	g := compileAs(t, rgdYAML, name)
+	s := fleet.Spokes()[0]
+	c := newClient(t, s.Config)
 	installCRD(t, c, g)
-	createNamespace(t, c, "team")
+	createNamespace(t, c, name)
 	// Trimmed as providers/secret trims it, so that the runtime is tested
 	// on the caches it meets in production.
-	provider, err := fleet.NewProvider(context.Background(), spoke.TrimCache)
-	require.NoError(t, err)
+	provider, _ := providerFor(t, name, []*fgtesting.Cluster{s}, cacheopts.TrimCache)
 	rt := startRuntime(t, fleet, provider, opts)
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	return c, g, rt
 }
 

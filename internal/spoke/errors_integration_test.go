@@ -42,36 +42,38 @@ spec:
 `
 
 func TestBadInputPutsTheInstanceInErrorUntilFixed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c, g, _ := servedOnOneSpoke(t, breakableRGD)
+	const ns = "breakable"
+	c, g, _ := servedOnOneSpoke(t, ns, breakableRGD)
 
 	t.Run("a child the API server rejects", func(t *testing.T) {
-		require.NoError(t, c.Create(ctx, newInstance(g, "team", "rejected", map[string]any{"name": "Not_A_DNS_Name"})))
-		errorNamingNode(t, c, g, "rejected", "ApplyFailed", "config")
-		patchSpec(t, c, g, "team", "rejected", `{"spec":{"name":"fixed"}}`)
-		stateIs(t, c, g, "team", "rejected", contract.StateActive)
-		configMapData(t, c, "team", "rejected-fixed", "ratio", "10")
+		require.NoError(t, c.Create(ctx, newInstance(g, ns, "rejected", map[string]any{"name": "Not_A_DNS_Name"})))
+		errorNamingNode(t, c, g, ns, "rejected", "ApplyFailed", "config")
+		patchSpec(t, c, g, ns, "rejected", `{"spec":{"name":"fixed"}}`)
+		stateIs(t, c, g, ns, "rejected", contract.StateActive)
+		configMapData(t, c, ns, "rejected-fixed", "ratio", "10")
 	})
 
 	t.Run("a CEL runtime error", func(t *testing.T) {
-		require.NoError(t, c.Create(ctx, newInstance(g, "team", "divided", map[string]any{"divisor": int64(0)})))
-		errorNamingNode(t, c, g, "divided", "EvaluationFailed", "config")
-		patchSpec(t, c, g, "team", "divided", `{"spec":{"divisor":5}}`)
-		stateIs(t, c, g, "team", "divided", contract.StateActive)
-		configMapData(t, c, "team", "divided-ok", "ratio", "2")
+		require.NoError(t, c.Create(ctx, newInstance(g, ns, "divided", map[string]any{"divisor": int64(0)})))
+		errorNamingNode(t, c, g, ns, "divided", "EvaluationFailed", "config")
+		patchSpec(t, c, g, ns, "divided", `{"spec":{"divisor":5}}`)
+		stateIs(t, c, g, ns, "divided", contract.StateActive)
+		configMapData(t, c, ns, "divided-ok", "ratio", "2")
 	})
 }
 
 // errorNamingNode waits until the instance is in ERROR with a Ready
 // condition of the reason that names the node, and a Warning event on the
 // instance saying the same.
-func errorNamingNode(t *testing.T, c client.Client, g *graph.Graph, name, reason, node string) {
+func errorNamingNode(t *testing.T, c client.Client, g *graph.Graph, ns, name, reason, node string) {
 	t.Helper()
-	stateIs(t, c, g, "team", name, contract.StateError)
-	readyMessageMentions(t, c, g, "team", name, node+":")
+	stateIs(t, c, g, ns, name, contract.StateError)
+	readyMessageMentions(t, c, g, ns, name, node+":")
 	eventually(t, func() (bool, string) {
 		list := &eventsv1.EventList{}
-		if err := c.List(context.Background(), list, client.InNamespace("team")); err != nil {
+		if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
 		}
 		var seen []string

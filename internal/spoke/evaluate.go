@@ -65,10 +65,17 @@ type outcome struct {
 	full bool
 }
 
+// evaluator walks a member's graph for one instance: it evaluates each
+// node's expressions, has the applier write its children (or reads its
+// external reference, external.go) and gathers what each node got to in
+// an outcome, from which the instanceWriter writes status.
+type evaluator struct{ m *member }
+
 // evaluate walks the graph level by level, applying the nodes of one level
 // in parallel. A node runs only when every dependency is ready. full
 // bypasses the memory of unchanged applies.
-func (m *member) evaluate(inst *unstructured.Unstructured, full bool) *outcome {
+func (e evaluator) evaluate(inst *unstructured.Unstructured, full bool) *outcome {
+	m := e.m
 	budget := graph.NewBudget(m.g.Limits())
 	out := &outcome{
 		ctx: graph.WithBudget(m.ctx, budget), budget: budget,
@@ -77,11 +84,11 @@ func (m *member) evaluate(inst *unstructured.Unstructured, full bool) *outcome {
 	for _, level := range m.g.Levels {
 		results := make([]*nodeResult, len(level))
 		if len(level) == 1 {
-			results[0] = m.evalNodeSafely(inst, level[0], out)
+			results[0] = e.evalNodeSafely(inst, level[0], out)
 		} else {
 			var wg sync.WaitGroup
 			for i, n := range level {
-				wg.Go(func() { results[i] = m.evalNodeSafely(inst, n, out) })
+				wg.Go(func() { results[i] = e.evalNodeSafely(inst, n, out) })
 			}
 			wg.Wait()
 		}
@@ -122,16 +129,16 @@ func (o *outcome) resolved(id string) bool {
 	return r.state == nodeReady || r.state == nodeNotReady || r.state == nodeExcluded
 }
 
-func (m *member) evalNodeSafely(inst *unstructured.Unstructured, n *graph.Node, o *outcome) (r *nodeResult) {
+func (e evaluator) evalNodeSafely(inst *unstructured.Unstructured, n *graph.Node, o *outcome) (r *nodeResult) {
 	defer func() {
 		if p := recover(); p != nil {
 			r = failed(n, reasonEvaluationFailed, panicError("node "+n.ID, p))
 		}
 	}()
-	return m.evalNode(inst, n, o)
+	return e.evalNode(inst, n, o)
 }
 
-func (m *member) evalNode(inst *unstructured.Unstructured, n *graph.Node, o *outcome) *nodeResult {
+func (e evaluator) evalNode(inst *unstructured.Unstructured, n *graph.Node, o *outcome) *nodeResult {
 	if r := gate(n, o.nodes); r != nil {
 		return r
 	}
@@ -143,9 +150,9 @@ func (m *member) evalNode(inst *unstructured.Unstructured, n *graph.Node, o *out
 		return &nodeResult{state: nodeExcluded, message: fmt.Sprintf("%s: excluded by includeWhen", n.ID)}
 	}
 	if n.External {
-		return m.evalExternal(o.ctx, inst, n, o.vals)
+		return e.external(o.ctx, inst, n, o.vals)
 	}
-	return m.evalChildren(o.ctx, inst, n, o.vals, o.full)
+	return e.evalChildren(o.ctx, inst, n, o.vals, o.full)
 }
 
 // gate holds a node back while a dependency is excluded or not ready.
@@ -175,14 +182,14 @@ func gate(n *graph.Node, done map[string]*nodeResult) *nodeResult {
 // batch of rendered objects it has not applied yet. The children of every
 // node together are bounded by the graph's Limits (MaxChildren, counted by
 // Iterations; MaxRenderedBytes, counted by Render).
-func (m *member) evalChildren(ctx context.Context, inst *unstructured.Unstructured, n *graph.Node, vals graph.Values, full bool) *nodeResult {
+func (e evaluator) evalChildren(ctx context.Context, inst *unstructured.Unstructured, n *graph.Node, vals graph.Values, full bool) *nodeResult {
 	iterations, err := n.Iterations(ctx, vals)
 	if err != nil {
 		return evalError(n, "forEach", err)
 	}
 	r := &nodeResult{state: nodeReady}
 	items := make([]any, 0, len(iterations))
-	batch := m.renderBatch()
+	batch := e.renderBatch()
 	for start := 0; start < len(iterations); start += batch {
 		desired := make([]*unstructured.Unstructured, 0, batch)
 		for _, it := range iterations[start:min(start+batch, len(iterations))] {
@@ -194,7 +201,7 @@ func (m *member) evalChildren(ctx context.Context, inst *unstructured.Unstructur
 			}
 			desired = append(desired, u)
 		}
-		for _, a := range m.applyAll(inst, n, desired, full) {
+		for _, a := range e.applyAll(inst, n, desired, full) {
 			if a.err != nil {
 				return applyFailure(n, a, r)
 			}
@@ -203,13 +210,13 @@ func (m *member) evalChildren(ctx context.Context, inst *unstructured.Unstructur
 		}
 	}
 	r.observed = observedValue(n.Collection, items)
-	return m.readiness(ctx, n, vals, r, items)
+	return e.readiness(ctx, n, vals, r, items)
 }
 
 // renderBatch is how many children of one node are rendered before they
 // are applied: a few rounds of ItemConcurrency.
-func (m *member) renderBatch() int {
-	return 4 * max(m.c.opts.ItemConcurrency, 1)
+func (e evaluator) renderBatch() int {
+	return 4 * max(e.m.c.opts.ItemConcurrency, 1)
 }
 
 // applyFailure turns a child's apply error into the node's result: a
@@ -244,19 +251,19 @@ type appliedChild struct {
 
 // applyAll applies a node's children, up to Options.ItemConcurrency at
 // once, and returns the answers in the children's order.
-func (m *member) applyAll(inst *unstructured.Unstructured, n *graph.Node, desired []*unstructured.Unstructured, full bool) []appliedChild {
+func (e evaluator) applyAll(inst *unstructured.Unstructured, n *graph.Node, desired []*unstructured.Unstructured, full bool) []appliedChild {
 	out := make([]appliedChild, len(desired))
 	if len(desired) == 1 {
-		out[0] = m.applySafely(inst, n, desired[0], full)
+		out[0] = e.applySafely(inst, n, desired[0], full)
 		return out
 	}
-	sem := make(chan struct{}, m.c.opts.ItemConcurrency)
+	sem := make(chan struct{}, e.m.c.opts.ItemConcurrency)
 	var wg sync.WaitGroup
 	for i, u := range desired {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			out[i] = m.applySafely(inst, n, u, full)
+			out[i] = e.applySafely(inst, n, u, full)
 		})
 	}
 	wg.Wait()
@@ -264,19 +271,19 @@ func (m *member) applyAll(inst *unstructured.Unstructured, n *graph.Node, desire
 }
 
 // applySafely is applyChild with a panic turned into the child's error.
-func (m *member) applySafely(inst *unstructured.Unstructured, n *graph.Node, u *unstructured.Unstructured, full bool) (a appliedChild) {
+func (e evaluator) applySafely(inst *unstructured.Unstructured, n *graph.Node, u *unstructured.Unstructured, full bool) (a appliedChild) {
 	defer func() {
 		if p := recover(); p != nil {
 			a.entry = InventoryEntry{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Node: n.ID}
 			a.err = panicError("applying "+u.GetKind()+" "+u.GetName(), p)
 		}
 	}()
-	a.observed, a.entry, a.err = m.applyChild(inst, n, u, full)
+	a.observed, a.entry, a.err = e.m.applier.child(inst, n, u, full)
 	return a
 }
 
 // readiness evaluates readyWhen on every observed item.
-func (m *member) readiness(ctx context.Context, n *graph.Node, vals graph.Values, r *nodeResult, items []any) *nodeResult {
+func (e evaluator) readiness(ctx context.Context, n *graph.Node, vals graph.Values, r *nodeResult, items []any) *nodeResult {
 	for _, item := range items {
 		obj, _ := item.(map[string]any)
 		ready, err := n.Ready(ctx, vals, obj)

@@ -2,7 +2,6 @@ package spoke
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,10 +11,11 @@ import (
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
-// evalExternal reads an externalRef from the cluster's cache (watching its
-// kind), never writing it. A reference by name yields the object; one by
-// selector yields the list of matching objects.
-func (m *member) evalExternal(ctx context.Context, inst *unstructured.Unstructured, n *graph.Node, vals graph.Values) *nodeResult {
+// external reads an externalRef through a scoped informer of its own
+// (external_watch.go), never writing it. A reference by name yields the
+// object; one by selector yields the list of matching objects.
+func (e evaluator) external(ctx context.Context, inst *unstructured.Unstructured, n *graph.Node, vals graph.Values) *nodeResult {
+	m := e.m
 	ref, err := n.Ref(ctx, vals)
 	if err != nil {
 		return evalError(n, "externalRef", err)
@@ -44,14 +44,14 @@ func (m *member) evalExternal(ctx context.Context, inst *unstructured.Unstructur
 		resolved.selector = sel
 	}
 	// Refused before anything is watched or read (confine.go).
-	if err := m.confinedRef(inst, resolved, namespaced); err != nil {
+	if err := m.applier.confinedRef(inst, resolved, namespaced); err != nil {
 		return failed(n, reasonOutsideNamespace, err)
 	}
 	r := &nodeResult{state: nodeReady, refs: []resolvedRef{resolved}}
-	if err := m.ensureScoped(resolved); err != nil {
+	if err := m.refs.ensure(resolved); err != nil {
 		return failed(n, reasonEvaluationFailed, err)
 	}
-	items, err := m.readExternal(resolved)
+	items, err := m.refs.read(resolved)
 	if err != nil {
 		r.state, r.reason, r.err = nodeFailed, reasonEvaluationFailed, err
 		r.message = fmt.Sprintf("%s: reading external %s: %v", n.ID, ref.GVK.Kind, err)
@@ -64,27 +64,5 @@ func (m *member) evalExternal(ctx context.Context, inst *unstructured.Unstructur
 		return r
 	}
 	r.observed = observedValue(resolved.selector != nil, items)
-	return m.readiness(ctx, n, vals, r, items)
-}
-
-// readExternal returns the referenced objects from the reference's scoped
-// informer: nil when a reference by name finds nothing.
-func (m *member) readExternal(ref resolvedRef) ([]any, error) {
-	items, err := m.scopedItems(ref)
-	if errors.Is(err, errNotWatched) {
-		if err := m.ensureScoped(ref); err != nil {
-			return nil, err
-		}
-		items, err = m.scopedItems(ref)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if ref.selector == nil && len(items) == 0 {
-		return nil, nil
-	}
-	if items == nil {
-		items = []any{}
-	}
-	return items, nil
+	return e.readiness(ctx, n, vals, r, items)
 }

@@ -20,7 +20,6 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
-	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 // secretRefRGD reads one Secret by name and copies a value from it.
@@ -79,18 +78,19 @@ func (l *requestLog) matching(part string) []string {
 }
 
 func TestAnExternalRefWatchesOnlyWhatItNames(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
+	const ns = "secretref"
 	g := compile(t, secretRefRGD)
-	cfg := rest.CopyConfig(fleet.Spokes()[0].Config)
+	cfg := rest.CopyConfig(sharedFleet(t).Spokes()[0].Config)
 	c := newClient(t, cfg)
 	installCRD(t, c, g)
-	createNamespace(t, c, "team")
+	createNamespace(t, c, ns)
 	ctx, cancel := context.WithCancel(context.Background())
 	for _, name := range []string{"creds", "other"} {
 		s := &unstructured.Unstructured{Object: map[string]any{"stringData": map[string]any{"user": name}}}
 		s.SetAPIVersion("v1")
 		s.SetKind("Secret")
-		s.SetNamespace("team")
+		s.SetNamespace(ns)
 		s.SetName(name)
 		require.NoError(t, c.Create(ctx, s))
 	}
@@ -105,18 +105,18 @@ func TestAnExternalRefWatchesOnlyWhatItNames(t *testing.T) {
 	require.True(t, cl.GetCache().WaitForCacheSync(ctx))
 	rt := spoke.New(spoke.Options{})
 	wg.Go(func() { _ = rt.Start(ctx) })
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(t, rt.Engage(ctx, "", cl))
 
-	require.NoError(t, c.Create(ctx, newInstance(g, "team", "app", map[string]any{})))
-	stateIs(t, c, g, "team", "app", contract.StateActive)
-	configMapData(t, c, "team", "app-copy", "user", base64.StdEncoding.EncodeToString([]byte("creds")))
+	require.NoError(t, c.Create(ctx, newInstance(g, ns, "app", map[string]any{})))
+	stateIs(t, c, g, ns, "app", contract.StateActive)
+	configMapData(t, c, ns, "app-copy", "user", base64.StdEncoding.EncodeToString([]byte("creds")))
 
 	t.Run("a change to the referenced Secret still propagates", func(t *testing.T) {
 		require.NoError(t, c.Patch(ctx, &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"namespace": "team", "name": "creds"}}},
+			"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"namespace": ns, "name": "creds"}}},
 			client.RawPatch(types.MergePatchType, []byte(`{"stringData":{"user":"rotated"}}`))))
-		configMapData(t, c, "team", "app-copy", "user", base64.StdEncoding.EncodeToString([]byte("rotated")))
+		configMapData(t, c, ns, "app-copy", "user", base64.StdEncoding.EncodeToString([]byte("rotated")))
 	})
 
 	requests := log.matching("secrets")

@@ -24,7 +24,7 @@ import (
 // one that lists and watches only the matching objects. A reference to one
 // Secret so never puts the cluster's other Secrets in memory. An informer
 // runs while some instance's last evaluation referenced it, and stops when
-// none does (setRefs).
+// none does (externalRefs.set).
 
 // scopeKey names one scoped informer.
 type scopeKey struct {
@@ -48,14 +48,15 @@ type scoped struct {
 	users  map[types.NamespacedName]struct{} // instances whose references use it
 }
 
-// ensureScoped starts the informer for ref's scope if it is not running,
-// and waits until it has synced.
-func (m *member) ensureScoped(ref resolvedRef) error {
+// ensure starts the informer for ref's scope if it is not running, and
+// waits until it has synced.
+func (x *externalRefs) ensure(ref resolvedRef) error {
 	key := ref.scope()
-	return m.startOnce(key, func() error { return m.startScoped(key) })
+	return x.m.watches.start(key, func() error { return x.startScoped(key) })
 }
 
-func (m *member) startScoped(key scopeKey) error {
+func (x *externalRefs) startScoped(key scopeKey) error {
+	m := x.m
 	mapping, err := m.cl.GetRESTMapper().RESTMapping(key.gvk.GroupKind(), key.gvk.Version)
 	if err != nil {
 		return fmt.Errorf("kind %s is not served: %w", key.gvk, err)
@@ -64,8 +65,8 @@ func (m *member) startScoped(key scopeKey) error {
 	if err != nil {
 		return fmt.Errorf("watching %s: %w", key.gvk, err)
 	}
-	m.listenHealth(key.gvk)
-	inf := m.observedInformer(key.gvk, scopedListWatch(dyn.Resource(mapping.Resource).Namespace(key.namespace), key))
+	m.watches.health(key.gvk)
+	inf := m.watches.informer(key.gvk, scopedListWatch(dyn.Resource(mapping.Resource).Namespace(key.namespace), key))
 	if _, err := inf.AddEventHandler(externalHandler{m: m, gvk: key.gvk}); err != nil {
 		return fmt.Errorf("watching %s: %w", key.gvk, err)
 	}
@@ -77,9 +78,9 @@ func (m *member) startScoped(key scopeKey) error {
 		cancel()
 		return fmt.Errorf("watching %s: %w", key.gvk, m.ctx.Err())
 	}
-	m.mu.Lock()
-	m.scoped[key] = &scoped{store: inf.GetStore(), cancel: cancel, users: map[types.NamespacedName]struct{}{}}
-	m.mu.Unlock()
+	x.mu.Lock()
+	x.scoped[key] = &scoped{store: inf.GetStore(), cancel: cancel, users: map[types.NamespacedName]struct{}{}}
+	x.mu.Unlock()
 	return nil
 }
 
@@ -107,11 +108,11 @@ func scopedListWatch(res dynamic.ResourceInterface, key scopeKey) *toolscache.Li
 // left meanwhile).
 var errNotWatched = errors.New("external reference not watched")
 
-// scopedItems returns the objects ref's informer holds, copied.
-func (m *member) scopedItems(ref resolvedRef) ([]any, error) {
-	m.mu.Lock()
-	s := m.scoped[ref.scope()]
-	m.mu.Unlock()
+// items returns the objects ref's informer holds, copied.
+func (x *externalRefs) items(ref resolvedRef) ([]any, error) {
+	x.mu.Lock()
+	s := x.scoped[ref.scope()]
+	x.mu.Unlock()
 	if s == nil {
 		return nil, errNotWatched
 	}
@@ -142,25 +143,47 @@ func (m *member) scopedItems(ref resolvedRef) ([]any, error) {
 // others; a scope that loses its last user is stopped. (A scope started by
 // an evaluation whose references are not recorded yet has no user and runs
 // until one leaves it.)
-func (m *member) useScopesLocked(key types.NamespacedName, old, refs []resolvedRef) {
+func (x *externalRefs) useScopesLocked(key types.NamespacedName, old, refs []resolvedRef) {
 	keep := map[scopeKey]bool{}
 	for _, r := range refs {
 		keep[r.scope()] = true
-		if s := m.scoped[r.scope()]; s != nil {
+		if s := x.scoped[r.scope()]; s != nil {
 			s.users[key] = struct{}{}
 		}
 	}
 	for _, r := range old {
 		sk := r.scope()
-		s := m.scoped[sk]
+		s := x.scoped[sk]
 		if s == nil || keep[sk] {
 			continue
 		}
 		delete(s.users, key)
 		if len(s.users) == 0 {
 			s.cancel()
-			delete(m.scoped, sk)
-			delete(m.watches, sk)
+			delete(x.scoped, sk)
+			x.m.watches.drop(sk)
 		}
 	}
+}
+
+// read returns the referenced objects from the reference's scoped
+// informer: nil when a reference by name finds nothing.
+func (x *externalRefs) read(ref resolvedRef) ([]any, error) {
+	items, err := x.items(ref)
+	if errors.Is(err, errNotWatched) {
+		if err := x.ensure(ref); err != nil {
+			return nil, err
+		}
+		items, err = x.items(ref)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ref.selector == nil && len(items) == 0 {
+		return nil, nil
+	}
+	if items == nil {
+		items = []any{}
+	}
+	return items, nil
 }

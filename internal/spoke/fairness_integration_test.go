@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -61,6 +61,7 @@ func hangWritesIn(t *testing.T, c client.Client, ns string, timeout time.Duratio
 		}},
 	}
 	require.NoError(t, c.Create(context.Background(), cfg))
+	t.Cleanup(func() { _ = c.Delete(context.Background(), cfg) })
 	// The API server applies a new webhook within moments: wait until a
 	// write in ns is held.
 	probe := configMapRef(ns, "webhook-probe")
@@ -123,42 +124,43 @@ func p99(sorted []time.Duration) time.Duration {
 // webhook that stopped answering (the API server refuses the write after
 // the webhook's 2 s timeout), as when a tenant's policy webhook is down;
 // a tenant with thousands of children per instance, or children of a kind
-// whose API is slow, costs the workers the same.
+// whose API is slow, costs the workers the same. It measures time, so it
+// does not run in parallel with other tests.
 func TestAHeavyNamespaceDelaysOnlyItself(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	fleet := sharedFleet(t)
 	ctx := context.Background()
-	g := compile(t, pairRGD)
-	other := compile(t, strings.NewReplacer("name: pair", "name: pair-two", "kind: Pair", "kind: PairTwo").Replace(pairRGD))
-	c := newClient(t, fleet.Spokes()[0].Config)
+	g, other := compileAs(t, pairRGD, "fair"), compileAs(t, pairRGD, "fair-two")
+	const heavyNS, benign = "fair-heavy", "fair-benign"
+	s := fleet.Spokes()[0]
+	c := newClient(t, s.Config)
 	for _, gr := range []*graph.Graph{g, other} {
 		installCRD(t, c, gr)
 	}
-	for _, ns := range []string{"heavy", "benign"} {
+	for _, ns := range []string{heavyNS, benign} {
 		createNamespace(t, c, ns)
 	}
-	provider, err := fleet.NewProvider(ctx, spoke.TrimCache)
-	require.NoError(t, err)
+	provider, _ := providerFor(t, "fair", []*fgtesting.Cluster{s}, cacheopts.TrimCache)
 	rt := startRuntime(t, fleet, provider, spoke.Options{Workers: 8})
-	require.NoError(t, rt.Serve(g))
-	require.NoError(t, rt.Serve(other))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: other}))
 
 	// The benign tenant is there before the heavy one starts. (Instances
 	// of the two graphs have names of their own: children are named after
 	// them.)
-	timeToActive(t, c, g, "benign", "warm", 1)
-	timeToActive(t, c, other, "benign", "two-warm", 1)
+	timeToActive(t, c, g, benign, "warm", 1)
+	timeToActive(t, c, other, benign, "two-warm", 1)
 	const samples = 20
-	idle := latencies(t, c, g, "benign", "idle", samples)
-	idleOther := latencies(t, c, other, "benign", "two-idle", samples)
+	idle := latencies(t, c, g, benign, "idle", samples)
+	idleOther := latencies(t, c, other, benign, "two-idle", samples)
 
-	hook := hangWritesIn(t, c, "heavy", 2*time.Second)
+	hook := hangWritesIn(t, c, heavyNS, 2*time.Second)
 	const heavy = 16
 	for i := range heavy {
-		require.NoError(t, c.Create(ctx, newInstance(g, "heavy", fmt.Sprintf("heavy-%d", i), map[string]any{})))
+		require.NoError(t, c.Create(ctx, newInstance(g, heavyNS, fmt.Sprintf("heavy-%d", i), map[string]any{})))
 	}
 	eventually(t, func() (bool, string) {
 		errors := 0
-		for _, s := range activeStates(t, c, g, "heavy") {
+		for _, s := range activeStates(t, c, g, heavyNS) {
 			if s == contract.StateError {
 				errors++
 			}
@@ -169,8 +171,8 @@ func TestAHeavyNamespaceDelaysOnlyItself(t *testing.T) {
 
 	callsBefore := hook.calls.Load()
 	start := time.Now()
-	loaded := latencies(t, c, g, "benign", "loaded", samples)
-	loadedOther := latencies(t, c, other, "benign", "two-loaded", samples)
+	loaded := latencies(t, c, g, benign, "loaded", samples)
+	loadedOther := latencies(t, c, other, benign, "two-loaded", samples)
 	elapsed := time.Since(start)
 	held := hook.calls.Load() - callsBefore
 

@@ -67,112 +67,119 @@ func ourConfigMaps(t testing.TB, c client.Client, ns string) []string {
 }
 
 func TestSpokesRunTheSameGraphIndependently(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 2)
+	t.Parallel()
+	fleet := sharedFleet(t)
 	ctx := context.Background()
-	g := compile(t, pairRGD)
+	const ns = "independent"
+	g := compileAs(t, pairRGD, ns)
 	a, b := newClient(t, fleet.Spokes()[0].Config), newClient(t, fleet.Spokes()[1].Config)
 	for _, c := range []client.Client{a, b} {
 		installCRD(t, c, g)
-		createNamespace(t, c, "team")
+		createNamespace(t, c, ns)
 	}
-	provider, err := fleet.NewProvider(ctx)
-	require.NoError(t, err)
+	provider, clusters := providerFor(t, ns, fleet.Spokes())
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 
-	require.NoError(t, a.Create(ctx, newInstance(g, "team", "one", map[string]any{"value": "on-a"})))
-	configMapData(t, a, "team", "one-right", "value", "on-a")
-	stateIs(t, a, g, "team", "one", contract.StateActive)
-	assert.Empty(t, ourConfigMaps(t, b, "team"), "an instance on spoke A must create nothing on spoke B")
+	require.NoError(t, a.Create(ctx, newInstance(g, ns, "one", map[string]any{"value": "on-a"})))
+	configMapData(t, a, ns, "one-right", "value", "on-a")
+	stateIs(t, a, g, ns, "one", contract.StateActive)
+	assert.Empty(t, ourConfigMaps(t, b, ns), "an instance on spoke A must create nothing on spoke B")
 
-	require.NoError(t, b.Create(ctx, newInstance(g, "team", "two", map[string]any{"value": "on-b"})))
-	configMapData(t, b, "team", "two-right", "value", "on-b")
-	assert.Equal(t, []string{"one-left", "one-right"}, ourConfigMaps(t, a, "team"))
-	assert.Equal(t, []string{"two-left", "two-right"}, ourConfigMaps(t, b, "team"))
+	require.NoError(t, b.Create(ctx, newInstance(g, ns, "two", map[string]any{"value": "on-b"})))
+	configMapData(t, b, ns, "two-right", "value", "on-b")
+	assert.Equal(t, []string{"one-left", "one-right"}, ourConfigMaps(t, a, ns))
+	assert.Equal(t, []string{"two-left", "two-right"}, ourConfigMaps(t, b, ns))
 	eventually(t, func() (bool, string) {
-		counts := rt.Counts("pair")
+		counts := rt.Counts(g.Name)
 		want := map[multicluster.ClusterName]spoke.Count{
-			multicluster.ClusterName(fleet.Spokes()[0].Name): {Total: 1, Ready: 1},
-			multicluster.ClusterName(fleet.Spokes()[1].Name): {Total: 1, Ready: 1},
+			clusters[0]: {Total: 1, Ready: 1},
+			clusters[1]: {Total: 1, Ready: 1},
 		}
 		return assert.ObjectsAreEqual(want, counts), fmt.Sprintf("counts %v", counts)
 	})
 }
 
 func TestGraphServedAfterStartReachesEngagedClusters(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
+	fleet := sharedFleet(t)
 	ctx := context.Background()
-	g := compile(t, pairRGD)
-	c := newClient(t, fleet.Spokes()[0].Config)
+	const ns = "served-late"
+	g := compileAs(t, pairRGD, ns)
+	s := fleet.Spokes()[0]
+	c := newClient(t, s.Config)
 	installCRD(t, c, g)
-	createNamespace(t, c, "team")
-	require.NoError(t, c.Create(ctx, newInstance(g, "team", "early", map[string]any{"value": "x"})))
-	provider, err := fleet.NewProvider(ctx)
-	require.NoError(t, err)
+	createNamespace(t, c, ns)
+	require.NoError(t, c.Create(ctx, newInstance(g, ns, "early", map[string]any{"value": "x"})))
+	provider, _ := providerFor(t, ns, []*fgtesting.Cluster{s})
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
 	eventually(t, func() (bool, string) {
 		return len(rt.Clusters()) == 1, fmt.Sprintf("engaged: %v", rt.Clusters())
 	})
 
-	require.NoError(t, rt.Serve(g))
-	configMapData(t, c, "team", "early-right", "value", "x")
-	stateIs(t, c, g, "team", "early", contract.StateActive)
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
+	configMapData(t, c, ns, "early-right", "value", "x")
+	stateIs(t, c, g, ns, "early", contract.StateActive)
 
 	t.Run("a stopped graph no longer reconciles", func(t *testing.T) {
-		rt.Stop("pair")
-		require.Nil(t, rt.Counts("pair"))
-		require.NoError(t, c.Delete(ctx, configMapRef("team", "early-left")))
-		gone(t, c, "team", "early-left")
-		require.NoError(t, rt.Serve(g))
-		configMapData(t, c, "team", "early-left", "value", "x")
+		rt.Stop(g.Name)
+		require.Nil(t, rt.Counts(g.Name))
+		require.NoError(t, c.Delete(ctx, configMapRef(ns, "early-left")))
+		gone(t, c, ns, "early-left")
+		require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
+		configMapData(t, c, ns, "early-left", "value", "x")
 	})
 }
 
+// TestRemovedSpokeStopsItsWorkWithoutLeaks counts every goroutine of the
+// process, so it does not run in parallel with other tests.
 func TestRemovedSpokeStopsItsWorkWithoutLeaks(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	fleet := sharedFleet(t)
 	ctx := context.Background()
-	g := compile(t, pairRGD)
-	provider, err := fleet.NewProvider(ctx)
-	require.NoError(t, err)
+	const ns = "removed"
+	g := compileAs(t, pairRGD, ns)
+	first, second := fleet.Spokes()[0], fleet.Spokes()[1]
+	provider, clusters := providerFor(t, ns, []*fgtesting.Cluster{first})
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	eventually(t, func() (bool, string) {
 		return len(rt.Clusters()) == 1, fmt.Sprintf("engaged: %v", rt.Clusters())
 	})
 
-	extra, err := fleet.AddSpoke()
-	require.NoError(t, err)
-	c := newClient(t, extra.Config)
+	// The spoke to remove: the fleet's second, under a name of its own.
+	c := newClient(t, second.Config)
 	installCRD(t, c, g)
-	createNamespace(t, c, "team")
+	createNamespace(t, c, ns)
 	for i := range 20 {
-		require.NoError(t, c.Create(ctx, newInstance(g, "team", fmt.Sprintf("i%02d", i), map[string]any{})))
+		require.NoError(t, c.Create(ctx, newInstance(g, ns, fmt.Sprintf("i%02d", i), map[string]any{})))
 	}
+	extra := ns + "-leaving"
 
 	// Everything started from here on must be gone once the spoke is removed.
 	ignore := goleak.IgnoreCurrent()
-	require.NoError(t, provider.AddConfig(ctx, extra.Name, extra.Config))
-	configMapData(t, c, "team", "i00-left", "value", "a") // reconciling has begun
-	provider.Remove(extra.Name)
+	require.NoError(t, provider.AddConfig(ctx, extra, second.Config))
+	configMapData(t, c, ns, "i00-left", "value", "a") // reconciling has begun
+	provider.Remove(extra)
 	eventually(t, func() (bool, string) {
-		return !slices.Contains(rt.Clusters(), multicluster.ClusterName(extra.Name)), fmt.Sprintf("engaged: %v", rt.Clusters())
+		return !slices.Contains(rt.Clusters(), multicluster.ClusterName(extra)), fmt.Sprintf("engaged: %v", rt.Clusters())
 	})
 	// The Runtime and the graph's controller each let go of the cluster
 	// when its context ends, independently of each other.
 	eventually(t, func() (bool, string) {
-		_, served := rt.Counts("pair")[multicluster.ClusterName(extra.Name)]
+		_, served := rt.Counts(g.Name)[multicluster.ClusterName(extra)]
 		return !served, "the removed spoke is still counted"
 	})
 	goleak.VerifyNone(t, append(upstreamLeaks, ignore)...)
 
 	// The remaining spoke is still served.
-	first := newClient(t, fleet.Spokes()[0].Config)
-	installCRD(t, first, g)
-	createNamespace(t, first, "team")
-	require.NoError(t, first.Create(ctx, newInstance(g, "team", "still", map[string]any{})))
-	configMapData(t, first, "team", "still-right", "value", "a")
-	_, err = configMap(c, "team", "still-left")
+	fc := newClient(t, first.Config)
+	installCRD(t, fc, g)
+	createNamespace(t, fc, ns)
+	require.NoError(t, fc.Create(ctx, newInstance(g, ns, "still", map[string]any{})))
+	configMapData(t, fc, ns, "still-right", "value", "a")
+	_, err := configMap(c, ns, "still-left")
 	require.True(t, apierrors.IsNotFound(err))
+	require.Equal(t, []multicluster.ClusterName{clusters[0]}, rt.Clusters())
 }
 
 const soloRGD = `
@@ -203,34 +210,36 @@ spec:
 // getting events: a deleted child is put back at once (the resync is ten
 // minutes away), through a graph stopping and being served again.
 func TestGraphsOnOneClusterShareChildWatches(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
+	fleet := sharedFleet(t)
 	ctx := context.Background()
-	pair, solo := compile(t, pairRGD), compile(t, soloRGD)
-	c := newClient(t, fleet.Spokes()[0].Config)
+	const ns = "sharing"
+	pair, solo := compileAs(t, pairRGD, ns+"-pair"), compileAs(t, soloRGD, ns+"-solo")
+	s := fleet.Spokes()[0]
+	c := newClient(t, s.Config)
 	installCRD(t, c, pair)
 	installCRD(t, c, solo)
-	createNamespace(t, c, "team")
-	provider, err := fleet.NewProvider(ctx)
-	require.NoError(t, err)
+	createNamespace(t, c, ns)
+	provider, _ := providerFor(t, ns, []*fgtesting.Cluster{s})
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
-	require.NoError(t, rt.Serve(pair))
-	require.NoError(t, c.Create(ctx, newInstance(pair, "team", "p", map[string]any{"value": "x"})))
-	stateIs(t, c, pair, "team", "p", contract.StateActive)
+	require.NoError(t, rt.Serve(spoke.Version{Graph: pair}))
+	require.NoError(t, c.Create(ctx, newInstance(pair, ns, "p", map[string]any{"value": "x"})))
+	stateIs(t, c, pair, ns, "p", contract.StateActive)
 
-	require.NoError(t, rt.Serve(solo))
-	require.NoError(t, c.Create(ctx, newInstance(solo, "team", "s", map[string]any{"value": "y"})))
-	stateIs(t, c, solo, "team", "s", contract.StateActive)
+	require.NoError(t, rt.Serve(spoke.Version{Graph: solo}))
+	require.NoError(t, c.Create(ctx, newInstance(solo, ns, "s", map[string]any{"value": "y"})))
+	stateIs(t, c, solo, ns, "s", contract.StateActive)
 	putBack := func(name, value string) {
 		t.Helper()
-		require.NoError(t, c.Delete(ctx, configMapRef("team", name)))
-		configMapData(t, c, "team", name, "value", value)
+		require.NoError(t, c.Delete(ctx, configMapRef(ns, name)))
+		configMapData(t, c, ns, name, "value", value)
 	}
 	putBack("s-solo", "y")
 	putBack("p-left", "x")
 
-	rt.Stop("solo")
+	rt.Stop(solo.Name)
 	putBack("p-left", "x")
-	require.NoError(t, rt.Serve(solo))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: solo}))
 	putBack("s-solo", "y")
 	putBack("p-right", "x")
 }

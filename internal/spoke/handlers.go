@@ -96,7 +96,7 @@ func (h childHandler) OnDelete(obj any) {
 	if !ok {
 		return
 	}
-	h.m.childDeleted(key)
+	h.m.memory.deleted(key)
 	h.m.dropChild(key)
 	h.m.enqueue(owner)
 }
@@ -111,7 +111,7 @@ func (h childHandler) observed(obj any) {
 		h.m.recordChild(key, types.UID(meta.Labels[contract.LabelInstanceUID]), meta.Labels[contract.LabelNodeID], meta.UID)
 	}
 	owner, ok := h.owner(key, meta)
-	if ok && h.m.childObserved(key, meta.ResourceVersion) {
+	if ok && h.m.memory.observed(key, meta.ResourceVersion) {
 		h.m.enqueue(owner)
 	}
 }
@@ -129,13 +129,13 @@ func (h childHandler) labelled(meta *metav1.PartialObjectMetadata) bool {
 // by our records of that very object (same UID).
 func (h childHandler) owner(key childKey, meta *metav1.PartialObjectMetadata) (types.NamespacedName, bool) {
 	if h.labelled(meta) {
-		return h.m.ownerOf(meta.Labels)
+		return h.m.instances.ownerOf(meta.Labels)
 	}
-	c, ok := h.m.indexed(key)
+	c, ok := h.m.owned.indexed(key)
 	if !ok || (c.uid != "" && c.uid != meta.UID) {
 		return types.NamespacedName{}, false
 	}
-	return h.m.instanceOf(c.owner)
+	return h.m.instances.instanceOf(c.owner)
 }
 
 // externalHandler requeues the instances whose external references match
@@ -153,7 +153,7 @@ func (h externalHandler) changed(obj any) {
 	if !ok {
 		return
 	}
-	for _, key := range h.m.referrers(h.gvk, u) {
+	for _, key := range h.m.refs.referrers(h.gvk, u) {
 		h.m.enqueue(key)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,10 +16,10 @@ import (
 // patchFinalizers writes the instance's finalizers in a merge patch guarded
 // by the resourceVersion we read: a stale copy fails with errConflict rather
 // than drop someone else's finalizer. It returns the instance as written.
-func (m *member) patchFinalizers(inst *unstructured.Unstructured, finalizers []string) (*unstructured.Unstructured, error) {
+func (w instanceWriter) patchFinalizers(inst *unstructured.Unstructured, finalizers []string) (*unstructured.Unstructured, error) {
 	patch := map[string]any{"metadata": map[string]any{
 		"resourceVersion": inst.GetResourceVersion(), "finalizers": finalizers}}
-	return m.patchInstance(inst, patch, false)
+	return w.patchInstance(inst, patch, false)
 }
 
 // adopt writes our finalizer and the graph's child kinds, in one patch
@@ -28,25 +27,26 @@ func (m *member) patchFinalizers(inst *unstructured.Unstructured, finalizers []s
 // must be in place before any child is applied. Where the API server runs
 // our admission policy (contract.AdmissionPolicy), new instances arrive with both and
 // adopt writes nothing.
-func (m *member) adopt(inst *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (w instanceWriter) adopt(inst *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	metadata := map[string]any{}
 	if !slices.Contains(inst.GetFinalizers(), contract.Finalizer) {
 		metadata["finalizers"] = append(inst.GetFinalizers(), contract.Finalizer)
 	}
 	have := contract.ChildKinds(inst)
-	if missing := m.missingKinds(have); len(missing) > 0 {
+	if missing := w.m.kinds.missing(have); len(missing) > 0 {
 		metadata["annotations"] = map[string]any{contract.AnnotationChildKinds: contract.EncodeChildKinds(append(have, missing...))}
 	}
 	if len(metadata) == 0 {
 		return inst, nil
 	}
 	metadata["resourceVersion"] = inst.GetResourceVersion()
-	return m.patchInstance(inst, map[string]any{"metadata": metadata}, false)
+	return w.patchInstance(inst, map[string]any{"metadata": metadata}, false)
 }
 
 // patchInstance sends a merge patch to the instance or its status and
 // remembers the result until the cache catches up.
-func (m *member) patchInstance(inst *unstructured.Unstructured, patch map[string]any, status bool) (*unstructured.Unstructured, error) {
+func (w instanceWriter) patchInstance(inst *unstructured.Unstructured, patch map[string]any, status bool) (*unstructured.Unstructured, error) {
+	m := w.m
 	data, err := json.Marshal(patch)
 	if err != nil {
 		return nil, fmt.Errorf("encoding patch: %w", err)
@@ -67,8 +67,6 @@ func (m *member) patchInstance(inst *unstructured.Unstructured, patch map[string
 	if err != nil {
 		return nil, fmt.Errorf("patching instance %s: %w", keyOf(inst), err)
 	}
-	m.remember(out)
+	m.instances.remember(out)
 	return out, nil
 }
-
-func isNoMatch(err error) bool { return err != nil && meta.IsNoMatchError(err) }

@@ -47,11 +47,21 @@ func entryOf(key childKey, node string) InventoryEntry {
 	return InventoryEntry{APIVersion: apiVersion, Kind: kind, Namespace: key.namespace, Name: key.name, Node: node}
 }
 
-// missingKinds returns the graph's kinds that have (sorted, as contract.ChildKinds
-// returns them) lacks.
-func (m *member) missingKinds(have []schema.GroupVersionKind) []schema.GroupVersionKind {
+// kindSet is a sorted list of kinds without duplicates, as
+// contract.GraphKinds returns them.
+type kindSet []schema.GroupVersionKind
+
+// has reports whether k is in the set.
+func (s kindSet) has(k schema.GroupVersionKind) bool {
+	_, found := slices.BinarySearchFunc(s, k, contract.CompareKinds)
+	return found
+}
+
+// missing returns the kinds of the set that have (sorted, as
+// contract.ChildKinds returns them) lacks.
+func (s kindSet) missing(have []schema.GroupVersionKind) []schema.GroupVersionKind {
 	var out []schema.GroupVersionKind
-	for _, k := range m.kinds {
+	for _, k := range s {
 		if _, found := slices.BinarySearchFunc(have, k, contract.CompareKinds); !found {
 			out = append(out, k)
 		}
@@ -63,16 +73,17 @@ func (m *member) missingKinds(have []schema.GroupVersionKind) []schema.GroupVers
 // graph's kinds show with its UID, those we applied and the cache has not
 // shown yet, and those of the other kinds the instance lists (extraKinds).
 // A kind the cluster no longer serves has no children.
-func (m *member) inventory(inst *unstructured.Unstructured) ([]InventoryEntry, error) {
+func (r reconciler) inventory(inst *unstructured.Unstructured) ([]InventoryEntry, error) {
+	m := r.m
 	for _, k := range m.kinds {
-		if err := m.ensureWatch(k); err != nil && !isNoMatch(err) {
+		if err := m.watches.childKind(k); err != nil && !isNoMatch(err) {
 			return nil, err
 		}
 	}
-	if err := m.extraKinds(inst); err != nil {
+	if err := r.extraKinds(inst); err != nil {
 		return nil, err
 	}
-	return m.ownedBy(inst.GetUID()), nil
+	return m.owned.ownedBy(inst.GetUID()), nil
 }
 
 // extraKinds finds the instance's children of kinds it lists in
@@ -81,10 +92,11 @@ func (m *member) inventory(inst *unstructured.Unstructured) ([]InventoryEntry, e
 // kinds are never watched: each is listed once per instance, selecting on
 // the graph's and the instance's labels, and what is found is recorded in
 // the owned index to be pruned.
-func (m *member) extraKinds(inst *unstructured.Unstructured) error {
+func (r reconciler) extraKinds(inst *unstructured.Unstructured) error {
+	m := r.m
 	uid := inst.GetUID()
 	for _, k := range contract.ChildKinds(inst) {
-		if m.graphKind(k) || m.wasListed(uid, k) {
+		if m.kinds.has(k) || m.owned.wasListed(uid, k) {
 			continue
 		}
 		list := &metav1.PartialObjectMetadataList{}
@@ -99,30 +111,9 @@ func (m *member) extraKinds(inst *unstructured.Unstructured) error {
 		for _, o := range list.Items {
 			m.recordChild(newChildKey(k, o.Namespace, o.Name), uid, o.Labels[contract.LabelNodeID], o.UID)
 		}
-		m.markListed(uid, k)
+		m.owned.markListed(uid, k)
 	}
 	return nil
-}
-
-// graphKind reports whether the graph renders children of kind k.
-func (m *member) graphKind(k schema.GroupVersionKind) bool {
-	_, found := slices.BinarySearchFunc(m.kinds, k, contract.CompareKinds)
-	return found
-}
-
-func (m *member) wasListed(uid types.UID, k schema.GroupVersionKind) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.listed[uid][k]
-}
-
-func (m *member) markListed(uid types.UID, k schema.GroupVersionKind) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.listed[uid] == nil {
-		m.listed[uid] = map[schema.GroupVersionKind]bool{}
-	}
-	m.listed[uid][k] = true
 }
 
 // toPrune returns the current children this reconcile's outcome no longer

@@ -12,7 +12,7 @@ import (
 // (shareLocked): a cluster that has its share of reconciles in flight has
 // further requests parked until one of its own ends, so that the workers
 // left serve the other clusters. Within a cluster, the share is divided
-// among namespaces in the same way (slots.go).
+// among namespaces in the same way (package fair).
 
 // callCtx bounds one call to the member's cluster by Options.CallTimeout.
 func (m *member) callCtx() (context.Context, context.CancelFunc) {

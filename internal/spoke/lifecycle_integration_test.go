@@ -97,32 +97,31 @@ spec:
 `
 
 func TestInstanceLifecycle(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
-	ctx := context.Background()
+	t.Parallel()
+	fleet := sharedFleet(t)
 	g := compile(t, chainRGD)
-	spokeCfg := fleet.Spokes()[0].Config
-	c := newClient(t, spokeCfg)
+	s := fleet.Spokes()[0]
+	c := newClient(t, s.Config)
 	installCRD(t, c, g)
-	provider, err := fleet.NewProvider(ctx)
-	require.NoError(t, err)
+	provider, clusters := providerFor(t, "chain", []*fgtesting.Cluster{s})
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 
 	t.Run("stamped by the runtime", func(t *testing.T) {
-		lifecycle(t, fleet, rt, c, g, "team", false)
+		lifecycle(t, s.Config, clusters[0], rt, c, g, "chain", false)
 	})
 	installAdmissionPolicy(t, c, g, map[string]any{})
 	t.Run("stamped at admission", func(t *testing.T) {
-		lifecycle(t, fleet, rt, c, g, "stamped", true)
+		lifecycle(t, s.Config, clusters[0], rt, c, g, "chain-stamped", true)
 	})
 }
 
-// lifecycle takes one instance in ns through its whole life. With
-// admission, the admission policy is installed and the instance must come
-// back from its create with the finalizer and child kinds already set.
-func lifecycle(t *testing.T, fleet *fgtesting.Fleet, rt *spoke.Runtime, c client.Client, g *graph.Graph, ns string, admission bool) {
+// lifecycle takes one instance in ns through its whole life, on the
+// spoke spokeCfg reaches, which rt serves as cluster. With admission, the
+// admission policy is installed and the instance must come back from its
+// create with the finalizer and child kinds already set.
+func lifecycle(t *testing.T, spokeCfg *rest.Config, cluster multicluster.ClusterName, rt *spoke.Runtime, c client.Client, g *graph.Graph, ns string, admission bool) {
 	ctx := context.Background()
-	spokeCfg := fleet.Spokes()[0].Config
 	createNamespace(t, c, ns)
 	inst := newInstance(g, ns, "demo", map[string]any{"value": "a", "items": []any{"x", "y"}})
 	require.NoError(t, c.Create(ctx, inst))
@@ -140,7 +139,7 @@ func lifecycle(t *testing.T, fleet *fgtesting.Fleet, rt *spoke.Runtime, c client
 		cm, err := configMap(c, ns, "demo-second")
 		require.NoError(t, err)
 		l := cm.GetLabels()
-		assert.Equal(t, "chain", l[contract.LabelGraph])
+		assert.Equal(t, g.Name, l[contract.LabelGraph])
 		assert.Equal(t, "second", l[contract.LabelNodeID])
 		assert.Equal(t, "demo", l[contract.LabelInstanceName])
 		assert.Equal(t, ns, l[contract.LabelInstanceNamespace])
@@ -151,7 +150,7 @@ func lifecycle(t *testing.T, fleet *fgtesting.Fleet, rt *spoke.Runtime, c client
 		assert.Equal(t, "v1/ConfigMap", got.GetAnnotations()[contract.AnnotationChildKinds])
 		name, _, _ := unstructured.NestedString(got.Object, "status", "firstName")
 		assert.Equal(t, "demo-first", name)
-		assert.Equal(t, spoke.Count{Total: 1, Ready: 1}, rt.Counts("chain")[multicluster.ClusterName(fleet.Spokes()[0].Name)])
+		assert.Equal(t, spoke.Count{Total: 1, Ready: 1}, rt.Counts(g.Name)[cluster])
 	})
 
 	t.Run("updating the instance updates every child down the chain", func(t *testing.T) {
@@ -322,41 +321,42 @@ const twoKindsRGD = oneKindRGD + `  - id: secret
 `
 
 func TestDroppedKindIsPrunedAfterRestart(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
+	fleet := sharedFleet(t)
 	ctx := context.Background()
-	v1 := compile(t, twoKindsRGD)
-	c := newClient(t, fleet.Spokes()[0].Config)
+	const ns = "dropped"
+	v1 := compileAs(t, twoKindsRGD, ns)
+	s := fleet.Spokes()[0]
+	c := newClient(t, s.Config)
 	installCRD(t, c, v1)
-	createNamespace(t, c, "team")
+	createNamespace(t, c, ns)
 
-	provider, err := fleet.NewProvider(ctx)
-	require.NoError(t, err)
+	provider, _ := providerFor(t, ns, []*fgtesting.Cluster{s})
 	rt, stop := runRuntime(t, fleet, provider, spoke.Options{})
 	t.Cleanup(stop)
-	require.NoError(t, rt.Serve(v1))
-	require.NoError(t, c.Create(ctx, newInstance(v1, "team", "demo", map[string]any{})))
-	stateIs(t, c, v1, "team", "demo", contract.StateActive)
+	require.NoError(t, rt.Serve(spoke.Version{Graph: v1}))
+	require.NoError(t, c.Create(ctx, newInstance(v1, ns, "demo", map[string]any{})))
+	stateIs(t, c, v1, ns, "demo", contract.StateActive)
 	secret := &corev1.Secret{}
-	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: "team", Name: "demo-secret"}, secret))
-	got, err := getInstance(t, c, v1, "team", "demo")
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "demo-secret"}, secret))
+	got, err := getInstance(t, c, v1, ns, "demo")
 	require.NoError(t, err)
 	assert.Equal(t, "v1/ConfigMap,v1/Secret", got.GetAnnotations()[contract.AnnotationChildKinds])
 	stop()
 
 	// A new process serves the next version, which has no Secret: nothing
 	// in memory says the instance ever had one, only its child kinds do.
-	v2 := compile(t, oneKindRGD)
+	v2 := compileAs(t, oneKindRGD, ns)
 	require.Len(t, v2.Nodes, 1)
-	provider2, err := fleet.NewProvider(ctx)
-	require.NoError(t, err)
+	provider2, _ := providerFor(t, ns, []*fgtesting.Cluster{s})
 	rt2 := startRuntime(t, fleet, provider2, spoke.Options{})
-	require.NoError(t, rt2.Serve(v2))
+	require.NoError(t, rt2.Serve(spoke.Version{Graph: v2}))
 	eventually(t, func() (bool, string) {
-		err := c.Get(ctx, types.NamespacedName{Namespace: "team", Name: "demo-secret"}, &corev1.Secret{})
+		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "demo-secret"}, &corev1.Secret{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("Secret still there (%v)", err)
 	})
-	configMapData(t, c, "team", "demo-config", "value", "a")
-	stateIs(t, c, v2, "team", "demo", contract.StateActive)
+	configMapData(t, c, ns, "demo-config", "value", "a")
+	stateIs(t, c, v2, ns, "demo", contract.StateActive)
 }
 
 const itemsRGD = `
@@ -415,12 +415,13 @@ func (a *applyLatency) max() int {
 }
 
 func TestForEachItemsAreAppliedConcurrently(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
+	const ns = "items"
 	g := compile(t, itemsRGD)
-	cfg := rest.CopyConfig(fleet.Spokes()[0].Config)
+	cfg := rest.CopyConfig(sharedFleet(t).Spokes()[0].Config)
 	c := newClient(t, cfg)
 	installCRD(t, c, g)
-	createNamespace(t, c, "team")
+	createNamespace(t, c, ns)
 
 	latency := &applyLatency{}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { latency.next = rt; return latency }
@@ -433,14 +434,14 @@ func TestForEachItemsAreAppliedConcurrently(t *testing.T) {
 	require.True(t, cl.GetCache().WaitForCacheSync(ctx))
 	rt := spoke.New(spoke.Options{ItemConcurrency: 3})
 	wg.Go(func() { _ = rt.Start(ctx) })
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(t, rt.Engage(ctx, "", cl))
 
 	names := []any{"a", "b", "c", "d", "e", "f"}
-	require.NoError(t, c.Create(ctx, newInstance(g, "team", "demo", map[string]any{"names": names})))
-	stateIs(t, c, g, "team", "demo", contract.StateActive)
+	require.NoError(t, c.Create(ctx, newInstance(g, ns, "demo", map[string]any{"names": names})))
+	stateIs(t, c, g, ns, "demo", contract.StateActive)
 	for _, n := range names {
-		configMapData(t, c, "team", "demo-"+n.(string), "name", n.(string))
+		configMapData(t, c, ns, "demo-"+n.(string), "name", n.(string))
 	}
 	// Serial applies would never overlap; unbounded ones would reach six.
 	assert.GreaterOrEqual(t, latency.max(), 2, "the items are applied concurrently")

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -51,21 +52,22 @@ spec:
         i: ${string(i)}
 `
 
-// servedWithLimits serves boundedRGD, compiled with lim, on one spoke.
+// servedWithLimits serves boundedRGD, compiled with lim, on the shared
+// fleet's first spoke, in namespace bounded.
 func servedWithLimits(t *testing.T, lim graph.Limits) (client.Client, *graph.Graph) {
 	t.Helper()
 	rgd := &v1alpha1.ResourceGraphDefinition{}
 	require.NoError(t, yaml.Unmarshal([]byte(boundedRGD), rgd))
 	g, err := graph.Compile(rgd, graph.Options{Limits: lim})
 	require.NoError(t, err)
-	fleet := fgtesting.StartFleet(t, 1)
-	c := newClient(t, fleet.Spokes()[0].Config)
+	fleet := sharedFleet(t)
+	s := fleet.Spokes()[0]
+	c := newClient(t, s.Config)
 	installCRD(t, c, g)
-	createNamespace(t, c, "team")
-	provider, err := fleet.NewProvider(context.Background(), spoke.TrimCache)
-	require.NoError(t, err)
+	createNamespace(t, c, "bounded")
+	provider, _ := providerFor(t, "bounded", []*fgtesting.Cluster{s}, cacheopts.TrimCache)
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	return c, g
 }
 
@@ -74,39 +76,40 @@ func servedWithLimits(t *testing.T, lim graph.Limits) (client.Client, *graph.Gra
 // expression and the limit; the process lives on, and a benign instance
 // of the same graph is served as before.
 func TestBoundedInstancesGoToErrorAndOthersKeepWorking(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, g := servedWithLimits(t, graph.Limits{MaxChildren: 5})
 
-	require.NoError(t, c.Create(ctx, newInstance(g, "team", "benign", map[string]any{"size": int64(2)})))
+	require.NoError(t, c.Create(ctx, newInstance(g, "bounded", "benign", map[string]any{"size": int64(2)})))
 
 	t.Run("lists.range of 2^40", func(t *testing.T) {
-		require.NoError(t, c.Create(ctx, newInstance(g, "team", "huge", map[string]any{"size": int64(1) << 40})))
+		require.NoError(t, c.Create(ctx, newInstance(g, "bounded", "huge", map[string]any{"size": int64(1) << 40})))
 		limitExceeded(t, c, g, "huge", "pieces:", "lists.range", "Limits.MaxValueBytes")
 	})
 	t.Run("more children than MaxChildren", func(t *testing.T) {
-		require.NoError(t, c.Create(ctx, newInstance(g, "team", "many", map[string]any{"size": int64(6)})))
+		require.NoError(t, c.Create(ctx, newInstance(g, "bounded", "many", map[string]any{"size": int64(6)})))
 		limitExceeded(t, c, g, "many", "pieces:", "Limits.MaxChildren")
 		list := &corev1.ConfigMapList{}
-		require.NoError(t, c.List(ctx, list, client.InNamespace("team"), client.MatchingLabels{contract.LabelInstanceName: "many"}))
+		require.NoError(t, c.List(ctx, list, client.InNamespace("bounded"), client.MatchingLabels{contract.LabelInstanceName: "many"}))
 		assert.Empty(t, list.Items, "no child is rendered once the count is past the limit")
 	})
 	t.Run("a status past MaxStatusBytes", func(t *testing.T) {
 		spec := map[string]any{"copies": int64(2000), "blob": strings.Repeat("x", 1024)}
-		require.NoError(t, c.Create(ctx, newInstance(g, "team", "wordy", spec)))
+		require.NoError(t, c.Create(ctx, newInstance(g, "bounded", "wordy", spec)))
 		limitExceeded(t, c, g, "wordy", "status:", "Limits.MaxStatusBytes")
 	})
 
-	stateIs(t, c, g, "team", "benign", contract.StateActive)
-	configMapData(t, c, "team", "benign-1", "i", "1")
+	stateIs(t, c, g, "bounded", "benign", contract.StateActive)
+	configMapData(t, c, "bounded", "benign-1", "i", "1")
 }
 
 // limitExceeded waits until the instance is in ERROR with a Ready
 // condition of reason LimitExceeded whose message says each of want.
 func limitExceeded(t *testing.T, c client.Client, g *graph.Graph, name string, want ...string) {
 	t.Helper()
-	stateIs(t, c, g, "team", name, contract.StateError)
+	stateIs(t, c, g, "bounded", name, contract.StateError)
 	eventually(t, func() (bool, string) {
-		u, err := getInstance(t, c, g, "team", name)
+		u, err := getInstance(t, c, g, "bounded", name)
 		if err != nil {
 			return false, err.Error()
 		}

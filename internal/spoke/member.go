@@ -2,18 +2,22 @@ package spoke
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
-
 	"github.com/go-logr/logr"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
@@ -24,6 +28,34 @@ import (
 // member is one graph served on one cluster. Its context ends when the
 // cluster is disengaged, the graph stopped or replaced, or the Runtime
 // stopped; then its event handlers are removed and its requests dropped.
+//
+// It is made of parts, one concern each, each in the files named after it:
+//
+//	watch.go            watches: each watch started once, the cluster's shared handlers
+//	                    (shared_handlers.go), watch health (watch_errors.go)
+//	handlers.go         what the watches' events do
+//	instance_memory.go  instanceMemory: UIDs, what the watch delivered, our own writes
+//	states.go           instanceStates: each instance's state, for the gauge and the slots
+//	counts.go           the instance tally behind Runtime.Counts
+//	crd.go              crdFollower: the instance watch back soon after the CRD is re-created
+//	apply_memory.go     applyMemory: what was applied (answers compressed, observed.go)
+//	owned.go            ownedIndex: children by owning instance
+//	external_refs.go    externalRefs: each instance's references, their scoped watches
+//	                    (external_watch.go)
+//	resync.go           resyncSchedule: each instance's periodic full resync
+//	orphans.go          orphanage: children whose instance is gone (orphans_collect.go)
+//	reconcile.go        reconciler: sync.go, finalize.go, release.go, inventory.go
+//	evaluate.go         evaluator: the graph walked for one instance (external.go)
+//	apply.go            applier: one child written, checked first (ownership.go, confine.go)
+//	status.go           instanceWriter: status (conditions.go), finalizer and child kinds
+//	                    (instance_writes.go)
+//
+// The parts that hold state have a lock of their own and call no other
+// part while they hold it, except externalRefs, which drops a stopped
+// scope's start from watches. The member itself keeps what every part
+// needs: its cluster, context, logger, the graph's kinds, calls bounded by
+// Options.CallTimeout (isolation.go), and the instance defaults
+// (defaults.go).
 type member struct {
 	c       *controller
 	g       *graph.Graph
@@ -37,53 +69,33 @@ type member struct {
 	cancel context.CancelFunc
 	ready  chan struct{} // closed once the instance watch runs
 
-	mu       sync.Mutex
-	cleanups []func()
-	watches  map[any]*watch // watchKey, scopeKey
-	children map[childKey]*childState
-	owned    map[childKey]ownedChild
-	byOwner  map[types.UID][]childKey  // owned.go
-	kinds    []schema.GroupVersionKind // contract.GraphKinds(g)
+	// kinds are the kinds of the graph's own children (contract.GraphKinds).
+	kinds kindSet
 	// graphLabel is the value of contract.LabelGraph on our children.
 	graphLabel string
-	owners     map[types.UID]types.NamespacedName
-	refs       map[types.NamespacedName][]resolvedRef
-	refIndex   map[refKey]map[types.NamespacedName]struct{} // see referrers
-	scoped     map[scopeKey]*scoped                         // external_watch.go
-	written    map[types.NamespacedName]*writtenInstance
-	lastSeen   map[types.NamespacedName]seenInstance
-	states     map[types.NamespacedName]string
-	// tally counts the instances the instance cache holds (counts.go).
-	tally atomic.Pointer[instanceTally]
-	// orphans finds and deletes children whose instance is gone
-	// (orphans.go).
-	orphans  *orphanage
-	resyncAt map[types.NamespacedName]time.Time
-	// listed records, per instance UID, the kinds outside the graph that
-	// were listed for its children (see extraKinds).
-	listed map[types.UID]map[schema.GroupVersionKind]bool
-	// crdUID is the UID of the graph's CRD as last seen (crd.go).
-	crdUID types.UID
-	// rewatching is set while the instance watch waits to be replaced
-	// after the CRD went away (crd.go).
-	rewatching bool
-	// fan is the cluster's shared handlers (shared_handlers.go).
-	fan *fanouts
 	// defaults is the controller's (shared, read-only) instance schema
-	// for defaulting.
+	// for defaulting (defaults.go).
 	defaults *structuralschema.Structural
 
-	// perNamespace counts states by namespace (made on first use); spans
-	// is set while it holds more than one namespace. slots.go reads spans
-	// under the controller's lock, which must never wait for mu.
-	perNamespace map[string]int
-	spans        atomic.Bool
-}
+	mu       sync.Mutex
+	cleanups []func()
 
-// seenInstance is what the instance watch last delivered for a name.
-type seenInstance struct {
-	uid types.UID
-	rv  string
+	watches   *watches
+	instances *instanceMemory
+	states    *instanceStates
+	// tally counts the instances the instance cache holds (counts.go).
+	tally   atomic.Pointer[instanceTally]
+	crd     *crdFollower
+	memory  *applyMemory
+	owned   *ownedIndex
+	refs    *externalRefs
+	resync  *resyncSchedule
+	orphans *orphanage
+
+	reconciler reconciler
+	evaluator  evaluator
+	applier    applier
+	writer     instanceWriter
 }
 
 func newMember(c *controller, e *engagement) *member {
@@ -94,30 +106,28 @@ func newMember(c *controller, e *engagement) *member {
 		g:          c.g,
 		cluster:    e.name,
 		cl:         e.cl,
-		fan:        e.fan,
 		defaults:   c.defaults,
 		recorder:   e.cl.GetEventRecorder("fleetgraph"),
 		log:        c.log.WithValues("cluster", e.name.String()),
 		ctx:        ctx,
 		cancel:     cancel,
 		ready:      make(chan struct{}),
-		watches:    map[any]*watch{},
-		children:   map[childKey]*childState{},
-		owned:      map[childKey]ownedChild{},
-		byOwner:    map[types.UID][]childKey{},
 		kinds:      contract.GraphKinds(c.g),
 		graphLabel: contract.LabelValue(c.g.Name),
-		owners:     map[types.UID]types.NamespacedName{},
-		refs:       map[types.NamespacedName][]resolvedRef{},
-		refIndex:   map[refKey]map[types.NamespacedName]struct{}{},
-		scoped:     map[scopeKey]*scoped{},
-		written:    map[types.NamespacedName]*writtenInstance{},
-		lastSeen:   map[types.NamespacedName]seenInstance{},
-		states:     map[types.NamespacedName]string{},
-		resyncAt:   map[types.NamespacedName]time.Time{},
-		listed:     map[types.UID]map[schema.GroupVersionKind]bool{},
+		instances:  newInstanceMemory(),
+		states:     newInstanceStates(ctx, c.g.Name, e.name.String()),
+		memory:     newApplyMemory(),
+		owned:      newOwnedIndex(),
+		resync:     newResyncSchedule(c.opts.Resync),
 	}
+	m.watches = newWatches(m, e.fan)
+	m.crd = &crdFollower{m: m}
+	m.refs = newExternalRefs(m)
 	m.orphans = newOrphanage(m)
+	m.reconciler = reconciler{m}
+	m.evaluator = evaluator{m}
+	m.applier = applier{m}
+	m.writer = instanceWriter{m}
 	m.cleanups = append(m.cleanups, func() { stop() }, m.orphans.stop)
 	return m
 }
@@ -144,17 +154,17 @@ func (m *member) start() {
 
 func (m *member) open() error {
 	if gate := m.c.opts.Gate; gate != nil {
-		if err := gate(m.ctx, m.cluster, m.g); err != nil {
+		if err := gate(m.ctx, m.cluster, m.c.v); err != nil {
 			return err
 		}
 	}
 	inst := &unstructured.Unstructured{}
 	inst.SetGroupVersionKind(m.g.Instance.GVK)
-	if err := m.watch(inst, m.newInstanceHandler()); err != nil {
+	if err := m.watches.instances(inst, m.newInstanceHandler()); err != nil {
 		return err
 	}
-	m.followCRD()
-	m.startOrphanage()
+	m.crd.follow()
+	m.orphans.start()
 	return nil
 }
 
@@ -192,49 +202,89 @@ func (m *member) enqueueAfter(key types.NamespacedName, d time.Duration) {
 	m.c.queue.AddAfter(mcreconcile.Request{ClusterName: m.cluster, Request: reconcileRequest(key)}, d)
 }
 
-// setState records an instance's state for the instances gauge.
-// An empty state forgets the instance.
-func (m *member) setState(key types.NamespacedName, state string) {
-	m.mu.Lock()
-	old, had := m.states[key]
-	if state == "" {
-		delete(m.states, key)
+// observeInstance notes an instance the instance watch delivered; a UID
+// whose name a new instance took is suspected of leaving orphans.
+func (m *member) observeInstance(u *unstructured.Unstructured) {
+	if replaced := m.instances.observe(u); replaced != "" {
+		m.orphans.suspect(replaced)
+	}
+}
+
+// recordChild notes in the owned index that key, the object uid, belongs
+// to owner, rendered by node. A child of an owner the instance watch does
+// not hold is suspected of being an orphan (orphans.go).
+func (m *member) recordChild(key childKey, owner types.UID, node string, uid types.UID) {
+	if owner == "" {
+		return
+	}
+	m.owned.record(key, owner, node, uid)
+	if _, live := m.instances.instanceOf(owner); !live {
+		m.orphans.suspect(owner)
+	}
+}
+
+// dropChild forgets a child that is gone; an orphan collection waiting
+// for it may go on.
+func (m *member) dropChild(key childKey) {
+	if owner, ok := m.owned.drop(key); ok {
+		m.orphans.childGone(owner)
+	}
+}
+
+// forgetInstance drops everything remembered for an instance that is gone,
+// by uid and by the UID the watch last delivered under its name. Its
+// children's apply memory is found through the owned index, not by a scan,
+// so that deleting many instances costs each only its own children.
+func (m *member) forgetInstance(key types.NamespacedName, uid types.UID) {
+	for _, u := range m.instances.forget(key, uid) {
+		m.owned.forgetListed(u)
+		m.memory.forgetOwned(key, m.owned.keysOf(u))
+	}
+	m.refs.forget(key)
+	m.resync.forget(key)
+	m.states.set(key, "")
+}
+
+// childMeta reads a child's metadata: from the cache for the graph's kinds
+// (watched), live for a kind the instance listed besides. Nil if the
+// object does not exist.
+func (m *member) childMeta(e InventoryEntry) (*metav1.PartialObjectMetadata, error) {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(e.gvk())
+	ctx, cancel := m.callCtx()
+	defer cancel()
+	key := types.NamespacedName{Namespace: e.Namespace, Name: e.Name}
+	var err error
+	if m.kinds.has(e.gvk()) {
+		err = m.cl.GetCache().Get(ctx, key, obj)
 	} else {
-		m.states[key] = state
+		err = m.cl.GetAPIReader().Get(ctx, key, obj)
 	}
-	m.countNamespaceLocked(key.Namespace, had, state != "")
-	m.mu.Unlock()
-	if old == state || m.ctx.Err() != nil {
-		return
+	if apierrors.IsNotFound(err) || isNoMatch(err) {
+		return nil, nil
 	}
-	cluster := m.cluster.String()
-	if had {
-		instancesByState.WithLabelValues(m.g.Name, cluster, old).Dec()
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", e, err)
 	}
-	if state != "" {
-		instancesByState.WithLabelValues(m.g.Name, cluster, state).Inc()
-	}
+	obj.SetGroupVersionKind(e.gvk())
+	return obj, nil
 }
 
-// countNamespaceLocked keeps perNamespace and spans when an instance of
-// ns is first recorded (had false, has true) or forgotten.
-func (m *member) countNamespaceLocked(ns string, had, has bool) {
-	switch {
-	case !had && has:
-		if m.perNamespace == nil {
-			m.perNamespace = map[string]int{}
-		}
-		m.perNamespace[ns]++
-	case had && !has:
-		if m.perNamespace[ns]--; m.perNamespace[ns] <= 0 {
-			delete(m.perNamespace, ns)
-		}
-	default:
-		return
+// namespaced reports whether the cluster serves gvk namespaced.
+func (m *member) namespaced(gvk schema.GroupVersionKind) (bool, error) {
+	mapping, err := m.cl.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return false, fmt.Errorf("kind %s is not served: %w", gvk, err)
 	}
-	m.spans.Store(len(m.perNamespace) > 1)
+	return mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }
 
-// spansNamespaces reports whether the cluster has instances of the graph
-// in more than one namespace (cluster-scoped ones counting as one).
-func (m *member) spansNamespaces() bool { return m.spans.Load() }
+func keyOf(u *unstructured.Unstructured) types.NamespacedName {
+	return types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
+}
+
+func reconcileRequest(key types.NamespacedName) reconcile.Request {
+	return reconcile.Request{NamespacedName: key}
+}
+
+func isNoMatch(err error) bool { return err != nil && meta.IsNoMatchError(err) }

@@ -20,16 +20,16 @@ func TestRememberedAnswerKeepsTypesAndIsACopy(t *testing.T) {
 		"spec": map[string]any{"replicas": int64(3), "ratio": 0.5, "labels": map[string]any{"app": "x"}},
 	}}
 	answer.SetResourceVersion("7")
-	m.beginApply(cmKey, types.NamespacedName{Name: "owner"})
-	require.False(t, m.endApply(cmKey, 1, answer, nil))
+	m.memory.begin(cmKey, types.NamespacedName{Name: "owner"})
+	require.False(t, m.memory.end(cmKey, 1, answer, nil))
 
-	got, ok := m.appliedChild(cmKey, 1)
+	got, ok := m.memory.applied(cmKey, 1)
 	require.True(t, ok)
 	assert.Equal(t, answer.Object, got)
 	assert.IsType(t, int64(0), got["spec"].(map[string]any)["replicas"])
 
 	got["spec"].(map[string]any)["replicas"] = int64(9)
-	again, ok := m.appliedChild(cmKey, 1)
+	again, ok := m.memory.applied(cmKey, 1)
 	require.True(t, ok)
 	assert.Equal(t, int64(3), again["spec"].(map[string]any)["replicas"], "a reader's change must not reach the memory")
 }

@@ -8,8 +8,6 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-
-	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 const (
@@ -39,12 +37,12 @@ const (
 	DefaultOrphanGrace = 30 * time.Second
 )
 
-// GateFunc decides whether a graph may be served on a cluster yet. It is
-// called in a goroutine of its own for each (graph, cluster) pair, with a
-// context that ends when the cluster is disengaged or the graph stopped; it
-// may block. A nil error opens the gate; an error is logged and the call is
-// retried with backoff.
-type GateFunc func(ctx context.Context, cluster multicluster.ClusterName, g *graph.Graph) error
+// GateFunc decides whether a version of a graph may be served on a cluster
+// yet. It is called in a goroutine of its own for each (version, cluster)
+// pair, with a context that ends when the cluster is disengaged or the
+// version stopped; it may block. A nil error opens the gate; an error is
+// logged and the call is retried with backoff.
+type GateFunc func(ctx context.Context, cluster multicluster.ClusterName, v Version) error
 
 // Options configures a Runtime. The zero value is usable.
 type Options struct {

@@ -1,25 +1,12 @@
 package spoke
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/fleetgraph/fleetgraph/internal/contract"
-	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 // This file collects orphans: children whose owning instance no longer
@@ -58,7 +45,7 @@ import (
 //   - Children go in the graph's deletion waves (reverse DAG order), those
 //     of nodes the graph no longer has first, as the finalizer does.
 //   - While the graph is being removed with its instances released
-//     (graph.RemovalRelease), nothing is collected.
+//     (RemovalRelease), nothing is collected.
 //
 // What is not found: children of a kind the graph no longer renders whose
 // instance went while no process served it (nothing lists kinds the graph
@@ -258,22 +245,22 @@ func (o *orphanage) settle(owner types.UID, s *suspect, after time.Duration) {
 // again.
 func (o *orphanage) look(owner types.UID, s *suspect) time.Duration {
 	m := o.m
-	if m.g.Removal == graph.RemovalRelease {
+	if m.c.v.Removal == RemovalRelease {
 		return 0 // released instances keep their children
 	}
-	children := m.ownedBy(owner)
+	children := m.owned.ownedBy(owner)
 	if len(children) == 0 {
-		m.reportCollected(owner, s)
+		o.reportCollected(owner, s)
 		return 0
 	}
-	if _, live := m.instanceOf(owner); live {
+	if _, live := m.instances.instanceOf(owner); live {
 		return 0
 	}
 	if !s.confirmed {
-		if !m.instancesListed() {
+		if !o.instancesListed() {
 			return o.grace
 		}
-		instance, gone, err := m.ownerGone(owner, children)
+		instance, gone, err := o.ownerGone(owner, children)
 		if err != nil {
 			return o.failed(owner, s, err)
 		}
@@ -284,7 +271,7 @@ func (o *orphanage) look(owner types.UID, s *suspect) time.Duration {
 		s.confirmed, s.instance = true, instance
 		o.mu.Unlock()
 	}
-	waiting, err := m.collectWaves(owner, children, s)
+	waiting, err := o.collectWaves(owner, children, s)
 	if err != nil {
 		return o.failed(owner, s, err)
 	}
@@ -293,7 +280,7 @@ func (o *orphanage) look(owner types.UID, s *suspect) time.Duration {
 		// A child's delete event hurries this (childGone).
 		return m.c.opts.DeletionPoll
 	}
-	m.reportCollected(owner, s)
+	o.reportCollected(owner, s)
 	return 0
 }
 
@@ -304,261 +291,4 @@ func (o *orphanage) failed(owner types.UID, s *suspect, err error) time.Duration
 	o.m.log.Info("could not collect the children of a gone instance; retrying",
 		"instanceUID", owner, "reason", err.Error(), "retry", delay)
 	return delay
-}
-
-// instancesListed reports whether the instance watch runs with its initial
-// list: before that, an instance missing from it proves nothing.
-func (m *member) instancesListed() bool {
-	select {
-	case <-m.ready:
-	default:
-		return false
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return !m.rewatching
-}
-
-// ownerGone asks the API server whether the instance with UID owner is
-// gone, by the name and namespace its children's labels give, which it
-// returns.
-func (m *member) ownerGone(owner types.UID, children []InventoryEntry) (types.NamespacedName, bool, error) {
-	var labels map[string]string
-	for _, e := range children {
-		meta, err := m.childMeta(e)
-		if err != nil {
-			return types.NamespacedName{}, false, err
-		}
-		if meta != nil && meta.Labels[contract.LabelInstanceUID] == string(owner) {
-			labels = meta.Labels
-			break
-		}
-	}
-	if labels == nil {
-		return types.NamespacedName{}, false, nil // no child says where its instance is: leave them
-	}
-	key := types.NamespacedName{Namespace: labels[contract.LabelInstanceNamespace], Name: labels[contract.LabelInstanceName]}
-	ctx, cancel := m.callCtx()
-	defer cancel()
-	if key.Name != "" {
-		inst := &metav1.PartialObjectMetadata{}
-		inst.SetGroupVersionKind(m.g.Instance.GVK)
-		err := m.cl.GetAPIReader().Get(ctx, key, inst)
-		switch {
-		case err == nil && inst.UID == owner:
-			return key, false, nil
-		case err != nil && !apierrors.IsNotFound(err):
-			return key, false, fmt.Errorf("reading instance %s: %w", key, err)
-		case len(key.Name) < maxNameLabel:
-			return key, true, nil // the label holds the whole name: nothing else can be it
-		}
-	}
-	gone, err := m.noInstanceWithUID(ctx, key.Namespace, owner)
-	return key, gone, err
-}
-
-// maxNameLabel is the length of a name label that may have been shortened
-// by contract.LabelValue.
-const maxNameLabel = 63
-
-// noInstanceWithUID lists the namespace's instances (metadata, by pages)
-// and reports whether none has the UID: for an instance whose name label
-// was shortened, so that a GET by it proves nothing.
-func (m *member) noInstanceWithUID(ctx context.Context, ns string, owner types.UID) (bool, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(m.g.Instance.GVK.GroupVersion().WithKind(m.g.Instance.GVK.Kind + "List"))
-	opts := []client.ListOption{client.Limit(500)}
-	if ns != "" {
-		opts = append(opts, client.InNamespace(ns))
-	}
-	for {
-		if err := m.cl.GetAPIReader().List(ctx, list, opts...); err != nil {
-			return false, fmt.Errorf("listing instances in %q: %w", ns, err)
-		}
-		for _, item := range list.Items {
-			if item.UID == owner {
-				return false, nil
-			}
-		}
-		if list.Continue == "" {
-			return true, nil
-		}
-		opts = append(opts[:0], client.Limit(500), client.Continue(list.Continue))
-		if ns != "" {
-			opts = append(opts, client.InNamespace(ns))
-		}
-	}
-}
-
-// childMeta reads a child's metadata: from the cache for the graph's kinds
-// (watched), live for a kind the instance listed besides. Nil if the
-// object does not exist.
-func (m *member) childMeta(e InventoryEntry) (*metav1.PartialObjectMetadata, error) {
-	meta := &metav1.PartialObjectMetadata{}
-	meta.SetGroupVersionKind(e.gvk())
-	ctx, cancel := m.callCtx()
-	defer cancel()
-	key := types.NamespacedName{Namespace: e.Namespace, Name: e.Name}
-	var err error
-	if m.graphKind(e.gvk()) {
-		err = m.cl.GetCache().Get(ctx, key, meta)
-	} else {
-		err = m.cl.GetAPIReader().Get(ctx, key, meta)
-	}
-	if apierrors.IsNotFound(err) || isNoMatch(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", e, err)
-	}
-	meta.SetGroupVersionKind(e.gvk())
-	return meta, nil
-}
-
-// collectWaves deletes the children of a gone instance wave by wave. It
-// reports waiting while a wave still has a child present.
-func (m *member) collectWaves(owner types.UID, children []InventoryEntry, s *suspect) (waiting bool, err error) {
-	for _, wave := range m.deletionWaves(children) {
-		present := false
-		for _, e := range wave {
-			p, err := m.collectChild(owner, e, s)
-			if err != nil {
-				return false, err
-			}
-			present = present || p
-		}
-		if present {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// collectChild deletes one child of a gone instance if it is ours, and
-// reports whether it is still present (being deleted).
-func (m *member) collectChild(owner types.UID, e InventoryEntry, s *suspect) (present bool, err error) {
-	c, ok := m.indexed(e.key())
-	if !ok || c.owner != owner {
-		return false, nil
-	}
-	meta, err := m.childMeta(e)
-	if err != nil {
-		return false, err
-	}
-	if meta == nil {
-		m.dropChild(e.key())
-		return false, nil
-	}
-	if why := m.notCollectable(owner, c, meta); why != "" {
-		m.log.V(1).Info("child of a gone instance left alone", "child", e.String(), "reason", why)
-		m.dropChild(e.key())
-		return false, nil
-	}
-	if meta.DeletionTimestamp != nil {
-		return true, nil
-	}
-	ctx, cancel := m.callCtx()
-	defer cancel()
-	err = m.cl.GetClient().Delete(ctx, meta, client.PropagationPolicy(metav1.DeletePropagationBackground),
-		client.Preconditions{UID: &meta.UID, ResourceVersion: &meta.ResourceVersion})
-	switch {
-	case apierrors.IsNotFound(err):
-		m.dropChild(e.key())
-		return false, nil
-	case apierrors.IsConflict(err):
-		return true, nil // changed since the cache saw it: looked at again
-	case err != nil:
-		return false, fmt.Errorf("deleting %s: %w", e, err)
-	}
-	orphansCollected.WithLabelValues(m.g.Name, m.cluster.String(), e.Kind).Inc()
-	m.log.Info("deleted a child whose instance no longer exists", "child", e.String(),
-		"instance", s.instance.String(), "instanceUID", owner)
-	s.deleted = append(s.deleted, e.Kind+" "+e.objectName())
-	return true, nil
-}
-
-// notCollectable says why a child of a gone instance must not be deleted,
-// or "" if it may.
-func (m *member) notCollectable(owner types.UID, c ownedChild, meta *metav1.PartialObjectMetadata) string {
-	l := meta.Labels
-	switch {
-	case c.uid != "" && meta.UID != c.uid:
-		return "another object has its name now"
-	case l[contract.LabelGraph] != m.graphLabel || l[contract.LabelInstanceUID] != string(owner):
-		return "not labelled as the instance's child"
-	case meta.Annotations[contract.AnnotationReleased] == "true":
-		return "left in place when its instance was released"
-	case !slices.ContainsFunc(meta.ManagedFields, func(f metav1.ManagedFieldsEntry) bool {
-		return f.Manager == m.c.opts.FieldManager
-	}):
-		return fmt.Sprintf("not written by field manager %q", m.c.opts.FieldManager)
-	}
-	return ""
-}
-
-// reportCollected records an event on the gone instance naming the
-// children deleted because it is gone: one event per instance, not per
-// child, so that collecting a mass deletion writes few events.
-func (m *member) reportCollected(owner types.UID, s *suspect) {
-	if len(s.deleted) == 0 {
-		return
-	}
-	names := strings.Join(s.deleted[:min(len(s.deleted), orphanEventNames)], ", ")
-	if more := len(s.deleted) - orphanEventNames; more > 0 {
-		names += fmt.Sprintf(" and %d more", more)
-	}
-	inst := &metav1.PartialObjectMetadata{}
-	inst.SetGroupVersionKind(m.g.Instance.GVK)
-	inst.SetNamespace(s.instance.Namespace)
-	inst.SetName(s.instance.Name)
-	inst.SetUID(owner)
-	m.recorder.Eventf(inst, nil, corev1.EventTypeNormal, reasonOrphansDeleted, "Delete",
-		"deleted %d children left behind (%s): the instance (uid %s) of graph %q no longer exists",
-		len(s.deleted), names, owner, m.g.Name)
-	s.deleted = nil
-}
-
-// reasonOrphansDeleted is the reason of the event on a gone instance whose
-// children were collected.
-const reasonOrphansDeleted = "OrphansDeleted"
-
-// startOrphanage runs once the instance watch has its initial list. The
-// child watches start with the first reconcile that needs them, which a
-// cluster without instances never has: there, after a restart, children
-// of instances deleted meanwhile would go unseen. So on such a cluster
-// each of the graph's kinds is asked once, for one object with the graph's
-// label, and watched if it has one.
-func (m *member) startOrphanage() {
-	o := m.orphans
-	if o.grace < 0 || m.g.Removal == graph.RemovalRelease || m.count().Total > 0 {
-		return
-	}
-	o.mu.Lock()
-	if o.stopped {
-		o.mu.Unlock()
-		return
-	}
-	o.passes.Add(1)
-	o.mu.Unlock()
-	go func() {
-		defer o.passes.Done()
-		for _, k := range m.kinds {
-			if m.hasLabelledChild(k) {
-				if err := m.ensureWatch(k); err != nil && !errors.Is(err, errWatchStarting) {
-					m.log.V(1).Info("not watching a child kind for orphans", "kind", k.String(), "reason", err.Error())
-				}
-			}
-		}
-	}()
-}
-
-// hasLabelledChild asks the API server for one object of kind k labelled
-// as one of the graph's children.
-func (m *member) hasLabelledChild(k schema.GroupVersionKind) bool {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(k.GroupVersion().WithKind(k.Kind + "List"))
-	ctx, cancel := m.callCtx()
-	defer cancel()
-	err := m.cl.GetAPIReader().List(ctx, list, client.MatchingLabels{contract.LabelGraph: m.graphLabel}, client.Limit(1))
-	return err == nil && len(list.Items) > 0
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -172,7 +173,7 @@ func waitUntil(b *testing.B, cond func() bool) {
 // serveForOrphans serves g in single-cluster mode with the benchmark's
 // concurrency and the given orphan grace; stop ends it and waits.
 func serveForOrphans(b *testing.B, cfg *rest.Config, g *graph.Graph, grace time.Duration) (context.Context, *spoke.Runtime, func()) {
-	cl, err := cluster.New(cfg, spoke.TrimCache)
+	cl, err := cluster.New(cfg, cacheopts.TrimCache)
 	require.NoError(b, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -184,7 +185,7 @@ func serveForOrphans(b *testing.B, cfg *rest.Config, g *graph.Graph, grace time.
 	}
 	rt := spoke.New(spoke.Options{Workers: benchConcurrency, OrphanGrace: grace})
 	wg.Go(func() { _ = rt.Start(ctx) })
-	require.NoError(b, rt.Serve(g))
+	require.NoError(b, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(b, rt.Engage(ctx, "", cl))
 	return ctx, rt, stop
 }

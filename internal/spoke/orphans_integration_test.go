@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -95,21 +96,24 @@ func (l *logLines) mention(t *testing.T, parts ...string) {
 }
 
 func TestOrphansAreCollected(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
+	fleet := sharedFleet(t)
 	ctx := context.Background()
 	g := compile(t, orphanRGD)
-	spokeCfg := fleet.Spokes()[0].Config
-	cluster := fleet.Spokes()[0].Name
+	s := fleet.Spokes()[0]
+	spokeCfg := s.Config
 	c := newClient(t, spokeCfg)
 	installCRD(t, c, g)
 	logs := &logLines{}
 	opts := spoke.Options{OrphanGrace: orphanGrace, Logger: logs.logger()}
+	const restart, live, released, lonelyNS = "orphans-restart", "orphans-live", "orphans-released", "orphans-lonely"
+	var cluster string
 	newRuntime := func() (*spoke.Runtime, func()) {
-		provider, err := fleet.NewProvider(ctx, spoke.TrimCache)
-		require.NoError(t, err)
+		provider, names := providerFor(t, "orphans", []*fgtesting.Cluster{s}, cacheopts.TrimCache)
+		cluster = string(names[0])
 		rt, stop := runRuntime(t, fleet, provider, opts)
 		t.Cleanup(stop)
-		require.NoError(t, rt.Serve(g))
+		require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 		return rt, stop
 	}
 	rt, stop := newRuntime()
@@ -119,39 +123,39 @@ func TestOrphansAreCollected(t *testing.T) {
 	// and somebody else writes an object labelled as its child. The next
 	// process collects what is left of it, and only that.
 	t.Run("children of an instance deleted while the hub was down", func(t *testing.T) {
-		createNamespace(t, c, "restart")
+		createNamespace(t, c, restart)
 		for _, name := range []string{"kept", "gone"} {
-			require.NoError(t, c.Create(ctx, newInstance(g, "restart", name, map[string]any{})))
+			require.NoError(t, c.Create(ctx, newInstance(g, restart, name, map[string]any{})))
 		}
-		stateIs(t, c, g, "restart", "kept", contract.StateActive)
-		stateIs(t, c, g, "restart", "gone", contract.StateActive)
-		kept := uidsOf(t, c, "restart", "kept-first", "kept-second")
-		goneInst, err := getInstance(t, c, g, "restart", "gone")
+		stateIs(t, c, g, restart, "kept", contract.StateActive)
+		stateIs(t, c, g, restart, "gone", contract.StateActive)
+		kept := uidsOf(t, c, restart, "kept-first", "kept-second")
+		goneInst, err := getInstance(t, c, g, restart, "gone")
 		require.NoError(t, err)
 		stop()
 
-		unstick(t, c, g, "restart", "gone")
-		require.NoError(t, c.Delete(ctx, configMapRef("restart", "gone-second")))
-		foreign := createUserConfigMap(t, c, "restart", "gone-second")
-		impostor := configMapRef("restart", "gone-impostor")
+		unstick(t, c, g, restart, "gone")
+		require.NoError(t, c.Delete(ctx, configMapRef(restart, "gone-second")))
+		foreign := createUserConfigMap(t, c, restart, "gone-second")
+		impostor := configMapRef(restart, "gone-impostor")
 		impostor.SetLabels(map[string]string{
-			contract.LabelManagedBy: contract.ManagedBy, contract.LabelGraph: "orphan", contract.LabelNodeID: "second",
+			contract.LabelManagedBy: contract.ManagedBy, contract.LabelGraph: g.Name, contract.LabelNodeID: "second",
 			contract.LabelInstanceUID: string(goneInst.GetUID()), contract.LabelInstanceName: "gone",
-			contract.LabelInstanceNamespace: "restart",
+			contract.LabelInstanceNamespace: restart,
 		})
 		require.NoError(t, c.Create(ctx, impostor, client.FieldOwner("someone-else")))
 
 		rt, stop = newRuntime()
 		// The impostor is in the first deletion wave, gone-first in the
 		// second: once gone-first is gone, the impostor was looked at.
-		gone(t, c, "restart", "gone-first")
+		gone(t, c, restart, "gone-first")
 		untouched(t, c, foreign)
 		untouched(t, c, impostor)
-		logs.mention(t, "left alone", "restart/gone-impostor", `not written by field manager \"fleetgraph\"`)
-		assert.Equal(t, kept, uidsOf(t, c, "restart", "kept-first", "kept-second"), "children of a live instance are kept")
+		logs.mention(t, "left alone", restart+"/gone-impostor", `not written by field manager \"fleetgraph\"`)
+		assert.Equal(t, kept, uidsOf(t, c, restart, "kept-first", "kept-second"), "children of a live instance are kept")
 		collected, _ := watchSeries(t, "fleetgraph_spoke_orphans_collected_total", cluster, "ConfigMap")
 		assert.Equal(t, 1.0, collected)
-		orphanEvent(t, c, "restart", "gone", string(goneInst.GetUID()), "ConfigMap restart/gone-first")
+		orphanEvent(t, c, restart, "gone", string(goneInst.GetUID()), "ConfigMap "+restart+"/gone-first")
 	})
 
 	// An instance stuck deleting (its first child is held by somebody's
@@ -159,31 +163,31 @@ func TestOrphansAreCollected(t *testing.T) {
 	// other child goes only after the held one: the graph's deletion
 	// order. The new instance then gets children of its own.
 	t.Run("children of an instance whose finalizer was removed by hand", func(t *testing.T) {
-		createNamespace(t, c, "live")
-		require.NoError(t, c.Create(ctx, newInstance(g, "live", "stuck", map[string]any{})))
-		stateIs(t, c, g, "live", "stuck", contract.StateActive)
-		deletions := recordDeletions(t, spokeCfg, "live")
-		patchConfigMap(t, c, "live", "stuck-second", `{"metadata":{"finalizers":["test.fleetgraph.dev/hold"]}}`)
-		require.NoError(t, c.Delete(ctx, newInstance(g, "live", "stuck", nil)))
+		createNamespace(t, c, live)
+		require.NoError(t, c.Create(ctx, newInstance(g, live, "stuck", map[string]any{})))
+		stateIs(t, c, g, live, "stuck", contract.StateActive)
+		deletions := recordDeletions(t, spokeCfg, live)
+		patchConfigMap(t, c, live, "stuck-second", `{"metadata":{"finalizers":["test.fleetgraph.dev/hold"]}}`)
+		require.NoError(t, c.Delete(ctx, newInstance(g, live, "stuck", nil)))
 		eventually(t, func() (bool, string) {
-			cm, err := configMap(c, "live", "stuck-second")
+			cm, err := configMap(c, live, "stuck-second")
 			return err == nil && cm.GetDeletionTimestamp() != nil, fmt.Sprintf("stuck-second not being deleted (%v)", err)
 		})
-		unstick(t, c, g, "live", "stuck")
-		require.NoError(t, c.Create(ctx, newInstance(g, "live", "stuck", map[string]any{"value": "b"})))
+		unstick(t, c, g, live, "stuck")
+		require.NoError(t, c.Create(ctx, newInstance(g, live, "stuck", map[string]any{"value": "b"})))
 
 		require.Never(t, func() bool {
-			_, err := configMap(c, "live", "stuck-first")
+			_, err := configMap(c, live, "stuck-first")
 			return apierrors.IsNotFound(err)
 		}, 2*orphanGrace, 100*time.Millisecond, "stuck-first went before stuck-second, which reads it")
-		patchConfigMap(t, c, "live", "stuck-second", `{"metadata":{"finalizers":null}}`)
+		patchConfigMap(t, c, live, "stuck-second", `{"metadata":{"finalizers":null}}`)
 
-		stateIs(t, c, g, "live", "stuck", contract.StateActive)
-		configMapData(t, c, "live", "stuck-second", "from", "b")
-		inst, err := getInstance(t, c, g, "live", "stuck")
+		stateIs(t, c, g, live, "stuck", contract.StateActive)
+		configMapData(t, c, live, "stuck-second", "from", "b")
+		inst, err := getInstance(t, c, g, live, "stuck")
 		require.NoError(t, err)
 		for _, name := range []string{"stuck-first", "stuck-second"} {
-			cm, err := configMap(c, "live", name)
+			cm, err := configMap(c, live, name)
 			require.NoError(t, err)
 			assert.Equal(t, string(inst.GetUID()), cm.GetLabels()[contract.LabelInstanceUID], name)
 		}
@@ -194,26 +198,24 @@ func TestOrphansAreCollected(t *testing.T) {
 	// children stay, also once the instances are gone and the graph is
 	// served again.
 	t.Run("children of a released instance", func(t *testing.T) {
-		createNamespace(t, c, "released")
-		require.NoError(t, c.Create(ctx, newInstance(g, "released", "freed", map[string]any{})))
-		stateIs(t, c, g, "released", "freed", contract.StateActive)
-		children := uidsOf(t, c, "released", "freed-first", "freed-second")
-		releasing := *g
-		releasing.Removal = graph.RemovalRelease
-		require.NoError(t, rt.Serve(&releasing))
+		createNamespace(t, c, released)
+		require.NoError(t, c.Create(ctx, newInstance(g, released, "freed", map[string]any{})))
+		stateIs(t, c, g, released, "freed", contract.StateActive)
+		children := uidsOf(t, c, released, "freed-first", "freed-second")
+		require.NoError(t, rt.Serve(spoke.Version{Graph: g, Removal: spoke.RemovalRelease}))
 		eventually(t, func() (bool, string) {
-			inst, err := getInstance(t, c, g, "released", "freed")
+			inst, err := getInstance(t, c, g, released, "freed")
 			if err != nil {
 				return false, err.Error()
 			}
 			return len(inst.GetFinalizers()) == 0, fmt.Sprintf("finalizers %v", inst.GetFinalizers())
 		})
-		deleteInstance(t, c, g, "released", "freed")
-		require.NoError(t, rt.Serve(g))
+		deleteInstance(t, c, g, released, "freed")
+		require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 
-		logs.mention(t, "left alone", "released/freed-first", "when its instance was released")
-		logs.mention(t, "left alone", "released/freed-second", "when its instance was released")
-		assert.Equal(t, children, uidsOf(t, c, "released", "freed-first", "freed-second"))
+		logs.mention(t, "left alone", released+"/freed-first", "when its instance was released")
+		logs.mention(t, "left alone", released+"/freed-second", "when its instance was released")
+		assert.Equal(t, children, uidsOf(t, c, released, "freed-first", "freed-second"))
 	})
 
 	// No instance of a graph is left on the cluster when the hub comes
@@ -222,17 +224,17 @@ func TestOrphansAreCollected(t *testing.T) {
 	t.Run("children of the last instance, deleted while the hub was down", func(t *testing.T) {
 		lonely := compile(t, strings.NewReplacer("name: orphan", "name: lonely", "kind: Orphan", "kind: Lonely").Replace(orphanRGD))
 		installCRD(t, c, lonely)
-		createNamespace(t, c, "lonely")
-		require.NoError(t, rt.Serve(lonely))
-		require.NoError(t, c.Create(ctx, newInstance(lonely, "lonely", "last", map[string]any{})))
-		stateIs(t, c, lonely, "lonely", "last", contract.StateActive)
+		createNamespace(t, c, lonelyNS)
+		require.NoError(t, rt.Serve(spoke.Version{Graph: lonely}))
+		require.NoError(t, c.Create(ctx, newInstance(lonely, lonelyNS, "last", map[string]any{})))
+		stateIs(t, c, lonely, lonelyNS, "last", contract.StateActive)
 		stop()
 
-		unstick(t, c, lonely, "lonely", "last")
+		unstick(t, c, lonely, lonelyNS, "last")
 		rt, _ = newRuntime()
-		require.NoError(t, rt.Serve(lonely))
-		gone(t, c, "lonely", "last-second")
-		gone(t, c, "lonely", "last-first")
+		require.NoError(t, rt.Serve(spoke.Version{Graph: lonely}))
+		gone(t, c, lonelyNS, "last-second")
+		gone(t, c, lonelyNS, "last-first")
 	})
 }
 

@@ -77,7 +77,8 @@ func deleting(n *graph.Node, key childKey, observed map[string]any) error {
 // does not exist, or our records (or its labels, which our records are
 // rebuilt from) say it is inst's, or it is unowned and Options.AdoptUnowned
 // is set. A child being deleted is waited for. It reads only the cache.
-func (m *member) claim(inst *unstructured.Unstructured, n *graph.Node, key childKey) error {
+func (a applier) claim(inst *unstructured.Unstructured, n *graph.Node, key childKey) error {
+	m := a.m
 	existing := &metav1.PartialObjectMetadata{}
 	existing.SetGroupVersionKind(key.gvk())
 	ctx, cancel := m.callCtx()
@@ -94,7 +95,7 @@ func (m *member) claim(inst *unstructured.Unstructured, n *graph.Node, key child
 	}
 	l := existing.Labels
 	switch {
-	case m.recordsOwn(key, inst.GetUID(), existing.UID):
+	case m.owned.recordsOwn(key, inst.GetUID(), existing.UID):
 		return nil
 	case l[contract.LabelGraph] == m.graphLabel && l[contract.LabelInstanceUID] == string(inst.GetUID()):
 		return nil // labelled ours; the index learns it from the same event
@@ -102,15 +103,6 @@ func (m *member) claim(inst *unstructured.Unstructured, n *graph.Node, key child
 		return nil
 	}
 	return &conflictError{kind: key.gvk().Kind, object: objectName(key), owner: ownerOfObject(existing)}
-}
-
-// recordsOwn reports whether our records say the object uid at key is
-// owner's.
-func (m *member) recordsOwn(key childKey, owner, uid types.UID) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c, ok := m.owned[key]
-	return ok && c.owner == owner && (c.uid == "" || c.uid == uid)
 }
 
 // ownerOfObject describes who an existing object belongs to, from its

@@ -73,68 +73,76 @@ func deleteInstance(t *testing.T, c client.Client, g *graph.Graph, ns, name stri
 }
 
 func TestAnUnownedObjectIsNeitherTakenOverNorDeleted(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c, g, _ := servedOnOneSpoke(t, pairRGD)
-	mine := createUserConfigMap(t, c, "team", "mine-left")
+	const ns = "unowned"
+	c, g, _ := servedOnOneSpoke(t, ns, pairRGD)
+	mine := createUserConfigMap(t, c, ns, "mine-left")
 
-	require.NoError(t, c.Create(ctx, newInstance(g, "team", "mine", map[string]any{})))
-	errorNamingNode(t, c, g, "mine", "OwnershipConflict", "left")
-	readyMessageMentions(t, c, g, "team", "mine", "team/mine-left")
+	require.NoError(t, c.Create(ctx, newInstance(g, ns, "mine", map[string]any{})))
+	errorNamingNode(t, c, g, ns, "mine", "OwnershipConflict", "left")
+	readyMessageMentions(t, c, g, ns, "mine", ns+"/mine-left")
 	untouched(t, c, mine)
 
-	deleteInstance(t, c, g, "team", "mine")
+	deleteInstance(t, c, g, ns, "mine")
 	untouched(t, c, mine)
 }
 
 func TestAdoptUnownedTakesOverAnUnlabelledObject(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c, g, _ := servedOnOneSpokeWith(t, pairRGD, spoke.Options{AdoptUnowned: true})
-	createUserConfigMap(t, c, "team", "adopted-left")
+	const ns = "adopting"
+	c, g, _ := servedOnOneSpokeWith(t, ns, pairRGD, spoke.Options{AdoptUnowned: true})
+	createUserConfigMap(t, c, ns, "adopted-left")
 
-	require.NoError(t, c.Create(ctx, newInstance(g, "team", "adopted", map[string]any{})))
-	stateIs(t, c, g, "team", "adopted", contract.StateActive)
-	configMapData(t, c, "team", "adopted-left", "value", "a")
-	inst, err := getInstance(t, c, g, "team", "adopted")
+	require.NoError(t, c.Create(ctx, newInstance(g, ns, "adopted", map[string]any{})))
+	stateIs(t, c, g, ns, "adopted", contract.StateActive)
+	configMapData(t, c, ns, "adopted-left", "value", "a")
+	inst, err := getInstance(t, c, g, ns, "adopted")
 	require.NoError(t, err)
-	cm, err := configMap(c, "team", "adopted-left")
+	cm, err := configMap(c, ns, "adopted-left")
 	require.NoError(t, err)
 	assert.Equal(t, string(inst.GetUID()), cm.GetLabels()[contract.LabelInstanceUID])
 
-	deleteInstance(t, c, g, "team", "adopted")
-	gone(t, c, "team", "adopted-left")
+	deleteInstance(t, c, g, ns, "adopted")
+	gone(t, c, ns, "adopted-left")
 }
 
 func TestTwoInstancesRenderingOneChild(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c, g, _ := servedOnOneSpokeWith(t, sharedRGD, spoke.Options{AdoptUnowned: true})
-	require.NoError(t, c.Create(ctx, newInstance(g, "team", "first", map[string]any{"target": "one"})))
-	stateIs(t, c, g, "team", "first", contract.StateActive)
-	configMapData(t, c, "team", "one", "owner", "first")
-	held, err := configMap(c, "team", "one")
+	const ns = "shared"
+	c, g, _ := servedOnOneSpokeWith(t, ns, sharedRGD, spoke.Options{AdoptUnowned: true})
+	require.NoError(t, c.Create(ctx, newInstance(g, ns, "first", map[string]any{"target": "one"})))
+	stateIs(t, c, g, ns, "first", contract.StateActive)
+	configMapData(t, c, ns, "one", "owner", "first")
+	held, err := configMap(c, ns, "one")
 	require.NoError(t, err)
 
 	t.Run("the second is refused, even with AdoptUnowned", func(t *testing.T) {
-		require.NoError(t, c.Create(ctx, newInstance(g, "team", "second", map[string]any{"target": "one"})))
-		errorNamingNode(t, c, g, "second", "OwnershipConflict", "config")
-		readyMessageMentions(t, c, g, "team", "second", "team/first")
+		require.NoError(t, c.Create(ctx, newInstance(g, ns, "second", map[string]any{"target": "one"})))
+		errorNamingNode(t, c, g, ns, "second", "OwnershipConflict", "config")
+		readyMessageMentions(t, c, g, ns, "second", ns+"/first")
 		untouched(t, c, held)
 	})
 
 	t.Run("deleting the second leaves the first's child intact", func(t *testing.T) {
-		deleteInstance(t, c, g, "team", "second")
+		deleteInstance(t, c, g, ns, "second")
 		untouched(t, c, held)
-		stateIs(t, c, g, "team", "first", contract.StateActive)
+		stateIs(t, c, g, ns, "first", contract.StateActive)
 	})
 }
 
 func TestLongInstanceNameBecomesActive(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c, g, _ := servedOnOneSpoke(t, pairRGD)
+	const ns = "long-names"
+	c, g, _ := servedOnOneSpoke(t, ns, pairRGD)
 	name := strings.Repeat("a", 62) + "-" + strings.Repeat("b", 7)
 	require.Len(t, name, 70)
 	require.Equal(t, byte('-'), name[62], "the 63rd character is a dash")
 
-	require.NoError(t, c.Create(ctx, newInstance(g, "team", name, map[string]any{})))
-	stateIs(t, c, g, "team", name, contract.StateActive)
-	configMapData(t, c, "team", name+"-right", "value", "a")
+	require.NoError(t, c.Create(ctx, newInstance(g, ns, name, map[string]any{})))
+	stateIs(t, c, g, ns, name, contract.StateActive)
+	configMapData(t, c, ns, name+"-right", "value", "a")
 }

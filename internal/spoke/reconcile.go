@@ -11,30 +11,38 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
-	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
+
+// reconciler brings a member's instances in line with its graph: it syncs
+// a live instance (sync.go), finalizes one being deleted (finalize.go),
+// and releases every instance of a graph removed with its instances
+// orphaned (release.go). It finds an instance's children with the owned
+// index (inventory.go), evaluates the graph with the evaluator, and
+// writes the instance with the instanceWriter.
+type reconciler struct{ m *member }
 
 // reconcileSafely runs reconcile, turning a panic into an error so that a
 // bad expression or template never takes the process down.
-func (m *member) reconcileSafely(key types.NamespacedName) (after time.Duration, err error) {
+func (r reconciler) reconcileSafely(key types.NamespacedName) (after time.Duration, err error) {
 	defer func() {
-		if r := recover(); r != nil {
-			err = panicError("instance "+key.String(), r)
+		if p := recover(); p != nil {
+			err = panicError("instance "+key.String(), p)
 		}
 	}()
-	return m.reconcile(key)
+	return r.reconcile(key)
 }
 
 // reconcile brings one instance's children in line with the graph, or
 // deletes them when the instance is being deleted.
-func (m *member) reconcile(key types.NamespacedName) (time.Duration, error) {
+func (r reconciler) reconcile(key types.NamespacedName) (time.Duration, error) {
+	m := r.m
 	if err := m.waitReady(); err != nil {
 		return 0, err
 	}
 	if m.ctx.Err() != nil {
 		return 0, nil
 	}
-	inst, err := m.instance(key)
+	inst, err := r.instance(key)
 	if apierrors.IsNotFound(err) {
 		m.forgetInstance(key, "")
 		return 0, nil
@@ -42,39 +50,40 @@ func (m *member) reconcile(key types.NamespacedName) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	if m.g.Removal == graph.RemovalRelease {
-		return m.release(inst)
+	if m.c.v.Removal == RemovalRelease {
+		return r.release(inst)
 	}
 	// Deletion comes first, as in kro: a suspended instance is still
 	// deleted when asked, and a graph being removed serves deletions only.
 	if inst.GetDeletionTimestamp() != nil {
-		return m.finalize(inst)
+		return r.finalize(inst)
 	}
-	if suspended(inst) || m.g.Removal == graph.RemovalFinalize {
+	if suspended(inst) || m.c.v.Removal == RemovalFinalize {
 		return 0, nil
 	}
-	return m.sync(inst)
+	return r.sync(inst)
 }
 
 // release takes our finalizer off the instance and forgets it, leaving its
 // children in place: the graph is being removed with its instances
 // orphaned.
-func (m *member) release(inst *unstructured.Unstructured) (time.Duration, error) {
+func (r reconciler) release(inst *unstructured.Unstructured) (time.Duration, error) {
 	if slices.Contains(inst.GetFinalizers(), contract.Finalizer) {
-		if err := m.markReleased(inst); err != nil { // release.go
+		if err := r.markReleased(inst); err != nil { // release.go
 			return 0, err
 		}
 		rest := slices.DeleteFunc(slices.Clone(inst.GetFinalizers()), func(f string) bool { return f == contract.Finalizer })
-		if _, err := m.patchFinalizers(inst, rest); err != nil {
+		if _, err := r.m.writer.patchFinalizers(inst, rest); err != nil {
 			return 0, err
 		}
 	}
-	m.forgetInstance(keyOf(inst), inst.GetUID())
+	r.m.forgetInstance(keyOf(inst), inst.GetUID())
 	return 0, nil
 }
 
 // instance reads the instance from the cache, or our own newer copy.
-func (m *member) instance(key types.NamespacedName) (*unstructured.Unstructured, error) {
+func (r reconciler) instance(key types.NamespacedName) (*unstructured.Unstructured, error) {
+	m := r.m
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(m.g.Instance.GVK)
 	ctx, cancel := m.callCtx()
@@ -85,7 +94,7 @@ func (m *member) instance(key types.NamespacedName) (*unstructured.Unstructured,
 		}
 		return nil, fmt.Errorf("reading instance %s: %w", key, err)
 	}
-	return m.withDefaults(m.fresher(u)), nil
+	return m.withDefaults(m.instances.fresher(u)), nil
 }
 
 // suspended reports whether the instance asks not to be reconciled: either

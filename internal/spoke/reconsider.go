@@ -2,8 +2,6 @@ package spoke
 
 import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-
-	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 // Reconsider makes the runtime decide again which version of the named
@@ -15,17 +13,19 @@ import (
 // version the gate refuses leaves the previous one serving, or none when
 // keep refused that one too: the fallback decides. Unknown graphs and
 // clusters are a no-op.
-func (rt *Runtime) Reconsider(graphName string, cluster multicluster.ClusterName, keep func(*graph.Graph) bool) {
+func (rt *Runtime) Reconsider(graphName string, cluster multicluster.ClusterName, keep func(Version) bool) {
+	e := rt.clusters.get(cluster)
 	rt.mu.Lock()
-	latest, e := rt.controllers[graphName], rt.clusters[cluster]
-	var retired *controller
-	if v := rt.versions[graphName]; v != nil {
-		if sc := v.serving[cluster]; sc != nil && !keep(sc.g) {
-			delete(v.serving, cluster)
+	var latest, retired *controller
+	servedByLatest := false
+	if gv := rt.graphs[graphName]; gv != nil {
+		latest = gv.current
+		if sc := gv.serving[cluster]; sc != nil && !keep(sc.v) {
+			delete(gv.serving, cluster)
 			retired = sc
 		}
+		servedByLatest = latest != nil && gv.serving[cluster] == latest
 	}
-	servedByLatest := latest != nil && rt.versions[graphName] != nil && rt.versions[graphName].serving[cluster] == latest
 	rt.mu.Unlock()
 	if retired != nil {
 		retired.retire(cluster)
@@ -34,32 +34,6 @@ func (rt *Runtime) Reconsider(graphName string, cluster multicluster.ClusterName
 		return
 	}
 	latest.reattach(e)
-}
-
-// ServedRevisions returns, per cluster a version of the named graph
-// serves, the revision of that version (0 when unnumbered).
-func (rt *Runtime) ServedRevisions(graphName string) map[multicluster.ClusterName]int64 {
-	return rt.servedBy(graphName, func(g *graph.Graph) int64 { return g.Revision })
-}
-
-// servedBy returns, per cluster a version of the named graph serves, what
-// of returns for that version.
-func (rt *Runtime) servedBy(graphName string, of func(*graph.Graph) int64) map[multicluster.ClusterName]int64 {
-	_, serving := rt.serving(graphName)
-	out := make(map[multicluster.ClusterName]int64, len(serving))
-	for name, sc := range serving {
-		if sc.member(name) != nil {
-			out[name] = of(sc.g)
-		}
-	}
-	return out
-}
-
-// Latest returns the graph last given to Serve under name, or nil.
-func (rt *Runtime) Latest(graphName string) *graph.Graph {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return rt.graphs[graphName]
 }
 
 // reattach replaces c's member on e's cluster, which has not passed the

@@ -20,26 +20,27 @@ import (
 // orphans (orphans.go) when the instance is deleted later, even by a
 // process that serves the graph again. Each write names the child's UID,
 // so an object that took a child's name since is not written.
-func (m *member) markReleased(inst *unstructured.Unstructured) error {
-	children, err := m.inventory(inst)
+func (r reconciler) markReleased(inst *unstructured.Unstructured) error {
+	children, err := r.inventory(inst)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, e := range children {
-		if err := m.markChildReleased(e); err != nil {
+		if err := r.markChildReleased(e); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (m *member) markChildReleased(e InventoryEntry) error {
-	c, ok := m.indexed(e.key())
+func (r reconciler) markChildReleased(e InventoryEntry) error {
+	m := r.m
+	c, ok := m.owned.indexed(e.key())
 	if !ok || c.uid == "" {
 		return nil
 	}
-	if m.graphKind(e.gvk()) {
+	if m.kinds.has(e.gvk()) {
 		meta, err := m.childMeta(e)
 		if err != nil {
 			return err

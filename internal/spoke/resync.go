@@ -2,6 +2,7 @@ package spoke
 
 import (
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -18,31 +19,50 @@ import (
 // instance's period.
 const resyncJitter = 0.2
 
-// resyncDue reports whether the instance's full resync is due.
-func (m *member) resyncDue(key types.NamespacedName) bool {
-	if m.c.opts.Resync < 0 {
+// resyncSchedule is when each instance of a member is next fully resynced.
+type resyncSchedule struct {
+	period time.Duration // Options.Resync; negative: off
+
+	mu sync.Mutex
+	at map[types.NamespacedName]time.Time
+}
+
+func newResyncSchedule(period time.Duration) *resyncSchedule {
+	return &resyncSchedule{period: period, at: map[types.NamespacedName]time.Time{}}
+}
+
+// due reports whether the instance's full resync is due.
+func (r *resyncSchedule) due(key types.NamespacedName) bool {
+	if r.period < 0 {
 		return false
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	at, ok := m.resyncAt[key]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.at[key]
 	return ok && !time.Now().Before(at)
 }
 
-// scheduleResync sets the instance's next full resync after one (full) or
-// the first reconcile, and returns how long until it is due; 0 when resync
-// is off.
-func (m *member) scheduleResync(key types.NamespacedName, full bool) time.Duration {
-	period := m.c.opts.Resync
+// schedule sets the instance's next full resync after one (full) or the
+// first reconcile, and returns how long until it is due; 0 when resync is
+// off.
+func (r *resyncSchedule) schedule(key types.NamespacedName, full bool) time.Duration {
+	period := r.period
 	if period < 0 {
 		return 0
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	at, ok := m.resyncAt[key]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.at[key]
 	if full || !ok {
 		at = time.Now().Add(period + time.Duration(rand.Float64()*resyncJitter*float64(period)))
-		m.resyncAt[key] = at
+		r.at[key] = at
 	}
 	return max(time.Until(at), time.Millisecond)
+}
+
+// forget drops the schedule of an instance that is gone.
+func (r *resyncSchedule) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.at, key)
 }

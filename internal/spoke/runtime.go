@@ -10,8 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-
-	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 var (
@@ -43,44 +41,29 @@ type Count struct {
 // cluster, once Options.Gate allows it, until the cluster's engagement
 // context is cancelled, the graph is stopped, or Start returns.
 //
-// Each cluster serves exactly one version of a graph at a time. A graph
+// Each cluster serves exactly one version of a graph at a time. A version
 // given to Serve under a name already served replaces the previous version
 // on a cluster only once its gate passes there; until then the previous
 // version keeps serving that cluster (reconcile, drift repair, deletion), so
 // an update one cluster refuses stops nothing there. See versions.go.
 type Runtime struct {
-	opts Options
+	opts     Options
+	clusters *engagements
 
-	mu          sync.Mutex
-	ctx         context.Context // set by Start; nil before
-	clusters    map[multicluster.ClusterName]*engagement
-	graphs      map[string]*graph.Graph
-	controllers map[string]*controller // the latest version of each graph
-	versions    map[string]*versions
-	fallback    FallbackFunc
-	serial      int
-}
-
-// engagement is one engaged cluster: the registry replayed to graphs served
-// after the cluster arrived.
-type engagement struct {
-	name multicluster.ClusterName
-	cl   cluster.Cluster
-	ctx  context.Context
-	// fan holds the handlers the graphs' members share on the cluster's
-	// metadata informers (shared_handlers.go).
-	fan *fanouts
+	mu       sync.Mutex
+	ctx      context.Context // set by Start; nil before
+	graphs   map[string]*graphVersions
+	fallback FallbackFunc
+	serial   int
 }
 
 // New returns a Runtime with opts' defaults filled in. It serves nothing until
 // Start is called (a manager does that) and graphs are given to Serve.
 func New(opts Options) *Runtime {
 	return &Runtime{
-		opts:        opts.withDefaults(),
-		clusters:    map[multicluster.ClusterName]*engagement{},
-		graphs:      map[string]*graph.Graph{},
-		controllers: map[string]*controller{},
-		versions:    map[string]*versions{},
+		opts:     opts.withDefaults(),
+		clusters: newEngagements(),
+		graphs:   map[string]*graphVersions{},
 	}
 }
 
@@ -94,12 +77,11 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	}
 	rt.ctx = ctx
 	var started []*controller
-	for name, g := range rt.graphs {
-		c := rt.newControllerLocked(g)
-		rt.controllers[name] = c
-		started = append(started, c)
+	for _, gv := range rt.graphs {
+		gv.current = rt.newControllerLocked(gv.latest)
+		started = append(started, gv.current)
 	}
-	clusters := rt.clusterListLocked()
+	clusters := rt.clusters.list()
 	rt.mu.Unlock()
 
 	for _, c := range started {
@@ -109,12 +91,10 @@ func (rt *Runtime) Start(ctx context.Context) error {
 
 	rt.mu.Lock()
 	var all []*controller
-	for name, c := range rt.controllers {
-		all = append(all, c)
-		all = append(all, rt.versions[name].older...)
+	for _, gv := range rt.graphs {
+		all = append(all, gv.controllers()...)
+		gv.current, gv.older, gv.serving = nil, nil, map[multicluster.ClusterName]*controller{}
 	}
-	rt.controllers = map[string]*controller{}
-	rt.versions = map[string]*versions{}
 	rt.mu.Unlock()
 	for _, c := range all {
 		c.stop()
@@ -129,55 +109,49 @@ func (rt *Runtime) Start(ctx context.Context) error {
 // It implements multicluster.Aware.
 func (rt *Runtime) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	e := &engagement{name: name, cl: cl, ctx: ctx, fan: newFanouts()}
-	rt.mu.Lock()
-	if old, ok := rt.clusters[name]; ok && old.cl == cl && old.ctx.Err() == nil {
-		rt.mu.Unlock()
+	if !rt.clusters.add(e) {
 		return nil
 	}
-	rt.clusters[name] = e
+	rt.mu.Lock()
 	controllers := rt.controllerListLocked()
 	rt.mu.Unlock()
 
-	context.AfterFunc(ctx, func() { rt.disengage(e) })
+	context.AfterFunc(ctx, func() { rt.clusters.remove(e) })
 	for _, c := range controllers {
 		c.attach(e)
 	}
 	return nil
 }
 
-func (rt *Runtime) disengage(e *engagement) {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if rt.clusters[e.name] == e {
-		delete(rt.clusters, e.name)
-	}
-}
-
-// Serve starts serving g on every engaged cluster, current and future. If a
-// graph of the same name is served already, g replaces it cluster by
-// cluster: on each cluster the previous version keeps serving until g's gate
-// passes there, then stops, and g takes over its instances (children of
-// nodes g no longer has are found by their labels and pruned). Serve does
-// not wait for any cluster.
-func (rt *Runtime) Serve(g *graph.Graph) error {
+// Serve starts serving v on every engaged cluster, current and future. If a
+// graph of the same name is served already, v replaces it cluster by
+// cluster: on each cluster the previous version keeps serving until v's gate
+// passes there, then stops, and v takes over its instances (children of
+// nodes v's graph no longer has are found by their labels and pruned).
+// Serve does not wait for any cluster.
+func (rt *Runtime) Serve(v Version) error {
+	g := v.Graph
 	if g == nil || g.Name == "" || g.Instance.GVK.Kind == "" {
 		return fmt.Errorf("%w: a graph needs a name and an instance kind", ErrInvalidGraph)
 	}
 	rt.mu.Lock()
-	rt.graphs[g.Name] = g
+	gv := rt.graphs[g.Name]
+	if gv == nil {
+		gv = newGraphVersions()
+		rt.graphs[g.Name] = gv
+	}
+	gv.latest = v
 	if rt.ctx == nil {
 		rt.mu.Unlock()
 		return nil
 	}
-	old := rt.controllers[g.Name]
-	c := rt.newControllerLocked(g)
-	rt.controllers[g.Name] = c
-	v := rt.versionsLocked(g.Name)
-	if old != nil {
-		v.older = append(v.older, old)
+	if gv.current != nil {
+		gv.older = append(gv.older, gv.current)
 	}
-	older := append([]*controller(nil), v.older...)
-	clusters := rt.clusterListLocked()
+	c := rt.newControllerLocked(v)
+	gv.current = c
+	older := append([]*controller(nil), gv.older...)
+	clusters := rt.clusters.list()
 	rt.mu.Unlock()
 
 	for _, o := range older {
@@ -192,16 +166,11 @@ func (rt *Runtime) Serve(g *graph.Graph) error {
 // Stopping an unknown graph is a no-op.
 func (rt *Runtime) Stop(graphName string) {
 	rt.mu.Lock()
-	delete(rt.graphs, graphName)
 	var all []*controller
-	if c := rt.controllers[graphName]; c != nil {
-		all = append(all, c)
+	if gv := rt.graphs[graphName]; gv != nil {
+		all = gv.controllers()
 	}
-	if v := rt.versions[graphName]; v != nil {
-		all = append(all, v.older...)
-	}
-	delete(rt.controllers, graphName)
-	delete(rt.versions, graphName)
+	delete(rt.graphs, graphName)
 	rt.mu.Unlock()
 	for _, c := range all {
 		c.stop()
@@ -225,12 +194,29 @@ func (rt *Runtime) Counts(graphName string) map[multicluster.ClusterName]Count {
 	return out
 }
 
-// Served returns, per cluster a version of the named graph serves, the
-// Generation of that version. It lags the graph last given to Serve on a
-// cluster where that one's gate has not passed: the previous version serves
-// there meanwhile.
-func (rt *Runtime) Served(graphName string) map[multicluster.ClusterName]int64 {
-	return rt.servedBy(graphName, func(g *graph.Graph) int64 { return g.Generation })
+// Served returns, per cluster a version of the named graph serves, that
+// version. It lags the version last given to Serve on a cluster where that
+// one's gate has not passed: the previous version serves there meanwhile.
+func (rt *Runtime) Served(graphName string) map[multicluster.ClusterName]Version {
+	_, serving := rt.serving(graphName)
+	out := make(map[multicluster.ClusterName]Version, len(serving))
+	for name, sc := range serving {
+		if sc.member(name) != nil {
+			out[name] = sc.v
+		}
+	}
+	return out
+}
+
+// Latest returns the version last given to Serve under name; its Graph is
+// nil if there is none.
+func (rt *Runtime) Latest(graphName string) Version {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if gv := rt.graphs[graphName]; gv != nil {
+		return gv.latest
+	}
+	return Version{}
 }
 
 // serving returns the latest version of the named graph and the version
@@ -238,51 +224,59 @@ func (rt *Runtime) Served(graphName string) map[multicluster.ClusterName]int64 {
 func (rt *Runtime) serving(graphName string) (*controller, map[multicluster.ClusterName]*controller) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	var serving map[multicluster.ClusterName]*controller
-	if v := rt.versions[graphName]; v != nil {
-		serving = maps.Clone(v.serving)
+	gv := rt.graphs[graphName]
+	if gv == nil {
+		return nil, nil
 	}
-	return rt.controllers[graphName], serving
+	return gv.current, maps.Clone(gv.serving)
 }
 
 // Clusters returns the names of the clusters currently engaged, in no
 // particular order.
 func (rt *Runtime) Clusters() []multicluster.ClusterName {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	out := make([]multicluster.ClusterName, 0, len(rt.clusters))
-	for name := range rt.clusters {
-		out = append(out, name)
-	}
-	return out
+	return rt.clusters.names()
 }
 
-func (rt *Runtime) newControllerLocked(g *graph.Graph) *controller {
+// SetWorkers sets Options.Workers for the graph versions served from now
+// on; versions already served keep their workers. It lets the hub take the
+// count from its manager's controller options, which it learns after New.
+// n <= 0 is ignored.
+func (rt *Runtime) SetWorkers(n int) {
+	if n <= 0 {
+		return
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.opts.Workers = n
+}
+
+// Workers returns the Options.Workers that newly served graph versions get.
+func (rt *Runtime) Workers() int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.opts.Workers
+}
+
+func (rt *Runtime) newControllerLocked(v Version) *controller {
 	rt.serial++
-	name := fmt.Sprintf("fleetgraph-%s-%d-%d", g.Name, g.Generation, rt.serial)
+	name := fmt.Sprintf("fleetgraph-%s-%d-%d", v.Graph.Name, v.Graph.Generation, rt.serial)
 	var c *controller
 	opts := rt.opts
 	inner := opts.Gate
-	opts.Gate = func(ctx context.Context, cluster multicluster.ClusterName, g *graph.Graph) error {
+	opts.Gate = func(ctx context.Context, cluster multicluster.ClusterName, _ Version) error {
 		return rt.pass(ctx, c, cluster, inner)
 	}
-	c = newController(rt.ctx, name, g, opts)
+	c = newController(rt.ctx, name, v, opts)
 	c.onEmpty = func() { rt.reap(c) }
 	return c
 }
 
-func (rt *Runtime) clusterListLocked() []*engagement {
-	out := make([]*engagement, 0, len(rt.clusters))
-	for _, e := range rt.clusters {
-		out = append(out, e)
-	}
-	return out
-}
-
 func (rt *Runtime) controllerListLocked() []*controller {
-	out := make([]*controller, 0, len(rt.controllers))
-	for _, c := range rt.controllers {
-		out = append(out, c)
+	out := make([]*controller, 0, len(rt.graphs))
+	for _, gv := range rt.graphs {
+		if gv.current != nil {
+			out = append(out, gv.current)
+		}
 	}
 	return out
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -27,7 +28,7 @@ import (
 
 // BenchmarkWebAppScale serves 1,000 and then 5,000 WebApp instances (the
 // reference workload, /work/shared/bench) on one spoke in single-cluster
-// mode, its cache trimmed with spoke.TrimCache, and reports, once all are
+// mode, its cache trimmed with cacheopts.TrimCache, and reports, once all are
 // ACTIVE, what the hub process holds after a
 // GC: heap per instance (heap-KiB/instance, over the heap before the first
 // instance) and RSS (rss-MiB). Then it deletes them all and reports how long
@@ -79,7 +80,7 @@ func scaleRound(b *testing.B, g *graph.Graph, n int) {
 	installAdmissionPolicy(b, c, g, map[string]any{"name": "probe"})
 
 	// The spoke's cache is trimmed as the runtime recommends (TrimCache).
-	ctx, rt, stop := serveSingleCluster(b, srv.Config, g, spoke.TrimCache)
+	ctx, rt, stop := serveSingleCluster(b, srv.Config, g, cacheopts.TrimCache)
 	defer stop()
 	before, err := fgtesting.MeasureFootprint()
 	require.NoError(b, err)

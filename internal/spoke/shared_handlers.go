@@ -181,14 +181,3 @@ func waitSynced(ctx context.Context, reg toolscache.ResourceEventHandlerRegistra
 		return ctx.Err()
 	}
 }
-
-// listenShared adds h to the cluster's shared handler for the metadata
-// kind of meta, until the member ends.
-func (m *member) listenShared(meta *metav1.PartialObjectMetadata, h toolscache.ResourceEventHandler) error {
-	leave, err := m.fan.listen(m.ctx, m.cl, meta, h)
-	if err != nil {
-		return err
-	}
-	m.addCleanup(leave)
-	return nil
-}

@@ -31,13 +31,21 @@ type condition struct {
 	Type, Status, Reason, Message string
 }
 
+// instanceWriter writes a member's instances: their status, computed from
+// a reconcile's outcome (with the conditions the RGD declares,
+// conditions.go, and ResourcesWatched, watch_errors.go), and their
+// finalizer and child kinds (instance_writes.go). Every write is
+// remembered until the cache has it (instanceMemory).
+type instanceWriter struct{ m *member }
+
 // writeStatus computes the instance's status from a reconcile's outcome and
 // patches it only if it differs from what the instance shows. It returns the
 // state written and the Ready condition, whose message names the node that
 // holds the instance back.
-func (m *member) writeStatus(inst *unstructured.Unstructured, o *outcome, pruneErr error) (string, condition, error) {
+func (w instanceWriter) writeStatus(inst *unstructured.Unstructured, o *outcome, pruneErr error) (string, condition, error) {
+	m := w.m
 	state, conds := summarize(o, pruneErr)
-	fields, err := m.statusFields(o)
+	fields, err := w.statusFields(o)
 	if err != nil && o.failed == nil {
 		state = contract.StateError
 		reason := reasonEvaluationFailed
@@ -49,20 +57,20 @@ func (m *member) writeStatus(inst *unstructured.Unstructured, o *outcome, pruneE
 	}
 	wire := dated(wireConditions(inst), conds, inst.GetGeneration())
 	if m.g.HasConditions() {
-		state, wire = m.authorConditions(inst, o, state, wire)
+		state, wire = w.authorConditions(inst, o, state, wire)
 	}
-	wire = withWatchCondition(wire, inst, m.watchCondition(inst))
-	return state, conds[3], m.patchStatus(inst, state, wire, fields, true)
+	wire = withWatchCondition(wire, inst, w.watchCondition(inst))
+	return state, conds[3], w.patchStatus(inst, state, wire, fields, true)
 }
 
 // statusFields evaluates the RGD's status projections, recovering panics.
-func (m *member) statusFields(o *outcome) (fields map[string]any, err error) {
+func (w instanceWriter) statusFields(o *outcome) (fields map[string]any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = panicError("status", r)
 		}
 	}()
-	return m.g.Status(o.ctx, o.vals)
+	return w.m.g.Status(o.ctx, o.vals)
 }
 
 // summarize turns an outcome into a state and the four conditions, in the
@@ -108,7 +116,7 @@ func readyOf(conds ...condition) condition {
 // if anything changed. A fresh status is the whole status, as kro writes
 // it: fields that can no longer be evaluated are removed rather than left
 // stale. Otherwise the fields are merged into what the instance shows.
-func (m *member) patchStatus(inst *unstructured.Unstructured, state string, conds []any, fields map[string]any, fresh bool) error {
+func (w instanceWriter) patchStatus(inst *unstructured.Unstructured, state string, conds []any, fields map[string]any, fresh bool) error {
 	old, _, _ := unstructured.NestedMap(inst.Object, "status")
 	next := map[string]any{}
 	if !fresh && old != nil {
@@ -128,7 +136,7 @@ func (m *member) patchStatus(inst *unstructured.Unstructured, state string, cond
 			patch[k] = nil // a merge patch removes a key set to null
 		}
 	}
-	_, err := m.patchInstance(inst, map[string]any{"status": patch}, true)
+	_, err := w.patchInstance(inst, map[string]any{"status": patch}, true)
 	if errors.Is(err, errConflict) {
 		return nil
 	}

@@ -18,23 +18,24 @@ import (
 // status and returned, so the request is retried with backoff. On success
 // the instance's next resync is scheduled, and while a child is being
 // deleted sync asks to run again after Options.DeletionPoll.
-func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
+func (r reconciler) sync(inst *unstructured.Unstructured) (time.Duration, error) {
+	m := r.m
 	key := keyOf(inst)
-	inst, err := m.adopt(inst)
+	inst, err := m.writer.adopt(inst)
 	if err != nil {
 		return 0, err
 	}
-	full := m.resyncDue(key)
-	o := m.evaluate(inst, full)
-	m.setRefs(key, o.refs)
+	full := m.resync.due(key)
+	o := m.evaluator.evaluate(inst, full)
+	m.refs.set(key, o.refs)
 
-	current, err := m.inventory(inst)
+	current, err := r.inventory(inst)
 	if err != nil {
 		return 0, err
 	}
-	pruneErr := m.prune(toPrune(current, o))
-	state, ready, err := m.writeStatus(inst, o, pruneErr)
-	m.setState(key, state)
+	pruneErr := r.prune(toPrune(current, o))
+	state, ready, err := m.writer.writeStatus(inst, o, pruneErr)
+	m.states.set(key, state)
 	if prev, _, _ := unstructured.NestedString(inst.Object, "status", "state"); state == contract.StateError && prev != contract.StateError {
 		m.recorder.Eventf(inst, nil, corev1.EventTypeWarning, ready.Reason, "Reconcile", "%s", ready.Message)
 	}
@@ -47,7 +48,7 @@ func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
 	if pruneErr != nil {
 		return 0, pruneErr
 	}
-	if next := m.scheduleResync(key, full); next > 0 {
+	if next := m.resync.schedule(key, full); next > 0 {
 		m.enqueueAfter(key, next)
 	}
 	if len(o.deleting) > 0 {
@@ -58,10 +59,10 @@ func (m *member) sync(inst *unstructured.Unstructured) (time.Duration, error) {
 
 // prune deletes children no longer desired. Errors are joined; a child
 // already gone is not an error.
-func (m *member) prune(entries []InventoryEntry) error {
+func (r reconciler) prune(entries []InventoryEntry) error {
 	var errs []error
 	for _, e := range entries {
-		if err := m.deleteChild(e); err != nil {
+		if err := r.deleteChild(e); err != nil {
 			errs = append(errs, fmt.Errorf("pruning %s: %w", e, err))
 		}
 	}
@@ -71,9 +72,10 @@ func (m *member) prune(entries []InventoryEntry) error {
 // deleteChild asks the API server to delete one child in the background,
 // on the precondition that it is still the object our records name (its
 // UID): an object that took the name since is not ours and is left alone.
-func (m *member) deleteChild(e InventoryEntry) error {
-	c, ok := m.indexed(e.key())
-	m.forgetChild(e.key())
+func (r reconciler) deleteChild(e InventoryEntry) error {
+	m := r.m
+	c, ok := m.owned.indexed(e.key())
+	m.memory.forget(e.key())
 	if !ok || c.uid == "" {
 		m.dropChild(e.key())
 		return nil

@@ -7,8 +7,6 @@ import (
 	"sync"
 
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-
-	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 // errSuperseded is what the gate of a version returns once a newer version
@@ -16,16 +14,19 @@ import (
 // cluster over.
 var errSuperseded = errors.New("spoke: a newer version of the graph was served meanwhile")
 
-// versions is what the Runtime knows of one graph's versions besides the
-// latest: which one serves each cluster, and the older ones still serving
-// somewhere.
+// graphVersions is what the Runtime knows of one graph (under its lock):
+// the version last given to Serve and its controller, the older versions
+// still serving somewhere, and which one serves each cluster.
 //
 // The rule it keeps: a cluster switches from one version to the next only
 // when the next one's gate passes there. The previous version's member on
 // that cluster is then retired, and the switch waits until its in-flight
 // reconciles are done, so two versions never write on one cluster at once.
 // An older version that serves no cluster anymore is stopped.
-type versions struct {
+type graphVersions struct {
+	latest Version
+	// current serves latest; nil until the Runtime starts.
+	current *controller
 	older   []*controller
 	serving map[multicluster.ClusterName]*controller
 	// switching serialises the gates of the versions of this graph on one
@@ -34,21 +35,26 @@ type versions struct {
 	switching map[multicluster.ClusterName]*sync.Mutex
 }
 
-func (rt *Runtime) versionsLocked(graphName string) *versions {
-	v := rt.versions[graphName]
-	if v == nil {
-		v = &versions{
-			serving:   map[multicluster.ClusterName]*controller{},
-			switching: map[multicluster.ClusterName]*sync.Mutex{},
-		}
-		rt.versions[graphName] = v
+func newGraphVersions() *graphVersions {
+	return &graphVersions{
+		serving:   map[multicluster.ClusterName]*controller{},
+		switching: map[multicluster.ClusterName]*sync.Mutex{},
 	}
-	return v
 }
 
-// latestLocked reports whether c is the latest version of its graph.
-func (rt *Runtime) latestLocked(c *controller) bool {
-	return rt.controllers[c.g.Name] == c
+// isCurrent reports whether c serves the latest version; false on a nil
+// graphVersions (a graph stopped).
+func (gv *graphVersions) isCurrent(c *controller) bool {
+	return gv != nil && gv.current == c
+}
+
+// controllers returns the current and the older versions' controllers.
+func (gv *graphVersions) controllers() []*controller {
+	out := slices.Clone(gv.older)
+	if gv.current != nil {
+		out = append(out, gv.current)
+	}
+	return out
 }
 
 // switchLock returns the lock serialising the gates of c's graph on the
@@ -56,14 +62,14 @@ func (rt *Runtime) latestLocked(c *controller) bool {
 func (rt *Runtime) switchLock(c *controller, cluster multicluster.ClusterName) *sync.Mutex {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if !rt.latestLocked(c) {
+	gv := rt.graphs[c.g.Name]
+	if !gv.isCurrent(c) {
 		return nil
 	}
-	v := rt.versionsLocked(c.g.Name)
-	l := v.switching[cluster]
+	l := gv.switching[cluster]
 	if l == nil {
 		l = &sync.Mutex{}
-		v.switching[cluster] = l
+		gv.switching[cluster] = l
 	}
 	return l
 }
@@ -83,7 +89,7 @@ func (rt *Runtime) pass(ctx context.Context, c *controller, cluster multicluster
 	defer l.Unlock()
 	if gate != nil {
 		gctx, cancel := either(ctx, c.ctx)
-		err := gate(gctx, cluster, c.g)
+		err := gate(gctx, cluster, c.v)
 		if err != nil {
 			rt.fallBack(gctx, c, cluster)
 		}
@@ -93,13 +99,13 @@ func (rt *Runtime) pass(ctx context.Context, c *controller, cluster multicluster
 		}
 	}
 	rt.mu.Lock()
-	if !rt.latestLocked(c) {
+	gv := rt.graphs[c.g.Name]
+	if !gv.isCurrent(c) {
 		rt.mu.Unlock()
 		return errSuperseded
 	}
-	v := rt.versionsLocked(c.g.Name)
-	prev := v.serving[cluster]
-	v.serving[cluster] = c
+	prev := gv.serving[cluster]
+	gv.serving[cluster] = c
 	rt.mu.Unlock()
 	if prev != nil && prev != c {
 		prev.retire(cluster)
@@ -113,8 +119,8 @@ func (rt *Runtime) pass(ctx context.Context, c *controller, cluster multicluster
 func (rt *Runtime) dropUnserved(graphName string, o *controller) {
 	rt.mu.Lock()
 	keep := map[multicluster.ClusterName]bool{}
-	if v := rt.versions[graphName]; v != nil {
-		for name, sc := range v.serving {
+	if gv := rt.graphs[graphName]; gv != nil {
+		for name, sc := range gv.serving {
 			keep[name] = sc == o
 		}
 	}
@@ -128,20 +134,20 @@ func (rt *Runtime) dropUnserved(graphName string, o *controller) {
 // anymore. Older versions never get new members, so it stays empty.
 func (rt *Runtime) reap(c *controller) {
 	rt.mu.Lock()
-	v := rt.versions[c.g.Name]
-	if v == nil || rt.latestLocked(c) {
+	gv := rt.graphs[c.g.Name]
+	if gv == nil || gv.isCurrent(c) {
 		rt.mu.Unlock()
 		return
 	}
-	i := slices.Index(v.older, c)
+	i := slices.Index(gv.older, c)
 	if i < 0 {
 		rt.mu.Unlock()
 		return
 	}
-	v.older = slices.Delete(v.older, i, i+1)
-	for name, sc := range v.serving {
+	gv.older = slices.Delete(gv.older, i, i+1)
+	for name, sc := range gv.serving {
 		if sc == c {
-			delete(v.serving, name)
+			delete(gv.serving, name)
 		}
 	}
 	rt.mu.Unlock()
@@ -172,12 +178,12 @@ func (c eitherCtx) Err() error {
 
 // FallbackFunc finds the version of a graph a cluster served before, for a
 // cluster that the latest version (latest) cannot be served on yet and that
-// no version serves, typically right after the hub restarted. It returns
-// nil (and no error) when there is none. The returned graph must have been
-// compiled from an earlier spec of the same graph whose CRD is the one on
-// the cluster: it is served there without passing the gate, until latest's
-// gate passes.
-type FallbackFunc func(ctx context.Context, cluster multicluster.ClusterName, latest *graph.Graph) (*graph.Graph, error)
+// no version serves, typically right after the hub restarted. It returns a
+// Version with a nil Graph (and no error) when there is none. The returned
+// graph must have been compiled from an earlier spec of the same graph
+// whose CRD is the one on the cluster: it is served there without passing
+// the gate, until latest's gate passes.
+type FallbackFunc func(ctx context.Context, cluster multicluster.ClusterName, latest Version) (Version, error)
 
 // SetFallback sets the function that finds the version to serve on a
 // cluster the latest version cannot take yet. Call it before Start.
@@ -193,41 +199,39 @@ func (rt *Runtime) SetFallback(f FallbackFunc) {
 func (rt *Runtime) designated(c *controller, cluster multicluster.ClusterName) bool {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	v := rt.versions[c.g.Name]
-	return v != nil && !rt.latestLocked(c) && v.serving[cluster] == c
+	gv := rt.graphs[c.g.Name]
+	return gv != nil && !gv.isCurrent(c) && gv.serving[cluster] == c
 }
 
 // fallBack serves the version the fallback finds on the named cluster, if
 // no version serves it: latest, c, could not pass the gate there.
 func (rt *Runtime) fallBack(ctx context.Context, c *controller, cluster multicluster.ClusterName) {
+	e := rt.clusters.get(cluster)
 	rt.mu.Lock()
-	f, e := rt.fallback, rt.clusters[cluster]
-	var v *versions
-	if rt.latestLocked(c) { // a graph served before Start has no entry yet
-		v = rt.versionsLocked(c.g.Name)
-	}
-	idle := v != nil && v.serving[cluster] == nil
+	f, gv := rt.fallback, rt.graphs[c.g.Name]
+	idle := gv.isCurrent(c) && gv.serving[cluster] == nil
 	rt.mu.Unlock()
 	if f == nil || e == nil || !idle {
 		return
 	}
-	old, err := f(ctx, cluster, c.g)
-	if err != nil || old == nil || old.Name != c.g.Name {
+	old, err := f(ctx, cluster, c.v)
+	if err != nil || old.Graph == nil || old.Graph.Name != c.g.Name {
 		if err != nil {
 			c.log.Info("no previous version to serve meanwhile", "cluster", cluster.String(), "reason", err.Error())
 		}
 		return
 	}
 	rt.mu.Lock()
-	if !rt.latestLocked(c) || v.serving[cluster] != nil || rt.clusters[cluster] != e {
+	gv = rt.graphs[c.g.Name]
+	if !gv.isCurrent(c) || gv.serving[cluster] != nil || rt.clusters.get(cluster) != e {
 		rt.mu.Unlock()
 		return
 	}
 	oc := rt.newControllerLocked(old)
-	v.older = append(v.older, oc)
-	v.serving[cluster] = oc
+	gv.older = append(gv.older, oc)
+	gv.serving[cluster] = oc
 	rt.mu.Unlock()
 	c.log.Info("serving a previous version meanwhile", "cluster", cluster.String(),
-		"generation", old.Generation, "revision", old.Revision)
+		"generation", old.Graph.Generation, "revision", old.Revision)
 	oc.attach(e)
 }

@@ -129,35 +129,39 @@ func watchedCondition(u *unstructured.Unstructured) map[string]any {
 // the background. The failures are counted, the instance says which
 // watches fail and why, and it stops saying so once the role is back.
 func TestAFailingWatchShowsInStatusAndMetrics(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
+	fleet := sharedFleet(t)
 	ctx := context.Background()
+	const ns = "watched"
 	g := compile(t, watchedRGD)
 	s := fleet.Spokes()[0]
 	admin := newClient(t, s.Config)
 	installCRD(t, admin, g)
-	createNamespace(t, admin, "team")
+	createNamespace(t, admin, ns)
 	secret := &unstructured.Unstructured{}
 	secret.SetAPIVersion("v1")
 	secret.SetKind("Secret")
-	secret.SetNamespace("team")
+	secret.SetNamespace(ns)
 	secret.SetName("settings")
 	require.NoError(t, admin.Create(ctx, secret))
 	binding := hubRoles(t, admin, g, "fleetgraph-hub")
 	hubCfg, _, err := s.AddUser("fleetgraph-hub")
 	require.NoError(t, err)
 	proxy, viaProxy := fgtesting.StartProxy(t, hubCfg)
+	// The cluster's name is the test's own: the metrics are keyed by it.
+	const cluster = ns + "-through-proxy"
 	provider := fgtesting.NewProvider()
-	require.NoError(t, provider.AddConfig(ctx, s.Name, viaProxy))
+	require.NoError(t, provider.AddConfig(ctx, cluster, viaProxy))
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
-	require.NoError(t, rt.Serve(g))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 
-	require.NoError(t, admin.Create(ctx, newInstance(g, "team", "a", map[string]any{})))
-	stateIs(t, admin, g, "team", "a", contract.StateActive)
+	require.NoError(t, admin.Create(ctx, newInstance(g, ns, "a", map[string]any{})))
+	stateIs(t, admin, g, ns, "a", contract.StateActive)
 	const counter, gauge = "fleetgraph_spoke_watch_errors_total", "fleetgraph_spoke_watches_failing"
 	kinds := []string{"v1/ConfigMap", "v1/Secret"}
 	before := map[string]float64{}
 	for _, k := range kinds {
-		before[k], _ = watchSeries(t, counter, s.Name, k)
+		before[k], _ = watchSeries(t, counter, cluster, k)
 	}
 
 	require.NoError(t, admin.Delete(ctx, binding.DeepCopy()))
@@ -172,7 +176,7 @@ func TestAFailingWatchShowsInStatusAndMetrics(t *testing.T) {
 	proxy.Reset()
 	revoked := time.Now()
 	eventually(t, func() (bool, string) {
-		u, err := getInstance(t, admin, g, "team", "a")
+		u, err := getInstance(t, admin, g, ns, "a")
 		if err != nil {
 			return false, err.Error()
 		}
@@ -184,20 +188,20 @@ func TestAFailingWatchShowsInStatusAndMetrics(t *testing.T) {
 		}
 		var series []string
 		for _, k := range kinds {
-			n, _ := watchSeries(t, counter, s.Name, k)
-			f, _ := watchSeries(t, gauge, s.Name, k)
+			n, _ := watchSeries(t, counter, cluster, k)
+			f, _ := watchSeries(t, gauge, cluster, k)
 			series = append(series, fmt.Sprintf("%s: %v errors, failing %v", k, n, f))
 		}
 		return named, fmt.Sprintf("conditions %v; %v", u.Object["status"], series)
 	})
 	for _, k := range kinds {
-		n, _ := watchSeries(t, counter, s.Name, k)
+		n, _ := watchSeries(t, counter, cluster, k)
 		require.Greater(t, n, before[k], "failed calls of %s are counted", k)
-		failing, ok := watchSeries(t, gauge, s.Name, k)
+		failing, ok := watchSeries(t, gauge, cluster, k)
 		require.True(t, ok)
 		require.Equal(t, 1.0, failing, "%s failing", k)
 	}
-	u, err := getInstance(t, admin, g, "team", "a")
+	u, err := getInstance(t, admin, g, ns, "a")
 	require.NoError(t, err)
 	state, _, _ := unstructured.NestedString(u.Object, "status", "state")
 	require.Equal(t, contract.StateActive, state, "the children are fine; only their changes are unseen")
@@ -206,7 +210,7 @@ func TestAFailingWatchShowsInStatusAndMetrics(t *testing.T) {
 	require.NoError(t, admin.Create(ctx, binding.DeepCopy()))
 	restored := time.Now()
 	eventually(t, func() (bool, string) {
-		u, err := getInstance(t, admin, g, "team", "a")
+		u, err := getInstance(t, admin, g, ns, "a")
 		if err != nil {
 			return false, err.Error()
 		}
@@ -214,14 +218,14 @@ func TestAFailingWatchShowsInStatusAndMetrics(t *testing.T) {
 	})
 	t.Logf("failure shown %s after the watches reopened; cleared %s after the role came back", seen, time.Since(restored))
 	for _, k := range kinds {
-		failing, _ := watchSeries(t, gauge, s.Name, k)
+		failing, _ := watchSeries(t, gauge, cluster, k)
 		require.Zero(t, failing, "%s failing", k)
 	}
 
 	// Drift is seen again: a child changed behind the hub's back is put back.
-	cm, err := configMap(admin, "team", "a-copy")
+	cm, err := configMap(admin, ns, "a-copy")
 	require.NoError(t, err)
 	require.NoError(t, unstructured.SetNestedField(cm.Object, "drifted", "data", "value"))
 	require.NoError(t, admin.Update(ctx, cm))
-	configMapData(t, admin, "team", "a-copy", "value", "a")
+	configMapData(t, admin, ns, "a-copy", "value", "a")
 }

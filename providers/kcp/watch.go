@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/fleetgraph/fleetgraph/internal/spoke"
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 )
 
 // WorkspacesResource is kcp's Workspace resource, watched in unstructured
@@ -142,7 +142,7 @@ func (p *Provider) engage(key workspaceKey, name logicalcluster.Name) error {
 	if !p.record(key, name) {
 		return nil // already engaged
 	}
-	cl, err := cluster.New(p.configFor(name.Path()), append([]cluster.Option{spoke.ReportWatchErrors}, p.opts.ClusterOptions...)...)
+	cl, err := cluster.New(p.configFor(name.Path()), append([]cluster.Option{cacheopts.ReportWatchErrors}, p.opts.ClusterOptions...)...)
 	if err == nil {
 		err = p.clusters.Add(p.ctx, multicluster.ClusterName(name), cl, p.aware)
 	}

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/fleetgraph/fleetgraph/internal/spoke"
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 )
 
 // Event reasons recorded on kubeconfig Secrets.
@@ -121,7 +121,7 @@ func (p *Provider) connect(ctx context.Context, s *corev1.Secret, log logr.Logge
 		p.report(s, log, ReasonInvalidKubeconfig, fmt.Errorf("%w: cannot build an HTTP client", ErrInvalidKubeconfig))
 		return nil
 	}
-	opts := append([]cluster.Option{func(o *cluster.Options) { o.HTTPClient = httpClient }, spoke.TrimCache, spoke.ReportWatchErrors},
+	opts := append([]cluster.Option{func(o *cluster.Options) { o.HTTPClient = httpClient }, cacheopts.TrimCache, cacheopts.ReportWatchErrors},
 		p.opts.ClusterOptions...)
 	cl, err := cluster.New(rc, opts...)
 	if err != nil {

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/google/cel-go/cel"
@@ -187,3 +189,25 @@ func celType(t *apiservercel.DeclType) *cel.Type {
 	}
 	return t.CelType()
 }
+
+// typeName formats a CEL type for messages.
+func typeName(t *cel.Type) string {
+	if t == nil {
+		return "dyn"
+	}
+	return t.String()
+}
+
+// gvkTypeName names the CEL object type of a kind.
+func gvkTypeName(group, version, kind string) string {
+	if group == "" {
+		group = "core"
+	}
+	r := strings.NewReplacer(".", "_", "-", "_")
+	return fmt.Sprintf("%skind.%s.%s.%s", typeNamePrefix, r.Replace(group), version, kind)
+}
+
+// typeNamePrefix starts the names of our object types. CEL resolves a.b.c
+// as a type name before it tries field selection, so type names must never
+// look like a variable path; resource ids cannot contain "_".
+const typeNamePrefix = "fg__"

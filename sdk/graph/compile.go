@@ -2,14 +2,10 @@ package graph
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/google/cel-go/cel"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	apiservercel "k8s.io/apiserver/pkg/cel"
-	celresolver "k8s.io/apiserver/pkg/cel/openapi/resolver"
 
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 )
@@ -39,96 +35,101 @@ func CompileContext(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, 
 	if rgd == nil {
 		return nil, &Error{Err: errorf(ErrInvalid, "nil ResourceGraphDefinition")}
 	}
-	c := &compiler{
-		ctx:        ctx,
-		rgd:        rgd.DeepCopy(),
-		opts:       opts.withDefaults(),
-		byID:       map[string]*resource{},
-		valueNames: map[string]bool{varSchema: true},
-		programs:   map[programKey]programResult{},
-	}
+	opts = opts.withDefaults()
+	c := &compilation{ctx: ctx, rgd: rgd.DeepCopy(), opts: opts, diag: newDiagnostics(opts)}
 	return c.run()
 }
 
-// compiler holds the state of one Compile call.
-type compiler struct {
+// compilation runs the phases of one Compile call in order, and returns
+// every error found so far at three checkpoints (after the structure is
+// parsed, after the expressions are compiled, after the CRD is checked).
+// Each phase is a value of its own, made for this call and handed what it
+// needs of the earlier ones; all of them record what they find into one
+// diagnostics, so errors come in the order found.
+//
+//   - instanceKind (instance.go): spec.schema's header, SimpleSchema to
+//     OpenAPI and to the CEL type of `schema`; later the CRD (crd.go),
+//     its size and the API server's verdict on it (crdcheck.go);
+//   - parseResources (resources.go, templatechecks.go): the structure of
+//     spec.resources;
+//   - resolveKinds (kinds.go): the child kinds' schemas and CEL types;
+//   - buildEnvs (env.go): the CEL environments; exprCompiler
+//     (program.go, estimate.go, parse.go) compiles each expression once;
+//   - identityChecker (identity.go, samename.go): kro's rules on names;
+//   - resourceCompiler (resource_compile.go, template.go, typecheck.go):
+//     each resource's expressions, fitted to its kind's fields;
+//   - compileStatus (status_compile.go, status_schema.go, conditions.go):
+//     status projections, their inferred schema, the RGD's conditions;
+//   - order (dag.go): the resources in dependency order.
+type compilation struct {
 	ctx  context.Context
 	rgd  *v1alpha1.ResourceGraphDefinition
 	opts Options
-	errs []error
-	exts []Extension
-	// conditions are spec.schema.status.conditions, compiled.
-	conditions []conditionProgram
-
-	specSchema   *apiextensionsv1.JSONSchemaProps
-	instanceDecl *apiservercel.DeclType
-	resources    []*resource
-	byID         map[string]*resource
-	// valueNames are the names expressions read from Values: schema and
-	// every resource id.
-	valueNames map[string]bool
-	// formats are the format trees of schema and each resource id (for a
-	// collection, of one item).
-	formats map[string]*formatTree
-
-	kinds    *typedEnv // base + the child kinds' types (cached across compiles)
-	instance *typedEnv // kinds + the instance's types + schema + every resource id
-	graphEnv *cel.Env  // instance.env
-	// programs dedupes expressions: the same source in the same
-	// environment compiles once.
-	programs map[programKey]programResult
-	// status counts the inferred status schema (compile_limits.go).
-	status statusBudget
+	diag *diagnostics
 }
 
-// fail records err; the expression of an *Error is cut to
-// Limits.MaxMessageExpression characters, since it goes into conditions,
-// events and logs.
-func (c *compiler) fail(err error) {
-	if e, ok := err.(*Error); ok {
-		e.Expression = cutText(e.Expression, c.opts.Limits.MaxMessageExpression)
-	}
-	c.errs = append(c.errs, err)
-}
-
-func (c *compiler) failed() error { return errors.Join(c.errs...) }
-
-func (c *compiler) run() (*Graph, error) {
-	c.checkSchemaHeader()
-	c.parseInstanceSpec()
-	c.parseResources()
-	if err := c.failed(); err != nil {
+func (c *compilation) run() (*Graph, error) {
+	inst := newInstanceKind(c.rgd, c.opts.Limits, c.diag)
+	inst.checkHeader()
+	inst.parseSpec()
+	resources, byID := parseResources(c.rgd, c.diag)
+	if err := c.diag.err(); err != nil {
 		return nil, err
 	}
-	c.resolveKinds()
+	resolveKinds(c.ctx, c.opts, resources, c.diag)
 	if err := c.stopped(); err != nil {
 		return nil, err
 	}
-	if err := c.buildEnvs(); err != nil {
+	envs, err := buildEnvs(inst.decl, resources, c.opts.Strict)
+	if err != nil {
 		return nil, err
 	}
-	c.checkIdentities()
-	for _, r := range c.resources {
+	exprs := newExprCompiler(envs, valueNames(resources), costCheck{spec: inst.spec, limits: c.opts.Limits}, c.diag)
+	c.checkIdentities(inst, resources, envs)
+	status, err := c.compileExpressions(exprs, resources, byID, inst.spec)
+	if err != nil {
+		return nil, err
+	}
+	crd := inst.buildCRD(*inst.spec, status.schema)
+	if raw, ok := inst.checkCRDSize(crd); ok {
+		inst.checkCRD(crd, raw)
+	}
+	if err := c.diag.err(); err != nil {
+		return nil, err
+	}
+	return c.graph(inst, resources, crd, status)
+}
+
+// checkIdentities applies kro's rules on the objects' names.
+func (c *compilation) checkIdentities(inst *instanceKind, resources []*resource, envs *celEnvs) {
+	scopes, _ := c.opts.Resolver.(ScopeResolver)
+	ic := &identityChecker{
+		name: c.rgd.Name, resources: resources, scopes: scopes,
+		namespaced: inst.namespaced(), env: envs.graph, diag: c.diag,
+	}
+	ic.check()
+}
+
+// compileExpressions compiles every resource's expressions, then the
+// status's, stopping between resources once the context is done.
+func (c *compilation) compileExpressions(exprs *exprCompiler, resources []*resource, byID map[string]*resource, spec *apiextensionsv1.JSONSchemaProps) (compiledStatus, error) {
+	rc := newResourceCompiler(exprs, resources, byID, c.opts.Limits)
+	for _, r := range resources {
 		if err := c.stopped(); err != nil {
-			return nil, err
+			return compiledStatus{}, err
 		}
-		c.compileResource(r)
+		rc.compile(r)
 	}
-	status, statusSchema := c.compileStatus()
-	if err := c.failed(); err != nil {
-		return nil, err
+	status := compileStatus(c.rgd.Spec.Schema.Status.Raw, spec, exprs, c.opts.Limits)
+	if err := c.diag.err(); err != nil {
+		return compiledStatus{}, err
 	}
-	if err := c.stopped(); err != nil {
-		return nil, err
-	}
-	crd := c.buildCRD(*c.specSchema, statusSchema)
-	if raw, ok := c.checkCRDSize(crd); ok {
-		c.checkCRD(crd, raw)
-	}
-	if err := c.failed(); err != nil {
-		return nil, err
-	}
-	nodes, levels, err := order(c.resources)
+	return status, c.stopped()
+}
+
+// graph orders the compiled resources and assembles the Graph.
+func (c *compilation) graph(inst *instanceKind, resources []*resource, crd *apiextensionsv1.CustomResourceDefinition, status compiledStatus) (*Graph, error) {
+	nodes, levels, err := order(resources)
 	if err != nil {
 		return nil, err
 	}
@@ -139,17 +140,17 @@ func (c *compiler) run() (*Graph, error) {
 		Nodes:         nodes,
 		Levels:        levels,
 		DeletionWaves: reversed(levels),
-		Extensions:    c.sortedExtensions(),
-		status:        status,
-		conditions:    c.conditions,
+		Extensions:    c.diag.extensions(),
+		status:        status.program,
+		conditions:    status.conditions,
 		byID:          map[string]*Node{},
 		source:        c.rgd,
 		opts:          c.opts,
 	}
 	g.Instance = Instance{
-		GVK:        schema.GroupVersionKind{Group: c.group(), Version: c.rgd.Spec.Schema.APIVersion, Kind: c.rgd.Spec.Schema.Kind},
+		GVK:        schema.GroupVersionKind{Group: inst.group(), Version: c.rgd.Spec.Schema.APIVersion, Kind: c.rgd.Spec.Schema.Kind},
 		Plural:     g.CRD.Spec.Names.Plural,
-		Namespaced: c.namespaced(),
+		Namespaced: inst.namespaced(),
 	}
 	for _, n := range nodes {
 		g.byID[n.ID] = n
@@ -157,112 +158,13 @@ func (c *compiler) run() (*Graph, error) {
 	return g, nil
 }
 
-// resolveKinds looks up each child kind's schema and CEL type.
-func (c *compiler) resolveKinds() {
-	for _, r := range c.resources {
-		c.valueNames[r.node.ID] = true
-		r.decl = apiservercel.DynType
-		if c.opts.Resolver == nil || c.ctx.Err() != nil {
-			continue
-		}
-		s, err := c.opts.Resolver.ResolveSchema(r.node.GVK)
-		switch {
-		case err == nil && s != nil:
-			r.schema = s
-			gvk := r.node.GVK
-			r.decl = cachedDeclType(s, gvkTypeName(gvk.Group, gvk.Version, gvk.Kind))
-		case isNotFound(err) && c.opts.DynamicUnknownKinds:
-		case isNotFound(err):
-			c.fail(&Error{ResourceID: r.node.ID, Path: c.kindPath(r), Err: errorf(ErrSchemaNotFound, "no schema for %s: %v", r.node.GVK, err)})
-		default:
-			c.fail(&Error{ResourceID: r.node.ID, Path: c.kindPath(r), Err: errorf(ErrSchemaUnavailable, "resolving the schema of %s: %w", r.node.GVK, err)})
-		}
+// stopped returns an error once the compile's context is done.
+func (c *compilation) stopped() error {
+	if c.ctx.Err() == nil {
+		return nil
 	}
-}
-
-func (c *compiler) kindPath(r *resource) string {
-	if r.node.External {
-		return "externalRef.kind"
+	if cause := context.Cause(c.ctx); cause != c.ctx.Err() {
+		return fmt.Errorf("compiling %q stopped: %w: %w", c.rgd.Name, c.ctx.Err(), cause)
 	}
-	return "kind"
-}
-
-func isNotFound(err error) bool {
-	return errors.Is(err, ErrSchemaNotFound) || errors.Is(err, celresolver.ErrSchemaNotFound)
-}
-
-// buildEnvs declares the object types and the variables every expression
-// may use.
-func (c *compiler) buildEnvs() error {
-	var kinds []*apiservercel.DeclType
-	seen := map[*apiservercel.DeclType]bool{}
-	vars := map[string]*cel.Type{varSchema: c.instanceDecl.CelType()}
-	c.formats = map[string]*formatTree{varSchema: formatsOf(c.instanceDecl)}
-	for _, r := range c.resources {
-		c.formats[r.node.ID] = formatsOf(r.decl)
-		if r.decl.IsObject() && !seen[r.decl] {
-			seen[r.decl] = true
-			kinds = append(kinds, r.decl)
-		}
-		t := celType(r.decl)
-		if r.node.Collection {
-			t = cel.ListType(t)
-		}
-		vars[r.node.ID] = t
-	}
-	var err error
-	if c.kinds, err = kindsEnv(kinds, c.opts.Strict); err != nil {
-		return &Error{Err: errorf(ErrExpression, "declaring the child kinds' types: %v", err)}
-	}
-	if c.instance, err = extendTypes(c.kinds.env, []*apiservercel.DeclType{c.instanceDecl}, variables(vars)...); err != nil {
-		return &Error{Err: errorf(ErrExpression, "declaring the instance type and variables: %v", err)}
-	}
-	c.graphEnv = c.instance.env
-	return nil
-}
-
-// findDeclType finds an object type by name among the instance's and the
-// child kinds'.
-func (c *compiler) findDeclType(name string) (*apiservercel.DeclType, bool) {
-	if t, ok := c.instance.findDeclType(name); ok && t.IsObject() {
-		return t, true
-	}
-	return c.kinds.findDeclType(name)
-}
-
-type programKey struct {
-	env *cel.Env
-	src string
-}
-
-type programResult struct {
-	p   *program
-	err error
-}
-
-// compile compiles src in env once per Compile call; written is how the
-// expression appears at this use, in resource resID (empty for
-// spec.schema) at path.
-func (c *compiler) compile(env *cel.Env, src, written, resID, path string) (*program, error) {
-	key := programKey{env, src}
-	res, ok := c.programs[key]
-	if !ok {
-		res.p, res.err = c.compileExpr(env, src, written)
-		c.programs[key] = res
-	}
-	if res.err != nil {
-		return nil, res.err
-	}
-	for _, feature := range res.p.extensions {
-		c.extension(resID, path, feature)
-	}
-	p := *res.p
-	p.written = written
-	p.formats = formatsFor(p.refs, c.formats)
-	return &p, nil
-}
-
-// String describes the graph in one line, for logs.
-func (g *Graph) String() string {
-	return fmt.Sprintf("graph %q (%s, %d resources)", g.Name, g.Instance.GVK, len(g.Nodes))
+	return fmt.Errorf("compiling %q stopped: %w", c.rgd.Name, c.ctx.Err())
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
@@ -26,16 +25,16 @@ type conditionProgram struct {
 // compileConditionList compiles spec.schema.status.conditions: a list of
 // single ${} expressions, each returning a condition or a list of them
 // (built with runtime.newCondition), as kro defines it.
-func (c *compiler) compileConditionList(raw any) []conditionProgram {
+func (sc *statusCompiler) compileConditionList(raw any) []conditionProgram {
 	const where = "spec.schema.status.conditions"
 	entries, ok := raw.([]any)
 	if !ok {
-		c.fail(&Error{Path: where, Err: errorf(ErrInvalid, "must be a list of ${} expressions, got %T", raw)})
+		sc.diag.fail(&Error{Path: where, Err: errorf(ErrInvalid, "must be a list of ${} expressions, got %T", raw)})
 		return nil
 	}
-	env, err := c.graphEnv.Extend(cel.Variable(varRuntime, cel.ObjectType(runtimeTypeName)))
+	env, err := sc.env.Extend(cel.Variable(varRuntime, cel.ObjectType(runtimeTypeName)))
 	if err != nil {
-		c.fail(&Error{Path: where, Err: errorf(ErrExpression, "%v", err)})
+		sc.diag.fail(&Error{Path: where, Err: errorf(ErrExpression, "%v", err)})
 		return nil
 	}
 	var out []conditionProgram
@@ -44,28 +43,28 @@ func (c *compiler) compileConditionList(raw any) []conditionProgram {
 		path := fmt.Sprintf("%s[%d]", where, i)
 		written, isString := e.(string)
 		if !isString {
-			c.fail(&Error{Path: path, Err: errorf(ErrExpression, "must be a single ${} expression, got %s", describeLiteral(e))})
+			sc.diag.fail(&Error{Path: path, Err: errorf(ErrExpression, "must be a single ${} expression, got %s", describeLiteral(e))})
 			continue
 		}
 		src, ok, err := expr.Standalone(written)
 		if err != nil || !ok {
-			c.fail(&Error{Path: path, Expression: written, Err: errorf(ErrExpression, "must be a single ${} expression")})
+			sc.diag.fail(&Error{Path: path, Expression: written, Err: errorf(ErrExpression, "must be a single ${} expression")})
 			continue
 		}
-		p, err := c.compile(env, src, written, "", path)
+		p, err := sc.exprs.compile(env, src, written, "", path)
 		if err != nil {
-			c.fail(&Error{Path: path, Expression: written, Err: err})
+			sc.diag.fail(&Error{Path: path, Expression: written, Err: err})
 			continue
 		}
 		if !isConditionType(p.out) {
-			c.fail(&Error{Path: path, Expression: written, Err: errorf(ErrType, "must return a condition (runtime.newCondition) or a list of them, got %s", typeName(p.out))})
+			sc.diag.fail(&Error{Path: path, Expression: written, Err: errorf(ErrType, "must return a condition (runtime.newCondition) or a list of them, got %s", typeName(p.out))})
 			continue
 		}
 		out = append(out, conditionProgram{p: p, path: path})
 		checked = append(checked, conditionEntry{path: path, written: written, src: src})
 	}
 	for _, err := range checkConditionLiterals(env, checked) {
-		c.fail(err)
+		sc.diag.fail(err)
 	}
 	return out
 }
@@ -97,7 +96,7 @@ func checkConditionLiterals(env *cel.Env, entries []conditionEntry) []error {
 			continue
 		}
 		roots[i] = ast.NativeRep().Expr()
-		for _, t := range sortedTypes(literalConditionTypes(roots[i])) {
+		for _, t := range sortedKeys(literalConditionTypes(roots[i])) {
 			if first, dup := declared[t]; dup {
 				errs = append(errs, &Error{Path: e.path, Expression: e.written, Err: errorf(ErrInvalid, "condition type %q is declared by more than one conditions entry (%s too)", t, first)})
 				continue
@@ -116,15 +115,6 @@ func checkConditionLiterals(env *cel.Env, entries []conditionEntry) []error {
 		}))
 	}
 	return errs
-}
-
-func sortedTypes(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for t := range m {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func literalConditionTypes(root celast.Expr) map[string]bool {

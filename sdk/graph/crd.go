@@ -28,18 +28,18 @@ const (
 func Plural(kind string) string { return flect.Pluralize(strings.ToLower(kind)) }
 
 // buildCRD assembles the instance CRD from the spec and status schemas.
-func (c *compiler) buildCRD(spec, status apiextensionsv1.JSONSchemaProps) *apiextensionsv1.CustomResourceDefinition {
-	s := &c.rgd.Spec.Schema
+func (k *instanceKind) buildCRD(spec, status apiextensionsv1.JSONSchemaProps) *apiextensionsv1.CustomResourceDefinition {
+	s := &k.rgd.Spec.Schema
 	plural := Plural(s.Kind)
 	scope := apiextensionsv1.NamespaceScoped
-	if !c.namespaced() {
+	if !k.namespaced() {
 		scope = apiextensionsv1.ClusterScoped
 	}
 	return &apiextensionsv1.CustomResourceDefinition{
 		TypeMeta:   metav1.TypeMeta{APIVersion: apiextensionsv1.SchemeGroupVersion.String(), Kind: "CustomResourceDefinition"},
-		ObjectMeta: c.crdMeta(plural),
+		ObjectMeta: k.crdMeta(plural),
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: c.group(),
+			Group: k.group(),
 			Names: apiextensionsv1.CustomResourceDefinitionNames{
 				Kind:       s.Kind,
 				ListKind:   s.Kind + "List",
@@ -55,28 +55,28 @@ func (c *compiler) buildCRD(spec, status apiextensionsv1.JSONSchemaProps) *apiex
 				Storage:                  true,
 				Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: instanceSchema(spec, status)},
 				Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-				AdditionalPrinterColumns: c.printerColumns(),
+				AdditionalPrinterColumns: k.printerColumns(),
 			}},
 		},
 	}
 }
 
-func (c *compiler) crdMeta(plural string) metav1.ObjectMeta {
-	meta := metav1.ObjectMeta{Name: plural + "." + c.group(), Labels: map[string]string{}}
-	if md := c.rgd.Spec.Schema.Metadata; md != nil {
+func (k *instanceKind) crdMeta(plural string) metav1.ObjectMeta {
+	meta := metav1.ObjectMeta{Name: plural + "." + k.group(), Labels: map[string]string{}}
+	if md := k.rgd.Spec.Schema.Metadata; md != nil {
 		maps.Copy(meta.Labels, md.Labels)
 		if len(md.Annotations) > 0 {
 			meta.Annotations = maps.Clone(md.Annotations)
 		}
 	}
 	meta.Labels[LabelManagedBy] = ManagedBy
-	if c.rgd.Name != "" {
-		meta.Labels[LabelGraph] = c.rgd.Name
+	if k.rgd.Name != "" {
+		meta.Labels[LabelGraph] = k.rgd.Name
 	}
 	return meta
 }
 
-// instanceSchema is the CRD's root schema. spec is the compiler's own,
+// instanceSchema is the CRD's root schema. spec is the compile's own,
 // made for this compile: the CRD takes it over rather than a copy (only
 // its top is changed here).
 func instanceSchema(spec, status apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps {
@@ -113,8 +113,8 @@ func hasDefaults(s apiextensionsv1.JSONSchemaProps) bool {
 
 // printerColumns are the RGD's, or kro's defaults: State, Ready, Age, with
 // kro's descriptions word for word (they are part of the CRD on the wire).
-func (c *compiler) printerColumns() []apiextensionsv1.CustomResourceColumnDefinition {
-	if cols := c.rgd.Spec.Schema.AdditionalPrinterColumns; len(cols) > 0 {
+func (k *instanceKind) printerColumns() []apiextensionsv1.CustomResourceColumnDefinition {
+	if cols := k.rgd.Spec.Schema.AdditionalPrinterColumns; len(cols) > 0 {
 		out := make([]apiextensionsv1.CustomResourceColumnDefinition, len(cols))
 		for i := range cols {
 			cols[i].DeepCopyInto(&out[i])

@@ -3,8 +3,10 @@ package graph
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -12,6 +14,56 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	crdvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 )
+
+// checkCRDSize refuses a generated CRD larger than Limits.MaxCRDBytes as
+// JSON: every spoke would refuse it at fan-out (etcd keeps at most 1.5 MiB
+// per object). It runs before the CRD is validated, which costs more the
+// larger the CRD, and returns the JSON for checkCRD.
+func (k *instanceKind) checkCRDSize(crd *apiextensionsv1.CustomResourceDefinition) ([]byte, bool) {
+	raw, err := json.Marshal(crd)
+	if err != nil {
+		k.diag.fail(&Error{Path: "spec.schema", Err: errorf(ErrSchema, "generated CRD: %v", err)})
+		return nil, false
+	}
+	limit := k.limits.MaxCRDBytes
+	if len(raw) <= limit {
+		return raw, true
+	}
+	k.diag.fail(&Error{Path: "spec.schema", Err: limitErrorf(ErrSchema, nil,
+		"the generated CRD is %d bytes of JSON, over the limit of %d (Limits.MaxCRDBytes); %s",
+		len(raw), limit, crdParts(crd))})
+	return nil, false
+}
+
+// crdParts says what takes the room in a CRD, largest first.
+func crdParts(crd *apiextensionsv1.CustomResourceDefinition) string {
+	v := crd.Spec.Versions[0]
+	root := v.Schema.OpenAPIV3Schema
+	parts := []struct {
+		name string
+		v    any
+	}{
+		{"spec schema", root.Properties["spec"]},
+		{"status schema", root.Properties["status"]},
+		{"printer columns", v.AdditionalPrinterColumns},
+		{"labels and annotations", []any{crd.Labels, crd.Annotations}},
+	}
+	type part struct {
+		name string
+		n    int
+	}
+	sizes := make([]part, 0, len(parts))
+	for _, p := range parts {
+		raw, _ := json.Marshal(p.v)
+		sizes = append(sizes, part{p.name, len(raw)})
+	}
+	slices.SortStableFunc(sizes, func(a, b part) int { return b.n - a.n })
+	out := make([]string, len(sizes))
+	for i, p := range sizes {
+		out[i] = fmt.Sprintf("%s %d", p.name, p.n)
+	}
+	return "bytes by part: " + strings.Join(out, ", ")
+}
 
 // checkCRD runs the API server's own validation of a CustomResourceDefinition
 // on the generated one, so that what the API server would refuse when the
@@ -22,7 +74,7 @@ import (
 // raw is the CRD as JSON: the verdict on a CRD is kept by its hash
 // (crdVerdicts), since the same graph is compiled again for each spoke's
 // schemas and after each restart.
-func (c *compiler) checkCRD(crd *apiextensionsv1.CustomResourceDefinition, raw []byte) {
+func (k *instanceKind) checkCRD(crd *apiextensionsv1.CustomResourceDefinition, raw []byte) {
 	key := sha256.Sum256(raw)
 	errs, ok := crdVerdicts.get(key)
 	if !ok {
@@ -30,7 +82,7 @@ func (c *compiler) checkCRD(crd *apiextensionsv1.CustomResourceDefinition, raw [
 		crdVerdicts.put(key, errs)
 	}
 	for _, e := range errs {
-		c.fail(&Error{Path: e.path, Err: errorf(ErrSchema, "%s", e.msg)})
+		k.diag.fail(&Error{Path: e.path, Err: errorf(ErrSchema, "%s", e.msg)})
 	}
 }
 

@@ -7,9 +7,7 @@ import (
 	"sync"
 
 	"github.com/google/cel-go/cel"
-	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/ext"
-	"github.com/google/cel-go/interpreter"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/library"
 )
@@ -107,62 +105,6 @@ func baseEnv(strict bool) (*cel.Env, error) {
 	return fullEnv()
 }
 
-// planner turns checked expressions into interpretables sharing one
-// function dispatcher. cel.Env.Program builds a fresh dispatcher holding
-// every overload of every library for each program, which costs more than
-// parsing and checking together; our extended environments only add
-// variables and types, never functions, so one dispatcher serves them all.
-type planner struct {
-	disp  interpreter.Dispatcher
-	guard interpreter.InterpretableDecorator
-}
-
-var sharedPlanner = sync.OnceValues(func() (*planner, error) {
-	env, err := fullEnv()
-	if err != nil {
-		return nil, err
-	}
-	disp := interpreter.NewDispatcher()
-	for _, fn := range env.Functions() {
-		bindings, err := fn.Bindings()
-		if err != nil {
-			return nil, err
-		}
-		if err := disp.Add(bindings...); err != nil {
-			return nil, err
-		}
-	}
-	return &planner{disp: disp, guard: guardCalls(disp, env.Functions())}, nil
-})
-
-// plan builds the interpretable of a checked expression. Every call goes
-// through a guard that prices it from its arguments before it runs (see
-// guard.go), and every comprehension step asks the evaluation's meter
-// whether to go on (see meter.go): one evaluation is bounded in cost, time
-// and the size of what it builds. Constant regular expressions are
-// compiled here, by the guard, once.
-func (p *planner) plan(env *cel.Env, ast *cel.Ast) (interpreter.Interpretable, error) {
-	attrs := interpreter.NewAttributeFactory(env.Container, env.CELTypeAdapter(), env.CELTypeProvider())
-	interp := interpreter.NewInterpreter(p.disp, env.Container, env.CELTypeProvider(), env.CELTypeAdapter(), attrs)
-	if unmetered {
-		return interp.NewInterpretable(ast.NativeRep(),
-			interpreter.CustomDecorator(lazyOptionalOr),
-			interpreter.Optimize(),
-			interpreter.CompileRegexConstants(regexConstants...),
-		)
-	}
-	return interp.NewInterpretable(ast.NativeRep(),
-		interpreter.CustomDecorator(lazyOptionalOr),
-		interpreter.Optimize(),
-		interpreter.CustomDecorator(p.guard),
-		interpreter.InterruptableEval(),
-	)
-}
-
-// unmetered plans and evaluates without guards, meter or sizer. Only the
-// benchmark that measures what they cost sets it, before it compiles.
-var unmetered bool
-
 // typedEnv is an environment that knows a set of object types.
 type typedEnv struct {
 	env      *cel.Env
@@ -241,11 +183,7 @@ func withVariables(env *cel.Env, vars map[string]*cel.Type) (*cel.Env, error) {
 }
 
 func variables(vars map[string]*cel.Type) []cel.EnvOption {
-	names := make([]string, 0, len(vars))
-	for n := range vars {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := sortedKeys(vars)
 	opts := make([]cel.EnvOption, 0, len(names))
 	for _, n := range names {
 		opts = append(opts, cel.Variable(n, vars[n]))
@@ -253,110 +191,52 @@ func variables(vars map[string]*cel.Type) []cel.EnvOption {
 	return opts
 }
 
-// program is one compiled expression.
-type program struct {
-	// written is the expression as it appears in the RGD, ${} included.
-	written string
-	prog    interpreter.Interpretable
-	out     *cel.Type
-	// refs are the names this expression reads from Values ("schema" and
-	// resource ids), sorted. Evaluation waits (ErrPending) until all are
-	// present.
-	refs []string
-	// extensions names the fleetgraph extensions the expression uses.
-	extensions []string
-	// formats are the format trees of the refs that hold formatted
-	// strings, nil when none does.
+// celEnvs are the environments of one compile's expressions.
+type celEnvs struct {
+	kinds    *typedEnv // base + the child kinds' types (cached across compiles)
+	instance *typedEnv // kinds + the instance's types + schema + every resource id
+	graph    *cel.Env  // instance.env
+	// formats are the format trees of schema and each resource id (for a
+	// collection, of one item).
 	formats map[string]*formatTree
 }
 
-// compileExpr parses, type-checks and plans src in env; check, if set,
-// may refuse the checked expression (see checkEstimate).
-func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool, check func(*cel.Env, *cel.Ast) error) (*program, error) {
-	ast, iss := compileSource(env, src) // env.Compile, with parses reused (parse.go)
-	if iss.Err() != nil {
-		return nil, errorf(ErrExpression, "%s", issueMessages(iss))
-	}
-	if check != nil {
-		if err := check(env, ast); err != nil {
-			return nil, err
+// buildEnvs declares the object types and the variables every expression
+// may use: schema, of type instance, and each resource's id.
+func buildEnvs(instance *apiservercel.DeclType, resources []*resource, strict bool) (*celEnvs, error) {
+	e := &celEnvs{}
+	var kinds []*apiservercel.DeclType
+	seen := map[*apiservercel.DeclType]bool{}
+	vars := map[string]*cel.Type{varSchema: instance.CelType()}
+	e.formats = map[string]*formatTree{varSchema: formatsOf(instance)}
+	for _, r := range resources {
+		e.formats[r.node.ID] = formatsOf(r.decl)
+		if r.decl.IsObject() && !seen[r.decl] {
+			seen[r.decl] = true
+			kinds = append(kinds, r.decl)
 		}
-	}
-	pl, err := sharedPlanner()
-	if err != nil {
-		return nil, errorf(ErrExpression, "%v", err)
-	}
-	prog, err := pl.plan(env, ast)
-	if err != nil {
-		return nil, errorf(ErrExpression, "%v", err)
-	}
-	p := &program{written: written, prog: prog, out: ast.OutputType(), extensions: celExtensions(ast)}
-	for _, id := range identifiers(ast) {
-		if valueNames[id] {
-			p.refs = append(p.refs, id)
+		t := celType(r.decl)
+		if r.node.Collection {
+			t = cel.ListType(t)
 		}
+		vars[r.node.ID] = t
 	}
-	return p, nil
+	var err error
+	if e.kinds, err = kindsEnv(kinds, strict); err != nil {
+		return nil, &Error{Err: errorf(ErrExpression, "declaring the child kinds' types: %v", err)}
+	}
+	if e.instance, err = extendTypes(e.kinds.env, []*apiservercel.DeclType{instance}, variables(vars)...); err != nil {
+		return nil, &Error{Err: errorf(ErrExpression, "declaring the instance type and variables: %v", err)}
+	}
+	e.graph = e.instance.env
+	return e, nil
 }
 
-// identifiers returns the distinct identifiers an expression uses, sorted.
-func identifiers(ast *cel.Ast) []string {
-	seen := map[string]bool{}
-	celast.PostOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
-		if e.Kind() == celast.IdentKind {
-			seen[e.AsIdent()] = true
-		}
-	}))
-	out := make([]string, 0, len(seen))
-	for id := range seen {
-		out = append(out, id)
+// findDeclType finds an object type by name among the instance's and the
+// child kinds'.
+func (e *celEnvs) findDeclType(name string) (*apiservercel.DeclType, bool) {
+	if t, ok := e.instance.findDeclType(name); ok && t.IsObject() {
+		return t, true
 	}
-	sort.Strings(out)
-	return out
+	return e.kinds.findDeclType(name)
 }
-
-// parsedIdentifiers parses src without type-checking and returns its
-// identifiers, or nil if it does not parse (compiling reports that).
-func parsedIdentifiers(env *cel.Env, src string) []string {
-	ast, iss := parse(env, src)
-	if iss.Err() != nil {
-		return nil
-	}
-	return identifiers(ast)
-}
-
-// issueMessages turns CEL issues into one line: the messages without the
-// source excerpts CEL adds.
-func issueMessages(iss *cel.Issues) string {
-	errs := iss.Errors()
-	if len(errs) == 0 {
-		return strings.TrimSpace(iss.Err().Error())
-	}
-	msgs := make([]string, 0, len(errs))
-	for _, e := range errs {
-		msgs = append(msgs, e.Message)
-	}
-	return strings.Join(msgs, "; ")
-}
-
-// typeName formats a CEL type for messages.
-func typeName(t *cel.Type) string {
-	if t == nil {
-		return "dyn"
-	}
-	return t.String()
-}
-
-// gvkTypeName names the CEL object type of a kind.
-func gvkTypeName(group, version, kind string) string {
-	if group == "" {
-		group = "core"
-	}
-	r := strings.NewReplacer(".", "_", "-", "_")
-	return fmt.Sprintf("%skind.%s.%s.%s", typeNamePrefix, r.Replace(group), version, kind)
-}
-
-// typeNamePrefix starts the names of our object types. CEL resolves a.b.c
-// as a type name before it tries field selection, so type names must never
-// look like a variable path; resource ids cannot contain "_".
-const typeNamePrefix = "fg__"

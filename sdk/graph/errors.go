@@ -117,6 +117,17 @@ func errorf(kind error, format string, args ...any) error {
 	return &kindError{kind: kind, msg: err.Error()}
 }
 
+// limitErrorf is errorf for an error that a bound of Limits causes: it
+// matches kind and ErrLimit (and cause, when not nil), and reads as the
+// formatted message.
+func limitErrorf(kind, cause error, format string, args ...any) error {
+	wrapped := ErrLimit
+	if cause != nil {
+		wrapped = errors.Join(ErrLimit, cause)
+	}
+	return &kindError{kind: kind, msg: fmt.Sprintf(format, args...), wrapped: wrapped}
+}
+
 // truncate cuts s to at most n characters, marking a cut with "…". An
 // expression or value quoted in a message (a condition, an event, a log
 // line) goes through it, so that a 100k-character expression does not

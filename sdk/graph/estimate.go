@@ -31,15 +31,18 @@ var sizedKinds = map[types.Kind]bool{
 // string or list an instance or a child holds is longer.
 const maxRequestBytes = 3 << 20
 
-// compileExpr compiles src in env and prices it against the limits.
-func (c *compiler) compileExpr(env *cel.Env, src, written string) (*program, error) {
-	return compileExpr(env, src, written, c.valueNames, c.checkEstimate)
+// costCheck prices expressions against one compile's limits, with the
+// sizes its instance schema declares.
+type costCheck struct {
+	// spec is the instance's spec schema (nil when it has none).
+	spec   *apiextensionsv1.JSONSchemaProps
+	limits Limits
 }
 
-// checkEstimate refuses an expression whose estimated cost passes
+// check refuses an expression whose estimated cost passes
 // Limits.MaxExpressionEstimatedCost.
-func (c *compiler) checkEstimate(env *cel.Env, ast *cel.Ast) error {
-	e := &sizeEstimator{c: c}
+func (cc costCheck) check(env *cel.Env, ast *cel.Ast) error {
+	e := &sizeEstimator{spec: cc.spec, valueBytes: uint64(cc.limits.MaxValueBytes)}
 	e.k8s = &library.CostEstimator{SizeEstimator: e}
 	// The libraries' own estimates (env's cost options) are left out on
 	// purpose: they price kro's functions and lists.range from an int
@@ -48,9 +51,9 @@ func (c *compiler) checkEstimate(env *cel.Env, ast *cel.Ast) error {
 	if err != nil {
 		return nil // the estimator gave up: run time bounds it
 	}
-	if est.Max > c.opts.Limits.MaxExpressionEstimatedCost {
+	if est.Max > cc.limits.MaxExpressionEstimatedCost {
 		return errorf(ErrLimit, "estimated cost %d passes %d (Limits.MaxExpressionEstimatedCost): bound the lists and strings it reads with maxItems and maxLength",
-			est.Max, c.opts.Limits.MaxExpressionEstimatedCost)
+			est.Max, cc.limits.MaxExpressionEstimatedCost)
 	}
 	return nil
 }
@@ -59,7 +62,11 @@ func (c *compiler) checkEstimate(env *cel.Env, ast *cel.Ast) error {
 // schema), and prices kro's functions, which the Kubernetes estimator does
 // not know.
 type sizeEstimator struct {
-	c *compiler
+	// spec is the instance's spec schema; nil when it has none.
+	spec *apiextensionsv1.JSONSchemaProps
+	// valueBytes is Limits.MaxValueBytes: what a priced function may
+	// produce at the most.
+	valueBytes uint64
 	// k8s prices every other library's functions.
 	k8s *library.CostEstimator
 }
@@ -72,12 +79,12 @@ func (e *sizeEstimator) EstimateSize(el checker.AstNode) *checker.SizeEstimate {
 		return nil // a scalar: its size is fixed
 	}
 	path := el.Path()
-	if len(path) == 0 || path[0] != varSchema || e.c.specSchema == nil {
+	if len(path) == 0 || path[0] != varSchema || e.spec == nil {
 		// A value computed, or read from a child: no larger than the
 		// largest request.
 		return &checker.SizeEstimate{Min: 0, Max: maxRequestBytes}
 	}
-	s := schemaAt(e.c.specSchema, path[1:])
+	s := schemaAt(e.spec, path[1:])
 	return &checker.SizeEstimate{Min: 0, Max: declaredSize(s)}
 }
 
@@ -134,7 +141,7 @@ func (e *sizeEstimator) EstimateCallCost(function, overloadID string, target *ch
 		}
 		return checker.SizeEstimate{Min: 0, Max: maxRequestBytes}
 	}
-	valueBytes := uint64(e.c.opts.Limits.MaxValueBytes)
+	valueBytes := e.valueBytes
 	out := &checker.SizeEstimate{Min: 0, Max: valueBytes}
 	switch overloadID {
 	case "random.seededString_int_string", "lists_range":

@@ -159,10 +159,10 @@ func (sc *scope) evalUnmetered(p *program, path string) (ref.Val, error) {
 	return out, nil
 }
 
-// evalJSON runs p and converts its result to a JSON value. present is false
+// evalOptional runs p and unwraps an optional result: present is false
 // when the result is an empty optional.
-func (sc *scope) evalJSON(p *program, path string) (v any, present bool, err error) {
-	out, err := sc.eval(p, path)
+func (sc *scope) evalOptional(p *program, path string) (out ref.Val, present bool, err error) {
+	out, err = sc.eval(p, path)
 	if err != nil {
 		return nil, false, err
 	}
@@ -171,6 +171,16 @@ func (sc *scope) evalJSON(p *program, path string) (v any, present bool, err err
 			return nil, false, nil
 		}
 		out = opt.GetValue()
+	}
+	return out, true, nil
+}
+
+// evalJSON runs p and converts its result to a JSON value. present is false
+// when the result is an empty optional.
+func (sc *scope) evalJSON(p *program, path string) (v any, present bool, err error) {
+	out, present, err := sc.evalOptional(p, path)
+	if err != nil || !present {
+		return nil, false, err
 	}
 	v, err = toJSON(out, sc.sizer)
 	if err != nil {
@@ -181,18 +191,12 @@ func (sc *scope) evalJSON(p *program, path string) (v any, present bool, err err
 
 // evalBool runs a condition.
 func (sc *scope) evalBool(p *program, path string) (bool, error) {
-	out, err := sc.eval(p, path)
+	out, present, err := sc.evalOptional(p, path)
 	if err != nil {
 		return false, err
 	}
 	// As in kro, null and an empty optional read as false.
-	if o, isOpt := out.(*types.Optional); isOpt {
-		if !o.HasValue() {
-			return false, nil
-		}
-		out = o.GetValue()
-	}
-	if out == types.NullValue {
+	if !present || out == types.NullValue {
 		return false, nil
 	}
 	b, ok := out.(types.Bool)

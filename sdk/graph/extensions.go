@@ -3,7 +3,6 @@ package graph
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 
@@ -33,27 +32,6 @@ func (e Extension) String() string {
 		return fmt.Sprintf("resource %q: %s: %s", e.ResourceID, e.Path, e.Feature)
 	}
 	return e.Path + ": " + e.Feature
-}
-
-// extension records a use of an extension or, under Options.Strict, fails.
-func (c *compiler) extension(resourceID, path, feature string) {
-	if c.opts.Strict {
-		c.fail(&Error{ResourceID: resourceID, Path: path, Err: errorf(ErrExtension, "%s: a fleetgraph extension kro does not support (Options.Strict)", feature)})
-		return
-	}
-	c.exts = append(c.exts, Extension{ResourceID: resourceID, Path: path, Feature: feature})
-}
-
-// sortedExtensions returns what was recorded, sorted and without repeats.
-func (c *compiler) sortedExtensions() []Extension {
-	sort.SliceStable(c.exts, func(i, j int) bool { return c.exts[i].String() < c.exts[j].String() })
-	var out []Extension
-	for i, e := range c.exts {
-		if i == 0 || e != c.exts[i-1] {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // extensionOverloads holds the CEL overloads only the full environment

@@ -18,7 +18,7 @@ import (
 // Values at run time are plain JSON, so before an expression runs, the
 // strings at those paths are parsed into the matching CEL values (see
 // formatTree). Status inference keeps kro's view of such fields through
-// these distinct declarations (see schemaOfDecl).
+// these distinct declarations (see statusSchema.ofDecl).
 var (
 	timestampDecl = apiservercel.NewSimpleTypeWithMinSize("timestamp", cel.TimestampType, types.Timestamp{Time: time.Time{}}, apiservercel.MinDatetimeSizeJSON)
 	dateDecl      = apiservercel.NewSimpleTypeWithMinSize("timestamp", cel.TimestampType, types.Timestamp{Time: time.Time{}}, apiservercel.JSONDateSize)
@@ -97,7 +97,7 @@ func buildFormats(d *apiservercel.DeclType, depth int) *formatTree {
 
 // formatsOfType is formatsOf for a CEL type, such as a forEach iterator's:
 // object types are looked up by name among the graph's declarations.
-func (c *compiler) formatsOfType(t *cel.Type, depth int) *formatTree {
+func (e *celEnvs) formatsOfType(t *cel.Type, depth int) *formatTree {
 	if t == nil || depth > maxTypeDepth {
 		return nil
 	}
@@ -109,12 +109,12 @@ func (c *compiler) formatsOfType(t *cel.Type, depth int) *formatTree {
 	case types.BytesKind:
 		return &formatTree{leaf: bytesDecl}
 	case types.StructKind:
-		if d, ok := c.findDeclType(t.TypeName()); ok {
+		if d, ok := e.findDeclType(t.TypeName()); ok {
 			return formatsOf(d)
 		}
 	case types.ListKind, types.MapKind:
 		params := t.Parameters()
-		if sub := c.formatsOfType(params[len(params)-1], depth+1); sub != nil {
+		if sub := e.formatsOfType(params[len(params)-1], depth+1); sub != nil {
 			return &formatTree{elem: sub}
 		}
 	}

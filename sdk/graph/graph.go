@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,16 +30,14 @@ type Values map[string]any
 
 // Graph is the compiled, immutable form of one ResourceGraphDefinition. It
 // is safe for concurrent use by any number of goroutines and clusters;
-// callers must not modify it or anything reachable from it.
+// callers must not modify it or anything reachable from it. It holds what
+// the RGD says and nothing its server decides later (a revision number, a
+// removal): those travel beside it (spoke.Version).
 type Graph struct {
 	// Name is the ResourceGraphDefinition's name.
 	Name string
 	// Generation is the RGD's metadata.generation that was compiled.
 	Generation int64
-	// Revision is the number of the hub's GraphRevision record of this
-	// spec, set by the hub after compiling and before serving; 0 when the
-	// hub keeps no record.
-	Revision int64
 	// Instance describes the kind the generated CRD serves.
 	Instance Instance
 	// CRD is the generated CustomResourceDefinition, ready to apply.
@@ -57,10 +56,6 @@ type Graph struct {
 	// v0.9.3 does not, sorted; empty for an RGD that kro accepts as is.
 	// Always empty under Options.Strict, which refuses them instead.
 	Extensions []Extension
-	// Removal is never set by the compiler. The hub sets it on a copy of a
-	// graph being removed, to tell the spoke runtime how to serve it until
-	// the removal is done. Empty means the graph is served normally.
-	Removal RemovalMode
 
 	status     *statusProgram
 	conditions []conditionProgram
@@ -70,17 +65,10 @@ type Graph struct {
 	opts   Options
 }
 
-// RemovalMode is how the spoke runtime serves a graph being removed.
-type RemovalMode string
-
-const (
-	// RemovalFinalize: instances being deleted are finalized (children
-	// deleted, then the finalizer released); nothing else is reconciled.
-	RemovalFinalize RemovalMode = "Finalize"
-	// RemovalRelease: every instance holding the runtime's finalizer is
-	// released (the finalizer is taken off, children are left in place).
-	RemovalRelease RemovalMode = "Release"
-)
+// String describes the graph in one line, for logs.
+func (g *Graph) String() string {
+	return fmt.Sprintf("graph %q (%s, %d resources)", g.Name, g.Instance.GVK, len(g.Nodes))
+}
 
 // Instance describes the generated kind.
 type Instance struct {

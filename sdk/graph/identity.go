@@ -7,11 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph/expr"
+	"github.com/google/cel-go/cel"
 )
 
 // ScopeResolver is an optional interface of a SchemaResolver: one that also
 // knows whether a kind is namespaced lets Compile make kro's scope checks
-// (see checkScopes).
+// (see identityChecker.checkScope).
 type ScopeResolver interface {
 	// IsNamespaced reports whether gvk's objects live in a namespace. An
 	// unknown kind gives an error wrapping ErrSchemaNotFound. It must be
@@ -19,18 +20,34 @@ type ScopeResolver interface {
 	IsNamespaced(gvk schema.GroupVersionKind) (bool, error)
 }
 
-// checkIdentities makes the checks on the objects' names that need no
+// identityChecker makes the checks on the objects' names that need no
 // expression compiled: label-sized names, kro's scope rules, every forEach
-// iterator in the name, and no two resources rendering the same object.
-func (c *compiler) checkIdentities() {
-	if c.rgd.Name != "" {
-		for _, msg := range validation.IsValidLabelValue(c.rgd.Name) {
-			c.fail(&Error{Path: "metadata.name", Err: errorf(ErrInvalid, "the name labels every object the graph creates: %s", msg)})
+// iterator in the name (identity.go), and no two resources rendering the
+// same object (samename.go).
+type identityChecker struct {
+	// name is the RGD's.
+	name      string
+	resources []*resource
+	// scopes knows which kinds are namespaced; nil when the resolver does
+	// not (no scope check then).
+	scopes ScopeResolver
+	// namespaced is whether the instance is.
+	namespaced bool
+	// env parses the names' expressions.
+	env  *cel.Env
+	diag *diagnostics
+}
+
+// check makes every check, in order.
+func (c *identityChecker) check() {
+	if c.name != "" {
+		for _, msg := range validation.IsValidLabelValue(c.name) {
+			c.diag.fail(&Error{Path: "metadata.name", Err: errorf(ErrInvalid, "the name labels every object the graph creates: %s", msg)})
 		}
 	}
 	for _, r := range c.resources {
 		if len(r.node.ID) > validation.LabelValueMaxLength {
-			c.fail(&Error{ResourceID: r.node.ID, Path: "id", Err: errorf(ErrInvalid, "the id labels the objects it creates: must be no more than %d characters", validation.LabelValueMaxLength)})
+			c.diag.fail(&Error{ResourceID: r.node.ID, Path: "id", Err: errorf(ErrInvalid, "the id labels the objects it creates: must be no more than %d characters", validation.LabelValueMaxLength)})
 		}
 		c.checkScope(r)
 		c.checkIteratorsInName(r)
@@ -57,12 +74,11 @@ func (r *resource) metadataField(name string) (any, bool) {
 // namespace to default to), except an externalRef by selector, which then
 // reads every namespace. With no ScopeResolver nothing is checked, and a
 // namespaced child of a cluster-scoped instance goes to "default".
-func (c *compiler) checkScope(r *resource) {
-	sr, ok := c.opts.Resolver.(ScopeResolver)
-	if !ok || r.node.GVK.Kind == "" {
+func (c *identityChecker) checkScope(r *resource) {
+	if c.scopes == nil || r.node.GVK.Kind == "" {
 		return
 	}
-	namespaced, err := sr.IsNamespaced(r.node.GVK)
+	namespaced, err := c.scopes.IsNamespaced(r.node.GVK)
 	if err != nil {
 		return // resolveKinds reports unknown kinds
 	}
@@ -74,16 +90,16 @@ func (c *compiler) checkScope(r *resource) {
 	}
 	switch {
 	case !namespaced && set:
-		c.fail(&Error{ResourceID: r.node.ID, Path: path, Err: errorf(ErrInvalid, "%s is cluster-scoped and must not set a namespace", r.node.GVK.Kind)})
-	case namespaced && !c.namespaced() && strings.TrimSpace(s) == "" && !(r.node.External && r.node.Collection):
-		c.fail(&Error{ResourceID: r.node.ID, Path: path, Err: errorf(ErrInvalid, "%s is namespaced and the instance is cluster-scoped: the namespace must be set", r.node.GVK.Kind)})
+		c.diag.fail(&Error{ResourceID: r.node.ID, Path: path, Err: errorf(ErrInvalid, "%s is cluster-scoped and must not set a namespace", r.node.GVK.Kind)})
+	case namespaced && !c.namespaced && strings.TrimSpace(s) == "" && !(r.node.External && r.node.Collection):
+		c.diag.fail(&Error{ResourceID: r.node.ID, Path: path, Err: errorf(ErrInvalid, "%s is namespaced and the instance is cluster-scoped: the namespace must be set", r.node.GVK.Kind)})
 	}
 }
 
 // checkIteratorsInName refuses, as kro does, a forEach whose iterators do
 // not all appear in metadata.name or metadata.namespace: two iterations
 // would otherwise render the same object.
-func (c *compiler) checkIteratorsInName(r *resource) {
+func (c *identityChecker) checkIteratorsInName(r *resource) {
 	if len(r.iterators) == 0 {
 		return
 	}
@@ -97,7 +113,7 @@ func (c *compiler) checkIteratorsInName(r *resource) {
 		}
 		for _, seg := range segs {
 			if seg.Expr {
-				for _, id := range parsedIdentifiers(c.graphEnv, seg.Text) {
+				for _, id := range parsedIdentifiers(c.env, seg.Text) {
 					used[id] = true
 				}
 			}
@@ -105,7 +121,7 @@ func (c *compiler) checkIteratorsInName(r *resource) {
 	}
 	for _, it := range r.iterators {
 		if !used[it.name] {
-			c.fail(&Error{ResourceID: r.node.ID, Path: "metadata.name", Err: errorf(ErrInvalid, "forEach iterator %q must be used in metadata.name or metadata.namespace, or its iterations render the same object", it.name)})
+			c.diag.fail(&Error{ResourceID: r.node.ID, Path: "metadata.name", Err: errorf(ErrInvalid, "forEach iterator %q must be used in metadata.name or metadata.namespace, or its iterations render the same object", it.name)})
 		}
 	}
 }

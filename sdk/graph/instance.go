@@ -24,58 +24,76 @@ var (
 	versionPattern = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
 )
 
-// checkSchemaHeader validates spec.schema's apiVersion, kind, group and
-// scope.
-func (c *compiler) checkSchemaHeader() {
-	s := &c.rgd.Spec.Schema
+// instanceKind is the kind an RGD's instances are: spec.schema's header,
+// its SimpleSchema converted to OpenAPI and to the CEL type expressions
+// read as `schema`, and the CRD generated from them (crd.go, crdcheck.go).
+type instanceKind struct {
+	rgd    *v1alpha1.ResourceGraphDefinition
+	limits Limits
+	diag   *diagnostics
+
+	// spec is spec.schema.spec as OpenAPI, nil when it could not be
+	// decoded; decl is the CEL type of `schema` (dyn when the schema has
+	// errors: Compile stops before expressions then).
+	spec *apiextensionsv1.JSONSchemaProps
+	decl *apiservercel.DeclType
+}
+
+func newInstanceKind(rgd *v1alpha1.ResourceGraphDefinition, limits Limits, diag *diagnostics) *instanceKind {
+	return &instanceKind{rgd: rgd, limits: limits, diag: diag}
+}
+
+// checkHeader validates spec.schema's apiVersion, kind, group and scope.
+func (k *instanceKind) checkHeader() {
+	s := &k.rgd.Spec.Schema
 	if !kindPattern.MatchString(s.Kind) {
-		c.fail(&Error{Path: "spec.schema.kind", Err: errorf(ErrInvalid, "kind %q must be UpperCamelCase (%s)", s.Kind, kindPattern)})
+		k.diag.fail(&Error{Path: "spec.schema.kind", Err: errorf(ErrInvalid, "kind %q must be UpperCamelCase (%s)", s.Kind, kindPattern)})
 	}
 	if !versionPattern.MatchString(s.APIVersion) {
-		c.fail(&Error{Path: "spec.schema.apiVersion", Err: errorf(ErrInvalid, "version %q must look like v1, v1alpha1 or v2beta3", s.APIVersion)})
+		k.diag.fail(&Error{Path: "spec.schema.apiVersion", Err: errorf(ErrInvalid, "version %q must look like v1, v1alpha1 or v2beta3", s.APIVersion)})
 	}
-	if msgs := validation.IsDNS1123Subdomain(c.group()); len(msgs) > 0 || !strings.Contains(c.group(), ".") {
-		c.fail(&Error{Path: "spec.schema.group", Err: errorf(ErrInvalid, "group %q must be a DNS subdomain with at least one dot", c.group())})
+	if msgs := validation.IsDNS1123Subdomain(k.group()); len(msgs) > 0 || !strings.Contains(k.group(), ".") {
+		k.diag.fail(&Error{Path: "spec.schema.group", Err: errorf(ErrInvalid, "group %q must be a DNS subdomain with at least one dot", k.group())})
 	}
 	if len(s.ShortNames) > 0 {
-		c.extension("", "spec.schema.shortNames", "CRD short names")
+		k.diag.extension("", "spec.schema.shortNames", "CRD short names")
 	}
 	if len(s.Categories) > 0 {
-		c.extension("", "spec.schema.categories", "CRD categories")
+		k.diag.extension("", "spec.schema.categories", "CRD categories")
 	}
 	switch s.Scope {
 	case "", v1alpha1.ResourceScopeNamespaced, v1alpha1.ResourceScopeCluster:
 	default:
-		c.fail(&Error{Path: "spec.schema.scope", Err: errorf(ErrInvalid, "scope %q must be Namespaced or Cluster", s.Scope)})
+		k.diag.fail(&Error{Path: "spec.schema.scope", Err: errorf(ErrInvalid, "scope %q must be Namespaced or Cluster", s.Scope)})
 	}
 }
 
-func (c *compiler) group() string {
-	if g := c.rgd.Spec.Schema.Group; g != "" {
+func (k *instanceKind) group() string {
+	if g := k.rgd.Spec.Schema.Group; g != "" {
 		return g
 	}
 	return v1alpha1.DefaultGroup
 }
 
-func (c *compiler) namespaced() bool {
-	return c.rgd.Spec.Schema.Scope != v1alpha1.ResourceScopeCluster
+func (k *instanceKind) namespaced() bool {
+	return k.rgd.Spec.Schema.Scope != v1alpha1.ResourceScopeCluster
 }
 
-// parseInstanceSpec converts spec.schema.spec (and types) to OpenAPI and
-// declares the CEL type of `schema`.
-func (c *compiler) parseInstanceSpec() {
-	s := &c.rgd.Spec.Schema
+// parseSpec converts spec.schema.spec (and types) to OpenAPI and declares
+// the CEL type of `schema`.
+func (k *instanceKind) parseSpec() {
+	s := &k.rgd.Spec.Schema
 	obj, err := decodeObject(s.Spec.Raw)
 	if err != nil {
-		c.fail(&Error{Path: "spec.schema.spec", Err: errorf(ErrSchema, "%v", err)})
+		k.diag.fail(&Error{Path: "spec.schema.spec", Err: errorf(ErrSchema, "%v", err)})
 		return
 	}
 	types, err := decodeObject(s.Types.Raw)
 	if err != nil {
-		c.fail(&Error{Path: "spec.schema.types", Err: errorf(ErrSchema, "%v", err)})
+		k.diag.fail(&Error{Path: "spec.schema.types", Err: errorf(ErrSchema, "%v", err)})
 		return
 	}
-	lim := c.opts.Limits
+	lim := k.limits
 	bounds := simpleschema.Bounds{MaxProperties: lim.MaxSchemaProperties, MaxBytes: lim.MaxCRDBytes}
 	out, exts, err := bounds.Convert("", obj, types)
 	for _, e := range unjoin(err) {
@@ -85,17 +103,17 @@ func (c *compiler) parseInstanceSpec() {
 			path = schemaPath(pe.Path)
 			e = pe.Err
 		}
-		c.fail(&Error{Path: path, Err: schemaError(e)})
+		k.diag.fail(&Error{Path: path, Err: schemaError(e)})
 	}
 	for _, e := range exts {
-		c.extension("", schemaPath(e.Path), e.Feature)
+		k.diag.extension("", schemaPath(e.Path), e.Feature)
 	}
-	c.specSchema = out
+	k.spec = out
 	if err != nil {
-		c.instanceDecl = apiservercel.DynType // Compile stops before expressions
+		k.decl = apiservercel.DynType // Compile stops before expressions
 		return
 	}
-	c.instanceDecl = c.instanceDeclType(out)
+	k.decl = k.declType(out)
 }
 
 // schemaError is a SimpleSchema error as Compile reports it: a bound the
@@ -123,12 +141,12 @@ func schemaPath(p string) string {
 	return "spec.schema.spec." + p
 }
 
-// instanceDeclType is the CEL type of `schema`: apiVersion, kind, a typed
+// declType is the CEL type of `schema`: apiVersion, kind, a typed
 // metadata and the spec.
-func (c *compiler) instanceDeclType(specSchema *apiextensionsv1.JSONSchemaProps) *apiservercel.DeclType {
+func (k *instanceKind) declType(specSchema *apiextensionsv1.JSONSchemaProps) *apiservercel.DeclType {
 	if spec, ok := specSchemaOf(specSchema); ok {
 		// The rest of the root is the same for every graph: converted once.
-		s := *instanceRoot(c.namespaced())
+		s := *instanceRoot(k.namespaced())
 		s.Properties = maps.Clone(s.Properties)
 		s.Properties["spec"] = *spec
 		return declTypeOf(&openapi.Schema{Schema: &s}, typeNamePrefix+"schema", 0)
@@ -138,13 +156,13 @@ func (c *compiler) instanceDeclType(specSchema *apiextensionsv1.JSONSchemaProps)
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"apiVersion": {Type: "string"},
 			"kind":       {Type: "string"},
-			"metadata":   c.instanceMetaSchema(),
+			"metadata":   instanceMetaSchema(k.namespaced()),
 			"spec":       *specSchema,
 		},
 	}
 	s, err := toSpecSchema(root)
 	if err != nil {
-		c.fail(&Error{Path: "spec.schema.spec", Err: errorf(ErrSchema, "%v", err)})
+		k.diag.fail(&Error{Path: "spec.schema.spec", Err: errorf(ErrSchema, "%v", err)})
 		return apiservercel.DynType
 	}
 	return declTypeOf(&openapi.Schema{Schema: s}, typeNamePrefix+"schema", 0)
@@ -153,10 +171,6 @@ func (c *compiler) instanceDeclType(specSchema *apiextensionsv1.JSONSchemaProps)
 // instanceMetaSchema is what expressions may read of the instance's
 // metadata: a cluster-scoped instance has no namespace, so, as in kro,
 // schema.metadata.namespace does not type-check.
-func (c *compiler) instanceMetaSchema() apiextensionsv1.JSONSchemaProps {
-	return instanceMetaSchema(c.namespaced())
-}
-
 func instanceMetaSchema(namespaced bool) apiextensionsv1.JSONSchemaProps {
 	md := objectMetaSchema()
 	if !namespaced {

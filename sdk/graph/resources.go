@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -56,28 +55,41 @@ type iterator struct {
 	path               string
 }
 
-// parseResources validates the structure of spec.resources.
-func (c *compiler) parseResources() {
-	for i := range c.rgd.Spec.Resources {
-		src := &c.rgd.Spec.Resources[i]
-		r := &resource{src: src, node: &Node{ID: src.ID, Index: i}, deps: sets.New[string]()}
-		if !c.checkID(src.ID, i) {
-			continue
-		}
-		c.resources = append(c.resources, r)
-		c.byID[src.ID] = r
-		if src.ExternalRef != nil {
-			c.parseExternalRef(r)
-		} else {
-			c.parseTemplate(r)
-		}
-		c.parseForEach(r)
-	}
+// resourceParser validates the structure of spec.resources and turns
+// each entry with a valid id into a resource.
+type resourceParser struct {
+	rgd  *v1alpha1.ResourceGraphDefinition
+	diag *diagnostics
+
+	list []*resource
+	byID map[string]*resource
 }
 
-func (c *compiler) checkID(id string, i int) bool {
+// parseResources validates the structure of spec.resources; it returns
+// the entries with a valid id, in order and by id.
+func parseResources(rgd *v1alpha1.ResourceGraphDefinition, diag *diagnostics) ([]*resource, map[string]*resource) {
+	p := &resourceParser{rgd: rgd, diag: diag, byID: map[string]*resource{}}
+	for i := range rgd.Spec.Resources {
+		src := &rgd.Spec.Resources[i]
+		r := &resource{src: src, node: &Node{ID: src.ID, Index: i}, deps: sets.New[string]()}
+		if !p.checkID(src.ID, i) {
+			continue
+		}
+		p.list = append(p.list, r)
+		p.byID[src.ID] = r
+		if src.ExternalRef != nil {
+			p.parseExternalRef(r)
+		} else {
+			p.parseTemplate(r)
+		}
+		p.parseForEach(r)
+	}
+	return p.list, p.byID
+}
+
+func (p *resourceParser) checkID(id string, i int) bool {
 	fail := func(format string, args ...any) bool {
-		c.fail(&Error{ResourceID: id, Path: fmt.Sprintf("spec.resources[%d].id", i), Err: errorf(ErrInvalid, format, args...)})
+		p.diag.fail(&Error{ResourceID: id, Path: fmt.Sprintf("spec.resources[%d].id", i), Err: errorf(ErrInvalid, format, args...)})
 		return false
 	}
 	switch {
@@ -87,15 +99,15 @@ func (c *compiler) checkID(id string, i int) bool {
 		return fail("id %q must be lowerCamelCase (letters and digits, starting with a lowercase letter)", id)
 	case reservedWords.Has(id):
 		return fail("id %q is a reserved word", id)
-	case c.byID[id] != nil:
+	case p.byID[id] != nil:
 		return fail("duplicate id %q", id)
 	}
 	return true
 }
 
-func (c *compiler) parseTemplate(r *resource) {
+func (p *resourceParser) parseTemplate(r *resource) {
 	fail := func(path, format string, args ...any) {
-		c.fail(&Error{ResourceID: r.node.ID, Path: path, Err: errorf(ErrInvalid, format, args...)})
+		p.diag.fail(&Error{ResourceID: r.node.ID, Path: path, Err: errorf(ErrInvalid, format, args...)})
 	}
 	if len(r.src.Template.Raw) == 0 || string(r.src.Template.Raw) == "null" {
 		fail("template", "exactly one of template and externalRef is required")
@@ -117,16 +129,17 @@ func (c *compiler) parseTemplate(r *resource) {
 		fail("metadata", "required, and must be an object%s", got(r.template, "metadata"))
 	}
 	if okV && okK {
-		r.node.GVK = c.gvk(r, apiVersion, kind, "apiVersion")
+		r.node.GVK = p.gvk(r, apiVersion, kind, "apiVersion")
 	}
-	c.checkReservedLabels(r)
-	c.checkCRDTemplate(r)
+	checks := templateChecker{r: r, diag: p.diag}
+	checks.reservedLabels()
+	checks.crdTemplate()
 }
 
-func (c *compiler) parseExternalRef(r *resource) {
+func (p *resourceParser) parseExternalRef(r *resource) {
 	ref := r.src.ExternalRef
 	fail := func(path, format string, args ...any) {
-		c.fail(&Error{ResourceID: r.node.ID, Path: path, Err: errorf(ErrInvalid, format, args...)})
+		p.diag.fail(&Error{ResourceID: r.node.ID, Path: path, Err: errorf(ErrInvalid, format, args...)})
 	}
 	r.node.External = true
 	if len(r.src.Template.Raw) > 0 && string(r.src.Template.Raw) != "null" {
@@ -149,36 +162,36 @@ func (c *compiler) parseExternalRef(r *resource) {
 		if err := json.Unmarshal(ref.Metadata.Selector.Raw, &r.selector); err != nil {
 			fail("externalRef.metadata.selector", "must be a label selector or a ${} expression")
 		}
-		c.checkSelector(r)
+		templateChecker{r: r, diag: p.diag}.selector()
 		r.node.Collection = true
 	}
 	if ref.APIVersion != "" && ref.Kind != "" {
-		r.node.GVK = c.gvk(r, ref.APIVersion, ref.Kind, "externalRef.apiVersion")
+		r.node.GVK = p.gvk(r, ref.APIVersion, ref.Kind, "externalRef.apiVersion")
 	}
 }
 
-func (c *compiler) gvk(r *resource, apiVersion, kind, path string) schema.GroupVersionKind {
+func (p *resourceParser) gvk(r *resource, apiVersion, kind, path string) schema.GroupVersionKind {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil || gv.Version == "" {
-		c.fail(&Error{ResourceID: r.node.ID, Path: path, Err: errorf(ErrInvalid, "invalid apiVersion %q", apiVersion)})
+		p.diag.fail(&Error{ResourceID: r.node.ID, Path: path, Err: errorf(ErrInvalid, "invalid apiVersion %q", apiVersion)})
 	}
 	return gv.WithKind(kind)
 }
 
-func (c *compiler) parseForEach(r *resource) {
+func (p *resourceParser) parseForEach(r *resource) {
 	if len(r.src.ForEach) > MaxIterators {
-		c.fail(&Error{ResourceID: r.node.ID, Path: "forEach", Err: errorf(ErrInvalid, "at most %d iterators, got %d", MaxIterators, len(r.src.ForEach))})
+		p.diag.fail(&Error{ResourceID: r.node.ID, Path: "forEach", Err: errorf(ErrInvalid, "at most %d iterators, got %d", MaxIterators, len(r.src.ForEach))})
 		return
 	}
 	seen := sets.New[string]()
 	for i, dim := range r.src.ForEach {
 		if len(dim) != 1 {
-			c.fail(&Error{ResourceID: r.node.ID, Path: fmt.Sprintf("forEach[%d]", i), Err: errorf(ErrInvalid, "each entry must bind exactly one iterator, got %d", len(dim))})
+			p.diag.fail(&Error{ResourceID: r.node.ID, Path: fmt.Sprintf("forEach[%d]", i), Err: errorf(ErrInvalid, "each entry must bind exactly one iterator, got %d", len(dim))})
 			continue
 		}
 		for name, written := range dim {
 			it := iterator{name: name, written: written, path: fmt.Sprintf("forEach[%d].%s", i, name)}
-			if src, ok := c.checkIterator(r, it, seen); ok {
+			if src, ok := p.checkIterator(r, it, seen); ok {
 				it.src = src
 				r.iterators = append(r.iterators, it)
 			}
@@ -188,9 +201,9 @@ func (c *compiler) parseForEach(r *resource) {
 }
 
 // checkIterator validates an iterator and returns its expression's source.
-func (c *compiler) checkIterator(r *resource, it iterator, seen sets.Set[string]) (string, bool) {
+func (p *resourceParser) checkIterator(r *resource, it iterator, seen sets.Set[string]) (string, bool) {
 	fail := func(kind error, format string, args ...any) (string, bool) {
-		c.fail(&Error{ResourceID: r.node.ID, Path: it.path, Expression: it.written, Err: errorf(kind, format, args...)})
+		p.diag.fail(&Error{ResourceID: r.node.ID, Path: it.path, Expression: it.written, Err: errorf(kind, format, args...)})
 		return "", false
 	}
 	switch {
@@ -198,7 +211,7 @@ func (c *compiler) checkIterator(r *resource, it iterator, seen sets.Set[string]
 		return fail(ErrInvalid, "iterator name %q must be lowerCamelCase", it.name)
 	case reservedWords.Has(it.name):
 		return fail(ErrInvalid, "iterator name %q is a reserved word", it.name)
-	case c.isResourceID(it.name):
+	case p.isResourceID(it.name):
 		return fail(ErrInvalid, "iterator name %q is also a resource id", it.name)
 	case seen.Has(it.name):
 		return fail(ErrInvalid, "duplicate iterator %q", it.name)
@@ -216,8 +229,8 @@ func (c *compiler) checkIterator(r *resource, it iterator, seen sets.Set[string]
 
 // isResourceID reports whether id names any entry of spec.resources, even
 // one that failed validation.
-func (c *compiler) isResourceID(id string) bool {
-	for _, res := range c.rgd.Spec.Resources {
+func (p *resourceParser) isResourceID(id string) bool {
+	for _, res := range p.rgd.Spec.Resources {
 		if res.ID == id {
 			return true
 		}
@@ -239,10 +252,4 @@ func got(obj map[string]any, key string) string {
 func literalString(v any) (string, bool) {
 	s, ok := v.(string)
 	return s, ok && s != "" && !expr.HasExpr(s)
-}
-
-func sortedSet(s sets.Set[string]) []string {
-	out := sets.List(s)
-	sort.Strings(out)
-	return out
 }

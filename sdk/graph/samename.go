@@ -26,7 +26,7 @@ import (
 // other lacks, which can make them mutually exclusive (mode == "a" and mode
 // == "b"); proving that they are, or are not, needs more than the text, so
 // such graphs are accepted, as kro accepts them.
-func (c *compiler) checkSameObjects() {
+func (c *identityChecker) checkSameObjects() {
 	byKind := make(map[schema.GroupKind][]*resource, len(c.resources))
 	for _, r := range c.resources {
 		if r.node.External || r.node.GVK.Kind == "" {
@@ -63,7 +63,7 @@ type objectKey struct {
 	name, namespace, forEach string
 }
 
-func (c *compiler) objectKey(r *resource) (objectKey, bool) {
+func (c *identityChecker) objectKey(r *resource) (objectKey, bool) {
 	name, _ := r.metadataField("name")
 	n, ok := name.(string)
 	if !ok || n == "" {
@@ -87,12 +87,11 @@ func (c *compiler) objectKey(r *resource) (objectKey, bool) {
 
 // kindIsNamespaced reports whether r's kind lives in a namespace; true when
 // the scope is unknown, so that the namespace is compared.
-func (c *compiler) kindIsNamespaced(r *resource) bool {
-	sr, ok := c.opts.Resolver.(ScopeResolver)
-	if !ok {
+func (c *identityChecker) kindIsNamespaced(r *resource) bool {
+	if c.scopes == nil {
 		return true
 	}
-	namespaced, err := sr.IsNamespaced(r.node.GVK)
+	namespaced, err := c.scopes.IsNamespaced(r.node.GVK)
 	return err != nil || namespaced
 }
 
@@ -120,7 +119,7 @@ func subset(a, b []string) bool {
 	return true
 }
 
-func (c *compiler) failSameObject(r, other *resource, key objectKey) {
+func (c *identityChecker) failSameObject(r, other *resource, key objectKey) {
 	name, _ := r.metadataField("name")
 	n, _ := name.(string)
 	where := "in the instance's namespace"
@@ -139,7 +138,7 @@ func (c *compiler) failSameObject(r, other *resource, key objectKey) {
 	if expr.HasExpr(n) {
 		e.Expression = n
 	}
-	c.fail(e)
+	c.diag.fail(e)
 }
 
 // normalizeTemplate rewrites a string so that two templates written alike

@@ -80,13 +80,15 @@ func TestSpecSchemaOfConvertsEveryCorpusSchemaAsJSONDoes(t *testing.T) {
 			if yaml.Unmarshal(doc, rgd) != nil {
 				continue
 			}
-			c := &compiler{rgd: rgd, opts: Options{}.withDefaults()}
-			c.parseInstanceSpec()
-			if c.specSchema == nil || c.failed() != nil {
+			opts := Options{}.withDefaults()
+			diag := newDiagnostics(opts)
+			k := newInstanceKind(rgd, opts.Limits, diag)
+			k.parseSpec()
+			if k.spec == nil || diag.err() != nil {
 				continue
 			}
 			root := &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
-				"metadata": objectMetaSchema(), "spec": *c.specSchema,
+				"metadata": objectMetaSchema(), "spec": *k.spec,
 			}}
 			assert.True(t, requireSameAsJSON(t, file, root), "%s: a SimpleSchema schema is converted without JSON", file)
 			n++

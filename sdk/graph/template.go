@@ -2,7 +2,6 @@ package graph
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -141,7 +140,7 @@ func (t *tmplConcat) programs(out []*program) []*program {
 // templateCompiler compiles the values of one resource's template (or
 // status, or externalRef) in one environment.
 type templateCompiler struct {
-	c          *compiler
+	exprs      *exprCompiler
 	env        *cel.Env
 	resourceID string
 	// check, if set, is called with every standalone expression and the CEL
@@ -169,11 +168,7 @@ func (tc *templateCompiler) value(path string, v any, want *apiservercel.DeclTyp
 }
 
 func (tc *templateCompiler) object(path string, obj map[string]any, want *apiservercel.DeclType) tmpl {
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := sortedKeys(obj)
 	out := &tmplObject{keys: keys}
 	dynamic := false
 	for _, k := range keys {
@@ -249,7 +244,7 @@ func (tc *templateCompiler) str(path, s string, want *apiservercel.DeclType) tmp
 }
 
 func (tc *templateCompiler) compile(path, src, written string) *program {
-	p, err := tc.c.compile(tc.env, src, written, tc.resourceID, path)
+	p, err := tc.exprs.compile(tc.env, src, written, tc.resourceID, path)
 	if err != nil {
 		tc.fail(path, written, err)
 		return nil
@@ -258,7 +253,7 @@ func (tc *templateCompiler) compile(path, src, written string) *program {
 }
 
 func (tc *templateCompiler) fail(path, written string, err error) {
-	tc.c.fail(&Error{ResourceID: tc.resourceID, Path: path, Expression: written, Err: err})
+	tc.exprs.diag.fail(&Error{ResourceID: tc.resourceID, Path: path, Expression: written, Err: err})
 }
 
 // isStringish reports whether t may be a string at run time.
@@ -314,4 +309,16 @@ func elemType(t *apiservercel.DeclType) *apiservercel.DeclType {
 		return t.ElemType
 	}
 	return nil
+}
+
+// maxPathLen bounds a field path in an error; longer ones keep their start
+// and end around "…". Paths are built level by level, so without a bound
+// a deep tree of long keys would cost the square of its depth.
+const maxPathLen = 256
+
+func clipPath(p string) string {
+	if len(p) <= maxPathLen {
+		return p
+	}
+	return strings.ToValidUTF8(p[:maxPathLen/2-1]+"…"+p[len(p)-maxPathLen/2+2:], "")
 }

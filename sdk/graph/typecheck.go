@@ -3,7 +3,6 @@ package graph
 import (
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -56,15 +55,19 @@ func isFreeForm(want *apiservercel.DeclType) bool {
 	return want.IsMap() && want.ElemType != nil && want.ElemType.CelType().Kind() == types.DynKind
 }
 
+// fitChecker checks that the type of an expression fits the field it
+// fills, looking the object types it compares up among a compile's.
+type fitChecker struct{ envs *celEnvs }
+
 // fits checks that a value of type got may fill a field of type want: by
 // kind (assignable), then structurally, as kro v0.9.3 does (see
 // structurallyFits). It returns why not; the error of a kind mismatch is
 // empty, the caller's message says it all.
-func (c *compiler) fits(want *apiservercel.DeclType, got *cel.Type) error {
+func (fc fitChecker) fits(want *apiservercel.DeclType, got *cel.Type) error {
 	if !assignable(want, got) {
 		return errors.New("")
 	}
-	return c.structurallyFits(want, got, 0)
+	return fc.structurallyFits(want, got, 0)
 }
 
 // maxFitDepth bounds the walk; kinds nest about a dozen levels.
@@ -81,7 +84,7 @@ const maxFitDepth = 32
 //   - anything else must be of the same kind (an int is not a double).
 //
 // An object type it cannot look up is taken to fit, as in kro.
-func (c *compiler) structurallyFits(want *apiservercel.DeclType, got *cel.Type, depth int) error {
+func (fc fitChecker) structurallyFits(want *apiservercel.DeclType, got *cel.Type, depth int) error {
 	got = unwrapOptional(got)
 	if want == nil || depth > maxFitDepth || isDyn(got) {
 		return nil
@@ -91,15 +94,15 @@ func (c *compiler) structurallyFits(want *apiservercel.DeclType, got *cel.Type, 
 	case isDyn(wt):
 		return nil
 	case want.IsObject() && got.Kind() == types.MapKind:
-		return c.mapFitsObject(want, got, depth)
+		return fc.mapFitsObject(want, got, depth)
 	case want.IsMap() && got.Kind() == types.StructKind:
-		return c.objectFitsMap(want, got, depth)
+		return fc.objectFitsMap(want, got, depth)
 	case want.IsList():
-		return c.paramsFit(got, []*apiservercel.DeclType{want.ElemType}, depth)
+		return fc.paramsFit(got, []*apiservercel.DeclType{want.ElemType}, depth)
 	case want.IsMap():
-		return c.paramsFit(got, []*apiservercel.DeclType{apiservercel.StringType, want.ElemType}, depth)
+		return fc.paramsFit(got, []*apiservercel.DeclType{apiservercel.StringType, want.ElemType}, depth)
 	case want.IsObject():
-		return c.objectFitsObject(want, got, depth)
+		return fc.objectFitsObject(want, got, depth)
 	case got.Kind() != wt.Kind():
 		return fmt.Errorf("%s is not %s", typeName(got), typeName(wt))
 	}
@@ -108,7 +111,7 @@ func (c *compiler) structurallyFits(want *apiservercel.DeclType, got *cel.Type, 
 
 // paramsFit compares a list's element or a map's key and value types, as
 // kro does: parameter by parameter when both have them.
-func (c *compiler) paramsFit(got *cel.Type, want []*apiservercel.DeclType, depth int) error {
+func (fc fitChecker) paramsFit(got *cel.Type, want []*apiservercel.DeclType, depth int) error {
 	params := got.Parameters()
 	if len(params) == 0 || len(params) < len(want) {
 		if len(params) != len(want) {
@@ -117,45 +120,45 @@ func (c *compiler) paramsFit(got *cel.Type, want []*apiservercel.DeclType, depth
 		return nil
 	}
 	for i, w := range want {
-		if err := c.structurallyFits(w, params[i], depth+1); err != nil {
+		if err := fc.structurallyFits(w, params[i], depth+1); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (c *compiler) mapFitsObject(want *apiservercel.DeclType, got *cel.Type, depth int) error {
+func (fc fitChecker) mapFitsObject(want *apiservercel.DeclType, got *cel.Type, depth int) error {
 	params := got.Parameters()
 	if len(params) < 2 || params[0].Kind() != types.StringKind {
 		return fmt.Errorf("%s has no string keys", typeName(got))
 	}
-	for _, name := range sortedFields(want) {
-		if err := c.structurallyFits(want.Fields[name].Type, params[1], depth+1); err != nil {
+	for _, name := range sortedKeys(want.Fields) {
+		if err := fc.structurallyFits(want.Fields[name].Type, params[1], depth+1); err != nil {
 			return fmt.Errorf("its values (%s) do not fit field %q%s", typeName(params[1]), name, because(err))
 		}
 	}
 	return nil
 }
 
-func (c *compiler) objectFitsMap(want *apiservercel.DeclType, got *cel.Type, depth int) error {
-	return c.eachField(got, func(name string, f *apiservercel.DeclType) error {
-		if err := c.structurallyFits(want.ElemType, f.CelType(), depth+1); err != nil {
+func (fc fitChecker) objectFitsMap(want *apiservercel.DeclType, got *cel.Type, depth int) error {
+	return fc.eachField(got, func(name string, f *apiservercel.DeclType) error {
+		if err := fc.structurallyFits(want.ElemType, f.CelType(), depth+1); err != nil {
 			return fmt.Errorf("field %q does not fit the map's values (%s)%s", name, typeName(want.ElemType.CelType()), because(err))
 		}
 		return nil
 	})
 }
 
-func (c *compiler) objectFitsObject(want *apiservercel.DeclType, got *cel.Type, depth int) error {
+func (fc fitChecker) objectFitsObject(want *apiservercel.DeclType, got *cel.Type, depth int) error {
 	if want.Metadata[openKey] == "true" {
 		return nil
 	}
-	return c.eachField(got, func(name string, f *apiservercel.DeclType) error {
+	return fc.eachField(got, func(name string, f *apiservercel.DeclType) error {
 		wf, ok := want.Fields[name]
 		if !ok {
 			return fmt.Errorf("field %q is not a field of %s", name, typeName(want.CelType()))
 		}
-		if err := c.structurallyFits(wf.Type, f.CelType(), depth+1); err != nil {
+		if err := fc.structurallyFits(wf.Type, f.CelType(), depth+1); err != nil {
 			return fmt.Errorf("field %q%s", name, because(err))
 		}
 		return nil
@@ -165,12 +168,12 @@ func (c *compiler) objectFitsObject(want *apiservercel.DeclType, got *cel.Type, 
 // eachField calls fn on each field of the object type got, in name order;
 // a type it cannot find, or that is not an object, is not checked (as in
 // kro).
-func (c *compiler) eachField(got *cel.Type, fn func(string, *apiservercel.DeclType) error) error {
-	decl, ok := c.findDeclType(got.TypeName())
+func (fc fitChecker) eachField(got *cel.Type, fn func(string, *apiservercel.DeclType) error) error {
+	decl, ok := fc.envs.findDeclType(got.TypeName())
 	if !ok || !decl.IsObject() {
 		return nil
 	}
-	for _, name := range sortedFields(decl) {
+	for _, name := range sortedKeys(decl.Fields) {
 		if f := decl.Fields[name]; f.Type != nil {
 			if err := fn(name, f.Type); err != nil {
 				return err
@@ -178,15 +181,6 @@ func (c *compiler) eachField(got *cel.Type, fn func(string, *apiservercel.DeclTy
 		}
 	}
 	return nil
-}
-
-func sortedFields(t *apiservercel.DeclType) []string {
-	names := make([]string, 0, len(t.Fields))
-	for n := range t.Fields {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 func because(err error) string {

@@ -1,4 +1,4 @@
-package spoke
+package fair
 
 import (
 	"fmt"
@@ -10,16 +10,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 )
 
 func req(cluster, ns, name string) mcreconcile.Request {
-	return mcreconcile.Request{ClusterName: multicluster.ClusterName(cluster), Request: reconcileRequest(types.NamespacedName{Namespace: ns, Name: name})}
+	return mcreconcile.Request{ClusterName: multicluster.ClusterName(cluster), Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
 func TestTheQueueHandsOutNamespacesInTurn(t *testing.T) {
-	q := newQueue("")
+	q := NewQueue("")
 	t.Cleanup(q.ShutDown)
 	for i := range 1000 {
 		q.Add(req("", "heavy", fmt.Sprint(i)))
@@ -102,10 +103,10 @@ func TestAnInstancesBackoffStillGrows(t *testing.T) {
 
 // admitN admits n requests of ns, named prefix-i, and returns how many
 // started.
-func admitN(l *load, ns string, n, limit int, spans bool) int {
+func admitN(l *Slots, ns string, n, limit int, spans bool) int {
 	started := 0
 	for i := range n {
-		if l.admit(req("", ns, fmt.Sprintf("%s-%d", ns, i)), limit, spans) {
+		if l.Admit(req("", ns, fmt.Sprintf("%s-%d", ns, i)), limit, spans) {
 			started++
 		}
 	}
@@ -113,49 +114,49 @@ func admitN(l *load, ns string, n, limit int, spans bool) int {
 }
 
 func TestOneNamespaceAloneUsesTheWholeShare(t *testing.T) {
-	l := newLoad()
+	l := NewSlots()
 	assert.Equal(t, 8, admitN(l, "only", 500, 8, false))
 	assert.Equal(t, 8, l.busy)
 }
 
 func TestASlotIsKeptForANamespaceWithNothingInFlight(t *testing.T) {
-	l := newLoad()
+	l := NewSlots()
 	assert.Equal(t, 7, admitN(l, "heavy", 16, 8, true), "a namespace with work in flight leaves the last slot")
-	assert.True(t, l.admit(req("", "benign", "app"), 8, true), "a namespace with nothing in flight starts at once")
-	assert.False(t, l.admit(req("", "third", "app"), 8, true), "the share is full")
+	assert.True(t, l.Admit(req("", "benign", "app"), 8, true), "a namespace with nothing in flight starts at once")
+	assert.False(t, l.Admit(req("", "third", "app"), 8, true), "the share is full")
 
 	// A heavy reconcile ends: the namespace with nothing in flight goes
 	// first, and heavy does not get back above its share (8/3, rounded up).
-	l.done("heavy")
-	next := l.unpark(8, true)
+	l.Done("heavy")
+	next := l.Unpark(8, true)
 	assert.Equal(t, []types.NamespacedName{{Namespace: "third", Name: "app"}}, next)
-	require.True(t, l.admit(req("", "third", "app"), 8, true))
+	require.True(t, l.Admit(req("", "third", "app"), 8, true))
 	for range 3 {
-		l.done("heavy")
-		assert.Empty(t, l.unpark(8, true), "heavy stays parked while above its share")
+		l.Done("heavy")
+		assert.Empty(t, l.Unpark(8, true), "heavy stays parked while above its share")
 	}
-	l.done("heavy")
-	assert.Equal(t, []types.NamespacedName{{Namespace: "heavy", Name: "heavy-7"}}, l.unpark(8, true),
+	l.Done("heavy")
+	assert.Equal(t, []types.NamespacedName{{Namespace: "heavy", Name: "heavy-7"}}, l.Unpark(8, true),
 		"below its share of 3, heavy goes on, oldest first")
 }
 
 func TestNamespacesShareTheClusterShareEvenly(t *testing.T) {
-	l := newLoad()
+	l := NewSlots()
 	assert.Equal(t, 1, admitN(l, "a", 10, 2, true), "one of two slots for a namespace with work in flight")
 	assert.Equal(t, 1, admitN(l, "b", 10, 2, true))
-	l.done("a")
-	next := l.unpark(2, true)
+	l.Done("a")
+	next := l.Unpark(2, true)
 	require.Len(t, next, 1)
 	assert.Equal(t, "a", next[0].Namespace, "a has nothing in flight now: it goes first")
 }
 
 // With one slot (many clusters share few workers), namespaces take turns.
 func TestWithOneSlotNamespacesTakeTurns(t *testing.T) {
-	l := newLoad()
+	l := NewSlots()
 	require.Equal(t, 1, admitN(l, "a", 3, 1, true))
 	require.Equal(t, 0, admitN(l, "b", 3, 1, true))
-	l.done("a")
-	next := l.unpark(1, true)
+	l.Done("a")
+	next := l.Unpark(1, true)
 	require.Len(t, next, 1)
 	assert.Equal(t, "b", next[0].Namespace)
 }
@@ -167,7 +168,7 @@ func TestParkedRequestsAlwaysRunInTheEnd(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 200 {
 		limit := 1 + rng.IntN(8)
-		l := newLoad()
+		l := NewSlots()
 		queue := []mcreconcile.Request{}
 		for i := range 50 {
 			queue = append(queue, req("", fmt.Sprintf("ns%d", rng.IntN(4)), fmt.Sprint(i)))
@@ -185,7 +186,7 @@ func TestParkedRequestsAlwaysRunInTheEnd(t *testing.T) {
 				if slices.Contains(running, r) {
 					continue // the work queue never hands out a request twice at once
 				}
-				if l.admit(r, limit, true) {
+				if l.Admit(r, limit, true) {
 					running = append(running, r)
 					ran[r.NamespacedName] = true
 				}
@@ -195,12 +196,12 @@ func TestParkedRequestsAlwaysRunInTheEnd(t *testing.T) {
 			i := rng.IntN(len(running))
 			r := running[i]
 			running = append(running[:i], running[i+1:]...)
-			l.done(r.Namespace)
-			for _, name := range l.unpark(limit, true) {
-				queue = append(queue, mcreconcile.Request{Request: reconcileRequest(name)})
+			l.Done(r.Namespace)
+			for _, name := range l.Unpark(limit, true) {
+				queue = append(queue, mcreconcile.Request{Request: reconcile.Request{NamespacedName: name}})
 			}
 		}
 		assert.Len(t, ran, 50, "round %d: every request ran", round)
-		assert.True(t, l.idle(), "round %d: nothing left parked", round)
+		assert.True(t, l.Idle(), "round %d: nothing left parked", round)
 	}
 }

@@ -1,4 +1,4 @@
-package spoke
+package fair
 
 import (
 	"k8s.io/client-go/util/workqueue"
@@ -11,7 +11,7 @@ import (
 // namespace's requests in the order they came. A tenant that floods the
 // queue (a thousand instances, each requeued) so only puts its own requests
 // behind one another; another namespace's request is next but one. Workers
-// still decide what runs (slots.go): the order only says who is looked at
+// still decide what runs (Slots): the order only says who is looked at
 // first.
 
 // flow is whose work a request is: one namespace of one cluster. The
@@ -26,10 +26,10 @@ func flowOf(req mcreconcile.Request) flow {
 	return flow{cluster: req.ClusterName, namespace: req.Namespace}
 }
 
-// newQueue is a rate-limited work queue named after the graph (its
-// workqueue_* metrics) whose order is fairQueue's and whose retries are
-// limited per flow (retryLimiter).
-func newQueue(name string) workqueue.TypedRateLimitingInterface[mcreconcile.Request] {
+// NewQueue is a rate-limited work queue named name (the "name" label of
+// its workqueue_* metrics) whose order is fairQueue's and whose retries
+// are limited per flow (retryLimiter).
+func NewQueue(name string) workqueue.TypedRateLimitingInterface[mcreconcile.Request] {
 	inner := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[mcreconcile.Request]{
 		Name:  name,
 		Queue: newFairQueue(),

@@ -1,4 +1,4 @@
-package spoke
+package cacheopts
 
 import (
 	"encoding/json"

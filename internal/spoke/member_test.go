@@ -1,6 +1,7 @@
 package spoke
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,8 +14,17 @@ import (
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
+// testMember is a member with the parts that hold state, and no cluster.
 func testMember() *member {
-	return &member{children: map[childKey]*childState{}, owned: map[childKey]ownedChild{}, byOwner: map[types.UID][]childKey{}}
+	m := &member{
+		instances: newInstanceMemory(),
+		states:    newInstanceStates(context.Background(), "unit", "unit"),
+		memory:    newApplyMemory(),
+		owned:     newOwnedIndex(),
+		resync:    newResyncSchedule(DefaultResync),
+	}
+	m.refs = newExternalRefs(m)
+	return m
 }
 
 func applied(rv string) *unstructured.Unstructured {
@@ -27,37 +37,37 @@ var cmKey = newChildKey(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"
 
 func TestEchoOfOurOwnApplyDoesNotRequeue(t *testing.T) {
 	m := testMember()
-	m.beginApply(cmKey, types.NamespacedName{Name: "owner"})
-	assert.False(t, m.childObserved(cmKey, "5"), "an event during the apply waits for its answer")
-	assert.False(t, m.endApply(cmKey, 1, applied("5"), nil), "the event was our own write")
-	assert.False(t, m.childObserved(cmKey, "5"))
-	_, ok := m.appliedChild(cmKey, 1)
+	m.memory.begin(cmKey, types.NamespacedName{Name: "owner"})
+	assert.False(t, m.memory.observed(cmKey, "5"), "an event during the apply waits for its answer")
+	assert.False(t, m.memory.end(cmKey, 1, applied("5"), nil), "the event was our own write")
+	assert.False(t, m.memory.observed(cmKey, "5"))
+	_, ok := m.memory.applied(cmKey, 1)
 	assert.True(t, ok, "an unchanged child needs no apply")
 }
 
 func TestForeignWriteDuringApplyForcesAnotherApply(t *testing.T) {
 	m := testMember()
-	m.beginApply(cmKey, types.NamespacedName{Name: "owner"})
-	m.childObserved(cmKey, "6")
-	assert.True(t, m.endApply(cmKey, 1, applied("5"), nil))
-	_, ok := m.appliedChild(cmKey, 1)
+	m.memory.begin(cmKey, types.NamespacedName{Name: "owner"})
+	m.memory.observed(cmKey, "6")
+	assert.True(t, m.memory.end(cmKey, 1, applied("5"), nil))
+	_, ok := m.memory.applied(cmKey, 1)
 	assert.False(t, ok)
 }
 
 func TestDriftAfterApplyRequeuesAndForcesApply(t *testing.T) {
 	m := testMember()
-	m.beginApply(cmKey, types.NamespacedName{Name: "owner"})
-	m.endApply(cmKey, 1, applied("5"), nil)
-	assert.True(t, m.childObserved(cmKey, "7"))
-	_, ok := m.appliedChild(cmKey, 1)
+	m.memory.begin(cmKey, types.NamespacedName{Name: "owner"})
+	m.memory.end(cmKey, 1, applied("5"), nil)
+	assert.True(t, m.memory.observed(cmKey, "7"))
+	_, ok := m.memory.applied(cmKey, 1)
 	assert.False(t, ok)
 }
 
 func TestChangedDesiredFormIsApplied(t *testing.T) {
 	m := testMember()
-	m.beginApply(cmKey, types.NamespacedName{Name: "owner"})
-	m.endApply(cmKey, 1, applied("5"), nil)
-	_, ok := m.appliedChild(cmKey, 2)
+	m.memory.begin(cmKey, types.NamespacedName{Name: "owner"})
+	m.memory.end(cmKey, 1, applied("5"), nil)
+	_, ok := m.memory.applied(cmKey, 2)
 	assert.False(t, ok)
 }
 
@@ -111,13 +121,13 @@ func TestOurOwnInstanceWritesDoNotRequeue(t *testing.T) {
 func TestOwnedIndexFollowsOwnerChanges(t *testing.T) {
 	m := testMember()
 	m.recordChild(cmKey, "uid-a", "config", "cm-1")
-	assert.Equal(t, []InventoryEntry{entryOf(cmKey, "config")}, m.ownedBy("uid-a"))
+	assert.Equal(t, []InventoryEntry{entryOf(cmKey, "config")}, m.owned.ownedBy("uid-a"))
 	m.recordChild(cmKey, "uid-b", "config", "cm-1")
-	assert.Empty(t, m.ownedBy("uid-a"), "a child relabelled to another instance moves")
-	assert.Len(t, m.ownedBy("uid-b"), 1)
+	assert.Empty(t, m.owned.ownedBy("uid-a"), "a child relabelled to another instance moves")
+	assert.Len(t, m.owned.ownedBy("uid-b"), 1)
 	m.dropChild(cmKey)
-	assert.Empty(t, m.ownedBy("uid-b"))
-	assert.False(t, m.owns(cmKey))
+	assert.Empty(t, m.owned.ownedBy("uid-b"))
+	assert.False(t, m.owned.owns(cmKey))
 }
 
 func TestChildKindsRoundTrip(t *testing.T) {
@@ -135,40 +145,38 @@ func TestChildKindsRoundTrip(t *testing.T) {
 
 func TestForgettingAnInstanceForgetsItsOwnerAndChildren(t *testing.T) {
 	m := testMember()
-	m.owners, m.lastSeen, m.states = map[types.UID]types.NamespacedName{}, map[types.NamespacedName]seenInstance{}, map[types.NamespacedName]string{}
 	owner := types.NamespacedName{Namespace: "ns", Name: "demo"}
 	inst := &unstructured.Unstructured{Object: map[string]any{}}
 	inst.SetNamespace("ns")
 	inst.SetName("demo")
 	inst.SetUID("uid-a")
 	m.observeInstance(inst)
-	m.beginApply(cmKey, owner)
-	m.endApply(cmKey, 1, applied("5"), nil)
+	m.memory.begin(cmKey, owner)
+	m.memory.end(cmKey, 1, applied("5"), nil)
 	m.recordChild(cmKey, "uid-a", "config", "cm-1")
 
 	m.forgetInstance(owner, "") // gone without our finalize path: no UID at hand
-	assert.Empty(t, m.owners, "the UID is forgotten by the name it was seen under")
-	assert.Empty(t, m.children, "the apply memory of its children is dropped")
-	assert.Empty(t, m.lastSeen)
+	assert.Empty(t, m.instances.owners, "the UID is forgotten by the name it was seen under")
+	assert.Empty(t, m.memory.children, "the apply memory of its children is dropped")
+	assert.Empty(t, m.instances.lastSeen)
 }
 
 func TestAFailedFirstApplyLeavesNoMemory(t *testing.T) {
 	m := testMember()
-	m.beginApply(cmKey, types.NamespacedName{Name: "owner"})
-	m.endApply(cmKey, 1, applied(""), assert.AnError)
-	assert.Empty(t, m.children)
+	m.memory.begin(cmKey, types.NamespacedName{Name: "owner"})
+	m.memory.end(cmKey, 1, applied(""), assert.AnError)
+	assert.Empty(t, m.memory.children)
 }
 
 func TestReferrersAreFoundByNameOrSelector(t *testing.T) {
 	m := testMember()
-	m.refs, m.refIndex = map[types.NamespacedName][]resolvedRef{}, map[refKey]map[types.NamespacedName]struct{}{}
 	secret := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
 	byName := types.NamespacedName{Namespace: "ns", Name: "by-name"}
 	bySelector := types.NamespacedName{Namespace: "ns", Name: "by-selector"}
-	m.setRefs(byName, []resolvedRef{{gvk: secret, namespace: "ns", name: "creds"}})
+	m.refs.set(byName, []resolvedRef{{gvk: secret, namespace: "ns", name: "creds"}})
 	sel, err := labels.Parse("app=web")
 	require.NoError(t, err)
-	m.setRefs(bySelector, []resolvedRef{{gvk: secret, namespace: "ns", selector: sel}})
+	m.refs.set(bySelector, []resolvedRef{{gvk: secret, namespace: "ns", selector: sel}})
 
 	obj := func(name string, l map[string]string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{}}
@@ -177,11 +185,11 @@ func TestReferrersAreFoundByNameOrSelector(t *testing.T) {
 		u.SetLabels(l)
 		return u
 	}
-	assert.Equal(t, []types.NamespacedName{byName}, m.referrers(secret, obj("creds", nil)))
-	assert.Equal(t, []types.NamespacedName{bySelector}, m.referrers(secret, obj("other", map[string]string{"app": "web"})))
-	assert.Empty(t, m.referrers(secret, obj("other", nil)))
+	assert.Equal(t, []types.NamespacedName{byName}, m.refs.referrers(secret, obj("creds", nil)))
+	assert.Equal(t, []types.NamespacedName{bySelector}, m.refs.referrers(secret, obj("other", map[string]string{"app": "web"})))
+	assert.Empty(t, m.refs.referrers(secret, obj("other", nil)))
 
-	m.setRefs(byName, nil)
-	assert.Empty(t, m.referrers(secret, obj("creds", nil)), "references dropped are unindexed")
-	assert.Len(t, m.refIndex, 1)
+	m.refs.set(byName, nil)
+	assert.Empty(t, m.refs.referrers(secret, obj("creds", nil)), "references dropped are unindexed")
+	assert.Len(t, m.refs.index, 1)
 }

@@ -1,4 +1,4 @@
-package spoke
+package fair
 
 import (
 	"sync"

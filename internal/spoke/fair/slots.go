@@ -1,4 +1,4 @@
-package spoke
+package fair
 
 import (
 	"slices"
@@ -9,8 +9,8 @@ import (
 
 // One tenant's heavy instances must delay only that tenant. A graph's
 // workers are shared in two steps: among its clusters (a cluster has at
-// most its share in flight: isolation.go), and within a cluster among the
-// namespaces that have work, in flight or waiting:
+// most its share in flight, which the caller computes), and within a
+// cluster among the namespaces that have work, in flight or waiting:
 //
 //   - a namespace has at most the cluster's share divided by those
 //     namespaces (rounded up) in flight;
@@ -28,8 +28,9 @@ import (
 //
 // Cluster-scoped instances count as one namespace, the empty one.
 
-// load is what one member (one cluster) has in flight and parked.
-type load struct {
+// Slots is what one cluster has in flight and parked. It is not safe for
+// concurrent use: its caller holds a lock.
+type Slots struct {
 	busy int
 	ns   map[string]*nsLoad
 	// waiting lists the namespaces with parked requests.
@@ -38,11 +39,11 @@ type load struct {
 	starts uint64
 }
 
-// nsLoad is one namespace's part of a load. It is dropped once nothing is
+// nsLoad is one namespace's part of the Slots. It is dropped once nothing is
 // in flight or parked for it.
 type nsLoad struct {
 	busy int
-	// lastStart is the number of the namespace's latest start (load.starts).
+	// lastStart is the number of the namespace's latest start (Slots.starts).
 	lastStart uint64
 	parked    fifo[types.NamespacedName]
 	// isParked holds the parked names; a name admitted meanwhile (an event
@@ -50,9 +51,10 @@ type nsLoad struct {
 	isParked map[types.NamespacedName]struct{}
 }
 
-func newLoad() *load { return &load{ns: map[string]*nsLoad{}} }
+// NewSlots returns Slots with nothing in flight.
+func NewSlots() *Slots { return &Slots{ns: map[string]*nsLoad{}} }
 
-func (l *load) namespace(ns string) *nsLoad {
+func (l *Slots) namespace(ns string) *nsLoad {
 	n := l.ns[ns]
 	if n == nil {
 		n = &nsLoad{isParked: map[types.NamespacedName]struct{}{}}
@@ -64,7 +66,7 @@ func (l *load) namespace(ns string) *nsLoad {
 // fits reports whether one more reconcile of namespace ns may start, with
 // limit the cluster's share and spans whether the cluster has instances in
 // more than one namespace. extra counts starts decided but not yet made.
-func (l *load) fits(ns string, limit int, spans bool, extra map[string]int) bool {
+func (l *Slots) fits(ns string, limit int, spans bool, extra map[string]int) bool {
 	busy := l.busy
 	for _, n := range extra {
 		busy += n
@@ -86,9 +88,10 @@ func (l *load) fits(ns string, limit int, spans bool, extra map[string]int) bool
 	return !(spans && limit > 1 && nsBusy > 0 && busy+1 >= limit)
 }
 
-// admit starts a reconcile of req if it fits, else parks it; it reports
-// whether it started.
-func (l *load) admit(req mcreconcile.Request, limit int, spans bool) bool {
+// Admit starts a reconcile of req if it fits in limit, the cluster's
+// share, else parks it; spans says whether the cluster has instances in
+// more than one namespace. It reports whether it started.
+func (l *Slots) Admit(req mcreconcile.Request, limit int, spans bool) bool {
 	ns := req.Namespace
 	if !l.fits(ns, limit, spans, nil) {
 		l.park(req)
@@ -108,7 +111,7 @@ func (l *load) admit(req mcreconcile.Request, limit int, spans bool) bool {
 	return true
 }
 
-func (l *load) park(req mcreconcile.Request) {
+func (l *Slots) park(req mcreconcile.Request) {
 	n := l.namespace(req.Namespace)
 	if _, ok := n.isParked[req.NamespacedName]; ok {
 		return
@@ -120,8 +123,8 @@ func (l *load) park(req mcreconcile.Request) {
 	n.parked.push(req.NamespacedName)
 }
 
-// done ends one reconcile of namespace ns.
-func (l *load) done(ns string) {
+// Done ends one reconcile of namespace ns.
+func (l *Slots) Done(ns string) {
 	l.busy--
 	n := l.ns[ns]
 	if n == nil {
@@ -131,18 +134,22 @@ func (l *load) done(ns string) {
 	l.dropIfIdle(ns, n)
 }
 
-func (l *load) dropIfIdle(ns string, n *nsLoad) {
+func (l *Slots) dropIfIdle(ns string, n *nsLoad) {
 	if n.busy <= 0 && len(n.isParked) == 0 {
 		delete(l.ns, ns)
 	}
 }
 
-func (l *load) idle() bool { return l.busy <= 0 && len(l.ns) == 0 }
+// Idle reports whether nothing is in flight or parked.
+func (l *Slots) Idle() bool { return l.busy <= 0 && len(l.ns) == 0 }
 
-// unpark takes out the parked requests that fit now, namespaces with the
+// Busy is the number of reconciles in flight.
+func (l *Slots) Busy() int { return l.busy }
+
+// Unpark takes out the parked requests that fit now, namespaces with the
 // fewest in flight first (ties: the one that started a reconcile least
 // lately), one request at a time; the caller puts them back in the queue.
-func (l *load) unpark(limit int, spans bool) []types.NamespacedName {
+func (l *Slots) Unpark(limit int, spans bool) []types.NamespacedName {
 	var out []types.NamespacedName
 	extra := map[string]int{}
 	for len(l.waiting) > 0 {
@@ -165,14 +172,14 @@ func (l *load) unpark(limit int, spans bool) []types.NamespacedName {
 	return out
 }
 
-func (l *load) stopWaiting(ns string) {
+func (l *Slots) stopWaiting(ns string) {
 	l.waiting = slices.DeleteFunc(l.waiting, func(w string) bool { return w == ns })
 }
 
 // nextWaiting is the index in waiting of the namespace with the fewest in
 // flight, counting extra, and of those the one whose latest start is
 // oldest (a pick in extra counting as the latest).
-func (l *load) nextWaiting(extra map[string]int) int {
+func (l *Slots) nextWaiting(extra map[string]int) int {
 	best, bestBusy, bestStart := -1, 0, uint64(0)
 	for i, ns := range l.waiting {
 		n := l.ns[ns]

@@ -1,4 +1,4 @@
-package spoke
+package cacheopts
 
 import (
 	"strings"
@@ -6,8 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-
-	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
 // Of what the hub holds per spoke, most is what the runtime never reads:
@@ -108,16 +106,23 @@ func managersOnly(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEnt
 	return shared
 }
 
-// repeatedLabel reports whether a label's value is mostly the same across
-// objects: ours but for the instance's name and UID (shared by a few
-// children only, they would cost the table more than they save).
-func repeatedLabel(key string) bool {
-	switch key {
-	case contract.LabelManagedBy, contract.LabelGraph, contract.LabelNodeID, contract.LabelInstanceNamespace:
-		return true
-	}
-	return false
+// repeatedLabels are the labels whose values are mostly the same across
+// objects: the runtime's on its children but for the instance's name and
+// UID (shared by a few children only, they would cost the table more than
+// they save). They are internal/contract's LabelManagedBy, LabelGraph,
+// LabelNodeID and LabelInstanceNamespace, spelt out here because this
+// package must not import contract, which imports the compiler; a test
+// keeps the two in step.
+var repeatedLabels = map[string]bool{
+	"app.kubernetes.io/managed-by":      true,
+	"fleetgraph.dev/graph":              true,
+	"fleetgraph.dev/node-id":            true,
+	"fleetgraph.dev/instance-namespace": true,
 }
+
+// repeatedLabel reports whether a label's value is mostly the same across
+// objects (repeatedLabels).
+func repeatedLabel(key string) bool { return repeatedLabels[key] }
 
 // TrimCache is a cluster.Option that makes TrimObject the default
 // transform of the cluster's cache, unless the options set one already.

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Fails when a dependency points the wrong way (DESIGN.md, "Layout"):
+#   - providers and testing depend on multicluster-runtime and the leaf
+#     cache-options package only: never on the spoke runtime, the compiler
+#     or CEL;
+#   - internal/cacheopts imports no other package of this module;
+#   - the public spoke package imports neither sdk nor any hub package.
+# It reads `go list` only (no build, no test), so it is cheap. Run by
+# `make check`.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+module=github.com/fleetgraph/fleetgraph
+bad=0
+
+# forbid PATTERN WHY PACKAGES...: fail if the dependencies of PACKAGES
+# (without their tests) match the extended regular expression PATTERN.
+forbid() {
+	local pattern=$1 why=$2
+	shift 2
+	local hits
+	hits=$(go list -deps "$@" | grep -E "$pattern" || true)
+	if [[ -n "$hits" ]]; then
+		echo "$* must not depend on $why, but depend on:" >&2
+		echo "$hits" | sed 's/^/  /' >&2
+		bad=1
+	fi
+}
+
+forbid "^$module/(internal/spoke|spoke|sdk/graph)(/|$)|^$module/sdk$|^github.com/google/cel-go/" \
+	"the spoke runtime, the compiler or CEL" ./providers/... ./testing/
+hits=$(go list -deps ./internal/cacheopts | grep "^$module/" | grep -v "^$module/internal/cacheopts$" || true)
+if [[ -n "$hits" ]]; then
+	echo "internal/cacheopts must be a leaf, but depends on: $hits" >&2
+	bad=1
+fi
+if [[ -d spoke ]]; then
+	forbid "^$module/(sdk|hub|internal/hub)$" "sdk or a hub package" ./spoke/...
+fi
+
+exit $bad

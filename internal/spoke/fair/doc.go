@@ -1,0 +1,15 @@
+// Package fair shares a graph's workers fairly among the clusters that
+// serve it and, within a cluster, among the namespaces (tenants) that have
+// work, so that one tenant's heavy or failing instances delay only that
+// tenant:
+//
+//   - NewQueue's order hands requests out in turns of clusters and, within
+//     a cluster, of namespaces (queue.go), and limits the retries of failed
+//     requests per namespace rather than for the whole queue (retry.go);
+//   - Slots decides whether one more reconcile of a namespace may start
+//     within a cluster's share of the workers, parks it if not, and says
+//     which parked requests fit once one ends (slots.go).
+//
+// It holds no reference to the runtime: the controller of a graph owns one
+// queue and one Slots per cluster, under its own lock.
+package fair

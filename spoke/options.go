@@ -1,0 +1,145 @@
+package spoke
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	internal "github.com/fleetgraph/fleetgraph/internal/spoke"
+)
+
+// The defaults of Options' fields.
+const (
+	// DefaultWorkers is how many instances of one graph are reconciled at
+	// once, across all clusters.
+	DefaultWorkers = 8
+	// DefaultItemConcurrency is how many items of one forEach one reconcile
+	// applies at once.
+	DefaultItemConcurrency = 8
+	// DefaultFieldManager is the field manager of every write.
+	DefaultFieldManager = "fleetgraph"
+	// DefaultCallTimeout bounds each call to a cluster's API server.
+	DefaultCallTimeout = 30 * time.Second
+	// DefaultResync is how often every child of an instance is applied
+	// again even if nothing reported a change.
+	DefaultResync = 10 * time.Minute
+	// DefaultOrphanGrace is how long a child whose instance is gone is left
+	// before it is deleted.
+	DefaultOrphanGrace = 30 * time.Second
+)
+
+// GateFunc decides whether a version of a graph may be served on a cluster
+// yet, e.g. once its CRD is established there. It is called in a goroutine
+// of its own for each (version, cluster) pair, with a context that ends
+// when the cluster is disengaged or the version is replaced or stopped; it
+// may block. A nil error opens the gate; an error is logged and the call
+// is retried with backoff (doubling from 200ms up to 30s).
+type GateFunc func(ctx context.Context, cluster multicluster.ClusterName, v Version) error
+
+// FallbackFunc finds the version of a graph a cluster served before, for a
+// cluster that the latest version cannot be served on yet (its gate has
+// not passed) and that no version serves, typically right after the
+// process restarted. It returns a Version with a nil Graph, and no error,
+// when there is none. The graph it returns must have been compiled from an
+// earlier spec of the same graph, whose CRD is the one on the cluster: it
+// is served there without passing the gate, until latest's gate passes.
+type FallbackFunc func(ctx context.Context, cluster multicluster.ClusterName, latest Version) (Version, error)
+
+// Options configures a Runtime. The zero value is usable: every field says
+// its default, and New fills them in.
+type Options struct {
+	// Workers is the number of instances of one graph reconciled
+	// concurrently, across all clusters. One cluster gets at most its share
+	// of them, Workers divided by the number of clusters served (rounded
+	// up), so that a hung cluster holds only its own share; within a
+	// cluster, a namespace gets at most that share divided by the
+	// namespaces with work (rounded up), and once the cluster has instances
+	// in several namespaces, one slot of its share is kept for a namespace
+	// with nothing in flight. Defaults to DefaultWorkers.
+	Workers int
+	// ItemConcurrency is how many children of one forEach resource one
+	// reconcile applies at once. Defaults to DefaultItemConcurrency; 1
+	// applies them one after another.
+	ItemConcurrency int
+	// CallTimeout bounds each call a reconcile makes to a cluster (reads,
+	// applies, patches, deletes, lists) and how long it waits for a new
+	// watch's initial list (which goes on in the background). A call that
+	// times out fails the reconcile, which is retried with backoff.
+	// Defaults to DefaultCallTimeout; a negative value means no timeout.
+	CallTimeout time.Duration
+	// FieldManager is the field manager of every write: server-side apply
+	// of children, and patches of instances. Only children it wrote are
+	// collected as orphans. Defaults to DefaultFieldManager.
+	FieldManager string
+	// Gate is consulted before a version's watches start on a cluster.
+	// Defaults to nil: no gate; the watch on instances is retried with
+	// backoff until the kind is served.
+	Gate GateFunc
+	// Resync is the period of each instance's full resync: every child is
+	// applied again, even one the Runtime believes unchanged, which puts
+	// back drift that no watch event reported. Each instance's period is
+	// lengthened by a random part of up to a fifth, so that instances do
+	// not resync together. Defaults to DefaultResync; a negative value
+	// turns the resync off.
+	Resync time.Duration
+	// AdoptUnowned lets an instance take over an existing object that has
+	// a child's name and no fleetgraph owner label: the object is applied
+	// to, labelled as the instance's child, and later pruned or deleted
+	// with it. Defaults to false: such an object is left alone and the
+	// instance goes to ERROR naming it (reason OwnershipConflict). An
+	// object labelled for another instance is never taken over.
+	AdoptUnowned bool
+	// ConfineToNamespace keeps each instance's children and external
+	// references in the instance's namespace: a child rendered in another
+	// namespace, or of a cluster-scoped kind, is not written; an
+	// externalRef naming another namespace or a cluster-scoped kind is not
+	// read, and one by selector without a namespace selects (and watches)
+	// in the instance's namespace only. The children and references of a
+	// cluster-scoped instance are all refused, unless its graph is one of
+	// ClusterScopedGraphs. A refused instance goes to ERROR (reason
+	// OutsideNamespace) naming the resource id and the object. Defaults to
+	// false, as kro: templates and references may use any namespace.
+	ConfineToNamespace bool
+	// ClusterScopedGraphs names the graphs (RGD names) whose cluster-scoped
+	// instances ConfineToNamespace lets through: graphs the platform
+	// trusts, such as one that sets up a tenant's namespace, run unconfined
+	// as in kro. List only graphs tenants cannot write. Defaults to none.
+	// Without ConfineToNamespace it has no effect.
+	ClusterScopedGraphs []string
+	// OrphanGrace is how long a child whose owning instance no longer
+	// exists (its finalizer was removed by hand, say) is left before the
+	// Runtime deletes it. Only children labelled as the graph's and written
+	// by FieldManager are deleted, once a live read confirms that no
+	// instance has their owner's UID; children left on purpose (a
+	// RemovalRelease) are not. Defaults to DefaultOrphanGrace; a negative
+	// value turns the collection off.
+	OrphanGrace time.Duration
+	// Logger is the logger. Defaults to controller-runtime's log.Log named
+	// "spoke".
+	Logger logr.Logger
+}
+
+// runtimeOptions is o for the runtime's plumbing, which fills in the
+// defaults.
+func (o Options) runtimeOptions() internal.Options {
+	out := internal.Options{
+		Workers:             o.Workers,
+		ItemConcurrency:     o.ItemConcurrency,
+		CallTimeout:         o.CallTimeout,
+		FieldManager:        o.FieldManager,
+		Resync:              o.Resync,
+		AdoptUnowned:        o.AdoptUnowned,
+		ConfineToNamespace:  o.ConfineToNamespace,
+		ClusterScopedGraphs: o.ClusterScopedGraphs,
+		OrphanGrace:         o.OrphanGrace,
+		Logger:              o.Logger,
+	}
+	if gate := o.Gate; gate != nil {
+		out.Gate = func(ctx context.Context, cluster multicluster.ClusterName, v internal.Version) error {
+			return gate(ctx, cluster, versionOf(v))
+		}
+	}
+	return out
+}
