@@ -8,8 +8,9 @@ import (
 
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/fleetgraph/fleetgraph/internal/cleanup"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/reach"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
@@ -113,7 +114,7 @@ func (h *Hub) cleanUpAfter(e *engaged) {
 	defer cancel()
 	log := h.opts.Logger.WithValues("cluster", e.name)
 	for delay := removalRetry; ; delay = min(2*delay, removalRetryMax) {
-		if err := hub.Probe(ctx, e.cl, departureProbe); err != nil {
+		if err := reach.Probe(ctx, e.cl, "", departureProbe); err != nil {
 			log.Info("a cluster that left cannot be reached: its admission policies and finalizers stay",
 				"reason", err.Error())
 			return
@@ -138,11 +139,11 @@ func (h *Hub) releaseAll(ctx context.Context, e *engaged) (int, error) {
 	total := 0
 	var errs []error
 	for _, g := range h.allGraphs() {
-		if err := h.fanOut.RemoveAdmission(ctx, e.name, e.cl, g); err != nil {
+		if err := h.removeAdmission(ctx, e.hubCluster(), g); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		n, err := hub.ReleaseInstances(ctx, e.cl, g, contract.Finalizer)
+		n, err := cleanup.ReleaseInstances(ctx, e.cl, g, contract.Finalizer)
 		total += n
 		errs = append(errs, err)
 	}

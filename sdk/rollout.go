@@ -10,8 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/fleetgraph/fleetgraph/internal/cleanup"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/revisions"
 	"github.com/fleetgraph/fleetgraph/internal/rollout"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -241,10 +242,10 @@ func (h *Hub) releaseUnplaced(e *engaged, g *graph.Graph) {
 		if placed, _ := h.planner.Placed(g.Name, e.name); placed {
 			return // placed again meanwhile
 		}
-		err := h.fanOut.RemoveAdmission(ctx, e.name, e.cl, g)
+		err := h.removeAdmission(ctx, e.hubCluster(), g)
 		if err == nil {
 			var n int
-			n, err = hub.ReleaseInstances(ctx, e.cl, g, contract.Finalizer)
+			n, err = cleanup.ReleaseInstances(ctx, e.cl, g, contract.Finalizer)
 			if err == nil {
 				log.Info("graph no longer placed on the cluster: instances released, CRD kept", "released", n)
 				return
@@ -275,7 +276,7 @@ func (h *Hub) serveRevision(ctx context.Context, graphName string, rev int64) er
 		if err != nil {
 			return err
 		}
-		if g, err = graph.Compile(hub.RGD(rec), h.compileOptions()); err != nil {
+		if g, err = graph.Compile(revisions.RGD(rec), h.compileOptions()); err != nil {
 			return fmt.Errorf("compiling revision %d of graph %s: %w", rev, graphName, err)
 		}
 	}

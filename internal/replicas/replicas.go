@@ -1,4 +1,4 @@
-package hub
+package replicas
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fleetgraph/fleetgraph/hub"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,14 +32,14 @@ const (
 	recordKey         = "clusters"
 )
 
-// ReplicaStatus is one hub replica's share of every graph's fleet status.
+// Status is one hub replica's share of every graph's fleet status.
 // Each replica serves some of the clusters and sees only those; writing
 // its own view on the RGD would overwrite the others'. Instead each keeps a
 // record of its own clusters on the hub (a ConfigMap per graph and replica,
 // written by no one else) and the status written on the RGD is the union
 // of its own view and the other replicas' live records. Every replica
 // computes the same union from the same records, so their writes agree.
-type ReplicaStatus struct {
+type Status struct {
 	// Client reads and writes the records on the hub cluster; a direct
 	// (uncached) client.
 	Client client.Client
@@ -73,7 +75,7 @@ type record struct {
 // deletes those that expired (see prune). On a read error own is
 // returned, with the error; if only the survey failed, the union is, with
 // the error.
-func (r *ReplicaStatus) Merged(ctx context.Context, own GraphStatus) (GraphStatus, error) {
+func (r *Status) Merged(ctx context.Context, own hub.GraphStatus) (hub.GraphStatus, error) {
 	if err := r.publish(ctx, own); err != nil {
 		return own, err
 	}
@@ -92,7 +94,7 @@ func (r *ReplicaStatus) Merged(ctx context.Context, own GraphStatus) (GraphStatu
 
 // awaiting returns the peers, other than this replica, without a live
 // record among records (one graph's), sorted.
-func (r *ReplicaStatus) awaiting(records []corev1.ConfigMap, now time.Time) []string {
+func (r *Status) awaiting(records []corev1.ConfigMap, now time.Time) []string {
 	heard := map[string]bool{contract.LabelValue(r.Replica): true}
 	for i := range records {
 		if !isExpired(&records[i], r.TTL, now) {
@@ -137,7 +139,7 @@ func expired(records []metav1.PartialObjectMetadata, ttl time.Duration, now time
 // were deleted, which no one renews. They count for nothing already;
 // deleting them keeps them from piling up on the hub. Only metadata is
 // read.
-func (r *ReplicaStatus) surveyIfDue(ctx context.Context, now time.Time) error {
+func (r *Status) surveyIfDue(ctx context.Context, now time.Time) error {
 	r.mu.Lock()
 	due := now.Sub(r.pruned) >= r.TTL/3
 	if due {
@@ -157,7 +159,7 @@ func (r *ReplicaStatus) surveyIfDue(ctx context.Context, now time.Time) error {
 	return r.prune(ctx, expired(list.Items, r.TTL, now))
 }
 
-func (r *ReplicaStatus) setPeers(peers map[string]bool) {
+func (r *Status) setPeers(peers map[string]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.peers = peers
@@ -179,7 +181,7 @@ func peersOf(records []metav1.PartialObjectMetadata, ttl time.Duration, now time
 // that it neither counts nor waits a TTL for a prune. A record that is
 // already gone is no error; an object of that name that is not this
 // replica's record is left alone.
-func (r *ReplicaStatus) Forget(ctx context.Context, graph string) error {
+func (r *Status) Forget(ctx context.Context, graph string) error {
 	r.mu.Lock()
 	delete(r.published, graph)
 	r.mu.Unlock()
@@ -205,7 +207,7 @@ var ErrNotOurRecord = errors.New("not this replica's fleet status record")
 // ownRecord reads the metadata of this replica's record of graph: nil
 // when there is none, and ErrNotOurRecord when the object of its name was
 // not written by this replica.
-func (r *ReplicaStatus) ownRecord(ctx context.Context, graph string) (*metav1.PartialObjectMetadata, error) {
+func (r *Status) ownRecord(ctx context.Context, graph string) (*metav1.PartialObjectMetadata, error) {
 	cur := &metav1.PartialObjectMetadata{}
 	cur.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.recordName(graph)}, cur)
@@ -225,7 +227,7 @@ func (r *ReplicaStatus) ownRecord(ctx context.Context, graph string) (*metav1.Pa
 // prune deletes the stale records, each fenced on its resourceVersion: a
 // record its replica renewed since it was read stays. A failed delete is
 // retried at the next prune, which finds the same record expired.
-func (r *ReplicaStatus) prune(ctx context.Context, stale []metav1.PartialObjectMetadata) error {
+func (r *Status) prune(ctx context.Context, stale []metav1.PartialObjectMetadata) error {
 	var errs []error
 	for _, m := range stale {
 		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
@@ -238,7 +240,7 @@ func (r *ReplicaStatus) prune(ctx context.Context, stale []metav1.PartialObjectM
 	return errors.Join(errs...)
 }
 
-func (r *ReplicaStatus) merge(own GraphStatus, records []corev1.ConfigMap, now time.Time) GraphStatus {
+func (r *Status) merge(own hub.GraphStatus, records []corev1.ConfigMap, now time.Time) hub.GraphStatus {
 	seen := map[string]bool{}
 	for _, c := range own.Clusters {
 		seen[c.Cluster] = true
@@ -250,7 +252,7 @@ func (r *ReplicaStatus) merge(own GraphStatus, records []corev1.ConfigMap, now t
 		if cm.Labels[LabelReplica] == contract.LabelValue(r.Replica) || isExpired(&cm, r.TTL, now) {
 			continue
 		}
-		var theirs []ClusterStatus
+		var theirs []hub.ClusterStatus
 		if json.Unmarshal([]byte(cm.Data[recordKey]), &theirs) != nil {
 			continue // not ours to judge; a bad record counts for nothing
 		}
@@ -261,7 +263,7 @@ func (r *ReplicaStatus) merge(own GraphStatus, records []corev1.ConfigMap, now t
 			}
 		}
 	}
-	slices.SortFunc(out.Clusters, func(a, b ClusterStatus) int { return strings.Compare(a.Cluster, b.Cluster) })
+	slices.SortFunc(out.Clusters, func(a, b hub.ClusterStatus) int { return strings.Compare(a.Cluster, b.Cluster) })
 	return out
 }
 
@@ -279,7 +281,7 @@ func renewed(m metav1.Object) time.Time {
 
 // publish writes this replica's record of the graph when it changed or is
 // due for renewal.
-func (r *ReplicaStatus) publish(ctx context.Context, own GraphStatus) error {
+func (r *Status) publish(ctx context.Context, own hub.GraphStatus) error {
 	raw, err := json.Marshal(own.Clusters)
 	if err != nil {
 		return fmt.Errorf("encoding the fleet status of graph %s: %w", own.Graph, err)
@@ -315,7 +317,7 @@ func (r *ReplicaStatus) publish(ctx context.Context, own GraphStatus) error {
 // write creates the record, or replaces it if this replica wrote it. The
 // replacement is fenced on the version read: an object of that name that
 // someone else put there meanwhile is not overwritten.
-func (r *ReplicaStatus) write(ctx context.Context, graph string, cm *corev1.ConfigMap) error {
+func (r *Status) write(ctx context.Context, graph string, cm *corev1.ConfigMap) error {
 	cur, err := r.ownRecord(ctx, graph)
 	if err != nil {
 		return err
@@ -328,6 +330,6 @@ func (r *ReplicaStatus) write(ctx context.Context, graph string, cm *corev1.Conf
 }
 
 // recordName is the record's ConfigMap name: graph and replica.
-func (r *ReplicaStatus) recordName(graph string) string {
+func (r *Status) recordName(graph string) string {
 	return "fleetgraph-" + graph + "-" + strings.ToLower(r.Replica)
 }

@@ -1,12 +1,14 @@
 //go:build integration
 
-package hub
+package replicas
 
 import (
 	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fleetgraph/fleetgraph/hub"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,17 +43,17 @@ func TestReplicaStatusPrunesDeadReplicas(t *testing.T) {
 		require.NoError(t, c.Create(ctx, &cm))
 		return &cm
 	}
-	dead := create(replicaRecord(t, "dead", now.Add(-2*time.Minute), ClusterStatus{Cluster: "c9", Instances: 9}), "fleetgraph-g-dead", true)
-	live := create(replicaRecord(t, "live", now, ClusterStatus{Cluster: "c2", Instances: 2}), "fleetgraph-g-live", true)
+	dead := create(replicaRecord(t, "dead", now.Add(-2*time.Minute), hub.ClusterStatus{Cluster: "c9", Instances: 9}), "fleetgraph-g-dead", true)
+	live := create(replicaRecord(t, "live", now, hub.ClusterStatus{Cluster: "c2", Instances: 2}), "fleetgraph-g-live", true)
 	notOurs := create(replicaRecord(t, "other", now.Add(-2*time.Minute)), "someone-elses", false)
-	deletedGraph := create(replicaRecord(t, "live", now.Add(-2*time.Minute), ClusterStatus{Cluster: "c2"}), "fleetgraph-gone-live", true)
-	ownDeletedGraph := create(replicaRecord(t, "a", now.Add(-2*time.Minute), ClusterStatus{Cluster: "c1"}), "fleetgraph-old-a", true)
-	r := &ReplicaStatus{Client: c, Namespace: "default", Replica: "a", TTL: time.Minute}
+	deletedGraph := create(replicaRecord(t, "live", now.Add(-2*time.Minute), hub.ClusterStatus{Cluster: "c2"}), "fleetgraph-gone-live", true)
+	ownDeletedGraph := create(replicaRecord(t, "a", now.Add(-2*time.Minute), hub.ClusterStatus{Cluster: "c1"}), "fleetgraph-old-a", true)
+	r := &Status{Client: c, Namespace: "default", Replica: "a", TTL: time.Minute}
 
-	got, err := r.Merged(ctx, GraphStatus{Graph: "g", Clusters: []ClusterStatus{{Cluster: "c1", Instances: 1}}})
+	got, err := r.Merged(ctx, hub.GraphStatus{Graph: "g", Clusters: []hub.ClusterStatus{{Cluster: "c1", Instances: 1}}})
 
 	require.NoError(t, err)
-	assert.Equal(t, []ClusterStatus{{Cluster: "c1", Instances: 1}, {Cluster: "c2", Instances: 2}}, got.Clusters)
+	assert.Equal(t, []hub.ClusterStatus{{Cluster: "c1", Instances: 1}, {Cluster: "c2", Instances: 2}}, got.Clusters)
 	for _, gone := range []*corev1.ConfigMap{dead, deletedGraph, ownDeletedGraph} {
 		err = c.Get(ctx, client.ObjectKeyFromObject(gone), &corev1.ConfigMap{})
 		assert.True(t, apierrors.IsNotFound(err), "expired record %s is deleted, got %v", gone.Name, err)
@@ -73,7 +75,7 @@ func TestReplicaStatusPrunesDeadReplicas(t *testing.T) {
 	err = c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "fleetgraph-g-a"}, &corev1.ConfigMap{})
 	assert.True(t, apierrors.IsNotFound(err), "a removed graph's own record is deleted at once, got %v", err)
 	require.NoError(t, r.Forget(ctx, "g"), "forgetting twice is no error")
-	_, err = r.Merged(ctx, GraphStatus{Graph: "g", Clusters: []ClusterStatus{{Cluster: "c1", Instances: 1}}})
+	_, err = r.Merged(ctx, hub.GraphStatus{Graph: "g", Clusters: []hub.ClusterStatus{{Cluster: "c1", Instances: 1}}})
 	require.NoError(t, err)
 	assert.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "fleetgraph-g-a"}, &corev1.ConfigMap{}),
 		"a graph registered again is published again, not skipped as unchanged")
@@ -94,12 +96,12 @@ func TestReplicaStatusLeavesObjectsItDidNotWrite(t *testing.T) {
 			contract.LabelManagedBy: contract.ManagedBy, LabelReplica: "b", LabelFleetStatusOf: "k"}}},
 	}
 	graphs := map[string]string{"unlabelled": "h", "other replica": "k"}
-	r := &ReplicaStatus{Client: c, Namespace: "default", Replica: "a", TTL: time.Minute}
+	r := &Status{Client: c, Namespace: "default", Replica: "a", TTL: time.Minute}
 	for what, cm := range theirs {
 		cm.Namespace, cm.Data = "default", map[string]string{"mine": what}
 		require.NoError(t, c.Create(ctx, cm))
 
-		_, err := r.Merged(ctx, GraphStatus{Graph: graphs[what], Clusters: []ClusterStatus{{Cluster: "c1"}}})
+		_, err := r.Merged(ctx, hub.GraphStatus{Graph: graphs[what], Clusters: []hub.ClusterStatus{{Cluster: "c1"}}})
 		require.ErrorIs(t, err, ErrNotOurRecord, what)
 		require.NoError(t, r.Forget(ctx, graphs[what]), what)
 

@@ -1,9 +1,11 @@
-package hub
+package replicas
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/fleetgraph/fleetgraph/hub"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,7 +15,7 @@ import (
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
-func replicaRecord(t *testing.T, replica string, renewed time.Time, clusters ...ClusterStatus) corev1.ConfigMap {
+func replicaRecord(t *testing.T, replica string, renewed time.Time, clusters ...hub.ClusterStatus) corev1.ConfigMap {
 	raw, err := json.Marshal(clusters)
 	require.NoError(t, err)
 	return corev1.ConfigMap{
@@ -30,15 +32,15 @@ func replicaRecord(t *testing.T, replica string, renewed time.Time, clusters ...
 // unreadable records count for nothing, nor does this replica's own record.
 func TestReplicaStatusMerge(t *testing.T) {
 	now := time.Now()
-	r := &ReplicaStatus{Replica: "a", TTL: time.Minute}
-	own := GraphStatus{Graph: "g", Clusters: []ClusterStatus{{Cluster: "c1", Instances: 1}}}
+	r := &Status{Replica: "a", TTL: time.Minute}
+	own := hub.GraphStatus{Graph: "g", Clusters: []hub.ClusterStatus{{Cluster: "c1", Instances: 1}}}
 	bad := replicaRecord(t, "e", now)
 	bad.Data[recordKey] = "{not json"
 	records := []corev1.ConfigMap{
-		replicaRecord(t, "a", now, ClusterStatus{Cluster: "stale-own"}),
-		replicaRecord(t, "b", now.Add(-10*time.Second), ClusterStatus{Cluster: "c1", Instances: 9}, ClusterStatus{Cluster: "c2", Instances: 2}),
-		replicaRecord(t, "c", now.Add(-2*time.Minute), ClusterStatus{Cluster: "c4", Instances: 4}),
-		replicaRecord(t, "d", now, ClusterStatus{Cluster: "c2", Instances: 3}, ClusterStatus{Cluster: "c3", Instances: 3}),
+		replicaRecord(t, "a", now, hub.ClusterStatus{Cluster: "stale-own"}),
+		replicaRecord(t, "b", now.Add(-10*time.Second), hub.ClusterStatus{Cluster: "c1", Instances: 9}, hub.ClusterStatus{Cluster: "c2", Instances: 2}),
+		replicaRecord(t, "c", now.Add(-2*time.Minute), hub.ClusterStatus{Cluster: "c4", Instances: 4}),
+		replicaRecord(t, "d", now, hub.ClusterStatus{Cluster: "c2", Instances: 3}, hub.ClusterStatus{Cluster: "c3", Instances: 3}),
 		bad,
 	}
 
@@ -50,7 +52,7 @@ func TestReplicaStatusMerge(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int{"c1": 1, "c2": 3, "c3": 3}, byName)
 	assert.Equal(t, "g", got.Graph)
-	assert.Equal(t, []ClusterStatus{{Cluster: "c1", Instances: 1}}, own.Clusters, "own view untouched")
+	assert.Equal(t, []hub.ClusterStatus{{Cluster: "c1", Instances: 1}}, own.Clusters, "own view untouched")
 }
 
 // TestReplicaStatusExpired: records of ours that outlived the TTL are up
@@ -96,7 +98,7 @@ func TestReplicaStatusAwaitsPeersNewToAGraph(t *testing.T) {
 		cm.Labels[contract.LabelManagedBy] = contract.ManagedBy
 		return metav1.PartialObjectMetadata{ObjectMeta: cm.ObjectMeta}
 	}
-	r := &ReplicaStatus{Replica: "a", TTL: time.Minute}
+	r := &Status{Replica: "a", TTL: time.Minute}
 	r.setPeers(peersOf([]metav1.PartialObjectMetadata{
 		meta("a", now), meta("b", now), meta("c", now), meta("gone", now.Add(-2*time.Minute)),
 	}, r.TTL, now))

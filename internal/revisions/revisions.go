@@ -1,4 +1,4 @@
-package hub
+package revisions
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+
+	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/crds"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +22,7 @@ import (
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 )
 
-// Revisions keeps GraphRevision records on the hub cluster: every accepted
+// Store keeps GraphRevision records on the hub cluster: every accepted
 // spec of a graph becomes an immutable record numbered from 1, so that a hub
 // that restarts can find, and recompile, the revision a cluster serves.
 // It installs the GraphRevision CRD on first use (and refuses one it did
@@ -31,7 +34,7 @@ import (
 // record directly. Only when the number is taken (another replica, or a
 // record from before a restart) does it list the graph's records to learn
 // the latest.
-type Revisions struct {
+type Store struct {
 	client       client.Client
 	fieldManager string
 
@@ -47,19 +50,19 @@ type knownRevision struct {
 	spec   [sha256.Size]byte // specHash of its snapshot
 }
 
-// NewRevisions returns a store writing with c, a client of the hub cluster
+// New returns a store writing with c, a client of the hub cluster
 // that reads live (not from a cache).
-func NewRevisions(c client.Client, fieldManager string) *Revisions {
+func New(c client.Client, fieldManager string) *Store {
 	if fieldManager == "" {
-		fieldManager = DefaultFieldManager
+		fieldManager = hub.DefaultFieldManager
 	}
-	return &Revisions{client: c, fieldManager: fieldManager, known: map[string]knownRevision{}}
+	return &Store{client: c, fieldManager: fieldManager, known: map[string]knownRevision{}}
 }
 
 // Issue returns the revision number of rgd's spec: that of the latest
 // record if it holds the same spec and opt-in, else a new record's, one
 // higher.
-func (r *Revisions) Issue(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) (int64, error) {
+func (r *Store) Issue(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) (int64, error) {
 	if err := r.install(ctx); err != nil {
 		return 0, err
 	}
@@ -110,7 +113,7 @@ func (r *Revisions) Issue(ctx context.Context, rgd *v1alpha1.ResourceGraphDefini
 // the latest known record (1 for a graph never seen), or, negated, the
 // latest's own number when it holds the same spec and no later record
 // exists.
-func (r *Revisions) guess(ctx context.Context, graph string, hash [sha256.Size]byte) (int64, error) {
+func (r *Store) guess(ctx context.Context, graph string, hash [sha256.Size]byte) (int64, error) {
 	r.mu.Lock()
 	k, ok := r.known[graph]
 	r.mu.Unlock()
@@ -134,7 +137,7 @@ func (r *Revisions) guess(ctx context.Context, graph string, hash [sha256.Size]b
 	return k.number + 2, nil // taken: create fails and the records are listed
 }
 
-func (r *Revisions) remember(graph string, k knownRevision) {
+func (r *Store) remember(graph string, k knownRevision) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cur, ok := r.known[graph]; !ok || k.number >= cur.number {
@@ -144,7 +147,7 @@ func (r *Revisions) remember(graph string, k knownRevision) {
 
 // Forget drops what the store remembers of the named graph (it was
 // removed).
-func (r *Revisions) Forget(graph string) {
+func (r *Store) Forget(graph string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.known, graph)
@@ -164,7 +167,7 @@ func specHash(snap fgv1alpha1.ResourceGraphDefinitionSnapshot) ([sha256.Size]byt
 }
 
 // Get returns revision rev of the named graph.
-func (r *Revisions) Get(ctx context.Context, graph string, rev int64) (*fgv1alpha1.GraphRevision, error) {
+func (r *Store) Get(ctx context.Context, graph string, rev int64) (*fgv1alpha1.GraphRevision, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRevisionKind))
 	if err := r.client.Get(ctx, client.ObjectKey{Name: fgv1alpha1.RevisionName(graph, rev)}, u); err != nil {
@@ -186,7 +189,7 @@ func RGD(rev *fgv1alpha1.GraphRevision) *v1alpha1.ResourceGraphDefinition {
 
 // latest reads the graph's latest record: among those labelled with its
 // name, or among all records when none is (records from before the label).
-func (r *Revisions) latest(ctx context.Context, graph string) (*fgv1alpha1.GraphRevision, error) {
+func (r *Store) latest(ctx context.Context, graph string) (*fgv1alpha1.GraphRevision, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRevisionKind + "List"))
 	if len(validation.IsValidLabelValue(graph)) == 0 {
@@ -224,7 +227,7 @@ func owner(rgd *v1alpha1.ResourceGraphDefinition) []metav1.OwnerReference {
 	}}
 }
 
-func (r *Revisions) create(ctx context.Context, rev int64, snap fgv1alpha1.ResourceGraphDefinitionSnapshot, owners []metav1.OwnerReference) error {
+func (r *Store) create(ctx context.Context, rev int64, snap fgv1alpha1.ResourceGraphDefinitionSnapshot, owners []metav1.OwnerReference) error {
 	gr := &fgv1alpha1.GraphRevision{Spec: fgv1alpha1.GraphRevisionSpec{Revision: rev, Snapshot: snap}}
 	gr.OwnerReferences = owners
 	gr.APIVersion, gr.Kind = fgv1alpha1.GroupVersion.String(), fgv1alpha1.GraphRevisionKind
@@ -256,17 +259,17 @@ func decodeRevision(u *unstructured.Unstructured) (*fgv1alpha1.GraphRevision, er
 // Install puts the GraphRevision CRD on the hub, once, refusing one that
 // fleetgraph does not own. Issue calls it; a hub calls it as it starts,
 // so that its first graph does not wait for the CRD to be established.
-func (r *Revisions) Install(ctx context.Context) error { return r.install(ctx) }
+func (r *Store) Install(ctx context.Context) error { return r.install(ctx) }
 
 // install puts the GraphRevision CRD on the hub once, refusing one that
 // fleetgraph does not own.
-func (r *Revisions) install(ctx context.Context) error {
+func (r *Store) install(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.installed {
 		return nil
 	}
-	if err := InstallCRD(ctx, r.client, fgv1alpha1.GraphRevisionCRD(), r.fieldManager); err != nil {
+	if err := crds.Install(ctx, r.client, fgv1alpha1.GraphRevisionCRD(), r.fieldManager); err != nil {
 		return err
 	}
 	r.installed = true
@@ -276,9 +279,9 @@ func (r *Revisions) install(ctx context.Context) error {
 // ServedRevision reads the revision number a spoke's CRD of g was applied
 // from (0 if unknown or absent).
 func ServedRevision(ctx context.Context, r client.Reader, crdName string) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, DefaultRequestTimeout) // a spoke's answer
+	ctx, cancel := context.WithTimeout(ctx, hub.DefaultRequestTimeout) // a spoke's answer
 	defer cancel()
-	crd, err := getCRD(ctx, r, crdName)
+	crd, err := crds.Get(ctx, r, crdName)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return 0, nil

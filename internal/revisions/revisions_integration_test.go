@@ -1,6 +1,6 @@
 //go:build integration
 
-package hub
+package revisions
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func TestRevisionsIssueWithOneWrite(t *testing.T) {
 	direct, err := client.NewWithWatch(fleet.Hub.Config, client.Options{})
 	require.NoError(t, err)
 	var counted requests
-	r := NewRevisions(counted.client(t, direct), "")
+	r := New(counted.client(t, direct), "")
 	require.NoError(t, r.Install(ctx))
 	counted.take()
 
@@ -87,7 +87,7 @@ func TestRevisionsIssueWithOneWrite(t *testing.T) {
 	assert.EqualValues(t, 2, rev)
 	assert.Equal(t, [3]int32{1, 0, 0}, counted.take(), "the latest spec again: one read that no later record exists")
 
-	other := NewRevisions(direct, "") // another replica, or this hub restarted
+	other := New(direct, "") // another replica, or this hub restarted
 	rev, err = other.Issue(ctx, colorRGD(t, "paint", "blue"))
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, rev, "the latest record is found, not duplicated")

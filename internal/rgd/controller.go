@@ -1,4 +1,4 @@
-package hub
+package rgd
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -59,16 +60,16 @@ type Registry interface {
 	// done. rgd may carry only a name when the object is gone.
 	Remove(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) (done bool, err error)
 	// Status is the graph's state across the fleet.
-	Status(name string) GraphStatus
+	Status(name string) hub.GraphStatus
 }
 
-// RGDReconciler turns the ResourceGraphDefinition objects it claims on the
+// Reconciler turns the ResourceGraphDefinition objects it claims on the
 // hub into registered graphs and writes back their status with kro's
 // conditions (GraphAccepted, KindReady, ControllerReady, Ready), the
 // topological order and the fleet summary. Claimed RGDs carry
 // v1alpha1.FinalizerRGD until their graph is removed. It watches the hub
 // cluster only, never a spoke, and never writes an RGD it does not claim.
-type RGDReconciler struct {
+type Reconciler struct {
 	// Client reads and writes RGDs on the hub.
 	Client client.Client
 	// Registry serves the graphs.
@@ -89,7 +90,7 @@ type RGDReconciler struct {
 
 // SetupWithManager adds the controller, named "fleetgraph-rgd", to the hub's
 // (local) manager.
-func (r *RGDReconciler) SetupWithManager(mgr manager.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	if r.Resync == 0 {
 		r.Resync = DefaultResync
 	}
@@ -120,7 +121,7 @@ func (r *RGDReconciler) SetupWithManager(mgr manager.Manager) error {
 
 // forward turns the names on Changed into the events a channel source
 // wants, until ctx ends.
-func (r *RGDReconciler) forward(ctx context.Context, out chan<- event.GenericEvent) {
+func (r *Reconciler) forward(ctx context.Context, out chan<- event.GenericEvent) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -137,7 +138,7 @@ func (r *RGDReconciler) forward(ctx context.Context, out chan<- event.GenericEve
 }
 
 // Reconcile implements reconcile.Reconciler.
-func (r *RGDReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	rgd := &v1alpha1.ResourceGraphDefinition{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rgd); err != nil {
 		if client.IgnoreNotFound(err) == nil {
@@ -170,7 +171,7 @@ func (r *RGDReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 }
 
 // claim puts our finalizer on rgd, so that its deletion waits for cleanup.
-func (r *RGDReconciler) claim(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) error {
+func (r *Reconciler) claim(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) error {
 	if controllerutil.ContainsFinalizer(rgd, v1alpha1.FinalizerRGD) {
 		return nil
 	}
@@ -185,7 +186,7 @@ func (r *RGDReconciler) claim(ctx context.Context, rgd *v1alpha1.ResourceGraphDe
 // release removes the graph of an RGD being deleted, or no longer claimed,
 // and takes our finalizer off once the removal is done. An RGD without our
 // finalizer is never written.
-func (r *RGDReconciler) release(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) (reconcile.Result, error) {
+func (r *Reconciler) release(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(rgd, v1alpha1.FinalizerRGD) {
 		return reconcile.Result{}, nil
 	}
@@ -221,7 +222,7 @@ func isCompileError(err error) bool {
 // serves the graph) and Ready (all three). State is Active exactly when
 // Ready is True. On a refused update the previous graph keeps serving, and
 // KindReady and ControllerReady say so.
-func (r *RGDReconciler) status(rgd *v1alpha1.ResourceGraphDefinition, g *graph.Graph, regErr error) v1alpha1.ResourceGraphDefinitionStatus {
+func (r *Reconciler) status(rgd *v1alpha1.ResourceGraphDefinition, g *graph.Graph, regErr error) v1alpha1.ResourceGraphDefinitionStatus {
 	st := *rgd.Status.DeepCopy()
 	st.ObservedGeneration = rgd.Generation
 	gen := rgd.Generation
@@ -239,7 +240,7 @@ func (r *RGDReconciler) status(rgd *v1alpha1.ResourceGraphDefinition, g *graph.G
 		st.TopologicalOrder, st.Resources = order(g)
 		st.LastIssuedRevision = max(st.LastIssuedRevision, r.Registry.Revision(rgd.Name))
 		gs := r.Registry.Status(rgd.Name)
-		fleet := gs.Summary()
+		fleet := Summary(gs)
 		st.Fleet = fleet
 		kind := g.Instance.GVK.Kind
 		switch {
@@ -285,7 +286,7 @@ func setReady(st *v1alpha1.ResourceGraphDefinitionStatus, gen int64) {
 	setCondition(st, v1alpha1.ConditionReady, worst.Status, worst.Reason, worst.Message, gen)
 }
 
-func (r *RGDReconciler) rejected(rgd *v1alpha1.ResourceGraphDefinition, st *v1alpha1.ResourceGraphDefinitionStatus, err error) {
+func (r *Reconciler) rejected(rgd *v1alpha1.ResourceGraphDefinition, st *v1alpha1.ResourceGraphDefinitionStatus, err error) {
 	prev := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionGraphAccepted)
 	msg := err.Error()
 	reason := "InvalidResourceGraph"
@@ -322,7 +323,7 @@ func setCondition(st *v1alpha1.ResourceGraphDefinitionStatus, typ string, status
 }
 
 // writeStatus patches the status subresource only when it changed.
-func (r *RGDReconciler) writeStatus(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, st v1alpha1.ResourceGraphDefinitionStatus) error {
+func (r *Reconciler) writeStatus(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, st v1alpha1.ResourceGraphDefinitionStatus) error {
 	if equality.Semantic.DeepEqual(rgd.Status, st) {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package hub
+package rgd
 
 import (
 	"context"
@@ -69,10 +69,10 @@ func (s quietSink) WithName(name string) logr.LogSink {
 
 // forgetting forgets an RGD's last error once it reconciles: its next
 // failure is news again.
-type forgetting struct{ *RGDReconciler }
+type forgetting struct{ *Reconciler }
 
 func (r forgetting) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	res, err := r.RGDReconciler.Reconcile(ctx, req)
+	res, err := r.Reconciler.Reconcile(ctx, req)
 	if err == nil {
 		rgdFailures.Succeeded(req.Name)
 	}

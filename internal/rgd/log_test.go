@@ -1,4 +1,4 @@
-package hub
+package rgd
 
 import (
 	"errors"

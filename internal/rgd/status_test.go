@@ -1,4 +1,4 @@
-package hub
+package rgd
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -46,7 +47,7 @@ func TestReadyFollowsItsDependents(t *testing.T) {
 }
 
 // statusOnly is a Registry whose graphs have the given fleet status.
-type statusOnly struct{ GraphStatus }
+type statusOnly struct{ hub.GraphStatus }
 
 func (statusOnly) Register(context.Context, *v1alpha1.ResourceGraphDefinition) (*graph.Graph, error) {
 	return nil, nil
@@ -56,7 +57,7 @@ func (statusOnly) Revision(string) int64       { return 0 }
 func (statusOnly) Remove(context.Context, *v1alpha1.ResourceGraphDefinition) (bool, error) {
 	return true, nil
 }
-func (s statusOnly) Status(string) GraphStatus { return s.GraphStatus }
+func (s statusOnly) Status(string) hub.GraphStatus { return s.GraphStatus }
 
 // An RGD is not Ready while a cluster it is placed on has not served it
 // (Pending, Unreachable) or while a hub replica has not reported its
@@ -73,20 +74,20 @@ spec:
 `), rgd))
 	g, err := graph.Compile(rgd, graph.Options{})
 	require.NoError(t, err)
-	established := ClusterStatus{Cluster: "a", CRD: CRDEstablished}
+	established := hub.ClusterStatus{Cluster: "a", CRD: hub.CRDEstablished}
 	for _, tc := range []struct {
 		name   string
-		status GraphStatus
+		status hub.GraphStatus
 		ready  metav1.ConditionStatus
 		reason string
 	}{
-		{"pending", GraphStatus{Clusters: []ClusterStatus{established, {Cluster: "b", CRD: CRDPending}}}, metav1.ConditionFalse, "Failed"},
-		{"unreachable", GraphStatus{Clusters: []ClusterStatus{established, {Cluster: "b", CRD: CRDUnreachable}}}, metav1.ConditionFalse, "Failed"},
-		{"awaiting a replica", GraphStatus{Clusters: []ClusterStatus{established}, AwaitingReplicas: []string{"r2"}}, metav1.ConditionFalse, "AwaitingReplicas"},
-		{"served everywhere", GraphStatus{Clusters: []ClusterStatus{established}}, metav1.ConditionTrue, "Ready"},
+		{"pending", hub.GraphStatus{Clusters: []hub.ClusterStatus{established, {Cluster: "b", CRD: hub.CRDPending}}}, metav1.ConditionFalse, "Failed"},
+		{"unreachable", hub.GraphStatus{Clusters: []hub.ClusterStatus{established, {Cluster: "b", CRD: hub.CRDUnreachable}}}, metav1.ConditionFalse, "Failed"},
+		{"awaiting a replica", hub.GraphStatus{Clusters: []hub.ClusterStatus{established}, AwaitingReplicas: []string{"r2"}}, metav1.ConditionFalse, "AwaitingReplicas"},
+		{"served everywhere", hub.GraphStatus{Clusters: []hub.ClusterStatus{established}}, metav1.ConditionTrue, "Ready"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &RGDReconciler{Registry: statusOnly{tc.status}}
+			r := &Reconciler{Registry: statusOnly{tc.status}}
 			st := r.status(rgd, g, nil)
 			kind := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionKindReady)
 			require.NotNil(t, kind)

@@ -1,6 +1,7 @@
-package hub
+package spokeschemas
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	"github.com/fleetgraph/fleetgraph/sdk/graph/resolver"
 )
@@ -23,7 +25,7 @@ import (
 // The hub type-checks a graph against the hub cluster's OpenAPI, but its
 // children live on the spokes, which may serve another version of a child
 // kind (an older Kubernetes, a custom CRD whose field has another type).
-// So before a graph is served on a spoke, FanOut type-checks it again
+// So before a graph is served on a spoke, the hub type-checks it again
 // against that spoke's schemas of the graph's kinds (graph.CheckSchemas):
 // where they disagree the spoke is Incompatible, with a message naming the
 // spoke, the kind, the field path and the expression, and the version it
@@ -48,16 +50,18 @@ const maxVerdicts = 256
 // is reached (documents of CRDs changed since fall out that way).
 const maxSharedDocs = 64
 
-// spokeSchemas holds the verdicts and the parsed documents. The zero value
-// is ready to use; it is safe for concurrent use.
-type spokeSchemas struct {
+// Checker holds the verdicts and the parsed documents. The zero value is
+// ready to use; it is safe for concurrent use.
+type Checker struct {
+	// Timeout bounds each request to a spoke (hub.Options.RequestTimeout).
+	// Defaults to none.
+	Timeout time.Duration
+
 	mu       sync.Mutex
 	verdicts map[schemaVerdictKey]error
 	docs     map[string]*sharedDoc // by server-relative URL, hash included
 	// openAPI returns a cluster's OpenAPI v3 client; tests replace it.
 	openAPI func(cluster.Cluster) (openapi.Client, error)
-	// timeout bounds each request to a spoke (FanOutOptions.RequestTimeout).
-	timeout time.Duration
 }
 
 // schemaVerdictKey is one graph checked against one set of documents,
@@ -67,32 +71,28 @@ type schemaVerdictKey struct {
 	docs string
 }
 
-// checkSpokeSchemas returns an error wrapping ErrIncompatible when c's
-// schemas of g's child kinds do not type-check g, a plain error when they
-// cannot be read, and nil otherwise (also for a graph compiled without
-// schemas, since nothing was type-checked then). Errors name the cluster.
-func (f *FanOut) checkSpokeSchemas(c Cluster, g *graph.Graph) error {
-	return clusterError(c.Name, g, f.spokeSchemaVerdict(c.Cluster, g))
-}
-
-// spokeSchemaVerdict is checkSpokeSchemas' outcome without the cluster's
-// name, which clusters of one server share (shared_ensure.go): a
-// *schemaDisagreement or a *schemaUnread.
-func (f *FanOut) spokeSchemaVerdict(cl cluster.Cluster, g *graph.Graph) error {
+// Check returns an error wrapping hub.ErrIncompatible when cl's schemas
+// of g's child kinds do not type-check g, a plain error when they cannot
+// be read, and nil otherwise (also for a graph compiled without schemas,
+// since nothing was type-checked then). Its errors do not name the
+// cluster, whose API server other clusters may share: it is a
+// hub.Graph's Check, and the FanOut names the cluster.
+func (s *Checker) Check(_ context.Context, cl cluster.Cluster, g *graph.Graph) error {
 	if !g.TypeChecked() {
 		return nil
 	}
-	err := f.spokeSchemas.check(cl, g)
+	err := s.check(cl, g)
 	var incompatible *schemaDisagreement
-	if err != nil && !errors.As(err, &incompatible) {
-		return &schemaUnread{err: err}
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &incompatible):
+		return disagreement(g, incompatible.err)
 	}
-	return err
+	return &schemaUnread{err: err}
 }
 
-// schemaDisagreement is a verdict: CheckSchemas' error, without the
-// cluster, since spokes share it. clusterError makes it an ErrIncompatible
-// naming the cluster.
+// schemaDisagreement is a verdict: CheckSchemas' error, kept as found.
 type schemaDisagreement struct{ err error }
 
 func (e *schemaDisagreement) Error() string { return e.err.Error() }
@@ -105,10 +105,10 @@ func (e *schemaUnread) Error() string {
 }
 func (e *schemaUnread) Unwrap() error { return e.err }
 
-func (s *spokeSchemas) check(cl cluster.Cluster, g *graph.Graph) error {
+func (s *Checker) check(cl cluster.Cluster, g *graph.Graph) error {
 	newClient := s.openAPI
 	if newClient == nil {
-		newClient = func(cl cluster.Cluster) (openapi.Client, error) { return clusterOpenAPI(cl, s.timeout) }
+		newClient = func(cl cluster.Cluster) (openapi.Client, error) { return clusterOpenAPI(cl, s.Timeout) }
 	}
 	client, err := newClient(cl)
 	if err != nil {
@@ -154,7 +154,9 @@ func (s *spokeSchemas) check(cl cluster.Cluster, g *graph.Graph) error {
 func clusterOpenAPI(cl cluster.Cluster, timeout time.Duration) (openapi.Client, error) {
 	hc := cl.GetHTTPClient()
 	if timeout > 0 {
-		hc = boundedHTTP(cl, timeout)
+		bounded := *hc
+		bounded.Timeout = timeout
+		hc = &bounded
 	}
 	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cl.GetConfig(), hc)
 	if err != nil {
@@ -203,9 +205,9 @@ type listedPaths struct {
 
 func (l listedPaths) Paths() (map[string]openapi.GroupVersion, error) { return l.paths, nil }
 
-// disagreement turns CheckSchemas' errors into one ErrIncompatible naming
-// the cluster and, for each error, the kind of the resource it is about.
-func disagreement(clusterName string, g *graph.Graph, err error) error {
+// disagreement turns CheckSchemas' errors into one hub.ErrIncompatible
+// naming, for each error, the kind of the resource it is about.
+func disagreement(g *graph.Graph, err error) error {
 	var lines []string
 	for _, e := range splitErrors(err) {
 		var ge *graph.Error
@@ -217,8 +219,8 @@ func disagreement(clusterName string, g *graph.Graph, err error) error {
 		}
 		lines = append(lines, e.Error())
 	}
-	return fmt.Errorf("%w: the schemas on cluster %q do not type-check the graph as the hub's do: %s",
-		ErrIncompatible, clusterName, strings.Join(lines, "; "))
+	return fmt.Errorf("%w: its schemas do not type-check the graph as the hub's do: %s",
+		hub.ErrIncompatible, strings.Join(lines, "; "))
 }
 
 // splitErrors returns the errors err joins, recursively; err alone if it
@@ -238,7 +240,7 @@ func splitErrors(err error) []error {
 // documents returns the resolver of one check: each group-version's
 // document is the shared one for its URL when the URL carries a content
 // hash, else one fetched for this check alone.
-func (s *spokeSchemas) documents(client openapi.Client, paths map[string]openapi.GroupVersion) *checkResolver {
+func (s *Checker) documents(client openapi.Client, paths map[string]openapi.GroupVersion) *checkResolver {
 	return &checkResolver{s: s, client: client, paths: paths}
 }
 
@@ -253,7 +255,7 @@ type sharedDoc struct {
 
 // doc returns the shared document listed at path with gv's client, making
 // it if it is new.
-func (s *spokeSchemas) doc(path string, gv openapi.GroupVersion) *sharedDoc {
+func (s *Checker) doc(path string, gv openapi.GroupVersion) *sharedDoc {
 	url := gv.ServerRelativeURL()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -306,7 +308,7 @@ func (l *latestSource) client(path string) openapi.Client {
 // checkResolver resolves kinds for one check, group-version by
 // group-version, from the documents the spoke lists.
 type checkResolver struct {
-	s      *spokeSchemas
+	s      *Checker
 	client openapi.Client
 	paths  map[string]openapi.GroupVersion
 	own    *resolver.Resolver // documents without a hash

@@ -1,6 +1,7 @@
-package hub
+package spokeschemas
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	"github.com/fleetgraph/fleetgraph/sdk/graph/resolver"
@@ -110,47 +112,45 @@ type namedCluster struct {
 	name string
 }
 
-func fanOutWith(clients map[string]openapi.Client) *FanOut {
-	f := &FanOut{}
-	f.spokeSchemas.openAPI = func(cl cluster.Cluster) (openapi.Client, error) {
+func checkerWith(clients map[string]openapi.Client) *Checker {
+	f := &Checker{}
+	f.openAPI = func(cl cluster.Cluster) (openapi.Client, error) {
 		return clients[cl.(*namedCluster).name], nil
 	}
 	return f
 }
 
-func spoke(name string) Cluster { return Cluster{Name: name, Cluster: &namedCluster{name: name}} }
+func spoke(name string) cluster.Cluster { return &namedCluster{name: name} }
 
 func TestSpokeSchemasReportADisagreeingSpokeAndShareVerdicts(t *testing.T) {
 	g := gizmoGraph(t)
 	agrees, differs, differsToo := &docClient{doc: gizmoDoc("integer")}, &docClient{doc: gizmoDoc("string")}, &docClient{doc: gizmoDoc("string")}
-	f := fanOutWith(map[string]openapi.Client{"agrees": agrees, "differs": differs, "differs-too": differsToo, "bare": noOpenAPI{}})
+	f := checkerWith(map[string]openapi.Client{"agrees": agrees, "differs": differs, "differs-too": differsToo, "bare": noOpenAPI{}})
 
-	assert.NoError(t, f.checkSpokeSchemas(spoke("agrees"), g))
-	assert.NoError(t, f.checkSpokeSchemas(spoke("bare"), g), "a cluster without OpenAPI describes no kind")
+	assert.NoError(t, f.Check(context.Background(), spoke("agrees"), g))
+	assert.NoError(t, f.Check(context.Background(), spoke("bare"), g), "a cluster without OpenAPI describes no kind")
 
-	err := f.checkSpokeSchemas(spoke("differs"), g)
-	require.ErrorIs(t, err, ErrIncompatible)
-	assert.Contains(t, err.Error(), `cluster "differs"`)
+	err := f.Check(context.Background(), spoke("differs"), g)
+	require.ErrorIs(t, err, hub.ErrIncompatible)
 	assert.Contains(t, err.Error(), `kind example.com/v1, Kind=Gizmo: resource "gizmo": spec.size: ${schema.spec.size}: expression returns int but the field is string`)
 
-	assert.Equal(t, err, f.checkSpokeSchemas(spoke("differs"), g))
+	assert.Equal(t, err, f.Check(context.Background(), spoke("differs"), g))
 	assert.Equal(t, 1, differs.fetched(), "the verdict is reused while the spoke lists the same document")
 
-	err = f.checkSpokeSchemas(spoke("differs-too"), g)
-	require.ErrorIs(t, err, ErrIncompatible)
-	assert.Contains(t, err.Error(), `cluster "differs-too"`)
+	err = f.Check(context.Background(), spoke("differs-too"), g)
+	require.ErrorIs(t, err, hub.ErrIncompatible)
 	assert.Equal(t, 0, differsToo.fetched(), "a spoke listing a document already checked shares its verdict")
 }
 
 func TestSpokeSchemasSkipAnUntypedGraph(t *testing.T) {
 	g, err := graph.Compile(gizmoGraphSource(t), graph.Options{})
 	require.NoError(t, err)
-	f := &FanOut{}
-	f.spokeSchemas.openAPI = func(cluster.Cluster) (openapi.Client, error) {
+	f := &Checker{}
+	f.openAPI = func(cluster.Cluster) (openapi.Client, error) {
 		t.Error("no schema is read for a graph compiled without schemas")
 		return nil, fmt.Errorf("unexpected")
 	}
-	assert.NoError(t, f.checkSpokeSchemas(spoke("any"), g))
+	assert.NoError(t, f.Check(context.Background(), spoke("any"), g))
 }
 
 // BenchmarkSpokeSchemasSteadyState is the cost of the check when Ensure
@@ -158,11 +158,11 @@ func TestSpokeSchemasSkipAnUntypedGraph(t *testing.T) {
 // the listing's GET (a fake answers it here).
 func BenchmarkSpokeSchemasSteadyState(b *testing.B) {
 	g := gizmoGraph(b)
-	f := fanOutWith(map[string]openapi.Client{"spoke": &docClient{doc: gizmoDoc("integer")}})
-	require.NoError(b, f.checkSpokeSchemas(spoke("spoke"), g))
+	f := checkerWith(map[string]openapi.Client{"spoke": &docClient{doc: gizmoDoc("integer")}})
+	require.NoError(b, f.Check(context.Background(), spoke("spoke"), g))
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := f.checkSpokeSchemas(spoke("spoke"), g); err != nil {
+		if err := f.Check(context.Background(), spoke("spoke"), g); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -170,25 +170,25 @@ func BenchmarkSpokeSchemasSteadyState(b *testing.B) {
 
 func TestSpokeSchemasParseAHashedDocumentOnceForEveryGraph(t *testing.T) {
 	one, other := &docClient{doc: gizmoDoc("integer")}, &docClient{doc: gizmoDoc("integer")}
-	f := fanOutWith(map[string]openapi.Client{"one": one, "other": other})
+	f := checkerWith(map[string]openapi.Client{"one": one, "other": other})
 
-	require.NoError(t, f.checkSpokeSchemas(spoke("one"), gizmoGraph(t)))
-	require.NoError(t, f.checkSpokeSchemas(spoke("other"), gizmoGraph(t)), "a new graph, another spoke, the same document")
-	require.NoError(t, f.checkSpokeSchemas(spoke("one"), gizmoGraph(t)))
+	require.NoError(t, f.Check(context.Background(), spoke("one"), gizmoGraph(t)))
+	require.NoError(t, f.Check(context.Background(), spoke("other"), gizmoGraph(t)), "a new graph, another spoke, the same document")
+	require.NoError(t, f.Check(context.Background(), spoke("one"), gizmoGraph(t)))
 
 	assert.Equal(t, 1, one.fetched()+other.fetched(), "the document is fetched and parsed once, whoever lists it")
 }
 
 func TestSpokeSchemasFetchAChangedDocumentAgain(t *testing.T) {
 	c := &docClient{doc: gizmoDoc("integer")}
-	f := fanOutWith(map[string]openapi.Client{"spoke": c})
-	require.NoError(t, f.checkSpokeSchemas(spoke("spoke"), gizmoGraph(t)))
+	f := checkerWith(map[string]openapi.Client{"spoke": c})
+	require.NoError(t, f.Check(context.Background(), spoke("spoke"), gizmoGraph(t)))
 
 	c.mu.Lock()
 	c.doc = gizmoDoc("string") // the CRD changed: a new hash
 	c.mu.Unlock()
 
-	err := f.checkSpokeSchemas(spoke("spoke"), gizmoGraph(t))
-	require.ErrorIs(t, err, ErrIncompatible)
+	err := f.Check(context.Background(), spoke("spoke"), gizmoGraph(t))
+	require.ErrorIs(t, err, hub.ErrIncompatible)
 	assert.Equal(t, 2, c.fetched())
 }

@@ -1,4 +1,4 @@
-package hub
+package cleanup
 
 import (
 	"context"
@@ -9,33 +9,23 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/crds"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
-// Cluster is an engaged cluster and its name.
-type Cluster struct {
-	Name    string
-	Cluster cluster.Cluster
-	// Engagement, if set, is the cluster's engagement context: it ends when
-	// the cluster leaves. Work that goes on after a call returns (binding
-	// the admission policy once it is safe) is bound to it. Defaults to
-	// the call's own context.
-	Engagement context.Context
-}
-
-// DeleteUnusedCRDs deletes g's CRD, and its admission policy, from every
-// cluster that holds no instance of it and where fleetgraph owns the CRD,
-// all clusters in parallel. A cluster that still has instances keeps both:
-// deleting the CRD would delete them.
-func DeleteUnusedCRDs(ctx context.Context, clusters []Cluster, g *graph.Graph) error {
+// DeleteUnusedCRDs deletes g's CRD, and its admission policy (with
+// removeAdmission), from every cluster that holds no instance of it and
+// where fleetgraph owns the CRD, all clusters in parallel. A cluster that
+// still has instances keeps both: deleting the CRD would delete them.
+func DeleteUnusedCRDs(ctx context.Context, clusters []hub.Cluster, g *graph.Graph, removeAdmission func(context.Context, hub.Cluster) error) error {
 	errs := make([]error, len(clusters))
 	var wg sync.WaitGroup
 	for i, c := range clusters {
 		wg.Go(func() {
-			if err := deleteIfUnused(ctx, c.Cluster, g); err != nil {
+			if err := deleteIfUnused(ctx, c, g, removeAdmission); err != nil {
 				errs[i] = fmt.Errorf("cluster %q: %w", c.Name, err)
 			}
 		})
@@ -44,12 +34,13 @@ func DeleteUnusedCRDs(ctx context.Context, clusters []Cluster, g *graph.Graph) e
 	return errors.Join(errs...)
 }
 
-func deleteIfUnused(ctx context.Context, cl cluster.Cluster, g *graph.Graph) error {
+func deleteIfUnused(ctx context.Context, c hub.Cluster, g *graph.Graph, removeAdmission func(context.Context, hub.Cluster) error) error {
+	cl := c.Cluster
 	// Each request is bounded: a spoke that hangs fails this attempt, and
 	// the caller retries.
-	ctx, cancel := context.WithTimeout(ctx, 3*DefaultRequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, 3*hub.DefaultRequestTimeout)
 	defer cancel()
-	crd, err := getCRD(ctx, cl.GetAPIReader(), g.CRD.Name)
+	crd, err := crds.Get(ctx, cl.GetAPIReader(), g.CRD.Name)
 	if err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -64,7 +55,7 @@ func deleteIfUnused(ctx context.Context, cl cluster.Cluster, g *graph.Graph) err
 	if len(list.Items) > 0 {
 		return nil
 	}
-	if err := deleteAdmission(ctx, cl, g); err != nil {
+	if err := removeAdmission(ctx, c); err != nil {
 		return err
 	}
 	u := &unstructured.Unstructured{}
