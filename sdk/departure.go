@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/internal/cleanup"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/reach"
@@ -78,14 +79,9 @@ func (h *Hub) comesBack(name string) bool {
 }
 
 // ClusterRegistry is implemented by providers that know which clusters are
-// registered with them, engaged or not (providers/secret: a kubeconfig
-// Secret names the cluster). Before the hub cleans up after a cluster that
-// was disengaged, it asks: one still registered is being engaged again or
-// failing for now, and has not left the fleet. For other providers the hub
-// asks Get, or ClusterNames where the provider has it.
-type ClusterRegistry interface {
-	Registered(name multicluster.ClusterName) bool
-}
+// registered with them, engaged or not; see hub.ClusterRegistry, which it
+// names for the façade's users.
+type ClusterRegistry = hub.ClusterRegistry
 
 // provides reports whether the hub's provider still has a cluster called
 // name, engaged or on its way to be.

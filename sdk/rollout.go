@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/internal/cleanup"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/revisions"
@@ -25,13 +26,9 @@ import (
 type PlacementFunc = rollout.PlacementFunc
 
 // ClusterLabeler is implemented by providers that label their clusters
-// (providers/secret from the cluster.fleetgraph.dev/ labels of a
-// kubeconfig Secret, providers/kcp from a workspace's labels). Placement
-// and rollout waves select clusters by these labels; a provider without it
-// gives every cluster none. Labels is called often; nil means none.
-type ClusterLabeler interface {
-	Labels(name multicluster.ClusterName) map[string]string
-}
+// (placement and rollout waves select by the labels); see
+// hub.ClusterLabeler, which it names for the façade's users.
+type ClusterLabeler = hub.ClusterLabeler
 
 // RolloutStatus is a graph's rollout as its GraphRollout's status shows
 // it: phase, target and stable revisions, the wave in progress, every
