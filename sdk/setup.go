@@ -48,8 +48,13 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 		return ErrAlreadySetUp
 	}
 	h.mgr = mgr
-	h.provider = provider
-	h.fanOut = h.newFanOut(provider) // the provider may be known only now (fanout.go)
+	if h.provider == nil && provider != nil {
+		// Known only now (the manager's): the fan-out asks it for its
+		// engagement failures and whether it publishes (fanout.go).
+		// Nothing has reached the clusters yet.
+		h.provider = provider
+		h.fanOut = h.newFanOut(provider)
+	}
 	h.recorder = mgr.GetLocalManager().GetEventRecorder("fleetgraph")
 	h.mu.Unlock()
 
