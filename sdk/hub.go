@@ -247,6 +247,9 @@ func (h *Hub) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinitio
 		return nil, fmt.Errorf("serving graph %s: %w", rgd.Name, err)
 	}
 	h.stepSince(rgd.Name, steps.Serve, start)
+	// With a publishing provider, the graph is published at once, so that
+	// clusters can bind it before any of them is engaged (fanout.go).
+	h.fanOut.Publish(h.hubGraph(g, rev))
 	h.opts.Logger.Info("graph registered", "graph", rgd.Name, "kind", g.Instance.GVK.String(), "resources", len(g.Nodes), "source", src)
 	return g, nil
 }

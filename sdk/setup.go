@@ -42,6 +42,7 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	if err != nil {
 		return err
 	}
+	var registered []spoke.Version
 	h.mu.Lock()
 	if h.mgr != nil {
 		h.mu.Unlock()
@@ -54,9 +55,15 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 		// Nothing has reached the clusters yet.
 		h.provider = provider
 		h.fanOut = h.newFanOut(provider)
+		for _, reg := range h.graphs {
+			registered = append(registered, spoke.Version{Graph: reg.graph, Revision: reg.revision})
+		}
 	}
 	h.recorder = mgr.GetLocalManager().GetEventRecorder("fleetgraph")
 	h.mu.Unlock()
+	for _, v := range registered { // registered before the provider was known
+		h.fanOut.Publish(h.hubGraph(v.Graph, v.Revision))
+	}
 
 	h.applyControllerOptions(mgr.GetLocalManager())
 	if err := h.setupResolver(mgr.GetLocalManager().GetConfig()); err != nil {
