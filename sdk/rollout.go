@@ -10,8 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/cleanup"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/revisions"
 	"github.com/fleetgraph/fleetgraph/internal/rollout"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -24,13 +26,9 @@ import (
 type PlacementFunc = rollout.PlacementFunc
 
 // ClusterLabeler is implemented by providers that label their clusters
-// (providers/secret from the cluster.fleetgraph.dev/ labels of a
-// kubeconfig Secret, providers/kcp from a workspace's labels). Placement
-// and rollout waves select clusters by these labels; a provider without it
-// gives every cluster none. Labels is called often; nil means none.
-type ClusterLabeler interface {
-	Labels(name multicluster.ClusterName) map[string]string
-}
+// (placement and rollout waves select by the labels); see
+// hub.ClusterLabeler, which it names for the façade's users.
+type ClusterLabeler = hub.ClusterLabeler
 
 // RolloutStatus is a graph's rollout as its GraphRollout's status shows
 // it: phase, target and stable revisions, the wave in progress, every
@@ -261,10 +259,10 @@ func (h *Hub) releaseUnplaced(e *engaged, g *graph.Graph) {
 		if placed, _ := h.planner.Placed(g.Name, e.name); placed {
 			return // placed again meanwhile
 		}
-		err := h.fanOut.RemoveAdmission(ctx, e.name, e.cl, g)
+		err := h.removeAdmission(ctx, e.hubCluster(), g)
 		if err == nil {
 			var n int
-			n, err = hub.ReleaseInstances(ctx, e.cl, g, contract.Finalizer)
+			n, err = cleanup.ReleaseInstances(ctx, e.cl, g, contract.Finalizer)
 			if err == nil {
 				log.Info("graph no longer placed on the cluster: instances released, CRD kept", "released", n)
 				return
@@ -295,7 +293,7 @@ func (h *Hub) serveRevision(ctx context.Context, graphName string, rev int64) er
 		if err != nil {
 			return err
 		}
-		if g, err = graph.Compile(hub.RGD(rec), h.compileOptions()); err != nil {
+		if g, err = graph.Compile(revisions.RGD(rec), h.compileOptions()); err != nil {
 			return fmt.Errorf("compiling revision %d of graph %s: %w", rev, graphName, err)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/replicas"
 	"github.com/fleetgraph/fleetgraph/internal/shard"
 )
 
@@ -70,7 +70,7 @@ func (h *Hub) setupReplicaStatus(local manager.Manager) error {
 	if ttl == 0 {
 		ttl = DefaultReplicaStatusTTL
 	}
-	h.replicas = &hub.ReplicaStatus{Client: c, Namespace: ns, Replica: h.opts.Replica, TTL: ttl}
+	h.replicas = &replicas.Status{Client: c, Namespace: ns, Replica: h.opts.Replica, TTL: ttl}
 	return nil
 }
 

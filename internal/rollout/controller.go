@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/crds"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 )
 
@@ -124,7 +124,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		c.Resync = DefaultResync
 	}
 	for delay := c.Resync; ; delay = min(2*delay, 30*time.Second) {
-		err := hub.InstallCRD(ctx, c.Client, fgv1alpha1.GraphRolloutCRD(), c.FieldManager)
+		err := crds.Install(ctx, c.Client, fgv1alpha1.GraphRolloutCRD(), c.FieldManager)
 		if err == nil {
 			break
 		}

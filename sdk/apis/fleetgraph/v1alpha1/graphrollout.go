@@ -57,11 +57,22 @@ const (
 // registered from Go, by name) on the clusters whose labels its selector
 // matches, and rolls every new revision of it out over those clusters in
 // waves. The RGD itself stays as kro defines it.
+//
+// +kubebuilder:object:root=true
 type GraphRollout struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              GraphRolloutSpec   `json:"spec"`
 	Status            GraphRolloutStatus `json:"status,omitempty"`
+}
+
+// GraphRolloutList is a list of GraphRollouts.
+//
+// +kubebuilder:object:root=true
+type GraphRolloutList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GraphRollout `json:"items"`
 }
 
 // GraphRolloutSpec says where a graph is served and how a new revision
@@ -261,22 +272,6 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 			{Name: "AGE", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 		},
 	})
-}
-
-// DeepCopy returns a copy of s that shares nothing with it.
-func (s *GraphRolloutStatus) DeepCopy() *GraphRolloutStatus {
-	out := *s
-	if s.WaveStarted != nil {
-		out.WaveStarted = s.WaveStarted.DeepCopy()
-	}
-	if s.HealthySince != nil {
-		out.HealthySince = s.HealthySince.DeepCopy()
-	}
-	out.Clusters = append([]RolloutCluster(nil), s.Clusters...)
-	out.HoldingBack = append([]RolloutCluster(nil), s.HoldingBack...)
-	out.Approvals = append([]RolloutApproval(nil), s.Approvals...)
-	out.Failed = append([]RolloutCluster(nil), s.Failed...)
-	return &out
 }
 
 // object is an OpenAPI object schema with the given properties.
