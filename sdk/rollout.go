@@ -23,7 +23,7 @@ import (
 // PlacementFunc reports whether the named cluster, with the labels its
 // provider gives it (see ClusterLabeler), serves the named graph. It is
 // called often and must be quick and safe for concurrent use.
-type PlacementFunc = rollout.PlacementFunc
+type PlacementFunc func(graph, cluster string, labels map[string]string) bool
 
 // ClusterLabeler is implemented by providers that label their clusters
 // (placement and rollout waves select by the labels); see
@@ -97,7 +97,7 @@ func (h *Hub) Approve(ctx context.Context, rolloutName, wave string) error {
 
 // newPlanner makes the planner the gate and the fallback consult.
 func (h *Hub) newPlanner() *rollout.Planner {
-	return rollout.NewPlanner(h.opts.Placement, h.labelledClusters)
+	return rollout.NewPlanner(rollout.PlacementFunc(h.opts.Placement), h.labelledClusters)
 }
 
 // labelledClusters lists the engaged clusters with their provider labels.
