@@ -116,6 +116,13 @@ type Options struct {
 	// RemovalRelease) are not. Defaults to DefaultOrphanGrace; a negative
 	// value turns the collection off.
 	OrphanGrace time.Duration
+	// ClusterLabels gives the labels of a cluster to the expressions of
+	// graphs that read cluster.labels (see graph.ClusterLabels); the
+	// cluster variable's name is the name the cluster is engaged under
+	// ("" for a manager's own cluster). It is called once per reconcile
+	// of such a graph's instance, so it must be quick and safe for
+	// concurrent use. Defaults to nil: every cluster has no labels.
+	ClusterLabels func(multicluster.ClusterName) map[string]string
 	// Logger is the logger. Defaults to controller-runtime's log.Log named
 	// "spoke".
 	Logger logr.Logger
@@ -134,6 +141,7 @@ func (o Options) runtimeOptions() internal.Options {
 		ConfineToNamespace:  o.ConfineToNamespace,
 		ClusterScopedGraphs: o.ClusterScopedGraphs,
 		OrphanGrace:         o.OrphanGrace,
+		ClusterLabels:       o.ClusterLabels,
 		Logger:              o.Logger,
 	}
 	if gate := o.Gate; gate != nil {

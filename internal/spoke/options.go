@@ -119,6 +119,12 @@ type Options struct {
 	// leaving the fleet) are not. Defaults to DefaultOrphanGrace; a
 	// negative value turns the collection off.
 	OrphanGrace time.Duration
+	// ClusterLabels gives the labels of a cluster to the expressions of
+	// graphs that read cluster.labels (graph.ClusterLabels); it is called
+	// once per reconcile of such a graph's instance, so it must be quick
+	// and safe for concurrent use. Defaults to nil: every cluster has no
+	// labels.
+	ClusterLabels func(multicluster.ClusterName) map[string]string
 	// Logger is the logger. Defaults to controller-runtime's log.Log named
 	// "spoke".
 	Logger logr.Logger
