@@ -16,7 +16,9 @@ spec:
   name: string | default="app"
 status:
   servedBy: ${cluster.name}
-  tier: ${cluster.labels.?tier.orValue("none")}`
+  tier: ${cluster.labels.?tier.orValue("none")}
+  conditions:
+  - "${runtime.newCondition({type: 'Placed', status: 'True', reason: 'On', message: cluster.name})}"`
 
 // clusterResources read cluster in a template, includeWhen, readyWhen
 // and forEach.
@@ -72,6 +74,11 @@ func TestClusterVariableIsTypedAndEvaluated(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"servedBy": "west", "tier": "dev"}, st)
 
+	conds, _, err := g.Conditions(ctx, dev)
+	require.NoError(t, err)
+	require.Len(t, conds, 1)
+	assert.Equal(t, "west", conds[0]["message"])
+
 	// Without a cluster in Values: the cluster named "" with no labels,
 	// as in single-cluster mode.
 	st, err = g.Status(ctx, graph.Values{"schema": inst})
@@ -92,6 +99,7 @@ func TestClusterVariableIsAnExtension(t *testing.T) {
 		`resource "a": readyWhen[0]: the cluster variable`,
 		`resource "gpu": includeWhen[0]: the cluster variable`,
 		`resource "perZone": forEach[0].zone: the cluster variable`,
+		`spec.schema.status.conditions[0]: the cluster variable`,
 		`spec.schema.status.servedBy: the cluster variable`,
 		`spec.schema.status.tier: the cluster variable`,
 	}, got)
