@@ -2,11 +2,14 @@ package graph_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
@@ -184,4 +187,47 @@ func TestGraphsWithoutClusterDoNotUseIt(t *testing.T) {
 		g := compileFile(t, name, graph.Options{})
 		assert.Zero(t, g.UsesCluster(), name)
 	}
+}
+
+// A graph reads the cluster it is served on; the runtime binds it with
+// ClusterValue when UsesCluster says the graph reads it.
+func ExampleClusterValue() {
+	rgd := &v1alpha1.ResourceGraphDefinition{}
+	if err := yaml.Unmarshal([]byte(`
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: tiered}
+spec:
+  schema: {apiVersion: v1alpha1, kind: Tiered}
+  resources:
+  - id: config
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: tiered}
+      data:
+        replicas: '${string(cluster.labels.?tier.orValue("") == "prod" ? 3 : 1)}'
+`), rgd); err != nil {
+		panic(err)
+	}
+	g, err := graph.Compile(rgd, graph.Options{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(g.UsesCluster()&graph.ClusterLabels != 0, g.Extensions[0])
+	for _, tier := range []string{"prod", "dev"} {
+		vals := graph.Values{
+			"schema":         map[string]any{"metadata": map[string]any{"name": "x"}},
+			graph.VarCluster: graph.ClusterValue("eu-1", map[string]string{"tier": tier}),
+		}
+		obj, err := g.Node("config").Render(context.Background(), vals, nil)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(tier, obj.Object["data"])
+	}
+	// Output:
+	// true resource "config": data.replicas: the cluster variable
+	// prod map[replicas:3]
+	// dev map[replicas:1]
 }
