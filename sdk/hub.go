@@ -181,6 +181,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 
 		ConfineToNamespace:  opts.ConfineToNamespace,
 		ClusterScopedGraphs: opts.ClusterScopedGraphs,
+		ClusterLabels:       h.clusterLabels, // cluster_labels.go
 	})
 	return h, nil
 }
