@@ -22,7 +22,12 @@
 //   - sdk/apis/v1alpha1: the ResourceGraphDefinition types.
 //   - sdk/graph: the compiler. graph.Compile turns an RGD into an immutable
 //     *graph.Graph.
-//   - hub: the hub-side controllers (RGD controller, CRD fan-out, fleet status).
+//   - hub: CRD fan-out and per-cluster fleet status, usable without the
+//     compiler or the instance runtime: a hub.FanOut added to a
+//     multicluster-runtime manager puts CRDs on every cluster and tells
+//     where each stands; the interfaces a provider may implement
+//     (ClusterLabeler, ClusterRegistry, EngagementReporter, Publisher) are
+//     defined there.
 //   - spoke: the per-cluster instance runtime, usable without a hub: a
 //     spoke.Runtime added to any (multicluster-)runtime manager serves the
 //     compiled graphs it is given, for a platform with its own agent in

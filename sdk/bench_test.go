@@ -15,7 +15,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/crds"
+	"github.com/fleetgraph/fleetgraph/internal/steps"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
@@ -98,15 +99,15 @@ type stepEvent struct {
 
 // The rows of the breakdown, in the order of the critical path.
 var stepRows = []string{
-	hub.StepCompile, hub.StepRevision, hub.StepServe, "to gate",
-	hub.StepChecks, hub.StepKinds, hub.StepSchemas, hub.StepRead,
-	hub.StepRetract, hub.StepApply, hub.StepEstablished, hub.StepConfirm,
+	steps.Compile, steps.Revision, steps.Serve, "to gate",
+	steps.Checks, steps.Kinds, steps.Schemas, steps.Read,
+	steps.Retract, steps.Apply, steps.Established, steps.Confirm,
 	"ensure other", "to status",
 }
 
 // concurrent are the steps that run at once within StepChecks, where the
 // fan-out reports it: they are shown, but not added to the path.
-var concurrent = map[string]bool{hub.StepKinds: true, hub.StepSchemas: true, hub.StepRead: true}
+var concurrent = map[string]bool{steps.Kinds: true, steps.Schemas: true, steps.Read: true}
 
 func newStepLog() *stepLog { return &stepLog{sums: map[string]time.Duration{}} }
 
@@ -132,7 +133,7 @@ func (l *stepLog) settle(start, done time.Time) {
 		case e.cluster == "":
 			l.sums[e.step] += e.took
 			registered = e.end
-		case e.step == hub.StepEnsure && (last == nil || e.end.After(last.end)):
+		case e.step == steps.Ensure && (last == nil || e.end.After(last.end)):
 			last = &events[i]
 		}
 	}
@@ -144,9 +145,9 @@ func (l *stepLog) settle(start, done time.Time) {
 	var mine []stepEvent
 	checks := false // the reads ran at once, within StepChecks
 	for _, e := range events {
-		if e.cluster == last.cluster && e.step != hub.StepEnsure && !e.end.Before(ensureStart) && !e.end.After(last.end) {
+		if e.cluster == last.cluster && e.step != steps.Ensure && !e.end.Before(ensureStart) && !e.end.After(last.end) {
 			mine = append(mine, e)
-			checks = checks || e.step == hub.StepChecks
+			checks = checks || e.step == steps.Checks
 		}
 	}
 	inside := time.Duration(0)
@@ -188,9 +189,10 @@ func createAndWait(b *testing.B, clusters []*fgtesting.Cluster, kind string) tim
 			plural := strings.ToLower(kind) + "s"
 			crd.Name = plural + "." + crd.Spec.Group
 			crd.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind, ListKind: kind + "List"}
-			u, err := hub.ApplyObject(crd)
+			u, err := crds.ApplyObject(crd)
 			if assert.NoError(b, err) && assert.NoError(b, c.Create(context.Background(), u)) {
-				assert.NoError(b, hub.WaitEstablished(context.Background(), c, crd.Name))
+				_, err := crds.WaitEstablished(context.Background(), c, crd.Name, crds.PollInterval, crds.EstablishTimeout, crds.RequestTimeout)
+				assert.NoError(b, err)
 			}
 		})
 	}

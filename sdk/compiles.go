@@ -15,7 +15,7 @@ import (
 	celresolver "k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	rgdctrl "github.com/fleetgraph/fleetgraph/internal/rgd"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -74,7 +74,7 @@ func newCompiles(ctx context.Context, timeout time.Duration, ended func(string))
 // compile is remembered (or running). It waits until the compile ends, ctx
 // is done, or wait has passed; in the last two cases c.ended is told rgd's
 // name when the compile ends, and after wait the error wraps
-// hub.ErrCompiling.
+// rgdctrl.ErrCompiling.
 func (c *compiles) get(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, opts graph.Options, wait time.Duration) (*graph.Graph, error) {
 	key, err := compileKey(rgd)
 	if err != nil {
@@ -98,7 +98,7 @@ func (c *compiles) get(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinitio
 		if g, err, ok := run.abandon(); ok {
 			return g, err
 		}
-		return nil, fmt.Errorf("%w: graph %s, for %v so far", hub.ErrCompiling, rgd.Name, wait)
+		return nil, fmt.Errorf("%w: graph %s, for %v so far", rgdctrl.ErrCompiling, rgd.Name, wait)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	rgdctrl "github.com/fleetgraph/fleetgraph/internal/rgd"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -99,9 +99,9 @@ func TestCompilesThatOutlastTheirWaitAreReported(t *testing.T) {
 	gate := make(chan struct{})
 	c, calls, ended := fakeCompiles(t, func() error { return nil }, gate)
 	_, err := c.get(context.Background(), rgdNamed("slow", 1), graph.Options{}, 10*time.Millisecond)
-	require.ErrorIs(t, err, hub.ErrCompiling)
+	require.ErrorIs(t, err, rgdctrl.ErrCompiling)
 	_, err = c.get(context.Background(), rgdNamed("slow", 1), graph.Options{}, 10*time.Millisecond)
-	require.ErrorIs(t, err, hub.ErrCompiling, "the running compile is waited for, not started again")
+	require.ErrorIs(t, err, rgdctrl.ErrCompiling, "the running compile is waited for, not started again")
 	close(gate)
 	select {
 	case name := <-ended:

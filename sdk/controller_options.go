@@ -12,7 +12,7 @@ import (
 //     NeedLeaderElection, UsePriorityQueue, ReconciliationTimeout, ...),
 //     except that SkipNameValidation defaults to true (several Hubs may
 //     live in one process) unless the manager sets it, and
-//     MaxConcurrentReconciles to hub.DefaultRGDWorkers (4) rather than 1,
+//     MaxConcurrentReconciles to rgd.DefaultWorkers (4) rather than 1,
 //     so that a tenant's slow RGDs do not hold up the others;
 //   - the spoke runtime's workers: MaxConcurrentReconciles is the default
 //     of Options.Workers (graphs served before SetupWithManager keep the

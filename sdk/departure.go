@@ -8,8 +8,10 @@ import (
 
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/cleanup"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/reach"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
@@ -77,14 +79,9 @@ func (h *Hub) comesBack(name string) bool {
 }
 
 // ClusterRegistry is implemented by providers that know which clusters are
-// registered with them, engaged or not (providers/secret: a kubeconfig
-// Secret names the cluster). Before the hub cleans up after a cluster that
-// was disengaged, it asks: one still registered is being engaged again or
-// failing for now, and has not left the fleet. For other providers the hub
-// asks Get, or ClusterNames where the provider has it.
-type ClusterRegistry interface {
-	Registered(name multicluster.ClusterName) bool
-}
+// registered with them, engaged or not; see hub.ClusterRegistry, which it
+// names for the façade's users.
+type ClusterRegistry = hub.ClusterRegistry
 
 // provides reports whether the hub's provider still has a cluster called
 // name, engaged or on its way to be.
@@ -113,7 +110,7 @@ func (h *Hub) cleanUpAfter(e *engaged) {
 	defer cancel()
 	log := h.opts.Logger.WithValues("cluster", e.name)
 	for delay := removalRetry; ; delay = min(2*delay, removalRetryMax) {
-		if err := hub.Probe(ctx, e.cl, departureProbe); err != nil {
+		if err := reach.Probe(ctx, e.cl, "", departureProbe); err != nil {
 			log.Info("a cluster that left cannot be reached: its admission policies and finalizers stay",
 				"reason", err.Error())
 			return
@@ -138,11 +135,11 @@ func (h *Hub) releaseAll(ctx context.Context, e *engaged) (int, error) {
 	total := 0
 	var errs []error
 	for _, g := range h.allGraphs() {
-		if err := h.fanOut.RemoveAdmission(ctx, e.name, e.cl, g); err != nil {
+		if err := h.removeAdmission(ctx, e.hubCluster(), g); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		n, err := hub.ReleaseInstances(ctx, e.cl, g, contract.Finalizer)
+		n, err := cleanup.ReleaseInstances(ctx, e.cl, g, contract.Finalizer)
 		total += n
 		errs = append(errs, err)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/steps"
 )
 
 // SetNoClusterWarning shortens the wait before a Hub warns that its
@@ -36,12 +36,12 @@ func ServedImageDefault(h *Hub, name string) (spec, crd string) {
 }
 
 // ObserveSteps has the Hub tell f how long each step of registering and
-// fanning out a graph takes (hub.StepFunc); nil stops it.
+// fanning out a graph takes (internal/steps); nil stops it.
 func ObserveSteps(h *Hub, f func(graph, cluster, step string, took time.Duration)) {
 	if f == nil {
 		h.steps.Store(nil)
 		return
 	}
-	step := hub.StepFunc(f)
+	step := steps.Func(f)
 	h.steps.Store(&step)
 }

@@ -5,7 +5,7 @@ import (
 
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/hub"
 )
 
 // setupProber probes every engaged spoke, so that one that stops answering
@@ -19,7 +19,7 @@ func (h *Hub) setupProber(mgr mcmanager.Manager) error {
 	if probe.Logger.GetSink() == nil {
 		probe.Logger = h.opts.Logger.WithName("prober")
 	}
-	if err := mgr.Add(hub.NewProber(h.tracker, probe)); err != nil {
+	if err := mgr.Add(hub.NewProber(h.fanOut, probe)); err != nil {
 		return fmt.Errorf("adding cluster prober: %w", err)
 	}
 	return nil

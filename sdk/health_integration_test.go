@@ -19,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
+	rgdctrl "github.com/fleetgraph/fleetgraph/internal/rgd"
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -52,7 +53,7 @@ func TestUnreachableSpokeIsReportedAndRecovers(t *testing.T) {
 		assert.Contains(ct, st.Message, "/readyz")
 	}, bound+grace, 50*time.Millisecond)
 	t.Logf("spoke-2 reported Unreachable %s after its API server stopped (bound %s)", time.Since(paused).Round(time.Millisecond), bound)
-	summary := h.FleetStatus("paint").Summary()
+	summary := rgdctrl.Summary(h.FleetStatus("paint"))
 	require.Len(t, summary.UnhealthyClusters, 1)
 	assert.Equal(t, "Unreachable", summary.UnhealthyClusters[0].State)
 	assert.Equal(t, "spoke-2", summary.UnhealthyClusters[0].Name)
@@ -185,7 +186,7 @@ func TestClustersNotEngagedAppearWithTheirReason(t *testing.T) {
 		assert.Contains(ct, st["metadata"].Message, secret.ReasonUnsafeKubeconfig)
 		assert.Contains(ct, st["metadata"].Message, "AllowLinkLocal")
 	}, wait, tick)
-	assert.Equal(t, int32(4), h.FleetStatus("paint").Summary().Clusters)
+	assert.Equal(t, int32(4), rgdctrl.Summary(h.FleetStatus("paint")).Clusters)
 
 	// Its Secret gone, a cluster that never joined leaves the status.
 	require.NoError(t, hubClient.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secret.DefaultNamespace, Name: "unsafe"}}))

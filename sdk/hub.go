@@ -18,8 +18,13 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/replicas"
+	"github.com/fleetgraph/fleetgraph/internal/revisions"
+	rgdctrl "github.com/fleetgraph/fleetgraph/internal/rgd"
 	"github.com/fleetgraph/fleetgraph/internal/rollout"
+	"github.com/fleetgraph/fleetgraph/internal/spokeschemas"
+	"github.com/fleetgraph/fleetgraph/internal/steps"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	"github.com/fleetgraph/fleetgraph/spoke"
@@ -36,13 +41,13 @@ var (
 	// ErrNameTaken: the name is registered from the other source (an RGD
 	// object on the hub, or Go). Only the source that registered a graph
 	// replaces or removes it.
-	ErrNameTaken = hub.ErrNameTaken
+	ErrNameTaken = rgdctrl.ErrNameTaken
 	// ErrKindTaken: another registered graph already serves the graph's
 	// instance kind (group and kind); the first keeps serving.
-	ErrKindTaken = hub.ErrKindTaken
+	ErrKindTaken = rgdctrl.ErrKindTaken
 	// ErrRemoving: the graph of that name that the other source registered
 	// is still being removed (see UnregisterGraph); retry later.
-	ErrRemoving = hub.ErrRemoving
+	ErrRemoving = rgdctrl.ErrRemoving
 )
 
 // Hub compiles ResourceGraphDefinitions, puts each generated CRD on every
@@ -57,8 +62,8 @@ var (
 type Hub struct {
 	provider multicluster.Provider
 	opts     Options
-	tracker  *hub.Tracker
-	fanOut   *hub.FanOut
+	fanOut   *hub.FanOut          // fanout.go
+	schemas  spokeschemas.Checker // each cluster's schemas of the graphs' kinds
 	runtime  *spoke.Runtime
 	changed  chan string
 
@@ -78,17 +83,14 @@ type Hub struct {
 	resolver graph.SchemaResolver
 	// revisions records every served spec on the hub; nil until
 	// SetupWithManager (see versions.go).
-	revisions *hub.Revisions
+	revisions *revisions.Store
 	// planner decides placement and rollout waves; rollouts moves the
 	// GraphRollouts on (nil when disabled). See rollout.go.
 	planner  *rollout.Planner
 	rollouts *rollout.Controller
 	// replicas merges the fleet status with other replicas'; nil unless
 	// Options.Replica is set (see sharding.go).
-	replicas *hub.ReplicaStatus
-	// exporter publishes graphs in APIExport mode; nil otherwise
-	// (apiexport.go).
-	exporter *hub.Exporter
+	replicas *replicas.Status
 
 	// ctx bounds background removals; stop ends it when the manager stops.
 	ctx  context.Context
@@ -102,8 +104,8 @@ type Hub struct {
 	// MaxConcurrentReconciles does not replace it (controller_options.go).
 	workersSet bool
 	// steps, when set, is told how long each step of registering and
-	// fanning out a graph takes (benchmarks; see hub.StepFunc).
-	steps atomic.Pointer[hub.StepFunc]
+	// fanning out a graph takes (benchmarks; see internal/steps).
+	steps atomic.Pointer[steps.Func]
 }
 
 // source is where a registration came from; only its source removes it.
@@ -133,6 +135,11 @@ type engaged struct {
 	ctx  context.Context // the engagement; ends when the cluster leaves
 }
 
+// hubCluster is e as the fan-out names it.
+func (e *engaged) hubCluster() hub.Cluster {
+	return hub.Cluster{Name: e.name, Cluster: e.cl, Engagement: e.ctx}
+}
+
 // NewHub returns a Hub. It serves the clusters that the provider of the
 // manager it is set up with engages (mgr.GetProvider()): pass nil to use
 // that provider, as the multicluster-runtime idiom has it. A non-nil
@@ -160,17 +167,8 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 	}
 	h.compiles = newCompiles(ctx, opts.CompileTimeout, h.notifyChanged)
 	h.planner = h.newPlanner()
-	h.tracker = &hub.Tracker{OnChange: h.notifyChanged, Failures: hub.FailuresOf(provider)}
-	h.tracker.Expected = h.expected // status.go
-	h.fanOut = hub.NewFanOut(h.tracker, hub.FanOutOptions{
-		FieldManager:           opts.FieldManager,
-		EstablishTimeout:       opts.EstablishTimeout,
-		AllowBreaking:          h.allowsBreaking,
-		DisableAdmissionPolicy: opts.DisableAdmissionPolicy,
-		OnTransition:           h.onTransition,
-		OnStep:                 h.step,
-		Logger:                 opts.Logger.WithName("fanout"),
-	})
+	h.schemas.Timeout = hub.DefaultRequestTimeout
+	h.fanOut = h.newFanOut(provider) // fanout.go
 	h.runtime = spoke.New(spoke.Options{
 		Workers:         opts.Workers,
 		ItemConcurrency: opts.ItemConcurrency,
@@ -183,11 +181,8 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 
 		ConfineToNamespace:  opts.ConfineToNamespace,
 		ClusterScopedGraphs: opts.ClusterScopedGraphs,
+		ClusterLabels:       h.clusterLabels, // cluster_labels.go
 	})
-	if err := h.setupExporter(); err != nil {
-		stop()
-		return nil, err
-	}
 	return h, nil
 }
 
@@ -239,9 +234,9 @@ func (h *Hub) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinitio
 	if err != nil {
 		return nil, err
 	}
-	start = h.stepSince(rgd.Name, hub.StepCompile, start)
+	start = h.stepSince(rgd.Name, steps.Compile, start)
 	rev := h.recordRevision(ctx, rgd)
-	start = h.stepSince(rgd.Name, hub.StepRevision, start)
+	start = h.stepSince(rgd.Name, steps.Revision, start)
 	h.mu.Lock()
 	if err := h.kindFreeLocked(g); err != nil {
 		h.mu.Unlock()
@@ -252,8 +247,10 @@ func (h *Hub) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinitio
 	if err := h.runtime.Serve(spoke.Version{Graph: g, Revision: rev}); err != nil {
 		return nil, fmt.Errorf("serving graph %s: %w", rgd.Name, err)
 	}
-	h.stepSince(rgd.Name, hub.StepServe, start)
-	h.publish(g) // APIExport mode only (apiexport.go)
+	h.stepSince(rgd.Name, steps.Serve, start)
+	// With a publishing provider, the graph is published at once, so that
+	// clusters can bind it before any of them is engaged (fanout.go).
+	h.fanOut.Publish(h.hubGraph(g, rev))
 	h.opts.Logger.Info("graph registered", "graph", rgd.Name, "kind", g.Instance.GVK.String(), "resources", len(g.Nodes), "source", src)
 	return g, nil
 }
@@ -340,17 +337,18 @@ func (h *Hub) UnregisterGraph(_ context.Context, name string) error {
 // FleetStatus returns the named graph's state on every engaged cluster: CRD
 // state and instance counts. It is empty for a graph not registered.
 func (h *Hub) FleetStatus(name string) GraphStatus {
-	counts := map[string]hub.InstanceCount{}
+	st := h.fanOut.Status(name)
 	served := h.runtime.Served(name)
-	for cl, c := range h.runtime.Counts(name) {
-		v, serving := served[cl]
-		var gen int64
-		if serving {
-			gen = v.Graph.Generation
+	counts := h.runtime.Counts(name)
+	for i := range st.Clusters {
+		cs := &st.Clusters[i]
+		c := counts[multicluster.ClusterName(cs.Cluster)]
+		cs.Instances, cs.ReadyInstances = c.Total, c.Ready
+		if v, ok := served[multicluster.ClusterName(cs.Cluster)]; ok {
+			cs.Serving, cs.ServedGeneration = true, v.Graph.Generation
 		}
-		counts[string(cl)] = hub.InstanceCount{Total: c.Total, Ready: c.Ready, Serving: serving, Generation: gen}
 	}
-	return h.tracker.Snapshot(name, counts)
+	return st
 }
 
 // Graphs returns the names of the registered graphs.

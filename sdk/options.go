@@ -7,7 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/hub"
+	rgdctrl "github.com/fleetgraph/fleetgraph/internal/rgd"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	"github.com/fleetgraph/fleetgraph/spoke"
 )
@@ -143,7 +144,7 @@ type Options struct {
 	// 60 seconds.
 	EstablishTimeout time.Duration
 	// StatusResync is how often each RGD's fleet status is refreshed.
-	// Defaults to 10 seconds.
+	// Defaults to DefaultStatusResync (10 seconds).
 	StatusResync time.Duration
 	// Probe configures the reachability probe of every engaged spoke: one
 	// that stops answering is reported Unreachable in FleetStatus and on
@@ -175,10 +176,6 @@ type Options struct {
 	// RolloutResync is how often every GraphRollout is looked at (and
 	// cluster labels re-read). Defaults to 1 second.
 	RolloutResync time.Duration
-	// APIExport, when set, serves every graph through a kcp APIExport (see
-	// APIExportOptions) instead of applying its CRD to each cluster.
-	// Defaults to nil: CRD fan-out.
-	APIExport *APIExportOptions
 	// Logger defaults to controller-runtime's log.Log named "fleetgraph".
 	Logger logr.Logger
 	// Replica names this Hub among the replicas that share one hub cluster
@@ -202,6 +199,9 @@ type Options struct {
 	ReplicaStatusTTL time.Duration
 }
 
+// DefaultStatusResync is Options.StatusResync's default.
+const DefaultStatusResync = rgdctrl.DefaultResync
+
 // DefaultDepartureGrace is Options.DepartureGrace's default.
 const DefaultDepartureGrace = 30 * time.Second
 
@@ -216,7 +216,7 @@ func (o Options) withDefaults() Options {
 		o.EstablishTimeout = hub.DefaultEstablishTimeout
 	}
 	if o.StatusResync == 0 {
-		o.StatusResync = hub.DefaultResync
+		o.StatusResync = DefaultStatusResync
 	}
 	if o.CompileTimeout <= 0 {
 		o.CompileTimeout = DefaultCompileTimeout
@@ -227,12 +227,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = log.Log.WithName("fleetgraph")
-	}
-	if o.APIExport != nil {
-		o.DisableAdmissionPolicy = true // nothing is installed in consumer workspaces
-		if o.Probe.Path == "" {
-			o.Probe.Path = apiExportProbePath
-		}
 	}
 	return o
 }

@@ -10,8 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/cleanup"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	rgdctrl "github.com/fleetgraph/fleetgraph/internal/rgd"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	"github.com/fleetgraph/fleetgraph/spoke"
@@ -123,7 +125,7 @@ func (h *Hub) runRemoval(ctx context.Context, name string, rm *removal) {
 		}
 	}
 	h.runtime.Stop(name)
-	h.tracker.DropGraph(name)
+	h.fanOut.Stop(name) // its fleet status goes
 	h.compiles.forget(name, nil)
 	h.forgetReplicaRecord(ctx, name)
 	h.mu.Lock()
@@ -184,20 +186,22 @@ func (h *Hub) removalStep(ctx context.Context, name string, rm *removal, cleaned
 	h.runtime.Stop(name) // its instance watch would hold the CRD's informer
 	list := make([]hub.Cluster, 0, len(clusters))
 	for _, e := range clusters {
-		list = append(list, hub.Cluster{Name: e.name, Cluster: e.cl})
+		list = append(list, e.hubCluster())
 	}
-	return hub.DeleteUnusedCRDs(ctx, list, g)
+	return cleanup.DeleteUnusedCRDs(ctx, list, g, func(ctx context.Context, c hub.Cluster) error {
+		return h.removeAdmission(ctx, c, g)
+	})
 }
 
 // removeFromCluster is one removal step on one cluster. It reports whether
 // the policy is off, and how many instances still hold the finalizer.
 func (h *Hub) removeFromCluster(ctx context.Context, e *engaged, g *graph.Graph, cleaned bool) (bool, int, error) {
 	if !cleaned {
-		if err := h.fanOut.RemoveAdmission(ctx, e.name, e.cl, g); err != nil {
+		if err := h.removeAdmission(ctx, e.hubCluster(), g); err != nil {
 			return false, 0, fmt.Errorf("cluster %q: %w", e.name, err)
 		}
 	}
-	n, err := hub.HeldInstances(ctx, e.cl, g, contract.Finalizer)
+	n, err := cleanup.HeldInstances(ctx, e.cl, g, contract.Finalizer)
 	if err != nil {
 		return true, 0, fmt.Errorf("cluster %q: %w", e.name, err)
 	}
@@ -234,7 +238,7 @@ func (h *Hub) stopRemovals() {
 // registers comes from an RGD object, and it removes only those.
 type rgdRegistry struct{ h *Hub }
 
-var _ hub.Registry = rgdRegistry{}
+var _ rgdctrl.Registry = rgdRegistry{}
 
 func (r rgdRegistry) Register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) (*graph.Graph, error) {
 	return r.h.register(ctx, rgd, fromRGD)
@@ -292,7 +296,7 @@ func (r rgdRegistry) resumeLocked(ctx context.Context, rgd *v1alpha1.ResourceGra
 	h := r.h
 	g, err := h.compile(ctx, rgd, fromRGD)
 	switch {
-	case errors.Is(err, hub.ErrCompiling):
+	case errors.Is(err, rgdctrl.ErrCompiling):
 		return false, nil // asked again once the compile ends
 	case err != nil && !rememberable(err):
 		return false, err

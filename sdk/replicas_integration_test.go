@@ -26,7 +26,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	fgreplicas "github.com/fleetgraph/fleetgraph/internal/replicas"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -116,10 +116,10 @@ func TestReplicas(t *testing.T) {
 	}
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		records := &corev1.ConfigMapList{}
-		require.NoError(ct, hubClient.List(ctx, records, client.MatchingLabels{hub.LabelFleetStatusOf: "shard"}))
+		require.NoError(ct, hubClient.List(ctx, records, client.MatchingLabels{fgreplicas.LabelFleetStatusOf: "shard"}))
 		for _, r := range records.Items {
-			isLive := slices.ContainsFunc(live(), func(l *replica) bool { return l.id == r.Labels[hub.LabelReplica] })
-			assert.False(ct, isLive, "live replica %s still keeps a record of the deleted graph", r.Labels[hub.LabelReplica])
+			isLive := slices.ContainsFunc(live(), func(l *replica) bool { return l.id == r.Labels[fgreplicas.LabelReplica] })
+			assert.False(ct, isLive, "live replica %s still keeps a record of the deleted graph", r.Labels[fgreplicas.LabelReplica])
 		}
 	}, wait, tick, "each live replica deletes its own record of a deleted graph")
 }

@@ -10,8 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/cleanup"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/revisions"
 	"github.com/fleetgraph/fleetgraph/internal/rollout"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -21,16 +23,12 @@ import (
 // PlacementFunc reports whether the named cluster, with the labels its
 // provider gives it (see ClusterLabeler), serves the named graph. It is
 // called often and must be quick and safe for concurrent use.
-type PlacementFunc = rollout.PlacementFunc
+type PlacementFunc func(graph, cluster string, labels map[string]string) bool
 
 // ClusterLabeler is implemented by providers that label their clusters
-// (providers/secret from the cluster.fleetgraph.dev/ labels of a
-// kubeconfig Secret, providers/kcp from a workspace's labels). Placement
-// and rollout waves select clusters by these labels; a provider without it
-// gives every cluster none. Labels is called often; nil means none.
-type ClusterLabeler interface {
-	Labels(name multicluster.ClusterName) map[string]string
-}
+// (placement and rollout waves select by the labels); see
+// hub.ClusterLabeler, which it names for the façade's users.
+type ClusterLabeler = hub.ClusterLabeler
 
 // RolloutStatus is a graph's rollout as its GraphRollout's status shows
 // it: phase, target and stable revisions, the wave in progress, every
@@ -77,9 +75,29 @@ func (h *Hub) ResumeRollout(ctx context.Context, graphName string) error {
 	return h.rollouts.Patch(ctx, graphName, patch)
 }
 
+// ErrUnknownWave is returned by Approve for a wave the GraphRollout does
+// not have; match it with errors.Is.
+var ErrUnknownWave = rollout.ErrUnknownWave
+
+// Approve approves a wave that waits for approval (a wave with approval:
+// Required) of the GraphRollout named rolloutName, or of the one that rules the
+// graph so named. wave is the wave's name, for the revision being
+// rolled out, or a revision number in decimal, for every wave of that
+// revision. Like kubectl, it sets the fleetgraph.dev/approve annotation;
+// the hub records the approval in the status within Options.RolloutResync,
+// with an event naming the approver ("fleetgraph-approve"). It returns
+// ErrNoRollout for an unknown rollout and ErrUnknownWave for an unknown
+// wave.
+func (h *Hub) Approve(ctx context.Context, rolloutName, wave string) error {
+	if h.rollouts == nil {
+		return fmt.Errorf("%w: rollouts are disabled", ErrNoRollout)
+	}
+	return h.rollouts.Approve(ctx, rolloutName, wave)
+}
+
 // newPlanner makes the planner the gate and the fallback consult.
 func (h *Hub) newPlanner() *rollout.Planner {
-	return rollout.NewPlanner(h.opts.Placement, h.labelledClusters)
+	return rollout.NewPlanner(rollout.PlacementFunc(h.opts.Placement), h.labelledClusters)
 }
 
 // labelledClusters lists the engaged clusters with their provider labels.
@@ -241,10 +259,10 @@ func (h *Hub) releaseUnplaced(e *engaged, g *graph.Graph) {
 		if placed, _ := h.planner.Placed(g.Name, e.name); placed {
 			return // placed again meanwhile
 		}
-		err := h.fanOut.RemoveAdmission(ctx, e.name, e.cl, g)
+		err := h.removeAdmission(ctx, e.hubCluster(), g)
 		if err == nil {
 			var n int
-			n, err = hub.ReleaseInstances(ctx, e.cl, g, contract.Finalizer)
+			n, err = cleanup.ReleaseInstances(ctx, e.cl, g, contract.Finalizer)
 			if err == nil {
 				log.Info("graph no longer placed on the cluster: instances released, CRD kept", "released", n)
 				return
@@ -275,7 +293,7 @@ func (h *Hub) serveRevision(ctx context.Context, graphName string, rev int64) er
 		if err != nil {
 			return err
 		}
-		if g, err = graph.Compile(hub.RGD(rec), h.compileOptions()); err != nil {
+		if g, err = graph.Compile(revisions.RGD(rec), h.compileOptions()); err != nil {
 			return fmt.Errorf("compiling revision %d of graph %s: %w", rev, graphName, err)
 		}
 	}

@@ -23,7 +23,7 @@ import (
 //     discovery-backed client, reaches the API server and passes admission
 //     (an answer that the object is invalid or exists counts: the kind is
 //     served). This also covers the admission policy, which is bound only
-//     once the API server can run it (internal/hub/admission_activate.go):
+//     once the API server can run it (hub/admission_activate.go):
 //     until then the runtime stamps new instances itself, so creates
 //     succeed either way.
 

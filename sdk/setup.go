@@ -16,7 +16,9 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/crds"
+	rgdctrl "github.com/fleetgraph/fleetgraph/internal/rgd"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/spoke"
 )
@@ -40,16 +42,28 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	if err != nil {
 		return err
 	}
+	var registered []spoke.Version
 	h.mu.Lock()
 	if h.mgr != nil {
 		h.mu.Unlock()
 		return ErrAlreadySetUp
 	}
 	h.mgr = mgr
-	h.provider = provider
-	h.tracker.Failures = hub.FailuresOf(provider)
+	if h.provider == nil && provider != nil {
+		// Known only now (the manager's): the fan-out asks it for its
+		// engagement failures and whether it publishes (fanout.go).
+		// Nothing has reached the clusters yet.
+		h.provider = provider
+		h.fanOut = h.newFanOut(provider)
+		for _, reg := range h.graphs {
+			registered = append(registered, spoke.Version{Graph: reg.graph, Revision: reg.revision})
+		}
+	}
 	h.recorder = mgr.GetLocalManager().GetEventRecorder("fleetgraph")
 	h.mu.Unlock()
+	for _, v := range registered { // registered before the provider was known
+		h.fanOut.Publish(h.hubGraph(v.Graph, v.Revision))
+	}
 
 	h.applyControllerOptions(mgr.GetLocalManager())
 	if err := h.setupResolver(mgr.GetLocalManager().GetConfig()); err != nil {
@@ -57,6 +71,9 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	}
 	// Order matters: the multicluster manager engages in the order runnables
 	// were added, and the gate needs the cluster to be known first.
+	if err := mgr.Add(h.fanOut); err != nil {
+		return fmt.Errorf("adding the fan-out: %w", err)
+	}
 	if err := mgr.Add(clusterTracker{h}); err != nil {
 		return fmt.Errorf("adding cluster tracker: %w", err)
 	}
@@ -88,6 +105,9 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 // serveLocal engages the manager's own cluster, in single-cluster mode.
 func (h *Hub) serveLocal(ctx context.Context) error {
 	local := h.mgr.GetLocalManager()
+	if err := h.fanOut.Engage(ctx, mcmanager.LocalCluster, local); err != nil {
+		return err
+	}
 	if err := (clusterTracker{h}).Engage(ctx, mcmanager.LocalCluster, local); err != nil {
 		return err
 	}
@@ -151,7 +171,7 @@ func (s rgdStarter) Start(ctx context.Context) error {
 	if err := h.setupReplicaStatus(s.local); err != nil {
 		return err
 	}
-	r := &hub.RGDReconciler{
+	r := &rgdctrl.Reconciler{
 		Client:    s.local.GetClient(),
 		APIReader: s.local.GetAPIReader(),
 		Registry:  rgdRegistry{h},
@@ -217,14 +237,15 @@ func installRGDCRD(ctx context.Context, local manager.Manager, opts Options) err
 	}
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	crd.Labels = map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByFleetgraph}
-	u, err := hub.ApplyObject(crd)
+	u, err := crds.ApplyObject(crd)
 	if err != nil {
 		return err
 	}
 	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(opts.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("installing the ResourceGraphDefinition CRD: %w", err)
 	}
-	return hub.WaitEstablished(ctx, c, crd.Name)
+	_, err = crds.WaitEstablished(ctx, c, crd.Name, crds.PollInterval, crds.EstablishTimeout, crds.RequestTimeout)
+	return err
 }
 
 // installedByUs reports whether fleetgraph installed crd: it carries our
@@ -269,21 +290,10 @@ func (h *Hub) gate(ctx context.Context, name multicluster.ClusterName, v spoke.V
 	if v.Removal != "" {
 		return nil
 	}
-	g := v.Graph
 	if err := h.placementGate(ctx, name, v); err != nil {
 		return err
 	}
-	h.mu.Lock()
-	e := h.clusters[string(name)]
-	h.mu.Unlock()
-	if e == nil {
-		return fmt.Errorf("cluster %q is not engaged", name)
-	}
-	c := hub.Cluster{Name: e.name, Cluster: e.cl, Engagement: e.ctx}
-	if h.exporter != nil {
-		return h.exportGate(ctx, c, g)
-	}
-	return h.fanOut.Ensure(ctx, c, g, v.Revision)
+	return h.ensure(ctx, string(name), v.Graph, v.Revision) // fanout.go
 }
 
 func (h *Hub) allowsBreaking(graphName string) bool {
@@ -320,8 +330,10 @@ func (h *Hub) notifyChanged(graphName string) {
 	}
 }
 
-// clusterTracker records the clusters the manager engages, for the gate,
-// and forgets each one, and its fleet status, when it is disengaged.
+// clusterTracker records the clusters the manager engages, for the
+// removals, rollouts and departures that reach them, and hands each one
+// that is disengaged to departed. The fan-out keeps its own account of the
+// clusters and of their fleet status (hub.FanOut.Engage).
 type clusterTracker struct{ h *Hub }
 
 var _ multicluster.Aware = clusterTracker{}
@@ -329,13 +341,8 @@ var _ multicluster.Aware = clusterTracker{}
 func (t clusterTracker) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	e := &engaged{name: string(name), cl: cl, ctx: ctx}
 	t.h.mu.Lock()
-	_, replaced := t.h.clusters[e.name]
 	t.h.clusters[e.name] = e
 	t.h.mu.Unlock()
-	if !replaced {
-		hub.ClusterEngaged(true)
-	}
-	t.h.tracker.Engaged(e.name)
 	context.AfterFunc(ctx, func() {
 		t.h.mu.Lock()
 		current := t.h.clusters[e.name] == e
@@ -344,21 +351,14 @@ func (t clusterTracker) Engage(ctx context.Context, name multicluster.ClusterNam
 		}
 		t.h.mu.Unlock()
 		if current {
-			hub.ClusterEngaged(false)
-			t.h.tracker.DropCluster(e.name)
-			hub.ForgetCluster(e.name)
-			t.h.fanOut.ForgetCluster(e.name)
 			t.h.departed(e)
 		}
 	})
 	return nil
 }
 
-// Start lets the tracker be added to a manager, which is what engages it;
-// while it runs, the provider's engagement failures are in the metrics.
+// Start lets the tracker be added to a manager, which is what engages it.
 func (t clusterTracker) Start(ctx context.Context) error {
-	stop := hub.ReportEngagementFailures(t.h.tracker)
-	defer stop()
 	<-ctx.Done()
 	return nil
 }

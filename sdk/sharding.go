@@ -6,17 +6,49 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/replicas"
 	"github.com/fleetgraph/fleetgraph/internal/shard"
 )
 
 // ShardingOptions configures one of N hub replicas that share a hub
-// cluster; see NewShardedCoordinator. Every field documents its default.
-type ShardingOptions = shard.Options
+// cluster; see NewShardedCoordinator.
+type ShardingOptions struct {
+	// ID names this replica among its peers; it must be unique and stable
+	// for the replica's life. Defaults to the host name (a pod's name).
+	ID string
+	// Weight is this replica's relative capacity: it serves about
+	// Weight/ΣWeights of the clusters. Defaults to 1.
+	Weight uint32
+	// Namespace on the hub cluster holds the peer Leases (<Prefix>-peer-<id>)
+	// and the per-cluster fence Leases (<Prefix>-shard-<cluster>). Defaults
+	// to "kube-system".
+	Namespace string
+	// Prefix starts every Lease name. Defaults to "mcr", as
+	// multicluster-runtime's own registry uses.
+	Prefix string
+	// LeaseDuration is how long a peer Lease and a cluster's fence stay
+	// valid without renewal: a replica that dies stops being hashed over,
+	// and its clusters' fences expire, after it. Defaults to 20 seconds.
+	LeaseDuration time.Duration
+	// RenewInterval is how often both are renewed and the peers re-listed.
+	// Defaults to LeaseDuration/3.
+	RenewInterval time.Duration
+	// Probe is how often the coordinator re-decides which clusters this
+	// replica serves. Defaults to 5 seconds.
+	Probe time.Duration
+	// Logger defaults to none.
+	Logger logr.Logger
+}
+
+// TakeoverBound is how long, at most, the clusters of a replica that died
+// wait for another replica: LeaseDuration + RenewInterval + Probe, with
+// their defaults.
+func (o ShardingOptions) TakeoverBound() time.Duration { return shard.Options(o).TakeoverBound() }
 
 // NewShardedCoordinator returns the coordinator that makes this process one
 // of N hub replicas: give it to the multicluster manager with
@@ -34,7 +66,7 @@ type ShardingOptions = shard.Options
 // negative: a cluster handed to another replica leaves this one, and its
 // clean-up would release what the new owner serves.
 func NewShardedCoordinator(hubClient client.Client, opts ShardingOptions) mcmanager.Coordinator {
-	return shard.NewCoordinator(hubClient, opts)
+	return shard.NewCoordinator(hubClient, shard.Options(opts))
 }
 
 // Clusters returns the names of the clusters this Hub serves, sorted: with
@@ -70,7 +102,7 @@ func (h *Hub) setupReplicaStatus(local manager.Manager) error {
 	if ttl == 0 {
 		ttl = DefaultReplicaStatusTTL
 	}
-	h.replicas = &hub.ReplicaStatus{Client: c, Namespace: ns, Replica: h.opts.Replica, TTL: ttl}
+	h.replicas = &replicas.Status{Client: c, Namespace: ns, Replica: h.opts.Replica, TTL: ttl}
 	return nil
 }
 

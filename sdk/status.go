@@ -5,14 +5,14 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
-	"github.com/fleetgraph/fleetgraph/internal/hub"
 	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
-// The fleet's state as the hub sees it. The types are defined next to the
-// fan-out that fills them in, under internal/, and named here so that
-// embedders reach them from the one package they import.
+// The fleet's state as the hub sees it. The types are defined by the
+// public hub package, whose fan-out fills them in, and named here so that
+// embedders of the façade reach them from the one package they import.
 type (
 	// GraphStatus is a graph's state across the fleet, one entry per
 	// cluster, sorted by cluster name. Summary condenses it into the
@@ -73,31 +73,31 @@ func TrimCache(o *cluster.Options) { cacheopts.TrimCache(o) }
 // breaks, but such failures are only logged.
 func ReportWatchErrors(o *cluster.Options) { cacheopts.ReportWatchErrors(o) }
 
-// expected is the Tracker's Expected (hub.Expectation): the engaged
+// expected is the fan-out's Expect (hub.Options.Expect): the engaged
 // clusters the named graph is placed on, each with why the revision the
 // runtime offers waits there (a rollout wave, the rollouts not read yet),
 // so that a new graph's FleetStatus lists every one of them at once,
 // Pending until its first fan-out finishes. A graph not registered has
 // none.
-func (h *Hub) expected(graphName string) hub.Expectation {
+func (h *Hub) expected(graphName string) (int64, map[string]string) {
 	h.mu.Lock()
 	reg := h.graphs[graphName]
 	h.mu.Unlock()
 	if reg == nil {
-		return hub.Expectation{}
+		return 0, nil
 	}
 	v := h.runtime.Latest(graphName)
 	if v.Graph == nil {
 		v = spoke.Version{Graph: reg.graph, Revision: reg.revision}
 	}
 	decided, placed := h.planner.DecideEngaged(graphName, v.Revision)
-	out := hub.Expectation{Generation: v.Graph.Generation, Clusters: make(map[string]string, len(placed))}
+	out := make(map[string]string, len(placed))
 	for name := range placed {
 		if why := decided[name]; why != "" {
-			out.Clusters[name] = fmt.Sprintf("revision %d waits: %s", v.Revision, why)
+			out[name] = fmt.Sprintf("revision %d waits: %s", v.Revision, why)
 		} else {
-			out.Clusters[name] = ""
+			out[name] = ""
 		}
 	}
-	return out
+	return v.Graph.Generation, out
 }

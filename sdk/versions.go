@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/revisions"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	"github.com/fleetgraph/fleetgraph/spoke"
@@ -22,7 +22,7 @@ func (h *Hub) setupRevisions(local manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("client for the hub: %w", err)
 	}
-	revs := hub.NewRevisions(c, h.opts.FieldManager)
+	revs := revisions.New(c, h.opts.FieldManager)
 	h.mu.Lock()
 	h.revisions = revs
 	h.mu.Unlock()
@@ -58,7 +58,9 @@ func (h *Hub) recordRevision(ctx context.Context, rgd *v1alpha1.ResourceGraphDef
 }
 
 // previousRevision is the runtime's fallback: it reads which revision the
-// cluster's CRD was applied from and compiles that revision's record.
+// cluster's CRD was applied from and compiles that revision's record. A
+// cluster that failed the latest revision's rollout goes back to the
+// revision the rollout names instead.
 func (h *Hub) previousRevision(ctx context.Context, name multicluster.ClusterName, latest spoke.Version) (spoke.Version, error) {
 	h.mu.Lock()
 	e, revs := h.clusters[string(name)], h.revisions
@@ -67,7 +69,12 @@ func (h *Hub) previousRevision(ctx context.Context, name multicluster.ClusterNam
 	if e == nil || revs == nil || !h.placedForFallback(name, g.Name) {
 		return spoke.Version{}, nil
 	}
-	rev, err := hub.ServedRevision(ctx, e.cl.GetAPIReader(), g.CRD.Name)
+	rev, err := revisions.ServedRevision(ctx, e.cl.GetAPIReader(), g.CRD.Name)
+	if back := h.planner.FallBackTo(g.Name, string(name)); err == nil && rev == latest.Revision && back > 0 {
+		// The cluster failed the latest revision's rollout: back to the
+		// revision it served before.
+		rev = back
+	}
 	if err != nil || rev == 0 || rev == latest.Revision {
 		return spoke.Version{}, err
 	}
@@ -75,7 +82,7 @@ func (h *Hub) previousRevision(ctx context.Context, name multicluster.ClusterNam
 	if err != nil {
 		return spoke.Version{}, err
 	}
-	old, err := graph.CompileContext(ctx, hub.RGD(rec), h.compileOptions())
+	old, err := graph.CompileContext(ctx, revisions.RGD(rec), h.compileOptions())
 	if err != nil {
 		return spoke.Version{}, fmt.Errorf("compiling revision %d of graph %s: %w", rev, g.Name, err)
 	}

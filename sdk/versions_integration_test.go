@@ -19,6 +19,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	rgdctrl "github.com/fleetgraph/fleetgraph/internal/rgd"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -169,7 +170,7 @@ func TestRefusedUpdateKeepsPreviousVersionServing(t *testing.T) {
 		assert.Equal(ct, int64(3), st["spoke-2"].Generation)
 		assert.Equal(ct, int64(1), st["spoke-2"].ServedGeneration)
 	}, wait, tick)
-	summary := h.FleetStatus("paint").Summary()
+	summary := rgdctrl.Summary(h.FleetStatus("paint"))
 	require.Len(t, summary.UnhealthyClusters, 1)
 	assert.Equal(t, "spoke-2", summary.UnhealthyClusters[0].Name)
 	assert.Contains(t, summary.UnhealthyClusters[0].Message, "serving generation 1; generation 3 not served yet")

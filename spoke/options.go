@@ -25,6 +25,9 @@ const (
 	// DefaultResync is how often every child of an instance is applied
 	// again even if nothing reported a change.
 	DefaultResync = 10 * time.Minute
+	// DefaultClusterLabelsPoll is how often, by default, the labels of a
+	// cluster are asked again for graphs that read cluster.labels.
+	DefaultClusterLabelsPoll = 2 * time.Second
 	// DefaultOrphanGrace is how long a child whose instance is gone is left
 	// before it is deleted.
 	DefaultOrphanGrace = 30 * time.Second
@@ -116,6 +119,20 @@ type Options struct {
 	// RemovalRelease) are not. Defaults to DefaultOrphanGrace; a negative
 	// value turns the collection off.
 	OrphanGrace time.Duration
+	// ClusterLabels gives the labels of a cluster to the expressions of
+	// graphs that read cluster.labels (see graph.ClusterLabels); the
+	// cluster variable's name is the name the cluster is engaged under
+	// ("" for a manager's own cluster). It is called once per reconcile
+	// of such a graph's instance, so it must be quick and safe for
+	// concurrent use. Defaults to nil: every cluster has no labels.
+	ClusterLabels func(multicluster.ClusterName) map[string]string
+	// ClusterLabelsPoll is how often ClusterLabels is asked again, on each
+	// cluster, for graphs that read cluster.labels: when a cluster's labels
+	// changed, every instance of such a graph there is reconciled again
+	// (children an includeWhen now excludes are pruned). Graphs that do not
+	// read labels are never asked about nor requeued. Defaults to
+	// DefaultClusterLabelsPoll; a negative value turns the polling off.
+	ClusterLabelsPoll time.Duration
 	// Logger is the logger. Defaults to controller-runtime's log.Log named
 	// "spoke".
 	Logger logr.Logger
@@ -134,6 +151,8 @@ func (o Options) runtimeOptions() internal.Options {
 		ConfineToNamespace:  o.ConfineToNamespace,
 		ClusterScopedGraphs: o.ClusterScopedGraphs,
 		OrphanGrace:         o.OrphanGrace,
+		ClusterLabels:       o.ClusterLabels,
+		ClusterLabelsPoll:   o.ClusterLabelsPoll,
 		Logger:              o.Logger,
 	}
 	if gate := o.Gate; gate != nil {

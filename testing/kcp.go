@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -249,7 +250,7 @@ func (k *KCP) CreateWorkspace(ctx context.Context, parent logicalcluster.Path, n
 		"spec":       map[string]any{"type": map[string]any{"name": "universal", "path": "root"}},
 	}}
 	workspaces := k.dynamic(parent).Resource(WorkspacesGVR)
-	if _, err := workspaces.Create(ctx, ws, metav1.CreateOptions{}); err != nil {
+	if err := k.createWorkspace(ctx, workspaces, ws); err != nil {
 		return "", fmt.Errorf("creating workspace %s in %s: %w", name, parent, err)
 	}
 	var cluster logicalcluster.Name
@@ -267,6 +268,26 @@ func (k *KCP) CreateWorkspace(ctx context.Context, parent logicalcluster.Path, n
 		return nil
 	})
 	return cluster, err
+}
+
+// workspaceTypeSettle bounds how long a new workspace may be refused
+// because kcp's admission has not seen its workspace type yet.
+const workspaceTypeSettle = 30 * time.Second
+
+// createWorkspace creates ws, retrying while kcp's admission refuses it
+// for a workspace type it does not know yet: kcp bootstraps
+// root:universal after /readyz, and its admission reads the type from an
+// informer that may lag the object waitReady saw.
+func (k *KCP) createWorkspace(ctx context.Context, workspaces dynamic.ResourceInterface, ws *unstructured.Unstructured) error {
+	ctx, cancel := context.WithTimeout(ctx, workspaceTypeSettle)
+	defer cancel()
+	return poll(ctx, 200*time.Millisecond, func() error {
+		_, err := workspaces.Create(ctx, ws, metav1.CreateOptions{})
+		if err != nil && !(apierrors.IsForbidden(err) && strings.Contains(err.Error(), "workspacetypes")) {
+			return errStop{err}
+		}
+		return err
+	})
 }
 
 // DeleteWorkspace deletes the workspace called name in parent and waits

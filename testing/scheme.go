@@ -6,11 +6,13 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 )
 
 // NewScheme returns a new scheme with client-go's built-in types,
-// apiextensions/v1 and the ResourceGraphDefinition types. Give it to test
+// apiextensions/v1, the ResourceGraphDefinition types and fleetgraph's own
+// hub types (GraphRevision, GraphRollout). Give it to test
 // clients (client.Options{Scheme: fgtesting.NewScheme()}) rather than adding
 // types to client-go's global scheme, which a running manager may be reading.
 func NewScheme() *runtime.Scheme {
@@ -18,5 +20,6 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(v1alpha1.AddToScheme(s))
+	utilruntime.Must(fgv1alpha1.AddToScheme(s))
 	return s
 }

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
-	"github.com/fleetgraph/fleetgraph/internal/hub"
 	"github.com/fleetgraph/fleetgraph/sdk"
 )
 
@@ -80,7 +79,7 @@ func (r *replicaOptions) validate() error {
 // status refresh, once a third of the TTL has passed) before they expire.
 func (r *replicaOptions) validateResync(resync time.Duration) error {
 	if resync == 0 {
-		resync = hub.DefaultResync
+		resync = sdk.DefaultStatusResync
 	}
 	if r.shard && 3*resync >= 2*r.statusTTL {
 		return fmt.Errorf("--status-resync (%s) must be under two thirds of --replica-status-ttl (%s): records are renewed only at a status refresh", resync, r.statusTTL)

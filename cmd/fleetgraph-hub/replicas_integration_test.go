@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
-	fghub "github.com/fleetgraph/fleetgraph/internal/hub"
+	fgreplicas "github.com/fleetgraph/fleetgraph/internal/replicas"
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -147,10 +147,10 @@ func requireRecords(t *testing.T, hub client.Client, live []*hubReplica, names [
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		list := &corev1.ConfigMapList{}
 		require.NoError(ct, hub.List(context.Background(), list, client.InNamespace(shardNamespace),
-			client.MatchingLabels{fghub.LabelFleetStatusOf: "shard"}))
+			client.MatchingLabels{fgreplicas.LabelFleetStatusOf: "shard"}))
 		var replicas, clusters []string
 		for _, cm := range list.Items {
-			replicas = append(replicas, cm.Labels[fghub.LabelReplica])
+			replicas = append(replicas, cm.Labels[fgreplicas.LabelReplica])
 			var statuses []struct{ Cluster string }
 			require.NoError(ct, json.Unmarshal([]byte(cm.Data["clusters"]), &statuses), cm.Name)
 			for _, s := range statuses {

@@ -83,13 +83,10 @@ func runExport(ctx context.Context, cfg *rest.Config, hub logicalcluster.Path, e
 	if err != nil {
 		return err
 	}
-	// Each graph becomes an APIResourceSchema of the export, with
-	// permission claims for its child kinds; nothing is applied to the
-	// consumers' workspaces.
-	return serve(ctx, hubCfg, provider, sdk.Options{
-		InstallRGDCRD: true,
-		APIExport:     &sdk.APIExportOptions{Config: hubCfg, Name: export},
-	})
+	// The provider is also the hub's publisher (hub.Publisher): each graph
+	// becomes an APIResourceSchema of the export, with permission claims
+	// for its child kinds; nothing is applied to the consumers' workspaces.
+	return serve(ctx, hubCfg, provider, sdk.Options{InstallRGDCRD: true})
 }
 
 // serve runs a hub for provider's clusters in the workspace hubCfg reaches.

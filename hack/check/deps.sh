@@ -4,7 +4,9 @@
 #     cache-options package only: never on the spoke runtime, the compiler
 #     or CEL;
 #   - internal/cacheopts imports no other package of this module;
-#   - the public spoke package imports neither sdk nor any hub package.
+#   - the public spoke package imports neither sdk nor any hub package;
+#   - the public hub package imports neither sdk nor spoke, nor the
+#     instance runtime, the compiler or CEL (its unit is a CRD).
 # It reads `go list` only (no build, no test), so it is cheap. Run by
 # `make check`.
 set -euo pipefail
@@ -36,6 +38,10 @@ if [[ -n "$hits" ]]; then
 fi
 if [[ -d spoke ]]; then
 	forbid "^$module/(sdk|hub|internal/hub)$" "sdk or a hub package" ./spoke/...
+fi
+if [[ -d hub ]]; then
+	forbid "^$module/(sdk|spoke)$|^$module/(spoke|internal/spoke|sdk/graph)(/|$)|^github.com/google/cel-go/" \
+		"sdk, spoke, the instance runtime, the compiler or CEL" ./hub/
 fi
 
 exit $bad

@@ -72,6 +72,9 @@ var (
 		`^verdict: kro rejected at compile: .*unknown type: number.*; fleetgraph accepted$`)
 	yamlListType = kind("a type written as a YAML list [T]: kro rejects it, fleetgraph accepts it as an extension (listed in Graph.Extensions, refused under Strict)",
 		`^verdict: kro rejected at compile: .*unexpected type: \[\]interface \{\}.*; fleetgraph accepted$`)
+	clusterVariable = kind("the cluster variable (cluster.name, cluster.labels): kro rejects it as an undeclared reference, "+
+		"fleetgraph accepts it as an extension (listed in Graph.Extensions, refused under Strict)",
+		`^verdict: kro rejected at compile: .*references unknown identifiers: \[cluster\]; fleetgraph accepted$`)
 	selectorExpression = kind("a label selector computed by one ${} expression: kro's RGD CRD rejects it at admission, "+
 		"fleetgraph accepts it as an extension (listed in Graph.Extensions, refused under Strict)",
 		`^verdict: kro rejected at admission: .*selector in body must be of type object.*; fleetgraph accepted$`)
@@ -113,6 +116,7 @@ var KnownDifferences = []KnownDifference{
 	{File: "edge-no-integer-between-bounds.yaml", Kinds: []Kind{contradictoryMarkers}},
 	{File: "edge-status-state.yaml", Kinds: []Kind{statusState}},
 	{File: "edge-unterminated-expression.yaml", Kinds: []Kind{unterminatedExpression}},
+	{File: "ext-cluster-variable.yaml", Kinds: []Kind{clusterVariable}},
 	{File: "invalid-readywhen-not-expression.yaml", Kinds: []Kind{readyWhenBare}},
 	{File: "types-number-keyword.yaml", Kinds: []Kind{numberAlias}},
 	{File: "types-yaml-list-custom-type.yaml", Kinds: []Kind{yamlListType}},

@@ -339,6 +339,21 @@ func readRollout(t require.TestingT) *fgv1alpha1.GraphRollout {
 	return ro
 }
 
+// requireApproval waits until the hub records the approval the CLI's
+// annotation gave, and removes the annotation.
+func requireApproval(t *testing.T, want fgv1alpha1.RolloutApproval) {
+	t.Helper()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		ro := readRollout(ct)
+		assert.Empty(ct, ro.Annotations[cli.AnnotationApprove], "consumed")
+		var got []fgv1alpha1.RolloutApproval
+		for _, a := range ro.Status.Approvals {
+			got = append(got, fgv1alpha1.RolloutApproval{Revision: a.Revision, Wave: a.Wave})
+		}
+		assert.Contains(ct, got, want)
+	}, wait, tick, "the hub records %+v", want)
+}
+
 func steerRollout(t *testing.T, hc client.Client) {
 	ctx := context.Background()
 	applyRollout(t, map[string]any{
@@ -377,9 +392,10 @@ func steerRollout(t *testing.T, hc client.Client) {
 
 	r = hub(t, "rollout", "approve", "webapp")
 	assert.Equal(t, "graphrollout.fleetgraph.dev/webapp approved wave \"canary\"\n", r.out, r.String())
-	assert.Equal(t, "canary", readRollout(t).Annotations[cli.AnnotationApprove])
+	requireApproval(t, fgv1alpha1.RolloutApproval{Revision: 2, Wave: "canary"})
 	r = hub(t, "rollout", "approve", "webapp", "--revision", "2")
-	assert.Equal(t, "2", readRollout(t).Annotations[cli.AnnotationApprove], r.String())
+	assert.Equal(t, cli.ExitOK, r.code, r.String())
+	requireApproval(t, fgv1alpha1.RolloutApproval{Revision: 2})
 
 	r = hub(t, "rollout", "rollback", "webapp", "--to-revision", "7")
 	assert.Equal(t, cli.ExitFailed, r.code)

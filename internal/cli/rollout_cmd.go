@@ -94,6 +94,10 @@ func asRollout(u *unstructured.Unstructured) (*fgv1alpha1.GraphRollout, error) {
 	return ro, nil
 }
 
+// fieldManager is the field manager the CLI writes GraphRollouts as; the
+// hub names it as the approver of an approval.
+const fieldManager = "fleetgraph-cli"
+
 // patchRollout merges patch into the GraphRollout.
 func patchRollout(ctx context.Context, c client.Client, ro *fgv1alpha1.GraphRollout, patch map[string]any) error {
 	raw, err := json.Marshal(patch)
@@ -103,7 +107,7 @@ func patchRollout(ctx context.Context, c client.Client, ro *fgv1alpha1.GraphRoll
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
 	u.SetName(ro.Name)
-	if err := c.Patch(ctx, u, client.RawPatch(types.MergePatchType, raw)); err != nil {
+	if err := c.Patch(ctx, u, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(fieldManager)); err != nil {
 		return fmt.Errorf("patching GraphRollout %s: %w", ro.Name, err)
 	}
 	return nil
@@ -361,7 +365,17 @@ func renderRollout(ro *fgv1alpha1.GraphRollout, output string) (string, error) {
 		fmt.Fprintf(&b, "  rolled back to revision %d (spec.rollbackTo)\n", ro.Spec.RollbackTo)
 	}
 	if v := ro.Annotations[AnnotationApprove]; v != "" {
-		fmt.Fprintf(&b, "  approved: %s (%s)\n", v, AnnotationApprove)
+		fmt.Fprintf(&b, "  approved: %s (%s, not recorded by the hub yet)\n", v, AnnotationApprove)
+	}
+	for _, a := range st.Approvals {
+		what := fmt.Sprintf("wave %q of revision %d", a.Wave, a.Revision)
+		if a.Wave == "" {
+			what = fmt.Sprintf("revision %d", a.Revision)
+		}
+		fmt.Fprintf(&b, "  approved: %s by %s\n", what, dashIfEmpty(a.By))
+	}
+	if st.AwaitingApproval != "" {
+		fmt.Fprintf(&b, "  wave %q awaits approval (fleetgraph rollout approve)\n", st.AwaitingApproval)
 	}
 	if st.Message != "" {
 		fmt.Fprintf(&b, "  %s\n", st.Message)

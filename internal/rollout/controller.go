@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/internal/crds"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 )
 
@@ -124,7 +124,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		c.Resync = DefaultResync
 	}
 	for delay := c.Resync; ; delay = min(2*delay, 30*time.Second) {
-		err := hub.InstallCRD(ctx, c.Client, fgv1alpha1.GraphRolloutCRD(), c.FieldManager)
+		err := crds.Install(ctx, c.Client, fgv1alpha1.GraphRolloutCRD(), c.FieldManager)
 		if err == nil {
 			break
 		}
@@ -164,7 +164,8 @@ func (c *Controller) tick(ctx context.Context) error {
 			continue // the oldest one rules
 		}
 		c.advance(ctx, ro)
-		plans[ro.Spec.Graph] = &plan{spec: ro.Spec, target: ro.Status.TargetRevision, wave: ro.Status.Wave}
+		plans[ro.Spec.Graph] = &plan{spec: ro.Spec, target: ro.Status.TargetRevision, wave: ro.Status.Wave,
+			awaiting: ro.Status.AwaitingApproval != "", failed: failedBack(ro.Status)}
 		statuses[ro.Spec.Graph] = ro.Status
 		names[ro.Spec.Graph] = ro.Name
 	}
@@ -190,11 +191,29 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 	for _, e := range evs {
 		c.event(ro, e)
 	}
-	if equality.Semantic.DeepEqual(before, &ro.Status) {
+	if !equality.Semantic.DeepEqual(before, &ro.Status) {
+		if err := c.writeStatus(ctx, ro); err != nil {
+			c.Logger.Info("writing rollout status; retrying", "rollout", ro.Name, "reason", err.Error())
+			return
+		}
+	}
+	c.clearApproval(ctx, ro)
+}
+
+// clearApproval removes the AnnotationApprove annotation once the status
+// records what it approved, so that it never approves a later revision.
+// The patch is conditional on the object not having changed since: a
+// newer approval stays for the next look.
+func (c *Controller) clearApproval(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
+	if ro.Annotations[fgv1alpha1.AnnotationApprove] == "" {
 		return
 	}
-	if err := c.writeStatus(ctx, ro); err != nil {
-		c.Logger.Info("writing rollout status; retrying", "rollout", ro.Name, "reason", err.Error())
+	patch := fmt.Appendf(nil, `{"metadata":{"resourceVersion":%q,"annotations":{%q:null}}}`, ro.ResourceVersion, fgv1alpha1.AnnotationApprove)
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
+	u.SetName(ro.Name)
+	if err := c.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(c.fieldManager())); err != nil {
+		c.Logger.Info("removing the approve annotation; retrying", "rollout", ro.Name, "reason", err.Error())
 	}
 }
 
@@ -314,7 +333,11 @@ func (c *Controller) writeStatus(ctx context.Context, ro *fgv1alpha1.GraphRollou
 	}
 	u := &unstructured.Unstructured{Object: content}
 	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
-	return c.Client.Status().Update(ctx, u)
+	if err := c.Client.Status().Update(ctx, u); err != nil {
+		return err
+	}
+	ro.ResourceVersion = u.GetResourceVersion()
+	return nil
 }
 
 func (c *Controller) event(ro *fgv1alpha1.GraphRollout, e event) {

@@ -34,6 +34,12 @@ type plan struct {
 	spec   fgv1alpha1.GraphRolloutSpec
 	target int64 // 0: not started (every revision serves everywhere placed)
 	wave   int32
+	// awaiting: wave waits for approval, none of its clusters may take
+	// the target yet.
+	awaiting bool
+	// failed maps the clusters that failed the target, within their
+	// wave's budget, to the revision they went back to.
+	failed map[string]int64
 }
 
 // selects reports whether sel matches lbls; nil matches everything, an
@@ -133,17 +139,28 @@ func (p *plan) decide(rev int64, wave int32) error {
 	case rev > p.target:
 		// A revision the controller has not picked up yet starts a new
 		// rollout: its first wave may take it at once.
-		if wave == 0 {
+		if wave == 0 && !requiresApproval(p.spec, 0) {
 			return nil
 		}
 	case rev == p.target:
-		if wave <= p.wave {
+		if wave < p.wave || wave == p.wave && !p.awaiting {
 			return nil
 		}
 	default:
 		return nil // an older revision is what the runtime serves: nothing better
 	}
 	return fmt.Errorf("%w: revision %d waits for wave %q", ErrHeldBack, rev, waveName(p.spec, wave))
+}
+
+// decideOn is decide for the named cluster: one that failed the target
+// does not take it again.
+func (p *plan) decideOn(cluster string, rev int64, wave int32) error {
+	if p != nil && p.spec.RollbackTo == 0 && rev == p.target {
+		if back, failed := p.failed[cluster]; failed {
+			return fmt.Errorf("%w: the cluster failed revision %d and serves revision %d", ErrHeldBack, rev, back)
+		}
+	}
+	return p.decide(rev, wave)
 }
 
 // planSpec is p's spec; a missing rollout places everywhere in one wave.

@@ -65,7 +65,7 @@ func (p *Planner) Decide(graphName, cluster string, rev int64) error {
 	if err != nil {
 		return err
 	}
-	return pl.decide(rev, wave)
+	return pl.decideOn(cluster, rev, wave)
 }
 
 // Placed reports whether the named cluster serves the named graph at all.
@@ -148,7 +148,7 @@ func (p *Planner) decideAll(graphName string, rev int64, clusters []Cluster) (ma
 			decided[c.Name] = ErrNotPlaced.Error()
 		default:
 			placed[c.Name] = true
-			if err := pl.decide(rev, wave); err != nil {
+			if err := pl.decideOn(c.Name, rev, wave); err != nil {
 				decided[c.Name] = err.Error()
 			}
 		}

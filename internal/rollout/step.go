@@ -30,8 +30,11 @@ func step(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64, waves map[
 	if spec.RollbackTo > 0 {
 		target = spec.RollbackTo
 	}
-	var evs []event
 	defer func() { fillClusters(st, spec, waves, obs) }()
+	ignoreEarlyResume(ro)
+	// An approval is for the target the approver saw: taken before a new
+	// one replaces it.
+	evs := takeApproval(now, ro)
 	switch {
 	case target == 0:
 		st.Message = fmt.Sprintf("graph %q is not registered", spec.Graph)
@@ -40,6 +43,7 @@ func step(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64, waves map[
 		// First sight: what serves now is taken as rolled out; the next
 		// revision goes in waves.
 		st.TargetRevision, st.StableRevision, st.Wave, st.Phase = target, target, n, fgv1alpha1.RolloutComplete
+		st.Approvals = approvalsFor(st.Approvals, target+1) // the first target is not rolled out
 		st.Message = fmt.Sprintf("revision %d serves every placed cluster", target)
 		return nil
 	case spec.RollbackTo > 0:
@@ -47,7 +51,7 @@ func step(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64, waves map[
 			evs = append(evs, event{"Warning", "RolledBack", fmt.Sprintf("rolling back to revision %d on every placed cluster", target)})
 		}
 		st.TargetRevision, st.StableRevision, st.Wave, st.Phase = target, target, n, fgv1alpha1.RolloutRolledBack
-		st.WaveStarted, st.HealthySince = nil, nil
+		st.WaveStarted, st.HealthySince, st.AwaitingApproval, st.Failed = nil, nil, "", nil
 		st.Message = fmt.Sprintf("rolled back to revision %d", target)
 		return evs
 	case st.TargetRevision != target:
@@ -56,6 +60,8 @@ func step(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64, waves map[
 		}
 		st.TargetRevision, st.Wave, st.Phase = target, 0, fgv1alpha1.RolloutProgressing
 		st.WaveStarted, st.HealthySince = &now, nil
+		st.Approvals = approvalsFor(st.Approvals, target)
+		st.Failed = nil
 		evs = append(evs, event{"Normal", "RolloutStarted", fmt.Sprintf("rolling revision %d out in %d wave(s), from revision %d", target, n, st.StableRevision)})
 	}
 	st.Wave = min(st.Wave, n)
@@ -87,23 +93,30 @@ func progress(now metav1.Time, ro *fgv1alpha1.GraphRollout, waves map[string]int
 	n := waveCount(spec)
 	var evs []event
 	for st.Wave < n {
+		if awaitsApproval(spec, st, st.Wave) {
+			return append(evs, holdForApproval(st, spec)...)
+		}
+		st.AwaitingApproval = ""
 		if st.WaveStarted == nil {
 			st.WaveStarted = &now
 		}
-		bad := unhealthy(spec, st.TargetRevision, st.Wave, waves, obs)
-		if len(bad) > 0 {
+		if bad := withoutFailed(unhealthy(spec, st.TargetRevision, st.Wave, waves, obs), st.Failed); len(bad) > 0 {
 			st.HealthySince = nil
 			names := make([]string, len(bad))
 			for i, b := range bad {
 				names[i] = b.Name
 			}
 			st.Message = fmt.Sprintf("wave %q waits for %s", waveName(spec, st.Wave), strings.Join(names, ", "))
-			if now.Sub(st.WaveStarted.Time) > deadline(spec) {
+			if now.Sub(st.WaveStarted.Time) <= deadline(spec) {
+				return evs
+			}
+			failed, ok := failWithinBudget(st, spec, bad, waves)
+			if !ok {
 				st.Phase = fgv1alpha1.RolloutFailed
 				st.Message = fmt.Sprintf("wave %q not healthy within %s: %s", waveName(spec, st.Wave), deadline(spec), explain(bad))
-				evs = append(evs, event{"Warning", "WaveFailed", st.Message})
+				return append(evs, event{"Warning", "WaveFailed", st.Message})
 			}
-			return evs
+			evs = append(evs, failed...)
 		}
 		if st.HealthySince == nil {
 			st.HealthySince = &now
@@ -116,7 +129,7 @@ func progress(now metav1.Time, ro *fgv1alpha1.GraphRollout, waves map[string]int
 		st.Wave++
 		st.WaveStarted, st.HealthySince = &now, nil
 	}
-	st.Phase, st.StableRevision, st.WaveStarted = fgv1alpha1.RolloutComplete, st.TargetRevision, nil
+	st.Phase, st.StableRevision, st.WaveStarted, st.AwaitingApproval = fgv1alpha1.RolloutComplete, st.TargetRevision, nil, ""
 	st.Message = fmt.Sprintf("revision %d serves every placed cluster", st.TargetRevision)
 	return append(evs, event{"Normal", "RolloutComplete", st.Message})
 }
@@ -185,10 +198,14 @@ func fillClusters(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRollou
 	st.HoldingBack = nil
 	if st.Wave < waveCount(spec) {
 		st.WaveName = waveName(spec, st.Wave)
-		st.HoldingBack = unhealthy(spec, st.TargetRevision, st.Wave, waves, obs)
+		st.HoldingBack = withoutFailed(unhealthy(spec, st.TargetRevision, st.Wave, waves, obs), st.Failed)
 	} else if st.TargetRevision > 0 {
-		// Past the last wave every placed cluster should serve the target.
+		// Past the last wave every placed cluster should serve the target,
+		// but those that failed it.
 		for _, name := range sortedKeys(waves) {
+			if listed(st.Failed, name) {
+				continue
+			}
 			if bad := unhealthyOne(spec, st.TargetRevision, name, waves, obs); bad != nil {
 				st.HoldingBack = append(st.HoldingBack, *bad)
 			}
@@ -202,4 +219,16 @@ func unhealthyOne(spec fgv1alpha1.GraphRolloutSpec, target int64, name string, w
 		return nil
 	}
 	return &bad[0]
+}
+
+// ignoreEarlyResume marks an AnnotationResume value set while the rollout
+// had not failed as seen: it resumes nothing, and must not retry a failure
+// that comes later at once.
+func ignoreEarlyResume(ro *fgv1alpha1.GraphRollout) {
+	if ro.Status.Phase == fgv1alpha1.RolloutFailed {
+		return
+	}
+	if v := ro.Annotations[fgv1alpha1.AnnotationResume]; v != "" {
+		ro.Status.Resumed = v
+	}
 }

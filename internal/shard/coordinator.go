@@ -77,6 +77,7 @@ func (o Options) TakeoverBound() time.Duration {
 func NewCoordinator(c client.Client, opts Options) *sharded.Coordinator {
 	o := opts.withDefaults()
 	reg := NewPeerRegistry(c, o.Namespace, o.Prefix+"-peer", o.ID, o.Weight, o.LeaseDuration, o.RenewInterval, o.Logger.WithName("peers"))
+	reg.learnPeers(o.RenewInterval)
 	return sharded.New(c, o.Logger,
 		sharded.WithPeerRegistry(reg),
 		sharded.WithShardLease(o.Namespace, o.Prefix+"-shard"),

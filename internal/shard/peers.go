@@ -55,6 +55,22 @@ func NewPeerRegistry(c client.Client, ns, prefix, id string, weight uint32, ttl,
 	}
 }
 
+// learnPeers lists the live peers once, waiting at most timeout, before
+// the coordinator decides anything. Until then Snapshot holds this replica
+// alone, so a replica joining a running fleet would take every free fence
+// at its first engagements and give most back at its first refresh; and
+// multicluster-runtime v0.24.1's coordinator releases a fence in a
+// goroutine of its own, unsynchronised with a later TryAcquire on the same
+// fence (a data race under -race), which that take-and-give-back invites.
+// A failed list is logged; Run retries it.
+func (r *PeerRegistry) learnPeers(timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := r.refresh(ctx); err != nil {
+		r.log.V(1).Info("listing peer Leases before the first decision failed; deciding alone until the next refresh", "reason", err.Error())
+	}
+}
+
 // Self implements peers.Registry.
 func (r *PeerRegistry) Self() sharder.PeerInfo { return r.self }
 

@@ -87,6 +87,7 @@ func (e evaluator) evaluate(inst *unstructured.Unstructured, full bool) *outcome
 		ctx: graph.WithBudget(m.ctx, budget), budget: budget,
 		vals: graph.Values{"schema": inst.Object}, nodes: map[string]*nodeResult{}, full: full,
 	}
+	m.bindCluster(out.vals) // cluster_values.go
 	for _, level := range m.g.Levels {
 		results := make([]*nodeResult, len(level))
 		iterations := make([][]map[string]any, len(level))

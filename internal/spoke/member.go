@@ -165,6 +165,7 @@ func (m *member) open() error {
 	}
 	m.crd.follow()
 	m.orphans.start()
+	m.followClusterLabels() // cluster_values.go
 	return nil
 }
 

@@ -32,6 +32,9 @@ const (
 	// DefaultCallTimeout bounds, by default, each call to a spoke's API
 	// server and each wait for a new watch's initial list.
 	DefaultCallTimeout = 30 * time.Second
+	// DefaultClusterLabelsPoll is how often, by default, the labels of a
+	// cluster are asked again for graphs that read cluster.labels.
+	DefaultClusterLabelsPoll = 2 * time.Second
 	// DefaultOrphanGrace is how long, by default, a child whose instance
 	// is gone is left before it is deleted (orphans.go).
 	DefaultOrphanGrace = 30 * time.Second
@@ -119,6 +122,19 @@ type Options struct {
 	// leaving the fleet) are not. Defaults to DefaultOrphanGrace; a
 	// negative value turns the collection off.
 	OrphanGrace time.Duration
+	// ClusterLabels gives the labels of a cluster to the expressions of
+	// graphs that read cluster.labels (graph.ClusterLabels); it is called
+	// once per reconcile of such a graph's instance, so it must be quick
+	// and safe for concurrent use. Defaults to nil: every cluster has no
+	// labels.
+	ClusterLabels func(multicluster.ClusterName) map[string]string
+	// ClusterLabelsPoll is how often ClusterLabels is asked again, on each
+	// cluster, for graphs that read cluster.labels: when a cluster's labels
+	// changed, every instance of such a graph there is reconciled again
+	// (children an includeWhen now excludes are pruned). Graphs that do not
+	// read labels are never asked about nor requeued. Defaults to
+	// DefaultClusterLabelsPoll; a negative value turns the polling off.
+	ClusterLabelsPoll time.Duration
 	// Logger is the logger. Defaults to controller-runtime's log.Log named
 	// "spoke".
 	Logger logr.Logger
@@ -148,6 +164,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.OrphanGrace == 0 {
 		o.OrphanGrace = DefaultOrphanGrace
+	}
+	if o.ClusterLabelsPoll == 0 {
+		o.ClusterLabelsPoll = DefaultClusterLabelsPoll
 	}
 	if o.GateRetryMax <= 0 {
 		o.GateRetryMax = DefaultGateRetryMax

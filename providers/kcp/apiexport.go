@@ -2,6 +2,7 @@ package kcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -18,15 +19,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/hub"
 )
 
 var (
 	_ multicluster.Provider         = &APIExportProvider{}
 	_ multicluster.ProviderRunnable = &APIExportProvider{}
+	_ hub.Publisher                 = &APIExportProvider{}
 )
 
 // APIExportOptions configure an APIExportProvider. The zero value is valid.
 type APIExportOptions struct {
+	// EndpointSlice names the APIExportEndpointSlice that lists the
+	// export's virtual-workspace URLs, in the export's workspace. Defaults
+	// to the export's name: kcp creates a slice named after each APIExport.
+	EndpointSlice string
 	// Scheme is used by the engaged clusters' clients and caches; kcp's
 	// apis.kcp.io/v1alpha1 types (APIExportEndpointSlice, APIBinding), which
 	// the provider watches, are added to it. Defaults to client-go's types
@@ -44,7 +52,10 @@ type APIExportOptions struct {
 // DefaultEndpointWait is APIExportOptions.EndpointWait's default.
 const DefaultEndpointWait = time.Minute
 
-func setAPIExportDefaults(opts APIExportOptions) (APIExportOptions, error) {
+func setAPIExportDefaults(export string, opts APIExportOptions) (APIExportOptions, error) {
+	if opts.EndpointSlice == "" {
+		opts.EndpointSlice = export
+	}
 	if opts.EndpointWait == 0 {
 		opts.EndpointWait = DefaultEndpointWait
 	}
@@ -64,30 +75,42 @@ func setAPIExportDefaults(opts APIExportOptions) (APIExportOptions, error) {
 // github.com/kcp-dev/multicluster-provider's apiexport provider.
 //
 // A cluster of this provider sees only what the export offers (its
-// resources and claimed permissions), not the whole workspace: the hub
-// publishes a graph's schema as an APIResourceSchema of the APIExport
-// instead of applying a CRD per cluster. See the package documentation.
+// resources and claimed permissions), not the whole workspace. So it is
+// also the hub's hub.Publisher: the hub publishes each graph's schema as
+// an APIResourceSchema of the APIExport instead of applying a CRD per
+// cluster, and serves a consumer once its APIBinding accepts the graph's
+// claims and is bound to the published schema. See the package
+// documentation.
 type APIExportProvider struct {
-	inner *provider.Provider
-	urls  *servingURLs
+	inner    *provider.Provider
+	urls     *servingURLs
+	exporter *exporter
 }
 
-// NewAPIExport returns a provider for the consumers of the APIExport whose
-// APIExportEndpointSlice is called endpointSlice. cfg must reach the
-// workspace holding that slice (e.g. <server>/clusters/root:provider); kcp
-// creates a slice named after each APIExport in the export's workspace. Its
+// NewAPIExport returns a provider for the consumers of the APIExport
+// called export, which also publishes the hub's graphs in it (creating it
+// when missing). cfg must reach the workspace that holds the export and
+// its APIExportEndpointSlice (e.g. <server>/clusters/root:provider); its
 // credentials need read access to the slice and to the export's virtual
-// workspace (apiexports/content).
-func NewAPIExport(cfg *rest.Config, endpointSlice string, opts APIExportOptions) (*APIExportProvider, error) {
-	opts, err := setAPIExportDefaults(opts)
+// workspace (apiexports/content), and rights to create
+// APIResourceSchemas and to create and update the APIExport.
+func NewAPIExport(cfg *rest.Config, export string, opts APIExportOptions) (*APIExportProvider, error) {
+	if export == "" {
+		return nil, errors.New("kcp apiexport provider: the APIExport's name is required")
+	}
+	opts, err := setAPIExportDefaults(export, opts)
 	if err != nil {
 		return nil, fmt.Errorf("kcp apiexport provider: building the scheme: %w", err)
+	}
+	exp, err := newExporter(cfg, export)
+	if err != nil {
+		return nil, fmt.Errorf("kcp apiexport provider: %w", err)
 	}
 	logger := log.Log.WithName("kcp-apiexport-provider")
 	urls := &servingURLs{cfg: cfg, wait: opts.EndpointWait, ctx: context.Background()}
 	// The apiexport provider's own New, with a URL extractor that waits
 	// for each URL to be served.
-	inner, err := provider.NewProvider(cfg, endpointSlice, provider.Options{
+	inner, err := provider.NewProvider(cfg, opts.EndpointSlice, provider.Options{
 		Scheme:                       opts.Scheme,
 		EndpointSliceObject:          &apisv1alpha1.APIExportEndpointSlice{},
 		ExtractURLsFromEndpointSlice: urls.extract,
@@ -99,7 +122,7 @@ func NewAPIExport(cfg *rest.Config, endpointSlice string, opts APIExportOptions)
 	if err != nil {
 		return nil, fmt.Errorf("kcp apiexport provider: %w", err)
 	}
-	return &APIExportProvider{inner: inner, urls: urls}, nil
+	return &APIExportProvider{inner: inner, urls: urls, exporter: exp}, nil
 }
 
 // Start implements multicluster.ProviderRunnable.
@@ -123,6 +146,31 @@ func (p *APIExportProvider) IndexField(ctx context.Context, obj client.Object, f
 // workspaces, sorted.
 func (p *APIExportProvider) ClusterNames() []multicluster.ClusterName {
 	return p.inner.Clusters.ClusterNames()
+}
+
+// Publish implements hub.Publisher: g's CRD becomes an immutable
+// APIResourceSchema in the export's workspace, named v<hash>.<plural>.<group>
+// after its content, and the export lists it for g's resource, with a
+// permission claim (verbs ClaimVerbs) for every one of g.Kinds. A schema
+// change that would break the listed schema is refused with an error
+// wrapping hub.ErrIncompatible unless g.AllowBreaking: the export keeps
+// listing the previous schema. A schema of that name that fleetgraph did
+// not create is refused with hub.ErrConflict. Cheap once g is published.
+func (p *APIExportProvider) Publish(ctx context.Context, g hub.Graph) error {
+	_, err := p.exporter.publish(ctx, g)
+	return err
+}
+
+// Serves implements hub.Publisher: cl, a consumer seen through the
+// virtual workspace, serves g once its APIBinding to the export accepts
+// every claim g needs (else an error wrapping ErrClaimsNotAccepted) and is
+// bound to g's published schema (else hub.ErrNotServedYet).
+func (p *APIExportProvider) Serves(ctx context.Context, cl cluster.Cluster, g hub.Graph) error {
+	_, pub, err := p.exporter.publicationOf(g)
+	if err != nil {
+		return err
+	}
+	return p.exporter.serves(ctx, cl.GetAPIReader(), pub)
 }
 
 // servingURLs extracts the virtual-workspace URLs of an endpoint slice,

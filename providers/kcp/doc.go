@@ -43,7 +43,8 @@
 // resources and the resources the export claims, and reads come from the
 // shared wildcard cache. So the hub cannot apply a CRD per cluster (CRDs
 // are not served there, and a consumer's workspace is not the hub's to
-// change). With sdk.Options.APIExport set, the hub instead:
+// change). The APIExportProvider is also a hub.Publisher, so a hub whose
+// provider it is instead:
 //
 //   - converts each graph's generated CRD into an APIResourceSchema in the
 //     provider workspace, named v<hash>.<plural>.<group> after its content

@@ -20,7 +20,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetgraph/fleetgraph/internal/hub"
+	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/providers/kcp"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -174,10 +174,7 @@ func startExportHub(t *testing.T, provider logicalcluster.Path, export string) *
 		HealthProbeBindAddress: "0",
 	})
 	require.NoError(t, err)
-	h, err := sdk.NewHub(p, sdk.Options{
-		DisableRGDController: true,
-		APIExport:            &sdk.APIExportOptions{Config: cfg, Name: export},
-	})
+	h, err := sdk.NewHub(p, sdk.Options{DisableRGDController: true})
 	require.NoError(t, err)
 	require.NoError(t, h.SetupWithManager(mgr))
 	fgtesting.Start(t, mgr.Start)
@@ -218,8 +215,8 @@ func bind(t *testing.T, consumer, provider logicalcluster.Path, export string, a
 	t.Helper()
 	spec := map[string]any{"reference": map[string]any{"export": map[string]any{"path": provider.String(), "name": export}}}
 	if accept {
-		verbs := make([]any, len(hub.ClaimVerbs))
-		for i, v := range hub.ClaimVerbs {
+		verbs := make([]any, len(kcp.ClaimVerbs))
+		for i, v := range kcp.ClaimVerbs {
 			verbs[i] = v
 		}
 		spec["permissionClaims"] = []any{map[string]any{

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fleetgraph/fleetgraph/hub"
+
 	"github.com/go-logr/logr"
 	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/client-go/rest"
@@ -30,6 +32,7 @@ const (
 var (
 	_ multicluster.Provider         = &Provider{}
 	_ multicluster.ProviderRunnable = &Provider{}
+	_ hub.ClusterLabeler            = &Provider{}
 )
 
 // Options configure a workspace Provider. The zero value is valid.

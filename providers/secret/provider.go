@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	fghub "github.com/fleetgraph/fleetgraph/hub"
+
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -51,6 +53,9 @@ const (
 var (
 	_ multicluster.Provider         = &Provider{}
 	_ multicluster.ProviderRunnable = &Provider{}
+	_ fghub.ClusterLabeler          = &Provider{}
+	_ fghub.ClusterRegistry         = &Provider{}
+	_ fghub.EngagementReporter      = &Provider{}
 )
 
 // Options configure a Provider. The zero value is valid: every field

@@ -97,7 +97,12 @@ func (c *compilation) run() (*Graph, error) {
 	if err := c.diag.err(); err != nil {
 		return nil, err
 	}
-	return c.graph(inst, resources, crd, status)
+	g, err := c.graph(inst, resources, crd, status)
+	if err != nil {
+		return nil, err
+	}
+	g.clusterUse = exprs.cluster
+	return g, nil
 }
 
 // checkIdentities applies kro's rules on the objects' names.

@@ -55,11 +55,19 @@
 // type, YAML [T] lists...): Graph.Extensions lists each use, and
 // Options.Strict refuses them, for RGDs that must also run on kro.
 //
+// One extension is a variable: cluster, the cluster a graph is served on
+// (cluster.name, and cluster.labels as the provider gives them), typed
+// like schema and usable wherever schema is. Graph.UsesCluster tells a
+// runtime whether to bind it (ClusterValue). kro does not reserve the
+// word, so an RGD whose resource or forEach iterator is named cluster
+// keeps kro's meaning and gets no variable.
+//
 // # Evaluating
 //
 // The Graph's methods (Graph.Status, Node.Included, Node.Iterations,
 // Node.Render, Node.Ref, Node.Ready) evaluate, under a context, against Values: the instance
-// under "schema" and each observed resource under its id. An expression that
+// under "schema", each observed resource under its id, and the cluster
+// under "cluster" (absent: the cluster named "" with no labels). An expression that
 // needs a resource not observed yet returns an error wrapping ErrPending,
 // which means "wait", not "fail".
 //

@@ -85,12 +85,13 @@ var kroEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return withConditionTypes(cel.NewEnv(append(opts, library.SemverLib())...))
 })
 
-// withConditionTypes declares the object types of runtimeLib.
+// withConditionTypes declares the object types of runtimeLib, and the
+// cluster variable's (cluster.go).
 func withConditionTypes(env *cel.Env, err error) (*cel.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	te, err := extendTypes(env, []*apiservercel.DeclType{conditionDecl, runtimeDecl})
+	te, err := extendTypes(env, []*apiservercel.DeclType{conditionDecl, runtimeDecl, clusterDecl})
 	if err != nil {
 		return nil, err
 	}
@@ -196,15 +197,19 @@ type celEnvs struct {
 	kinds    *typedEnv // base + the child kinds' types (cached across compiles)
 	instance *typedEnv // kinds + the instance's types + schema + every resource id
 	graph    *cel.Env  // instance.env
+	// cluster is set when the graph's environment declares the cluster
+	// variable (see clusterDeclared).
+	cluster bool
 	// formats are the format trees of schema and each resource id (for a
 	// collection, of one item).
 	formats map[string]*formatTree
 }
 
 // buildEnvs declares the object types and the variables every expression
-// may use: schema, of type instance, and each resource's id.
+// may use: schema, of type instance, each resource's id, and cluster
+// unless a resource or iterator takes the name.
 func buildEnvs(instance *apiservercel.DeclType, resources []*resource, strict bool) (*celEnvs, error) {
-	e := &celEnvs{}
+	e := &celEnvs{cluster: clusterDeclared(resources)}
 	var kinds []*apiservercel.DeclType
 	seen := map[*apiservercel.DeclType]bool{}
 	vars := map[string]*cel.Type{varSchema: instance.CelType()}
@@ -220,6 +225,9 @@ func buildEnvs(instance *apiservercel.DeclType, resources []*resource, strict bo
 			t = cel.ListType(t)
 		}
 		vars[r.node.ID] = t
+	}
+	if e.cluster {
+		vars[VarCluster] = clusterDecl.CelType()
 	}
 	var err error
 	if e.kinds, err = kindsEnv(kinds, strict); err != nil {

@@ -69,6 +69,12 @@ func (sc *scope) ResolveName(name string) (any, bool) {
 	}
 	v, ok := sc.resolve(name)
 	if !ok {
+		if name == VarCluster {
+			// Only the variable gets here: a resource named cluster is one
+			// of the program's refs, and eval runs no program before all
+			// its refs are there.
+			return noCluster, true
+		}
 		return nil, false
 	}
 	if f := sc.formats[name]; f != nil {

@@ -25,7 +25,10 @@ var ErrPending = errors.New("graph: data pending")
 // maps to the instance object (its unstructured content: apiVersion, kind,
 // metadata, spec, status). Every other key is a resource id mapped to the
 // observed object (map[string]any) or, for a forEach collection, to the list
-// ([]any) of observed objects. Absent keys mean "not observed yet".
+// ([]any) of observed objects. Absent keys mean "not observed yet", except
+// "cluster" (VarCluster, see ClusterValue): where no resource takes that
+// name, it is the cluster variable, and absent means the cluster named ""
+// with no labels.
 type Values map[string]any
 
 // Graph is the compiled, immutable form of one ResourceGraphDefinition. It
@@ -59,6 +62,8 @@ type Graph struct {
 
 	status     *statusProgram
 	conditions []conditionProgram
+	// clusterUse is how the expressions read the cluster variable.
+	clusterUse ClusterUse
 	byID       map[string]*Node
 	// source and opts are what Compile was given, kept for CheckSchemas.
 	source *v1alpha1.ResourceGraphDefinition

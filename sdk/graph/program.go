@@ -21,14 +21,17 @@ type program struct {
 	refs []string
 	// extensions names the fleetgraph extensions the expression uses.
 	extensions []string
+	// cluster says how the expression reads the cluster variable.
+	cluster ClusterUse
 	// formats are the format trees of the refs that hold formatted
 	// strings, nil when none does.
 	formats map[string]*formatTree
 }
 
 // compileExpr parses, type-checks and plans src in env; check, if set,
-// may refuse the checked expression (see costCheck).
-func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool, check func(*cel.Env, *cel.Ast) error) (*program, error) {
+// may refuse the checked expression (see costCheck). withCluster says
+// whether env declares the cluster variable.
+func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool, withCluster bool, check func(*cel.Env, *cel.Ast) error) (*program, error) {
 	ast, iss := compileSource(env, src) // env.Compile, with parses reused (parse.go)
 	if iss.Err() != nil {
 		return nil, errorf(ErrExpression, "%s", issueMessages(iss))
@@ -50,6 +53,9 @@ func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool, 
 	for _, id := range identifiers(ast) {
 		if valueNames[id] {
 			p.refs = append(p.refs, id)
+		}
+		if id == VarCluster && withCluster {
+			p.cluster = clusterUses(ast)
 		}
 	}
 	return p, nil
@@ -156,6 +162,8 @@ type exprCompiler struct {
 	// every resource id.
 	valueNames map[string]bool
 	cost       costCheck
+	// cluster gathers how the expressions read the cluster variable.
+	cluster ClusterUse
 	// programs dedupes expressions: the same source in the same
 	// environment compiles once.
 	programs map[programKey]programResult
@@ -182,7 +190,7 @@ func (x *exprCompiler) compile(env *cel.Env, src, written, resID, path string) (
 	key := programKey{env, src}
 	res, ok := x.programs[key]
 	if !ok {
-		res.p, res.err = compileExpr(env, src, written, x.valueNames, x.cost.check)
+		res.p, res.err = compileExpr(env, src, written, x.valueNames, x.envs.cluster, x.cost.check)
 		x.programs[key] = res
 	}
 	if res.err != nil {
@@ -190,6 +198,10 @@ func (x *exprCompiler) compile(env *cel.Env, src, written, resID, path string) (
 	}
 	for _, feature := range res.p.extensions {
 		x.diag.extension(resID, path, feature)
+	}
+	if res.p.cluster != 0 {
+		x.diag.extension(resID, path, clusterFeature)
+		x.cluster |= res.p.cluster
 	}
 	p := *res.p
 	p.written = written

@@ -184,6 +184,9 @@ func (c *resourceCompiler) readyEnv(r *resource) *cel.Env {
 		return c.envs.graph
 	}
 	vars := map[string]*cel.Type{r.node.ID: celType(r.decl), varEach: celType(r.decl)}
+	if c.envs.cluster {
+		vars[VarCluster] = clusterDecl.CelType()
+	}
 	env, err := withVariables(c.envs.kinds.env, vars)
 	if err != nil {
 		c.diag.fail(&Error{ResourceID: r.node.ID, Path: "readyWhen", Err: errorf(ErrExpression, "%v", err)})

@@ -146,14 +146,15 @@ func (sc *statusCompiler) list(path *fieldPath, where string, v []any) (apiexten
 
 // checkReads refuses, as kro does, a projected status field whose
 // expressions read neither schema nor a resource: a constant belongs in
-// the CRD, not in every instance's status.
+// the CRD, not in every instance's status. Reading the cluster variable
+// counts: its value differs from cluster to cluster.
 func (sc *statusCompiler) checkReads(where, written string, t tmpl) {
 	progs := t.programs(nil)
 	if len(progs) == 0 {
 		return
 	}
 	for _, p := range progs {
-		if len(p.refs) > 0 {
+		if len(p.refs) > 0 || p.cluster != 0 {
 			return
 		}
 	}

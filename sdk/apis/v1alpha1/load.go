@@ -19,6 +19,8 @@ import (
 var ErrLoad = errors.New("invalid ResourceGraphDefinition")
 
 // LoadError is one document that Load refused, with where in the input.
+//
+// +kubebuilder:object:generate=false
 type LoadError struct {
 	// Source is the file name (LoadFile) or "" (Load).
 	Source string

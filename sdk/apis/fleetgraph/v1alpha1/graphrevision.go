@@ -5,14 +5,10 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	kro "github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 )
-
-// GroupVersion is fleetgraph's own API group and version.
-var GroupVersion = schema.GroupVersion{Group: "fleetgraph.dev", Version: "v1alpha1"}
 
 // GraphRevisionKind is the kind of a revision record.
 const GraphRevisionKind = "GraphRevision"
@@ -32,10 +28,21 @@ const LabelGraphName = "fleetgraph.dev/graph"
 
 // GraphRevision is an immutable record of one accepted spec of a
 // ResourceGraphDefinition.
+//
+// +kubebuilder:object:root=true
 type GraphRevision struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              GraphRevisionSpec `json:"spec"`
+}
+
+// GraphRevisionList is a list of GraphRevisions.
+//
+// +kubebuilder:object:root=true
+type GraphRevisionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GraphRevision `json:"items"`
 }
 
 // GraphRevisionSpec is what a revision records. It never changes.

@@ -5,6 +5,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	kro "github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -22,6 +23,18 @@ const MaxWaves = 32
 // AnnotationResume, set on a GraphRollout to a value other than
 // status.resumed, restarts a failed wave: its clock starts again.
 const AnnotationResume = "fleetgraph.dev/resume"
+
+// AnnotationApprove, set on a GraphRollout, approves the wave it names (by
+// name, for the revision being rolled out) or every wave of the revision
+// it names (by number, in decimal). The hub records the approval in
+// status.approvals and then removes the annotation, so one left behind
+// never approves a later revision. Its value format is the CLI's
+// (fleetgraph rollout approve).
+const AnnotationApprove = "fleetgraph.dev/approve"
+
+// ApprovalRequired, as a wave's approval, holds the wave before it starts
+// until it is approved.
+const ApprovalRequired = "Required"
 
 // The phases of a rollout.
 const (
@@ -44,11 +57,22 @@ const (
 // registered from Go, by name) on the clusters whose labels its selector
 // matches, and rolls every new revision of it out over those clusters in
 // waves. The RGD itself stays as kro defines it.
+//
+// +kubebuilder:object:root=true
 type GraphRollout struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              GraphRolloutSpec   `json:"spec"`
 	Status            GraphRolloutStatus `json:"status,omitempty"`
+}
+
+// GraphRolloutList is a list of GraphRollouts.
+//
+// +kubebuilder:object:root=true
+type GraphRolloutList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GraphRollout `json:"items"`
 }
 
 // GraphRolloutSpec says where a graph is served and how a new revision
@@ -93,6 +117,18 @@ type Wave struct {
 	// Percent takes this share of all placed clusters (rounded up) among
 	// those not taken yet, in name order.
 	Percent int32 `json:"percent,omitempty"`
+	// Approval "Required" holds the wave before any of its clusters takes
+	// the revision, until it is approved (AnnotationApprove, or
+	// sdk.Hub.Approve); status.awaitingApproval names the wave meanwhile
+	// and its deadline counts from the approval. Defaults to "" (none).
+	Approval string `json:"approval,omitempty"`
+	// MaxFailures is how many of the wave's clusters (a count, or a
+	// percent of them like "25%", rounded down) may fail: still be
+	// unhealthy at the progress deadline; a value that is neither allows
+	// none. Within it they are listed in
+	// status.failed, go back to (or stay on) the stable revision, and the
+	// rollout goes on; past it the rollout fails. Defaults to 0.
+	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
 }
 
 // HealthPolicy says when a wave is healthy: every cluster of it serves the
@@ -124,8 +160,15 @@ type GraphRolloutStatus struct {
 	WaveStarted *metav1.Time `json:"waveStarted,omitempty"`
 	// HealthySince is since when the wave in progress has been healthy.
 	HealthySince *metav1.Time `json:"healthySince,omitempty"`
-	// Resumed is the last AnnotationResume value acted upon.
+	// Resumed is the last AnnotationResume value acted upon, or seen while
+	// the rollout had not failed (such a value retries nothing).
 	Resumed string `json:"resumed,omitempty"`
+	// AwaitingApproval names the wave that waits for approval before it
+	// starts ("" when none does).
+	AwaitingApproval string `json:"awaitingApproval,omitempty"`
+	// Approvals are the approvals given for the target revision (and for
+	// later revisions, by number); a new target keeps only its own.
+	Approvals []RolloutApproval `json:"approvals,omitempty"`
 	// Message explains the phase.
 	Message string `json:"message,omitempty"`
 	// Clusters is every placed cluster: its wave and what it serves.
@@ -134,6 +177,10 @@ type GraphRolloutStatus struct {
 	// from being healthy, with why (a breaking change refused, instances
 	// not Ready, ...).
 	HoldingBack []RolloutCluster `json:"holdingBack,omitempty"`
+	// Failed lists the clusters that failed a wave of the target revision
+	// within its maxFailures, each with why; Revision is the revision the
+	// cluster went back to (or stayed on). A new target clears it.
+	Failed []RolloutCluster `json:"failed,omitempty"`
 	// ObservedGeneration is the generation of the spec the status is for.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
@@ -150,6 +197,20 @@ type RolloutCluster struct {
 	Message string `json:"message,omitempty"`
 }
 
+// RolloutApproval is one approval the hub acted upon.
+type RolloutApproval struct {
+	// Revision is the revision approved.
+	Revision int64 `json:"revision"`
+	// Wave is the wave approved, by name; "" approves every wave of the
+	// revision.
+	Wave string `json:"wave,omitempty"`
+	// By is who approved, as far as the API server tells (the field
+	// manager that set the annotation).
+	By string `json:"by,omitempty"`
+	// At is when the hub recorded the approval.
+	At metav1.Time `json:"at"`
+}
+
 // GraphRolloutCRD returns the CRD that serves GraphRollout on the hub.
 func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 	obj := object
@@ -160,6 +221,10 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 	wave := obj(map[string]apiextensionsv1.JSONSchemaProps{
 		"name": str, "clusterSelector": selector, "clusters": nonNegative,
 		"percent": {Type: "integer", Minimum: ptr.To(0.0), Maximum: ptr.To(100.0)},
+		// Any string: an invalid one allows no failure (a CEL check of the
+		// percent costs more than a CRD may spend over 32 waves).
+		"maxFailures": {XIntOrString: true, AnyOf: []apiextensionsv1.JSONSchemaProps{{Type: "integer"}, {Type: "string"}}},
+		"approval":    {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`""`)}, {Raw: []byte(`"` + ApprovalRequired + `"`)}}},
 	})
 	wave.XValidations = apiextensionsv1.ValidationRules{{
 		Rule:    "(has(self.clusterSelector) ? 1 : 0) + (has(self.clusters) ? 1 : 0) + (has(self.percent) ? 1 : 0) == 1",
@@ -178,10 +243,15 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 		"name": str, "wave": integer, "revision": integer, "message": str,
 	}, "name")
 	clusters := apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &cluster}}
+	approval := obj(map[string]apiextensionsv1.JSONSchemaProps{
+		"revision": integer, "wave": str, "by": str, "at": {Type: "string", Format: "date-time"},
+	}, "revision")
 	status := obj(map[string]apiextensionsv1.JSONSchemaProps{
 		"phase": str, "targetRevision": integer, "stableRevision": integer, "wave": integer, "waveName": str,
 		"waveStarted": {Type: "string", Format: "date-time"}, "healthySince": {Type: "string", Format: "date-time"},
-		"resumed": str, "message": str, "clusters": clusters, "holdingBack": clusters, "observedGeneration": integer,
+		"resumed": str, "awaitingApproval": str,
+		"approvals": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &approval}},
+		"message":   str, "clusters": clusters, "holdingBack": clusters, "failed": clusters, "observedGeneration": integer,
 	})
 	return hubCRD(GraphRolloutKind, "graphrollouts", "fgro", apiextensionsv1.CustomResourceDefinitionVersion{
 		Name: GroupVersion.Version, Served: true, Storage: true,
@@ -197,23 +267,11 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 			{Name: "STABLE", Type: "integer", JSONPath: ".status.stableRevision"},
 			{Name: "WAVE", Type: "string", JSONPath: ".status.waveName"},
 			{Name: "PHASE", Type: "string", JSONPath: ".status.phase"},
+			{Name: "AWAITING-APPROVAL", Type: "string", JSONPath: ".status.awaitingApproval"},
+			{Name: "FAILED", Type: "string", JSONPath: ".status.failed[*].name"},
 			{Name: "AGE", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 		},
 	})
-}
-
-// DeepCopy returns a copy of s that shares nothing with it.
-func (s *GraphRolloutStatus) DeepCopy() *GraphRolloutStatus {
-	out := *s
-	if s.WaveStarted != nil {
-		out.WaveStarted = s.WaveStarted.DeepCopy()
-	}
-	if s.HealthySince != nil {
-		out.HealthySince = s.HealthySince.DeepCopy()
-	}
-	out.Clusters = append([]RolloutCluster(nil), s.Clusters...)
-	out.HoldingBack = append([]RolloutCluster(nil), s.HoldingBack...)
-	return &out
 }
 
 // object is an OpenAPI object schema with the given properties.

@@ -1,0 +1,60 @@
+package hub_test
+
+import (
+	"context"
+	"fmt"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/hub"
+)
+
+// A platform that runs kro (or its own operators) inside every cluster
+// fans the CRDs out from one place and reads where each stands, without
+// fleetgraph's instance runtime. provider is any multicluster-runtime
+// provider (providers/secret, providers/kcp, your own); crd is the CRD to
+// serve, labelled app.kubernetes.io/managed-by=fleetgraph.
+func ExampleFanOut() {
+	var provider multicluster.Provider
+	var crd *apiextensionsv1.CustomResourceDefinition
+
+	mgr, err := mcmanager.New(ctrl.GetConfigOrDie(), provider, manager.Options{})
+	if err != nil {
+		panic(err)
+	}
+	fanOut := hub.New(hub.Options{})
+	if err := mgr.Add(fanOut); err != nil { // engaged with every cluster
+		panic(err)
+	}
+	if err := mgr.Add(hub.NewProber(fanOut, hub.ProberOptions{})); err != nil {
+		panic(err)
+	}
+	fanOut.Serve(hub.Graph{
+		Name: "webapp",
+		CRD:  crd,
+		// Its instances make Deployments: a cluster must serve them.
+		Kinds: []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}},
+	})
+	go func() { _ = mgr.Start(context.Background()) }()
+
+	for _, c := range fanOut.Status("webapp").Clusters {
+		fmt.Println(c.Cluster, c.CRD, c.Message) // e.g. "prod-eu Established"
+	}
+}
+
+// A provider asserts the hub's optional interfaces without importing the
+// rest of fleetgraph.
+func ExampleClusterLabeler() {
+	var _ hub.ClusterLabeler = labelledProvider{}
+}
+
+type labelledProvider struct{}
+
+func (labelledProvider) Labels(name multicluster.ClusterName) map[string]string {
+	return map[string]string{"region": "eu"}
+}

@@ -1,0 +1,75 @@
+package rollout
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
+)
+
+// Clusters still unhealthy at the deadline within the wave's maxFailures
+// are listed as failed, held off the target, and the rollout goes on;
+// one more than the budget fails the rollout as before.
+func TestMaxFailuresLetsAWaveGoOnWithoutItsFailedClusters(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	at := func(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(d)) }
+	waves := map[string]int32{"a": 0, "b": 0, "c": 0, "d": 0}
+	obs := func(rev int64, bad ...string) map[string]Observation {
+		out := map[string]Observation{}
+		for name := range waves {
+			out[name] = Observation{Revision: rev, Established: true, Instances: 1, Ready: 1, Listed: 1}
+		}
+		for _, name := range bad {
+			out[name] = Observation{Revision: rev, Established: true, Instances: 1, Listed: 1}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		budget   intstr.IntOrString
+		bad      []string
+		complete bool
+	}{
+		{"one within a count of 1", intstr.FromInt32(1), []string{"c"}, true},
+		{"one within 25% of 4", intstr.FromString("25%"), []string{"c"}, true},
+		{"two past a count of 1", intstr.FromInt32(1), []string{"b", "c"}, false},
+		{"one past 20% of 4 (rounds down to 0)", intstr.FromString("20%"), []string{"c"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ro := &fgv1alpha1.GraphRollout{Spec: fgv1alpha1.GraphRolloutSpec{
+				Graph: "g", ProgressDeadlineSeconds: 60,
+				Waves: []fgv1alpha1.Wave{{Name: "all", Percent: 100, MaxFailures: &tc.budget}},
+			}}
+			step(t0, ro, 1, waves, obs(1))
+			step(at(time.Second), ro, 2, waves, obs(2, tc.bad...))
+			assert.Equal(t, fgv1alpha1.RolloutProgressing, ro.Status.Phase, "within the deadline")
+			assert.Empty(t, ro.Status.Failed)
+			evs := step(at(100*time.Second), ro, 2, waves, obs(2, tc.bad...))
+			if !tc.complete {
+				assert.Equal(t, fgv1alpha1.RolloutFailed, ro.Status.Phase)
+				assert.Empty(t, ro.Status.Failed)
+				return
+			}
+			assert.Equal(t, fgv1alpha1.RolloutComplete, ro.Status.Phase, ro.Status.Message)
+			require.Len(t, ro.Status.Failed, 1)
+			assert.Equal(t, fgv1alpha1.RolloutCluster{Name: "c", Revision: 1, Message: "0 of 1 instances Ready, 100% needed"}, ro.Status.Failed[0])
+			assert.Empty(t, ro.Status.HoldingBack, "a failed cluster holds nothing back")
+			require.NotEmpty(t, evs)
+			assert.Equal(t, "ClusterFailed", evs[0].reason)
+			assert.Contains(t, evs[0].note, `cluster "c" failed wave "all" (1 of 1 failures allowed) and goes back to revision 1`)
+
+			p := &plan{spec: ro.Spec, target: 2, wave: ro.Status.Wave, failed: failedBack(ro.Status)}
+			assert.ErrorIs(t, p.decideOn("c", 2, 0), ErrHeldBack, "the failed cluster does not take the target again")
+			assert.NoError(t, p.decideOn("c", 1, 0), "it serves the stable revision")
+			assert.NoError(t, p.decideOn("a", 2, 0))
+
+			step(at(101*time.Second), ro, 3, waves, obs(2))
+			assert.Empty(t, ro.Status.Failed, "a new revision starts with no failures")
+		})
+	}
+}

@@ -1,0 +1,136 @@
+//go:build integration
+
+package sdk_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/sdk"
+	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+// holdWindow is how long a test watches a held wave stay held.
+const holdWindow = 3 * time.Second
+
+// gatedWaves is twoWaves with the main wave waiting for approval.
+func gatedWaves() map[string]any {
+	return map[string]any{"waves": []any{
+		map[string]any{"name": "canary", "clusterSelector": map[string]any{"matchLabels": map[string]any{"ring": "canary"}}},
+		map[string]any{"name": "main", "percent": int64(100), "approval": fgv1alpha1.ApprovalRequired},
+	}}
+}
+
+// requireAwaiting waits until the hub's status, on the API server, says
+// the main wave awaits approval of revision rev, with the canary on rev
+// and the rest on rev-1; then watches for holdWindow that nothing of the
+// main wave moves.
+func requireAwaiting(t *testing.T, h *sdk.Hub, hubClient client.Client, graphName string, rev int64) {
+	t.Helper()
+	mid := map[string]int64{"spoke-1": rev, "spoke-2": rev - 1, "spoke-3": rev - 1, "spoke-4": rev - 1}
+	requireRollout(t, h, graphName, fgv1alpha1.RolloutProgressing, mid)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		st := rolloutStatus(ct, hubClient, graphName)
+		assert.Equal(ct, "main", st.AwaitingApproval)
+		assert.Equal(ct, int32(1), st.Wave)
+		assert.Equal(ct, rev, st.TargetRevision)
+		assert.Contains(ct, st.Message, `wave "main" awaits approval`)
+	}, wait, tick)
+	require.Never(t, func() bool {
+		st := rolloutStatus(t, hubClient, graphName)
+		return st.AwaitingApproval != "main" || !assert.ObjectsAreEqual(mid, servedRevisions(h, graphName))
+	}, holdWindow, tick, "the main wave moved without approval")
+}
+
+// A wave with approval Required waits, across a hub restart, until the
+// fleetgraph.dev/approve annotation names it; the approval is recorded
+// with who set it, the annotation is consumed, and the next revision
+// waits again until Hub.Approve approves it.
+func TestARequiredWaveWaitsForApproval(t *testing.T) {
+	fleet, provider, spokes := ringFleet(t)
+	opts := sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync}
+	h, stop := startStoppableHub(t, fleet.Hub.Config, provider, opts)
+	gvk := startRing(t, fleet, h, spokes, "sluice", "Sluice", gatedWaves())
+	hubClient := newClient(t, fleet.Hub.Config)
+
+	rev2 := tideRGD(t, "sluice", "Sluice", "2", "")
+	require.NoError(t, h.RegisterGraph(context.Background(), rev2))
+	requireAwaiting(t, h, hubClient, "sluice", 2)
+	requireVersion(t, spokes["spoke-1"], "app", "2")
+	for _, name := range []string{"spoke-2", "spoke-3", "spoke-4"} {
+		requireVersion(t, spokes[name], "app", "1")
+	}
+	requireEvents(t, fleet, "sluice", "AwaitingApproval")
+
+	// A restarted hub still waits.
+	stop()
+	provider2 := newLabelledProvider(t, fleet, provider.labels)
+	h2, _ := startStoppableHub(t, fleet.Hub.Config, provider2, opts)
+	require.NoError(t, h2.RegisterGraph(context.Background(), rev2))
+	requireAwaiting(t, h2, hubClient, "sluice", 2)
+
+	// kubectl annotate graphrollout sluice fleetgraph.dev/approve=main
+	approveAs(t, hubClient, "sluice", "main", "kubectl-annotate")
+	requireRollout(t, h2, "sluice", fgv1alpha1.RolloutComplete, allServe(2))
+	for _, c := range spokes {
+		requireVersion(t, c, "app", "2")
+		requireState(t, c, gvk, "app", "ACTIVE")
+	}
+	st := rolloutStatus(t, hubClient, "sluice")
+	assert.Empty(t, st.AwaitingApproval)
+	require.Len(t, st.Approvals, 1)
+	assert.Equal(t, int64(2), st.Approvals[0].Revision)
+	assert.Equal(t, "main", st.Approvals[0].Wave)
+	assert.Equal(t, "kubectl-annotate", st.Approvals[0].By)
+	requireEventWith(t, fleet, "sluice", "Approved", `wave "main" of revision 2 approved by the fleetgraph.dev/approve annotation (set by field manager "kubectl-annotate")`)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.NotContains(ct, rolloutAnnotations(ct, hubClient, "sluice"), fgv1alpha1.AnnotationApprove, "consumed")
+	}, wait, tick)
+
+	// The next revision waits again; Hub.Approve lets it go on.
+	require.NoError(t, h2.RegisterGraph(context.Background(), tideRGD(t, "sluice", "Sluice", "3", "")))
+	requireAwaiting(t, h2, hubClient, "sluice", 3)
+	assert.ErrorIs(t, h2.Approve(context.Background(), "sluice", "no-such-wave"), sdk.ErrUnknownWave)
+	assert.ErrorIs(t, h2.Approve(context.Background(), "no-such-rollout", "main"), sdk.ErrNoRollout)
+	require.NoError(t, h2.Approve(context.Background(), "sluice", "main"))
+	requireRollout(t, h2, "sluice", fgv1alpha1.RolloutComplete, allServe(3))
+	requireVersion(t, spokes["spoke-4"], "app", "3")
+	requireEventWith(t, fleet, "sluice", "Approved", `wave "main" of revision 3 approved by the fleetgraph.dev/approve annotation (set by field manager "fleetgraph-approve")`)
+}
+
+// approveAs sets the approve annotation on the named GraphRollout as field
+// manager manager (kubectl annotate's is "kubectl-annotate").
+func approveAs(t *testing.T, c client.Client, name, value, manager string) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
+	u.SetName(name)
+	patch := []byte(`{"metadata":{"annotations":{"` + fgv1alpha1.AnnotationApprove + `":"` + value + `"}}}`)
+	require.NoError(t, c.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(manager)))
+}
+
+func rolloutAnnotations(t require.TestingT, c client.Client, name string) map[string]string {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
+	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Name: name}, u))
+	return u.GetAnnotations()
+}
+
+func requireEventWith(t *testing.T, fleet *fgtesting.Fleet, rollout, reason, note string) {
+	t.Helper()
+	c := newClient(t, fleet.Hub.Config)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		events := &eventsv1.EventList{}
+		require.NoError(ct, c.List(context.Background(), events))
+		assert.True(ct, hasEventWith(events, rollout, reason, note), "event %s on GraphRollout %s saying %s", reason, rollout, note)
+	}, wait, tick)
+}
