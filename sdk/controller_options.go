@@ -11,7 +11,9 @@ import (
 //     (MaxConcurrentReconciles, CacheSyncTimeout, RecoverPanic,
 //     NeedLeaderElection, UsePriorityQueue, ReconciliationTimeout, ...),
 //     except that SkipNameValidation defaults to true (several Hubs may
-//     live in one process) unless the manager sets it;
+//     live in one process) unless the manager sets it, and
+//     MaxConcurrentReconciles to rgd.DefaultWorkers (4) rather than 1,
+//     so that a tenant's slow RGDs do not hold up the others;
 //   - the spoke runtime's workers: MaxConcurrentReconciles is the default
 //     of Options.Workers (graphs served before SetupWithManager keep the
 //     count they started with until they are next updated). A panic in one

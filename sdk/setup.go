@@ -172,12 +172,13 @@ func (s rgdStarter) Start(ctx context.Context) error {
 		return err
 	}
 	r := &rgdctrl.Reconciler{
-		Client:   s.local.GetClient(),
-		Registry: rgdRegistry{h},
-		Recorder: h.recorder,
-		Selector: h.opts.RGDSelector,
-		Resync:   h.opts.StatusResync,
-		Changed:  h.changed,
+		Client:    s.local.GetClient(),
+		APIReader: s.local.GetAPIReader(),
+		Registry:  rgdRegistry{h},
+		Recorder:  h.recorder,
+		Selector:  h.opts.RGDSelector,
+		Resync:    h.opts.StatusResync,
+		Changed:   h.changed,
 	}
 	if err := r.SetupWithManager(s.local); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("starting the RGD controller: %w", err)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -31,6 +34,13 @@ import (
 // DefaultResync is how often the RGD controller refreshes an RGD's fleet
 // status (instance counts change without any event on the hub).
 const DefaultResync = 10 * time.Second
+
+// DefaultWorkers is Reconciler.Workers's default when the manager
+// sets no MaxConcurrentReconciles: RGDs of different names are reconciled
+// at once, so that one slow RGD (a compile waited for, a megabyte written)
+// does not hold up the others. Each name is still reconciled by one worker
+// at a time.
+const DefaultWorkers = 4
 
 // DefaultRemovalPoll is how often the RGD controller checks on the
 // removal of a deleted RGD's graph (besides being told when it is done).
@@ -86,6 +96,13 @@ type Reconciler struct {
 	// changed, so their status is written at once rather than at the next
 	// resync. Names of graphs that do not belong to an RGD are ignored.
 	Changed <-chan string
+	// APIReader reads an RGD from the API server when the cached copy
+	// proved stale (adding the finalizer conflicted). Defaults to Client.
+	APIReader client.Reader
+	// Workers is how many RGDs are reconciled at once. Defaults to the
+	// manager's MaxConcurrentReconciles (manager.Options.Controller) if
+	// set, else DefaultWorkers.
+	Workers int
 }
 
 // SetupWithManager adds the controller, named "fleetgraph-rgd", to the hub's
@@ -97,13 +114,19 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	if r.Selector == nil {
 		r.Selector = labels.Everything()
 	}
+	if r.Workers == 0 {
+		r.Workers = mgr.GetControllerOptions().MaxConcurrentReconciles
+	}
+	if r.Workers == 0 {
+		r.Workers = DefaultWorkers
+	}
 	skip := true // several hubs in one process (tests), unless mgr says otherwise
 	if s := mgr.GetControllerOptions().SkipNameValidation; s != nil {
 		skip = *s
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("fleetgraph-rgd").
-		WithOptions(controller.Options{SkipNameValidation: &skip}).
+		WithOptions(controller.Options{SkipNameValidation: &skip, MaxConcurrentReconciles: r.Workers}).
 		WithLogConstructor(rgdLogConstructor(mgr, "fleetgraph-rgd")). // rgd_log.go
 		For(&v1alpha1.ResourceGraphDefinition{})
 	if r.Changed != nil {
@@ -171,16 +194,54 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // claim puts our finalizer on rgd, so that its deletion waits for cleanup.
+// A conflict means the cached copy is behind the API server: a megabyte
+// RGD's watch event can take tens of seconds to reach a loaded hub's
+// cache, and every reconcile until then would conflict again (measured:
+// 50 s of conflicts before a tenant's RGD could be refused). The RGD is
+// then read from the API server once, and the finalizer added to that.
 func (r *Reconciler) claim(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) error {
 	if controllerutil.ContainsFinalizer(rgd, v1alpha1.FinalizerRGD) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(rgd.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(rgd, v1alpha1.FinalizerRGD)
-	if err := r.Client.Patch(ctx, rgd, patch); err != nil {
+	err := r.addFinalizer(ctx, rgd)
+	if !apierrors.IsConflict(err) {
+		return err
+	}
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	live := &v1alpha1.ResourceGraphDefinition{}
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(rgd), live); err != nil {
+		return fmt.Errorf("reading RGD %s after a conflict: %w", rgd.Name, err)
+	}
+	*rgd = *live
+	if controllerutil.ContainsFinalizer(rgd, v1alpha1.FinalizerRGD) {
+		return nil
+	}
+	return r.addFinalizer(ctx, rgd)
+}
+
+// addFinalizer adds our finalizer to rgd as of its resourceVersion.
+func (r *Reconciler) addFinalizer(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) error {
+	before := finalizersOf(rgd)
+	after := before.DeepCopy()
+	controllerutil.AddFinalizer(after, v1alpha1.FinalizerRGD)
+	if err := r.Client.Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("adding finalizer to RGD %s: %w", rgd.Name, err)
 	}
+	*rgd = *after // the object as the API server returned it
 	return nil
+}
+
+// finalizersOf is rgd's identity, version and finalizers alone: what a
+// patch of its finalizers is computed from. A patch computed from the whole
+// object would encode, decode and compare the whole spec twice, and a
+// tenant's spec may be megabytes.
+func finalizersOf(rgd *v1alpha1.ResourceGraphDefinition) *v1alpha1.ResourceGraphDefinition {
+	return &v1alpha1.ResourceGraphDefinition{ObjectMeta: metav1.ObjectMeta{
+		Name: rgd.Name, Namespace: rgd.Namespace, ResourceVersion: rgd.ResourceVersion, Finalizers: slices.Clone(rgd.Finalizers),
+	}}
 }
 
 // release removes the graph of an RGD being deleted, or no longer claimed,
@@ -197,9 +258,10 @@ func (r *Reconciler) release(ctx context.Context, rgd *v1alpha1.ResourceGraphDef
 	if !done {
 		return reconcile.Result{RequeueAfter: DefaultRemovalPoll}, nil
 	}
-	patch := client.MergeFromWithOptions(rgd.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(rgd, v1alpha1.FinalizerRGD)
-	if err := r.Client.Patch(ctx, rgd, patch); client.IgnoreNotFound(err) != nil {
+	before := finalizersOf(rgd)
+	after := before.DeepCopy()
+	controllerutil.RemoveFinalizer(after, v1alpha1.FinalizerRGD)
+	if err := r.Client.Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, fmt.Errorf("removing finalizer from RGD %s: %w", rgd.Name, err)
 	}
 	log.FromContext(ctx).Info("RGD released", "deleting", rgd.DeletionTimestamp != nil)
@@ -288,7 +350,7 @@ func setReady(st *v1alpha1.ResourceGraphDefinitionStatus, gen int64) {
 
 func (r *Reconciler) rejected(rgd *v1alpha1.ResourceGraphDefinition, st *v1alpha1.ResourceGraphDefinitionStatus, err error) {
 	prev := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionGraphAccepted)
-	msg := err.Error()
+	msg := fitCondition(err.Error())
 	reason := "InvalidResourceGraph"
 	switch {
 	case errors.Is(err, ErrNameTaken):
@@ -316,20 +378,45 @@ func order(g *graph.Graph) ([]string, []v1alpha1.ResourceInformation) {
 	return ids, infos
 }
 
+// maxConditionMessage is the longest message the API server accepts in a
+// condition (metav1.Condition's message: at most 32768 characters). A
+// status with a longer one is refused as a whole, so the RGD would show no
+// condition at all.
+const maxConditionMessage = 32768
+
+// fitCondition cuts msg to what a condition holds: at a line's end when it
+// can (a compile's errors are one a line), saying how much was left out.
+func fitCondition(msg string) string {
+	if len(msg) <= maxConditionMessage {
+		return msg
+	}
+	cut := msg[:maxConditionMessage-64]
+	if i := strings.LastIndexByte(cut, '\n'); i > 0 {
+		cut = cut[:i]
+	}
+	for !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	return fmt.Sprintf("%s\n… and %d more bytes of errors", cut, len(msg)-len(cut))
+}
+
 func setCondition(st *v1alpha1.ResourceGraphDefinitionStatus, typ string, status metav1.ConditionStatus, reason, msg string, gen int64) {
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen,
 	})
 }
 
-// writeStatus patches the status subresource only when it changed.
+// writeStatus patches the status subresource only when it changed. The
+// patch is computed from the status alone, not from the whole object,
+// whose spec may be megabytes.
 func (r *Reconciler) writeStatus(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, st v1alpha1.ResourceGraphDefinitionStatus) error {
 	if equality.Semantic.DeepEqual(rgd.Status, st) {
 		return nil
 	}
-	patch := client.MergeFrom(rgd.DeepCopy())
-	rgd.Status = st
-	if err := r.Client.Status().Patch(ctx, rgd, patch); err != nil {
+	before := &v1alpha1.ResourceGraphDefinition{ObjectMeta: metav1.ObjectMeta{Name: rgd.Name, Namespace: rgd.Namespace}, Status: rgd.Status}
+	after := before.DeepCopy()
+	after.Status = st
+	if err := r.Client.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("writing status of RGD %s: %w", rgd.Name, err)
 	}
 	log.FromContext(ctx).V(1).Info("RGD status written", "state", st.State)

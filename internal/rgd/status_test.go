@@ -2,6 +2,9 @@ package rgd
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -95,4 +98,35 @@ spec:
 			assert.Equal(t, tc.ready, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady).Status)
 		})
 	}
+}
+
+// A compile can fail with more errors than a condition holds (2000
+// resources, one error each): the API server refuses a status whose
+// condition message passes 32768 characters, so the refusal is cut to fit,
+// at a line's end, or the RGD would show no condition at all.
+func TestARefusalLongerThanAConditionHoldsIsCutToFit(t *testing.T) {
+	var b strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&b, "resource \"r%d\": data.v: ${schema.spec.missing%d}: undefined field 'missing%d'\n", i, i, i)
+	}
+	long := strings.TrimSuffix(b.String(), "\n")
+	require.Greater(t, len(long), maxConditionMessage)
+	rgd := &v1alpha1.ResourceGraphDefinition{}
+	rgd.Generation = 3
+	st := &v1alpha1.ResourceGraphDefinitionStatus{}
+	(&Reconciler{}).rejected(rgd, st, errors.New(long))
+
+	got := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionGraphAccepted)
+	require.NotNil(t, got)
+	assert.Equal(t, metav1.ConditionFalse, got.Status)
+	assert.LessOrEqual(t, len(got.Message), maxConditionMessage)
+	assert.True(t, strings.HasPrefix(got.Message, `resource "r0": data.v: ${schema.spec.missing0}`), got.Message[:100])
+	before, left, ok := strings.Cut(got.Message, "\n… and ")
+	require.True(t, ok, "the cut says so")
+	assert.True(t, strings.HasPrefix(long, before+"\n"), "the cut is at a line's end")
+	assert.Equal(t, fmt.Sprintf("%d more bytes of errors", len(long)-len(before)), left)
+
+	short := "resource \"a\": forEach: at most 10 iterators, got 11"
+	(&Reconciler{}).rejected(rgd, st, errors.New(short))
+	assert.Equal(t, short, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionGraphAccepted).Message, "a short one is whole")
 }

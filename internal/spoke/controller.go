@@ -30,6 +30,9 @@ type controller struct {
 	opts  Options
 	log   logr.Logger
 	queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+	// retries is queue's rate limiter: its After adds a floor to a retry
+	// after a reconcile stopped by a limit.
+	retries *fair.Retries
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -68,7 +71,6 @@ func newController(parent context.Context, name string, v Version, opts Options)
 		log:  opts.Logger.WithValues("controller", name, "graph", g.Name),
 		// The queue is named after the graph, not this version of it, so
 		// its metrics keep one name across graph updates.
-		queue:   fair.NewQueue(QueueName(g.Name)),
 		ctx:     ctx,
 		cancel:  cancel,
 		members: map[multicluster.ClusterName]*member{},
@@ -77,6 +79,7 @@ func newController(parent context.Context, name string, v Version, opts Options)
 		// 1,000 clusters.
 		defaults: crdschema.StorageSchema(g.CRD),
 	}
+	c.queue, c.retries = fair.NewQueue(QueueName(g.Name))
 	c.idle = sync.NewCond(&c.mu)
 	for range opts.Workers {
 		c.wg.Go(c.work)
@@ -299,7 +302,7 @@ func (c *controller) process(req mcreconcile.Request) {
 		if !errors.Is(err, errConflict) {
 			logFailure(c.log, c.queue, c.g.Name, req, err) // failure_log.go
 		}
-		c.queue.AddRateLimited(req)
+		c.queue.AddAfter(req, c.retries.After(req, err, time.Since(start)))
 	case after > 0:
 		reconcileTotal.WithLabelValues(c.g.Name, cluster, "requeue").Inc()
 		c.queue.Forget(req)

@@ -33,8 +33,10 @@
 // is kept for a namespace with nothing in flight, so a tenant whose
 // instances are slow to reconcile delays only itself; the queue hands
 // requests out in turns of clusters and namespaces, and failed requests are
-// retried under a rate limit per namespace (package fair). A watch a
-// reconcile needs
+// retried under a rate limit per namespace; a reconcile stopped by one of
+// the graph's limits waits at least ten times what it took, so an instance
+// that spends its whole budget at every try holds at most a tenth of a
+// worker (package fair). A watch a reconcile needs
 // starts in the background; the reconcile waits for its initial list no
 // longer than for any other call.
 //

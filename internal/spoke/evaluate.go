@@ -74,9 +74,15 @@ type evaluator struct{ m *member }
 // evaluate walks the graph level by level, applying the nodes of one level
 // in parallel. A node runs only when every dependency is ready. full
 // bypasses the memory of unchanged applies.
+//
+// Each level is expanded before anything of it is applied (plan): when its
+// nodes' children together pass Limits.MaxChildren, none of them is
+// applied, so an instance that asks for too many children across its
+// resources writes none of that level rather than the first thousands.
 func (e evaluator) evaluate(inst *unstructured.Unstructured, full bool) *outcome {
 	m := e.m
-	budget := graph.NewBudget(m.g.Limits())
+	limits := m.g.Limits().WithDefaults()
+	budget := graph.NewBudget(limits)
 	out := &outcome{
 		ctx: graph.WithBudget(m.ctx, budget), budget: budget,
 		vals: graph.Values{"schema": inst.Object}, nodes: map[string]*nodeResult{}, full: full,
@@ -84,20 +90,46 @@ func (e evaluator) evaluate(inst *unstructured.Unstructured, full bool) *outcome
 	m.bindCluster(out.vals) // cluster_values.go
 	for _, level := range m.g.Levels {
 		results := make([]*nodeResult, len(level))
-		if len(level) == 1 {
-			results[0] = e.evalNodeSafely(inst, level[0], out)
-		} else {
-			var wg sync.WaitGroup
+		iterations := make([][]map[string]any, len(level))
+		eachNode(level, func(i int, n *graph.Node) { iterations[i], results[i] = e.planSafely(inst, n, out) })
+		if children := budget.Children(); children > int64(limits.MaxChildren) {
 			for i, n := range level {
-				wg.Go(func() { results[i] = e.evalNodeSafely(inst, n, out) })
+				if results[i] == nil {
+					results[i] = tooManyChildren(n, children, limits.MaxChildren)
+				}
 			}
-			wg.Wait()
 		}
+		eachNode(level, func(i int, n *graph.Node) {
+			if results[i] == nil {
+				results[i] = e.childrenSafely(inst, n, out, iterations[i])
+			}
+		})
 		for i, n := range level {
 			out.record(n, results[i])
 		}
 	}
 	return out
+}
+
+// eachNode calls f for every node of a level, in parallel when there are
+// several.
+func eachNode(level []*graph.Node, f func(int, *graph.Node)) {
+	if len(level) == 1 {
+		f(0, level[0])
+		return
+	}
+	var wg sync.WaitGroup
+	for i, n := range level {
+		wg.Go(func() { f(i, n) })
+	}
+	wg.Wait()
+}
+
+// tooManyChildren is the result of a node of a level whose nodes' children
+// together pass Limits.MaxChildren: it applies nothing.
+func tooManyChildren(n *graph.Node, children int64, limit int) *nodeResult {
+	return failed(n, reasonLimitExceeded, fmt.Errorf("forEach: %w: nothing applied: the instance's resources would have %d children or more together, over the limit of %d (Limits.MaxChildren)",
+		graph.ErrLimit, children, limit))
 }
 
 func (o *outcome) record(n *graph.Node, r *nodeResult) {
@@ -130,30 +162,49 @@ func (o *outcome) resolved(id string) bool {
 	return r.state == nodeReady || r.state == nodeNotReady || r.state == nodeExcluded
 }
 
-func (e evaluator) evalNodeSafely(inst *unstructured.Unstructured, n *graph.Node, o *outcome) (r *nodeResult) {
+// planSafely is plan, with a panic turned into the node's failure.
+func (e evaluator) planSafely(inst *unstructured.Unstructured, n *graph.Node, o *outcome) (its []map[string]any, r *nodeResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			its, r = nil, failed(n, reasonEvaluationFailed, panicError("node "+n.ID, p))
+		}
+	}()
+	return e.plan(inst, n, o)
+}
+
+// plan decides whether a node runs and expands its iterations, counting
+// its children (Node.Iterations): a result means the node is done (held
+// back, excluded, failed, or an external reference read); none means its
+// iterations are to be applied.
+func (e evaluator) plan(inst *unstructured.Unstructured, n *graph.Node, o *outcome) ([]map[string]any, *nodeResult) {
+	if r := gate(n, o.nodes); r != nil {
+		return nil, r
+	}
+	included, err := n.Included(o.ctx, o.vals)
+	if err != nil {
+		return nil, evalError(n, "includeWhen", err)
+	}
+	if !included {
+		return nil, &nodeResult{state: nodeExcluded, message: fmt.Sprintf("%s: excluded by includeWhen", n.ID)}
+	}
+	if n.External {
+		return nil, e.external(o.ctx, inst, n, o.vals)
+	}
+	iterations, err := n.Iterations(o.ctx, o.vals)
+	if err != nil {
+		return nil, evalError(n, "forEach", err)
+	}
+	return iterations, nil
+}
+
+// childrenSafely is evalChildren, with a panic turned into the node's failure.
+func (e evaluator) childrenSafely(inst *unstructured.Unstructured, n *graph.Node, o *outcome, iterations []map[string]any) (r *nodeResult) {
 	defer func() {
 		if p := recover(); p != nil {
 			r = failed(n, reasonEvaluationFailed, panicError("node "+n.ID, p))
 		}
 	}()
-	return e.evalNode(inst, n, o)
-}
-
-func (e evaluator) evalNode(inst *unstructured.Unstructured, n *graph.Node, o *outcome) *nodeResult {
-	if r := gate(n, o.nodes); r != nil {
-		return r
-	}
-	included, err := n.Included(o.ctx, o.vals)
-	if err != nil {
-		return evalError(n, "includeWhen", err)
-	}
-	if !included {
-		return &nodeResult{state: nodeExcluded, message: fmt.Sprintf("%s: excluded by includeWhen", n.ID)}
-	}
-	if n.External {
-		return e.external(o.ctx, inst, n, o.vals)
-	}
-	return e.evalChildren(o.ctx, inst, n, o.vals, o.full)
+	return e.evalChildren(o.ctx, inst, n, o.vals, iterations, o.full)
 }
 
 // gate holds a node back while a dependency is excluded or not ready.
@@ -178,16 +229,13 @@ func gate(n *graph.Node, done map[string]*nodeResult) *nodeResult {
 	return nil
 }
 
-// evalChildren renders and applies every iteration of a node, a batch at
-// a time (renderBatch), so that one reconcile never holds more than a
-// batch of rendered objects it has not applied yet. The children of every
-// node together are bounded by the graph's Limits (MaxChildren, counted by
-// Iterations; MaxRenderedBytes, counted by Render).
-func (e evaluator) evalChildren(ctx context.Context, inst *unstructured.Unstructured, n *graph.Node, vals graph.Values, full bool) *nodeResult {
-	iterations, err := n.Iterations(ctx, vals)
-	if err != nil {
-		return evalError(n, "forEach", err)
-	}
+// evalChildren renders and applies every iteration of a node (plan
+// expanded them), a batch at a time (renderBatch), so that one reconcile
+// never holds more than a batch of rendered objects it has not applied
+// yet. The children of every node together are bounded by the graph's
+// Limits (MaxChildren, counted by Iterations before a level is applied;
+// MaxRenderedBytes, counted by Render).
+func (e evaluator) evalChildren(ctx context.Context, inst *unstructured.Unstructured, n *graph.Node, vals graph.Values, iterations []map[string]any, full bool) *nodeResult {
 	r := &nodeResult{state: nodeReady}
 	items := make([]any, 0, len(iterations))
 	batch := e.renderBatch()

@@ -2,6 +2,7 @@ package spoke
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -11,6 +12,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"github.com/fleetgraph/fleetgraph/internal/spoke/fair"
 )
 
 // levels records, per line, "error" or the V level of an info line.
@@ -61,4 +64,11 @@ func TestReconcileFailuresAreLoggedAtErrorLevelOncePerChange(t *testing.T) {
 	q.Forget(req) // a reconcile succeeded
 	fail(req, "child deployment: quota exceeded")
 	assert.Equal(t, []string{"error"}, sink.take(), "failing again after a success")
+}
+
+func TestAFailureOfALimitIsStoppedByLimitForTheRetries(t *testing.T) {
+	stopped := &limitFailure{"template: ... (Limits.InstanceTimeout)"}
+	assert.ErrorIs(t, fmt.Errorf("reconciling: %w", stopped), fair.ErrStoppedByLimit)
+	assert.Equal(t, stopped.message, stopped.Error(), "the instance's message, untouched")
+	assert.NotErrorIs(t, errors.New("the API server said no"), fair.ErrStoppedByLimit)
 }

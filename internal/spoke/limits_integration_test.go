@@ -52,20 +52,58 @@ spec:
         i: ${string(i)}
 `
 
+// spreadRGD asks for children from two resources of the same level.
+const spreadRGD = `
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: spread
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Spread
+    spec:
+      size: integer | default=1
+  resources:
+  - id: left
+    forEach:
+    - i: ${lists.range(schema.spec.size)}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name + "-left-" + string(i)}
+  - id: right
+    forEach:
+    - i: ${lists.range(schema.spec.size)}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name + "-right-" + string(i)}
+`
+
 // servedWithLimits serves boundedRGD, compiled with lim, on the shared
 // fleet's first spoke, in namespace bounded.
 func servedWithLimits(t *testing.T, lim graph.Limits) (client.Client, *graph.Graph) {
 	t.Helper()
+	return servedRGDWithLimits(t, boundedRGD, "bounded", lim)
+}
+
+// servedRGDWithLimits serves the RGD doc, compiled with lim, on the shared
+// fleet's first spoke, in namespace ns.
+func servedRGDWithLimits(t *testing.T, doc, ns string, lim graph.Limits) (client.Client, *graph.Graph) {
+	t.Helper()
 	rgd := &v1alpha1.ResourceGraphDefinition{}
-	require.NoError(t, yaml.Unmarshal([]byte(boundedRGD), rgd))
+	require.NoError(t, yaml.Unmarshal([]byte(doc), rgd))
 	g, err := graph.Compile(rgd, graph.Options{Limits: lim})
 	require.NoError(t, err)
 	fleet := sharedFleet(t)
 	s := fleet.Spokes()[0]
 	c := newClient(t, s.Config)
 	installCRD(t, c, g)
-	createNamespace(t, c, "bounded")
-	provider, _ := providerFor(t, "bounded", []*fgtesting.Cluster{s}, cacheopts.TrimCache)
+	createNamespace(t, c, ns)
+	provider, _ := providerFor(t, ns, []*fgtesting.Cluster{s}, cacheopts.TrimCache)
 	rt := startRuntime(t, fleet, provider, spoke.Options{})
 	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	return c, g
@@ -101,6 +139,33 @@ func TestBoundedInstancesGoToErrorAndOthersKeepWorking(t *testing.T) {
 
 	stateIs(t, c, g, "bounded", "benign", contract.StateActive)
 	configMapData(t, c, "bounded", "benign-1", "i", "1")
+}
+
+// An instance whose resources together ask for more children than
+// MaxChildren, each under it alone, writes none of them: the children of a
+// level are counted before any is applied. (Counted as each resource was
+// expanded, the first resources' children were applied: issue 23's
+// corpus wrote 5000 ConfigMaps, for a minute and a half, before the limit
+// stopped an instance asking for 300,000.)
+func TestChildrenPastTheLimitAcrossResourcesAreNotApplied(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, g := servedRGDWithLimits(t, spreadRGD, "spread", graph.Limits{MaxChildren: 5})
+
+	require.NoError(t, c.Create(ctx, newInstance(g, "spread", "fits", map[string]any{"size": int64(2)})))
+	require.NoError(t, c.Create(ctx, newInstance(g, "spread", "over", map[string]any{"size": int64(3)})))
+	stateIs(t, c, g, "spread", "over", contract.StateError)
+	u, err := getInstance(t, c, g, "spread", "over")
+	require.NoError(t, err)
+	assert.Equal(t, "LimitExceeded", readyReason(u))
+	assert.Contains(t, readyMessage(u), "over the limit of 5 (Limits.MaxChildren)")
+	list := &corev1.ConfigMapList{}
+	require.NoError(t, c.List(ctx, list, client.InNamespace("spread"), client.MatchingLabels{contract.LabelInstanceName: "over"}))
+	assert.Empty(t, list.Items, "no child of the level is applied once its children together pass the limit")
+
+	stateIs(t, c, g, "spread", "fits", contract.StateActive)
+	require.NoError(t, c.List(ctx, list, client.InNamespace("spread"), client.MatchingLabels{contract.LabelInstanceName: "fits"}))
+	assert.Len(t, list.Items, 4, "an instance under the limit has all its children")
 }
 
 // limitExceeded waits until the instance is in ERROR with a Ready

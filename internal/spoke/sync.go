@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/spoke/fair"
 )
 
 // sync reconciles a live instance: finalizer and child kinds, children in
@@ -43,6 +44,9 @@ func (r reconciler) sync(inst *unstructured.Unstructured) (time.Duration, error)
 		return 0, err
 	}
 	if o.failed != nil {
+		if o.failed.reason == reasonLimitExceeded {
+			return 0, &limitFailure{o.failed.message}
+		}
 		return 0, fmt.Errorf("%s", o.failed.message)
 	}
 	if pruneErr != nil {
@@ -93,3 +97,11 @@ func (r reconciler) deleteChild(e InventoryEntry) error {
 	}
 	return err
 }
+
+// limitFailure is a reconcile's error when one of the graph's limits
+// stopped its evaluation: its message is the instance's, and it is
+// fair.ErrStoppedByLimit, so that its retry waits longer.
+type limitFailure struct{ message string }
+
+func (e *limitFailure) Error() string        { return e.message }
+func (e *limitFailure) Is(target error) bool { return target == fair.ErrStoppedByLimit }

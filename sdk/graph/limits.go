@@ -111,7 +111,9 @@ type Limits struct {
 
 	// MaxChildren is the most children one instance may have across all of
 	// its resources, forEach items included. (Each forEach resource is also
-	// bounded by MaxIterations.)
+	// bounded by MaxIterations.) The spoke runtime counts the children of
+	// every resource of one level of the graph before it applies any of
+	// them: a level that passes the limit writes nothing.
 	//
 	// Defaults to 5,000.
 	MaxChildren int

@@ -1,6 +1,7 @@
 package fair
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -20,7 +21,7 @@ func req(cluster, ns, name string) mcreconcile.Request {
 }
 
 func TestTheQueueHandsOutNamespacesInTurn(t *testing.T) {
-	q := NewQueue("")
+	q, _ := NewQueue("")
 	t.Cleanup(q.ShutDown)
 	for i := range 1000 {
 		q.Add(req("", "heavy", fmt.Sprint(i)))
@@ -71,7 +72,7 @@ func TestFifoGivesItsRoomBack(t *testing.T) {
 }
 
 func TestRetriesOfOneNamespaceDoNotDelayAnother(t *testing.T) {
-	l := newRetryLimiter()
+	l := newRetries()
 	now := time.Unix(1000, 0)
 	l.now = func() time.Time { return now }
 	// A tenant's 300 instances fail at once: its bucket (100, then 10 a
@@ -90,7 +91,7 @@ func TestRetriesOfOneNamespaceDoNotDelayAnother(t *testing.T) {
 }
 
 func TestAnInstancesBackoffStillGrows(t *testing.T) {
-	l := newRetryLimiter()
+	l := newRetries()
 	r := req("", "ns", "app")
 	for range 5 {
 		l.When(r)
@@ -99,6 +100,17 @@ func TestAnInstancesBackoffStillGrows(t *testing.T) {
 	assert.Equal(t, 32*retryBase, l.When(r))
 	l.Forget(r)
 	assert.Equal(t, retryBase, l.When(r))
+}
+
+func TestARetryAfterALimitWaitsTenTimesWhatTheReconcileTook(t *testing.T) {
+	l := newRetries()
+	heavy, other := req("", "heavy", "app"), req("", "heavy", "other")
+	stopped := fmt.Errorf("template: ... (Limits.InstanceTimeout): %w", ErrStoppedByLimit)
+	assert.Equal(t, 20*time.Second, l.After(heavy, fmt.Errorf("reconciling: %w", stopped), 2*time.Second),
+		"an instance that spent 2 s and was stopped by a limit waits 20 s, not the backoff's 5 ms")
+	assert.Equal(t, 2*retryBase, l.After(heavy, stopped, time.Millisecond), "a quick one waits its backoff, which still grows")
+	assert.Equal(t, retryBase, l.After(other, errors.New("the API server said no"), 2*time.Second),
+		"any other failure waits its backoff alone, however long it took")
 }
 
 // admitN admits n requests of ns, named prefix-i, and returns how many

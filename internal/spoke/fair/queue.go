@@ -28,8 +28,8 @@ func flowOf(req mcreconcile.Request) flow {
 
 // NewQueue is a rate-limited work queue named name (the "name" label of
 // its workqueue_* metrics) whose order is fairQueue's and whose retries
-// are limited per flow (retryLimiter).
-func NewQueue(name string) workqueue.TypedRateLimitingInterface[mcreconcile.Request] {
+// are limited per flow by the Retries it returns too.
+func NewQueue(name string) (workqueue.TypedRateLimitingInterface[mcreconcile.Request], *Retries) {
 	inner := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[mcreconcile.Request]{
 		Name:  name,
 		Queue: newFairQueue(),
@@ -38,8 +38,9 @@ func NewQueue(name string) workqueue.TypedRateLimitingInterface[mcreconcile.Requ
 		Name:  name,
 		Queue: inner,
 	})
-	return workqueue.NewTypedRateLimitingQueueWithConfig[mcreconcile.Request](newRetryLimiter(),
-		workqueue.TypedRateLimitingQueueConfig[mcreconcile.Request]{Name: name, DelayingQueue: delaying})
+	retries := newRetries()
+	return workqueue.NewTypedRateLimitingQueueWithConfig[mcreconcile.Request](retries,
+		workqueue.TypedRateLimitingQueueConfig[mcreconcile.Request]{Name: name, DelayingQueue: delaying}), retries
 }
 
 var _ workqueue.Queue[mcreconcile.Request] = &fairQueue{}

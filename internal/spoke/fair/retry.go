@@ -1,6 +1,7 @@
 package fair
 
 import (
+	"errors"
 	"sync"
 	"time"
 
@@ -26,13 +27,21 @@ const (
 	// retryRefill is how long an unused bucket takes to fill again: a
 	// full bucket is the same as none, so it is then dropped.
 	retryRefill = retryBurst / retryQPS * time.Second
+	// limitRetryFactor is how many times what a reconcile stopped by a
+	// limit took its retry waits at least (After).
+	limitRetryFactor = 10
 )
 
-var _ workqueue.TypedRateLimiter[mcreconcile.Request] = &retryLimiter{}
+// ErrStoppedByLimit marks the error of a reconcile whose evaluation was
+// stopped by one of the graph's limits (reason LimitExceeded): Retries.After
+// makes its retry wait longer.
+var ErrStoppedByLimit = errors.New("stopped by a limit")
 
-// retryLimiter delays a failed request by the longer of its own
+var _ workqueue.TypedRateLimiter[mcreconcile.Request] = &Retries{}
+
+// Retries delays a failed request by the longer of its own
 // exponential backoff and what its flow's bucket allows.
-type retryLimiter struct {
+type Retries struct {
 	items workqueue.TypedRateLimiter[mcreconcile.Request]
 	now   func() time.Time
 
@@ -41,8 +50,8 @@ type retryLimiter struct {
 	swept time.Time
 }
 
-func newRetryLimiter() *retryLimiter {
-	return &retryLimiter{
+func newRetries() *Retries {
+	return &Retries{
 		items: workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](retryBase, retryMax),
 		now:   time.Now,
 		flows: map[flow]*rate.Limiter{},
@@ -50,7 +59,7 @@ func newRetryLimiter() *retryLimiter {
 }
 
 // When returns how long req waits before it is retried.
-func (l *retryLimiter) When(req mcreconcile.Request) time.Duration {
+func (l *Retries) When(req mcreconcile.Request) time.Duration {
 	backoff := l.items.When(req)
 	now := l.now()
 	l.mu.Lock()
@@ -65,9 +74,27 @@ func (l *retryLimiter) When(req mcreconcile.Request) time.Duration {
 	return max(backoff, b.ReserveN(now, 1).DelayFrom(now))
 }
 
+// After is how long req waits before it is retried after a reconcile that
+// took took and failed with err: When's backoff, and for a reconcile
+// stopped by one of the graph's limits (ErrStoppedByLimit) at least
+// limitRetryFactor times what it took. Such a failure comes back the same
+// until the instance changes, and it may have spent its whole budget
+// (Limits.InstanceTimeout): retried at the backoff's first steps (5 ms,
+// 10 ms, ...) an instance that spends 2 s each time would hold a worker
+// for half a minute, and a tenant with a few of them every worker of the
+// graph and the hub's CPU. With the floor it holds at most
+// 1/(1+limitRetryFactor) of a worker's time.
+func (l *Retries) After(req mcreconcile.Request, err error, took time.Duration) time.Duration {
+	delay := l.When(req)
+	if errors.Is(err, ErrStoppedByLimit) {
+		delay = max(delay, limitRetryFactor*took)
+	}
+	return delay
+}
+
 // sweepLocked drops, at most once per retryRefill, the buckets that are
 // full again, so that the map holds only flows that failed lately.
-func (l *retryLimiter) sweepLocked(now time.Time) {
+func (l *Retries) sweepLocked(now time.Time) {
 	if now.Sub(l.swept) < retryRefill {
 		return
 	}
@@ -80,13 +107,13 @@ func (l *retryLimiter) sweepLocked(now time.Time) {
 }
 
 // NumRequeues is how many times req was retried since it last succeeded.
-func (l *retryLimiter) NumRequeues(req mcreconcile.Request) int { return l.items.NumRequeues(req) }
+func (l *Retries) NumRequeues(req mcreconcile.Request) int { return l.items.NumRequeues(req) }
 
 // Forget resets req's backoff.
-func (l *retryLimiter) Forget(req mcreconcile.Request) { l.items.Forget(req) }
+func (l *Retries) Forget(req mcreconcile.Request) { l.items.Forget(req) }
 
 // flowCount is the number of buckets held, for tests.
-func (l *retryLimiter) flowCount() int {
+func (l *Retries) flowCount() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.flows)
