@@ -193,7 +193,10 @@ func (h *Hub) observe(graphName string) map[string]rollout.Observation {
 	}
 	for name, c := range h.runtime.Counts(graphName) {
 		o := out[string(name)]
-		o.Instances, o.Ready = c.Total, c.Ready
+		// Ready as the serving revision itself reconciled it: an ACTIVE
+		// an earlier revision wrote, or one the new one could not
+		// overwrite, does not count toward its wave's health.
+		o.Instances, o.Ready = c.Total, min(c.Ready, c.Confirmed)
 		out[string(name)] = o
 	}
 	for _, c := range h.FleetStatus(graphName).Clusters {

@@ -76,5 +76,7 @@ func isActive(u *unstructured.Unstructured) bool {
 // count is the member's instance count, from its current tally; zero
 // until the instance watch has started.
 func (m *member) count() Count {
-	return m.tally.Load().count()
+	c := m.tally.Load().count()
+	c.Confirmed = m.states.active()
+	return c
 }

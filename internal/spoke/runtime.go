@@ -29,6 +29,12 @@ type Count struct {
 	Total int
 	// Ready is the number of those whose status.state is ACTIVE.
 	Ready int
+	// Confirmed is the number of instances that the version serving the
+	// cluster has itself reconciled to ACTIVE, last time it reconciled
+	// them. A state an earlier version wrote does not count, nor does one
+	// that could not be written: a rollout's health gate reads this, not
+	// Ready.
+	Confirmed int
 }
 
 // Runtime serves compiled graphs on every engaged cluster. Its methods are

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
 // instanceStates is the state (status.state) each instance a member
@@ -76,6 +78,21 @@ func (s *instanceStates) countNamespaceLocked(ns string, had, has bool) {
 // spansNamespaces reports whether the cluster has instances of the graph
 // in more than one namespace (cluster-scoped ones counting as one).
 func (s *instanceStates) spansNamespaces() bool { return s.spans.Load() }
+
+// active returns how many instances this member last reconciled to
+// ACTIVE. Members serve one version each, so these are the instances that
+// version has confirmed, whatever state an earlier one wrote.
+func (s *instanceStates) active() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, state := range s.states {
+		if state == contract.StateActive {
+			n++
+		}
+	}
+	return n
+}
 
 // keys returns the instances with a state.
 func (s *instanceStates) keys() []types.NamespacedName {
