@@ -1,11 +1,14 @@
 package replicas
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/fleetgraph/fleetgraph/hub"
 )
@@ -60,4 +63,20 @@ func TestAClusterLetGoIsListedForOneTTLAtMost(t *testing.T) {
 	records := []corev1.ConfigMap{replicaRecord(t, "b", now, hub.ClusterStatus{Cluster: "c1", HandingOver: true, Instances: 1})}
 	got := r.merge(hub.GraphStatus{Graph: "g", Clusters: []hub.ClusterStatus{{Cluster: "c1", Instances: 2}}}, records, now)
 	assert.Equal(t, []hub.ClusterStatus{{Cluster: "c1", Instances: 2}}, got.Clusters)
+}
+
+// TestForgetDropsAGraphsHandOvers: removing a graph keeps nothing of it in
+// memory, so graphs that come and go (a tenant's RGDs) cost nothing after.
+func TestForgetDropsAGraphsHandOvers(t *testing.T) {
+	c := fake.NewClientBuilder().Build()
+	r := &Status{Client: c, Namespace: "kube-system", Replica: "a", TTL: time.Minute}
+	now := time.Now()
+	r.withHandovers(hub.GraphStatus{Graph: "g", Clusters: []hub.ClusterStatus{{Cluster: "c1"}, {Cluster: "c2"}}}, now)
+	r.withHandovers(hub.GraphStatus{Graph: "g", Clusters: []hub.ClusterStatus{{Cluster: "c1"}}}, now)
+	require.NotEmpty(t, r.handing["g"])
+
+	require.NoError(t, r.Forget(context.Background(), "g"))
+
+	assert.NotContains(t, r.lastOwn, "g")
+	assert.NotContains(t, r.handing, "g")
 }

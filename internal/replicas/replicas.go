@@ -189,6 +189,8 @@ func peersOf(records []metav1.PartialObjectMetadata, ttl time.Duration, now time
 func (r *Status) Forget(ctx context.Context, graph string) error {
 	r.mu.Lock()
 	delete(r.published, graph)
+	delete(r.lastOwn, graph) // a tenant's RGDs come and go: keep nothing of a removed one
+	delete(r.handing, graph)
 	r.mu.Unlock()
 	cur, err := r.ownRecord(ctx, graph)
 	if errors.Is(err, ErrNotOurRecord) {
