@@ -97,4 +97,3 @@ func rolloutOf(h *sdk.Hub, graphName string) sdk.RolloutStatus {
 	st, _ := h.Rollout(graphName)
 	return st
 }
-
