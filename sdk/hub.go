@@ -84,10 +84,11 @@ type Hub struct {
 	// revisions records every served spec on the hub; nil until
 	// SetupWithManager (see versions.go).
 	revisions *revisions.Store
-	// planner decides placement and rollout waves; rollouts moves the
-	// GraphRollouts on (nil when disabled). See rollout.go.
+	// planner decides placement and rollout waves (rollouts.planner);
+	// rollouts connects it and the GraphRollout controller to the hub.
+	// See rollout.go.
 	planner  *rollout.Planner
-	rollouts *rollout.Controller
+	rollouts *rollouts
 	// replicas merges the fleet status with other replicas'; nil unless
 	// Options.Replica is set (see sharding.go).
 	replicas *replicas.Status
@@ -166,7 +167,8 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		workersSet:       workersSet,
 	}
 	h.compiles = newCompiles(ctx, opts.CompileTimeout, h.notifyChanged)
-	h.planner = h.newPlanner()
+	h.rollouts = newRollouts(h)
+	h.planner = h.rollouts.planner
 	h.schemas.Timeout = hub.DefaultRequestTimeout
 	h.fanOut = h.newFanOut(provider) // fanout.go
 	h.runtime = spoke.New(spoke.Options{

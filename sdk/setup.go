@@ -93,7 +93,7 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	if err := h.setupRevisions(mgr.GetLocalManager()); err != nil {
 		return err
 	}
-	if err := h.setupRollouts(mgr.GetLocalManager()); err != nil {
+	if err := h.rollouts.setup(mgr.GetLocalManager()); err != nil {
 		return err
 	}
 	if err := h.setupClusterSource(mgr); err != nil {
@@ -290,7 +290,7 @@ func (h *Hub) gate(ctx context.Context, name multicluster.ClusterName, v spoke.V
 	if v.Removal != "" {
 		return nil
 	}
-	if err := h.placementGate(ctx, name, v); err != nil {
+	if err := h.rollouts.gate(ctx, name, v); err != nil {
 		return err
 	}
 	return h.ensure(ctx, string(name), v.Graph, v.Revision) // fanout.go

@@ -66,7 +66,7 @@ func (h *Hub) previousRevision(ctx context.Context, name multicluster.ClusterNam
 	e, revs := h.clusters[string(name)], h.revisions
 	h.mu.Unlock()
 	g := latest.Graph
-	if e == nil || revs == nil || !h.placedForFallback(name, g.Name) {
+	if e == nil || revs == nil || !h.rollouts.placedForFallback(name, g.Name) {
 		return spoke.Version{}, nil
 	}
 	rev, err := revisions.ServedRevision(ctx, e.cl.GetAPIReader(), g.CRD.Name)
