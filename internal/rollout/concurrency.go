@@ -167,3 +167,18 @@ func startedClusters(spec fgv1alpha1.GraphRolloutSpec, st fgv1alpha1.GraphRollou
 	}
 	return out
 }
+
+// turnsIn says, of the clusters in bad that have not started in the
+// limited wave in progress, that they wait their turn rather than what
+// they serve.
+func turnsIn(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRolloutSpec, bad []fgv1alpha1.RolloutCluster) {
+	if !limited(spec, st.Wave) {
+		return
+	}
+	for i := range bad {
+		if !started(st, st.Moving, bad[i].Name) {
+			bad[i].Message = fmt.Sprintf("waits its turn (maxConcurrency %s), serves revision %d",
+				spec.Waves[st.Wave].MaxConcurrency.String(), bad[i].Revision)
+		}
+	}
+}

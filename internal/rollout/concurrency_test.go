@@ -122,6 +122,10 @@ func TestMaxConcurrencyMovesOneClusterAtATime(t *testing.T) {
 			assert.Equal(t, moving[0], ro.Status.Moving[0].Name, "the status names the cluster moving")
 			assert.Len(t, ro.Status.Moved, len(order)-1)
 			assert.Contains(t, ro.Status.Message, "moves "+moving[0]+" (maxConcurrency 1)")
+			if moving[0] == "a" {
+				require.Len(t, ro.Status.HoldingBack, 4)
+				assert.Equal(t, "waits its turn (maxConcurrency 1), serves revision 1", ro.Status.HoldingBack[3].Message)
+			}
 		}
 	}
 	assert.Equal(t, fgv1alpha1.RolloutComplete, ro.Status.Phase, ro.Status.Message)

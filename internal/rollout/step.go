@@ -209,6 +209,7 @@ func fillClusters(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRollou
 	if st.Wave < waveCount(spec) {
 		st.WaveName = waveName(spec, st.Wave)
 		st.HoldingBack = withoutFailed(unhealthy(spec, st.TargetRevision, st.Wave, waves, obs), st.Failed)
+		turnsIn(st, spec, st.HoldingBack)
 	} else if st.TargetRevision > 0 {
 		// Past the last wave every placed cluster should serve the target,
 		// but those that failed it.
