@@ -69,6 +69,18 @@ func pace(now metav1.Time, st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.Gr
 			moving = append(moving, m)
 		}
 	}
+	// A cluster that took the target before the wave had a limit (its
+	// spec changed) is adopted as it is, not sent back.
+	for _, name := range members {
+		i := slices.IndexFunc(bad, func(b fgv1alpha1.RolloutCluster) bool { return b.Name == name })
+		switch {
+		case started(st, moving, name):
+		case i < 0:
+			st.Moved = append(st.Moved, name)
+		case bad[i].Revision == st.TargetRevision:
+			moving = append(moving, fgv1alpha1.RolloutMove{Name: name, Since: now})
+		}
+	}
 	limit := concurrency(spec, st.Wave, len(members))
 	for _, name := range members {
 		if len(moving) >= limit {

@@ -203,3 +203,27 @@ func TestAnUnlimitedWaveMovesAllAtOnce(t *testing.T) {
 	assert.Len(t, f.moving(2), 3)
 	assert.Empty(t, ro.Status.Moving)
 }
+
+// A limit set on a wave in progress adopts the clusters that already took
+// the target: none is sent back, and no new one starts while as many move.
+func TestALimitSetMidWaveAdoptsTheClustersThatMoved(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ro := &fgv1alpha1.GraphRollout{Spec: fgv1alpha1.GraphRolloutSpec{Graph: "g", Waves: []fgv1alpha1.Wave{{Name: "all", Percent: 100}}}}
+	f := newSimFleet(map[string]int32{"a": 0, "b": 0, "c": 0, "d": 0}, 1)
+	step(t0, ro, 1, f.waves, f.observe())
+	step(metav1.NewTime(t0.Add(time.Second)), ro, 2, f.waves, f.observe())
+	f.apply(ro, 2) // every cluster takes revision 2
+	f.step++       // a later look: a and b are healthy on it
+	f.since["c"] = f.step
+	f.serves["d"] = 1 // d's gate has not passed yet
+	ro.Spec.Waves[0].MaxConcurrency = ptrTo(intstr.FromInt32(1))
+	step(metav1.NewTime(t0.Add(2*time.Second)), ro, 2, f.waves, f.observe())
+	assert.Equal(t, []string{"a", "b"}, ro.Status.Moved)
+	require.Len(t, ro.Status.Moving, 1)
+	assert.Equal(t, "c", ro.Status.Moving[0].Name)
+	p := planOf(ro)
+	for _, name := range []string{"a", "b", "c"} {
+		assert.NoError(t, p.decideOn(name, 2, 0), "%s keeps the target", name)
+	}
+	assert.ErrorIs(t, p.decideOn("d", 2, 0), ErrHeldBack, "d waits its turn")
+}
