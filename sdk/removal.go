@@ -259,18 +259,14 @@ func (r rgdRegistry) Register(ctx context.Context, rgd *v1alpha1.ResourceGraphDe
 }
 
 func (r rgdRegistry) Serving(name string) *graph.Graph {
-	r.h.mu.Lock()
-	defer r.h.mu.Unlock()
-	if reg := r.h.graphs[name]; reg != nil && reg.source == fromRGD {
+	if reg := r.h.lookup(name); reg != nil && reg.source == fromRGD {
 		return reg.graph
 	}
 	return nil
 }
 
 func (r rgdRegistry) Revision(name string) int64 {
-	r.h.mu.Lock()
-	defer r.h.mu.Unlock()
-	if reg := r.h.graphs[name]; reg != nil && reg.source == fromRGD {
+	if reg := r.h.lookup(name); reg != nil && reg.source == fromRGD {
 		return reg.revision
 	}
 	return 0
