@@ -37,11 +37,16 @@ const (
 )
 
 // departures cleans up after the clusters that left. It owns the
-// WaitGroup of the clean-ups under way, which the remover waits for when
-// the manager stops (remover.stopAll).
+// clean-ups under way, which the remover waits for when the manager stops
+// (remover.stopAll).
 type departures struct {
-	h  *Hub
-	wg sync.WaitGroup
+	h *Hub
+	// mu guards waiting, so that no clean-up starts (wg.Go) once wait has
+	// begun: a WaitGroup's Add must not race with its Wait. No other lock
+	// is taken while it is held.
+	mu      sync.Mutex
+	waiting bool
+	wg      sync.WaitGroup
 }
 
 // departed is called when cluster e was disengaged while the hub runs.
@@ -50,11 +55,11 @@ func (d *departures) departed(e *engaged) {
 	if h.opts.DepartureGrace < 0 {
 		return
 	}
-	// Checked and counted under registry.mu, where remover.stopAll ends
-	// h.ctx, so that its wait never races with this Go.
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.ctx.Err() != nil {
+	// Checked and counted under d.mu, so that wait's Wait never races
+	// with this Go; the hub stopping (h.ctx) is not a departure.
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.waiting || h.ctx.Err() != nil {
 		return
 	}
 	d.wg.Go(func() {
@@ -65,8 +70,14 @@ func (d *departures) departed(e *engaged) {
 	})
 }
 
-// wait returns once every clean-up has ended.
-func (d *departures) wait() { d.wg.Wait() }
+// wait returns once every clean-up has ended; none starts after it is
+// called. The manager is stopping.
+func (d *departures) wait() {
+	d.mu.Lock()
+	d.waiting = true
+	d.mu.Unlock()
+	d.wg.Wait()
+}
 
 // comesBack waits for the grace period, and for as long after it as the
 // provider still knows a cluster called name, and reports whether that

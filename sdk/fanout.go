@@ -76,7 +76,7 @@ func (c *crdFanOut) hubGraph(g *graph.Graph, revision int64) hub.Graph {
 		Revision:      revision,
 		CRD:           g.CRD,
 		Kinds:         resourceKinds(g),
-		AllowBreaking: c.h.allowsBreaking(g.Name),
+		AllowBreaking: allowsBreaking(c.h.lookup(g.Name)),
 		Check: func(ctx context.Context, cl cluster.Cluster) error {
 			return c.schemas.Check(ctx, cl, g)
 		},
@@ -86,6 +86,9 @@ func (c *crdFanOut) hubGraph(g *graph.Graph, revision int64) hub.Graph {
 	}
 	return hg
 }
+
+// allowsBreaking reports whether reg's RGD opts in to breaking changes.
+func allowsBreaking(reg *registration) bool { return reg != nil && reg.allowBreaking }
 
 // admissionOf is g's admission policy and its probe.
 func admissionOf(g *graph.Graph) *hub.Admission {

@@ -87,7 +87,8 @@ func (s *clusterSource) setup(mgr mcmanager.Manager) error {
 	h := s.h
 	if h.provider == nil {
 		h.opts.Logger.Info("no provider: single-cluster mode, the manager's own cluster is the only spoke")
-		if err := mgr.GetLocalManager().Add(manager.RunnableFunc(s.serveLocal)); err != nil {
+		serve := func(ctx context.Context) error { return s.serveLocal(ctx, mgr.GetLocalManager()) }
+		if err := mgr.GetLocalManager().Add(manager.RunnableFunc(serve)); err != nil {
 			return fmt.Errorf("adding single-cluster runnable: %w", err)
 		}
 		return nil
@@ -116,9 +117,8 @@ func (s *clusterSource) addAware(mgr mcmanager.Manager) error {
 }
 
 // serveLocal engages the manager's own cluster, in single-cluster mode.
-func (s *clusterSource) serveLocal(ctx context.Context) error {
+func (s *clusterSource) serveLocal(ctx context.Context, local manager.Manager) error {
 	h := s.h
-	local := h.manager().GetLocalManager()
 	if err := h.fanOut.Engage(ctx, mcmanager.LocalCluster, local); err != nil {
 		return err
 	}

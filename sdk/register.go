@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-
 	"github.com/fleetgraph/fleetgraph/internal/steps"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -34,18 +32,9 @@ func (r *registrar) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDef
 		return nil, err
 	}
 	allow := v1alpha1.AllowsBreakingChanges(rgd)
-	h.mu.Lock()
-	reg, ok := h.graphs[rgd.Name]
-	if ok && reg.source != src {
-		h.mu.Unlock()
-		return nil, fmt.Errorf("%w: graph %q is registered from %s", ErrNameTaken, rgd.Name, reg.source)
+	if g, err := h.unchanged(rgd, src, allow); g != nil || err != nil {
+		return g, err
 	}
-	if ok && reg.allowBreaking == allow && equality.Semantic.DeepEqual(reg.spec, rgd.Spec) {
-		reg.rgd = eventTarget(rgd)
-		h.mu.Unlock()
-		return reg.graph, nil
-	}
-	h.mu.Unlock()
 
 	start := time.Now()
 	g, err := r.compile(ctx, rgd, src)
@@ -55,13 +44,10 @@ func (r *registrar) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDef
 	start = r.stepSince(rgd.Name, steps.Compile, start)
 	rev := h.versions.record(ctx, rgd)
 	start = r.stepSince(rgd.Name, steps.Revision, start)
-	h.mu.Lock()
-	if err := h.kindFreeLocked(g); err != nil {
-		h.mu.Unlock()
+	reg := &registration{graph: g, revision: rev, spec: *rgd.Spec.DeepCopy(), allowBreaking: allow, rgd: eventTarget(rgd), source: src}
+	if err := h.add(reg); err != nil {
 		return nil, err
 	}
-	h.graphs[rgd.Name] = &registration{graph: g, revision: rev, spec: *rgd.Spec.DeepCopy(), allowBreaking: allow, rgd: eventTarget(rgd), source: src}
-	h.mu.Unlock()
 	if err := h.runtime.Serve(spoke.Version{Graph: g, Revision: rev}); err != nil {
 		return nil, fmt.Errorf("serving graph %s: %w", rgd.Name, err)
 	}

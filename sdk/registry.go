@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -21,12 +22,10 @@ import (
 // registry is what the Hub knows, under one lock: the graphs it serves,
 // the ones being removed, the clusters engaged, and what SetupWithManager
 // gave it (the manager, its event recorder, the revision store and the
-// schema resolver). Reads and single changes go through its methods. The
-// steps that change several fields at once take mu themselves: register
-// (register.go), the remover and the RGD controller's view (removal.go),
-// and a departure's start (departure.go); so do the rollout hooks
-// (rollout.go), which read graphs, clusters and revisions as the Hub's
-// fields, which is why the Hub embeds it.
+// schema resolver). The other parts read and change it through its
+// methods (its side of removals is in removal.go), except the rollout
+// hooks (rollout.go), which read graphs, clusters and revisions under mu
+// as the Hub's fields: that is why the Hub embeds it.
 //
 // One lock, not one per map: which graph holds an instance kind spans the
 // served graphs and the removals (kindFreeLocked), a removal moves a graph
@@ -116,13 +115,6 @@ func (r *registry) setManager(mgr mcmanager.Manager, adopt func() bool) ([]spoke
 	return registered, nil
 }
 
-// manager is the manager the Hub was set up with.
-func (r *registry) manager() mcmanager.Manager {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.mgr
-}
-
 // lookup is the named graph's registration; nil when it is not served.
 func (r *registry) lookup(name string) *registration {
 	r.mu.Lock()
@@ -139,6 +131,36 @@ func (r *registry) names() []string {
 		out = append(out, name)
 	}
 	return out
+}
+
+// unchanged returns the graph served under rgd's name when src registered
+// it from the same spec and breaking-change opt-in (and points its events
+// at rgd); nil when rgd is to be compiled. A name src did not register is
+// refused with ErrNameTaken.
+func (r *registry) unchanged(rgd *v1alpha1.ResourceGraphDefinition, src source, allow bool) (*graph.Graph, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	reg, ok := r.graphs[rgd.Name]
+	if ok && reg.source != src {
+		return nil, fmt.Errorf("%w: graph %q is registered from %s", ErrNameTaken, rgd.Name, reg.source)
+	}
+	if ok && reg.allowBreaking == allow && equality.Semantic.DeepEqual(reg.spec, rgd.Spec) {
+		reg.rgd = eventTarget(rgd)
+		return reg.graph, nil
+	}
+	return nil, nil
+}
+
+// add serves reg under its graph's name, unless another graph has its
+// instance kind (kindFreeLocked).
+func (r *registry) add(reg *registration) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.kindFreeLocked(reg.graph); err != nil {
+		return err
+	}
+	r.graphs[reg.graph.Name] = reg
+	return nil
 }
 
 // kindFreeLocked refuses g when another graph, served or being removed,
@@ -174,13 +196,6 @@ func (r *registry) allGraphs() []*graph.Graph {
 		out = append(out, rm.reg.graph)
 	}
 	return out
-}
-
-// allowsBreaking reports whether the named graph's RGD opts in to
-// breaking changes.
-func (r *registry) allowsBreaking(graphName string) bool {
-	reg := r.lookup(graphName)
-	return reg != nil && reg.allowBreaking
 }
 
 // eventTarget is the RGD object events about the named graph go on, and

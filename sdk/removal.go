@@ -50,6 +50,73 @@ type removal struct {
 	done   chan struct{}
 }
 
+// The registry's side of removals: a removal is recorded in the registry,
+// next to the served graphs, because it keeps its graph's kind taken.
+
+// beginRemoval moves the named graph from the served ones to the ones
+// being removed, and returns the removal's context, a child of parent.
+func (r *registry) beginRemoval(parent context.Context, name string, uid types.UID) (context.Context, *removal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	reg := r.graphs[name]
+	delete(r.graphs, name)
+	ctx, cancel := context.WithCancel(parent)
+	rm := &removal{reg: reg, uid: uid, cancel: cancel, done: make(chan struct{})}
+	r.removals[name] = rm
+	return ctx, rm
+}
+
+// removing is the named graph's removal under way; nil when there is none.
+func (r *registry) removing(name string) *removal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.removals[name]
+}
+
+// endRemoval forgets rm if it is still the named graph's removal. When it
+// finished (not taken back), the graph's revision records go too, and an
+// RGD's removal is remembered as finished for its UID.
+func (r *registry) endRemoval(name string, rm *removal, finished bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if finished && r.revisions != nil {
+		r.revisions.Forget(name) // its records go with its RGD
+	}
+	if r.removals[name] == rm {
+		delete(r.removals, name)
+	}
+	if finished && rm.uid != "" {
+		r.removed[name] = rm.uid
+	}
+}
+
+// removalState is, at one instant, what the registry has under rgd's name:
+// its removal under way, its registration, and whether the removal of
+// that very RGD object finished. An RGD without a UID is gone: its
+// finished removal is forgotten.
+func (r *registry) removalState(rgd *v1alpha1.ResourceGraphDefinition) (*removal, *registration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	finished := rgd.UID != "" && r.removed[rgd.Name] == rgd.UID
+	if rgd.UID == "" {
+		delete(r.removed, rgd.Name) // the object is gone
+	}
+	return r.removals[rgd.Name], r.graphs[rgd.Name], finished
+}
+
+// stopRemovals calls stop under the lock and returns the removals under
+// way then.
+func (r *registry) stopRemovals(stop func()) []*removal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	stop()
+	pending := make([]*removal, 0, len(r.removals))
+	for _, rm := range r.removals {
+		pending = append(pending, rm)
+	}
+	return pending
+}
+
 // remover removes unregistered graphs from every cluster, each in the
 // background until done. What is being removed is in the registry
 // (registry.removals), under its lock, since a removal keeps its graph's
@@ -60,14 +127,8 @@ type remover struct{ h *Hub }
 // every cluster in the background. The caller holds name's lock.
 func (r *remover) startLocked(name string, orphan bool, uid types.UID) {
 	h := r.h
-	h.mu.Lock()
-	reg := h.graphs[name]
-	delete(h.graphs, name)
-	ctx, cancel := context.WithCancel(h.ctx)
-	rm := &removal{reg: reg, uid: uid, cancel: cancel, done: make(chan struct{})}
-	h.removals[name] = rm
-	h.mu.Unlock()
-
+	ctx, rm := h.beginRemoval(h.ctx, name, uid)
+	reg := rm.reg
 	removing := spoke.Version{Graph: reg.graph, Revision: reg.revision, Removal: spoke.RemovalFinalize}
 	if orphan {
 		removing.Removal = spoke.RemovalRelease
@@ -84,10 +145,7 @@ func (r *remover) startLocked(name string, orphan bool, uid types.UID) {
 // claimed again); the other source has to wait. The caller holds name's
 // lock.
 func (r *remover) takeBack(name string, src source) error {
-	h := r.h
-	h.mu.Lock()
-	rm := h.removals[name]
-	h.mu.Unlock()
+	rm := r.h.removing(name)
 	if rm == nil {
 		return nil
 	}
@@ -96,11 +154,7 @@ func (r *remover) takeBack(name string, src source) error {
 	}
 	rm.cancel()
 	<-rm.done
-	h.mu.Lock()
-	if h.removals[name] == rm {
-		delete(h.removals, name)
-	}
-	h.mu.Unlock()
+	r.h.endRemoval(name, rm, false)
 	return nil
 }
 
@@ -138,17 +192,7 @@ func (r *remover) run(ctx context.Context, name string, rm *removal) {
 	h.fanOut.Stop(name) // its fleet status goes
 	h.registrar.compiles.forget(name, nil)
 	h.sharding.forget(ctx, name)
-	h.mu.Lock()
-	if h.revisions != nil {
-		h.revisions.Forget(name) // its records go with its RGD
-	}
-	if h.removals[name] == rm {
-		delete(h.removals, name)
-	}
-	if rm.uid != "" {
-		h.removed[name] = rm.uid
-	}
-	h.mu.Unlock()
+	h.endRemoval(name, rm, true)
 	h.opts.Logger.Info("graph removed from every cluster", "graph", name)
 	h.changed.notify(name)
 }
@@ -236,14 +280,7 @@ func (r *remover) addStopper(local manager.Manager) error {
 func (r *remover) stopAll() {
 	h := r.h
 	defer h.departures.wait()
-	h.mu.Lock()
-	h.stop() // under mu: no departure starts after it (see departures.departed)
-	pending := make([]*removal, 0, len(h.removals))
-	for _, rm := range h.removals {
-		pending = append(pending, rm)
-	}
-	h.mu.Unlock()
-	for _, rm := range pending {
+	for _, rm := range h.stopRemovals(h.stop) {
 		<-rm.done
 	}
 }
@@ -277,14 +314,7 @@ func (r rgdRegistry) Status(name string) hub.GraphStatus { return r.h.sharding.f
 func (r rgdRegistry) Remove(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) (bool, error) {
 	h := r.h
 	defer h.registrar.names.lock(rgd.Name)()
-	h.mu.Lock()
-	rm := h.removals[rgd.Name]
-	reg := h.graphs[rgd.Name]
-	finished := rgd.UID != "" && h.removed[rgd.Name] == rgd.UID
-	if rgd.UID == "" {
-		delete(h.removed, rgd.Name) // the object is gone
-	}
-	h.mu.Unlock()
+	rm, reg, finished := h.removalState(rgd)
 	switch {
 	case rm != nil:
 		return rm.reg.source != fromRGD, nil
@@ -313,13 +343,9 @@ func (r rgdRegistry) resumeLocked(ctx context.Context, rgd *v1alpha1.ResourceGra
 	case err != nil:
 		return true, nil // never compiled, so never served
 	}
-	h.mu.Lock()
-	if h.kindFreeLocked(g) != nil {
-		h.mu.Unlock()
+	if h.add(&registration{graph: g, spec: *rgd.Spec.DeepCopy(), source: fromRGD}) != nil {
 		return true, nil // its policy, if any, belongs to the graph serving the kind
 	}
-	h.graphs[rgd.Name] = &registration{graph: g, spec: *rgd.Spec.DeepCopy(), source: fromRGD}
-	h.mu.Unlock()
 	h.remover.startLocked(rgd.Name, r.orphans(rgd), rgd.UID)
 	return false, nil
 }
