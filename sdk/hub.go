@@ -53,10 +53,15 @@ type Hub struct {
 	opts     Options
 	runtime  *spoke.Runtime
 
-	// The Hub is cut by concern, one part per file, each owning its state;
-	// a part reaches the others through h. The registry (registry.go) and
-	// the fan-out (fanout.go) are embedded: the rollout hooks (rollout.go)
-	// use their fields and methods as the Hub's.
+	// The Hub is cut by concern into parts, each owning its state, in the
+	// files named below; a part reaches the others through h. The
+	// registry (registry.go) and the fan-out (fanout.go) are embedded: the
+	// rollout hooks (rollout.go) use their fields and methods as the Hub's.
+	//
+	// Locks: a graph name's lock (registrar.names) is taken before
+	// registry.mu; registry.mu is held only around its fields, with none of
+	// the other parts' locks (departures.mu, the compiles') and only the
+	// revision store's taken under it (endRemoval's Forget).
 	*registry  // the graphs served and being removed, the engaged clusters; under mu
 	*crdFanOut // the CRDs on the clusters: hub.FanOut and the gate
 

@@ -31,9 +31,9 @@ import (
 // served graphs and the removals (kindFreeLocked), a removal moves a graph
 // from one to the other, and a finished removal is recorded in removed in
 // the same step, so the RGD controller never sees it half done. mu is held
-// only for reads and writes of these fields, never across I/O, and no
-// other lock is taken while it is held; a graph name's lock (nameLocks),
-// when needed, is taken before it.
+// only for reads and writes of these fields, never across I/O; the only
+// lock taken while it is held is the revision store's (endRemoval). A
+// graph name's lock (nameLocks), when needed, is taken before it.
 type registry struct {
 	mu       sync.Mutex
 	graphs   map[string]*registration
