@@ -56,7 +56,8 @@ type Hub struct {
 	// The Hub is cut by concern into parts, each owning its state, in the
 	// files named below; a part reaches the others through h. The
 	// registry (registry.go) and the fan-out (fanout.go) are embedded: the
-	// rollout hooks (rollout.go) use their fields and methods as the Hub's.
+	// rollout part (rollouts, rollout.go) uses their fields and methods as
+	// the Hub's.
 	//
 	// Locks: a graph name's lock (registrar.names) is taken before
 	// registry.mu; registry.mu is held only around its fields, with none of

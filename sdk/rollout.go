@@ -82,7 +82,7 @@ var ErrUnknownWave = rollout.ErrUnknownWave
 // rollback's revision through the hub. It is made with the Hub; its
 // controller only by SetupWithManager (nil when rollouts are disabled).
 type rollouts struct {
-	hub        *Hub
+	h          *Hub
 	planner    *rollout.Planner
 	controller *rollout.Controller
 }
@@ -90,7 +90,7 @@ type rollouts struct {
 // newRollouts makes the rollouts of h, with the planner the gate and the
 // fallback consult.
 func newRollouts(h *Hub) *rollouts {
-	r := &rollouts{hub: h}
+	r := &rollouts{h: h}
 	r.planner = rollout.NewPlanner(rollout.PlacementFunc(h.opts.Placement), r.labelledClusters)
 	return r
 }
@@ -130,13 +130,13 @@ func (r *rollouts) approve(ctx context.Context, rolloutName, wave string) error 
 
 // labelledClusters lists the engaged clusters with their provider labels.
 func (r *rollouts) labelledClusters() []rollout.Cluster {
-	labeler, _ := r.hub.provider.(ClusterLabeler)
-	r.hub.mu.Lock()
-	names := make([]string, 0, len(r.hub.clusters))
-	for name := range r.hub.clusters {
+	labeler, _ := r.h.provider.(ClusterLabeler)
+	r.h.mu.Lock()
+	names := make([]string, 0, len(r.h.clusters))
+	for name := range r.h.clusters {
 		names = append(names, name)
 	}
-	r.hub.mu.Unlock()
+	r.h.mu.Unlock()
 	out := make([]rollout.Cluster, len(names))
 	for i, name := range names {
 		out[i].Name = name
@@ -168,7 +168,7 @@ func (r *rollouts) placedForFallback(cluster multicluster.ClusterName, graphName
 
 // setup runs the GraphRollout controller on the hub cluster.
 func (r *rollouts) setup(local manager.Manager) error {
-	if r.hub.opts.DisableRollouts {
+	if r.h.opts.DisableRollouts {
 		return nil
 	}
 	c, err := client.New(local.GetConfig(), client.Options{})
@@ -179,12 +179,12 @@ func (r *rollouts) setup(local manager.Manager) error {
 	r.controller = &rollout.Controller{
 		Client:       c,
 		Planner:      r.planner,
-		Recorder:     r.hub.recorder,
-		Resync:       r.hub.opts.RolloutResync,
-		FieldManager: r.hub.opts.FieldManager,
-		Logger:       r.hub.opts.Logger.WithName("rollout"),
+		Recorder:     r.h.recorder,
+		Resync:       r.h.opts.RolloutResync,
+		FieldManager: r.h.opts.FieldManager,
+		Logger:       r.h.opts.Logger.WithName("rollout"),
 		Hooks: rollout.Hooks{
-			Graphs:        r.hub.Graphs,
+			Graphs:        r.h.Graphs,
 			Latest:        r.registeredRevision,
 			Offered:       r.offeredRevision,
 			Observe:       r.observe,
@@ -198,9 +198,9 @@ func (r *rollouts) setup(local manager.Manager) error {
 
 // registeredRevision is the revision of the graph last registered.
 func (r *rollouts) registeredRevision(graphName string) int64 {
-	r.hub.mu.Lock()
-	defer r.hub.mu.Unlock()
-	if reg := r.hub.graphs[graphName]; reg != nil {
+	r.h.mu.Lock()
+	defer r.h.mu.Unlock()
+	if reg := r.h.graphs[graphName]; reg != nil {
 		return reg.revision
 	}
 	return 0
@@ -208,7 +208,7 @@ func (r *rollouts) registeredRevision(graphName string) int64 {
 
 // offeredRevision is the revision the runtime offers every cluster now.
 func (r *rollouts) offeredRevision(graphName string) int64 {
-	return r.hub.runtime.Latest(graphName).Revision
+	return r.h.runtime.Latest(graphName).Revision
 }
 
 // observe is the named graph per cluster: the revision serving it, its
@@ -216,10 +216,10 @@ func (r *rollouts) offeredRevision(graphName string) int64 {
 // a restart, say) has no CRD state yet: serving counts as established.
 func (r *rollouts) observe(graphName string) map[string]rollout.Observation {
 	out := map[string]rollout.Observation{}
-	for name, v := range r.hub.runtime.Served(graphName) {
+	for name, v := range r.h.runtime.Served(graphName) {
 		out[string(name)] = rollout.Observation{Revision: v.Revision, Established: true}
 	}
-	for name, c := range r.hub.runtime.Counts(graphName) {
+	for name, c := range r.h.runtime.Counts(graphName) {
 		o := out[string(name)]
 		// Ready as the serving revision itself reconciled it: an ACTIVE
 		// an earlier revision wrote, or one the new one could not
@@ -227,7 +227,7 @@ func (r *rollouts) observe(graphName string) map[string]rollout.Observation {
 		o.Instances, o.Ready = c.Total, min(c.Ready, c.Confirmed)
 		out[string(name)] = o
 	}
-	for _, c := range r.hub.FleetStatus(graphName).Clusters {
+	for _, c := range r.h.FleetStatus(graphName).Clusters {
 		o := out[c.Cluster]
 		o.Established = c.CRD == CRDEstablished
 		if !o.Established {
@@ -241,10 +241,10 @@ func (r *rollouts) observe(graphName string) map[string]rollout.Observation {
 // listInstances counts the named graph's instances on the cluster, live:
 // health must not pass on a runtime that has not seen them all yet.
 func (r *rollouts) listInstances(ctx context.Context, graphName, cluster string) (int, error) {
-	g := r.hub.runtime.Latest(graphName).Graph
-	r.hub.mu.Lock()
-	e := r.hub.clusters[cluster]
-	r.hub.mu.Unlock()
+	g := r.h.runtime.Latest(graphName).Graph
+	r.h.mu.Lock()
+	e := r.h.clusters[cluster]
+	r.h.mu.Unlock()
 	if g == nil || e == nil {
 		return 0, fmt.Errorf("graph %s is not served on cluster %q", graphName, cluster)
 	}
@@ -261,8 +261,8 @@ func (r *rollouts) listInstances(ctx context.Context, graphName, cluster string)
 // hub serves them there any more, so none may keep our finalizer.
 func (r *rollouts) reconsider(graphName, cluster string, placed bool) {
 	name := multicluster.ClusterName(cluster)
-	latest := r.hub.runtime.Latest(graphName)
-	r.hub.runtime.Reconsider(graphName, name, func(v spoke.Version) bool {
+	latest := r.h.runtime.Latest(graphName)
+	r.h.runtime.Reconsider(graphName, name, func(v spoke.Version) bool {
 		if !placed {
 			return false
 		}
@@ -271,9 +271,9 @@ func (r *rollouts) reconsider(graphName, cluster string, placed bool) {
 	if placed || latest.Graph == nil {
 		return
 	}
-	r.hub.mu.Lock()
-	e := r.hub.clusters[cluster]
-	r.hub.mu.Unlock()
+	r.h.mu.Lock()
+	e := r.h.clusters[cluster]
+	r.h.mu.Unlock()
 	if e != nil {
 		go r.releaseUnplaced(e, latest.Graph)
 	}
@@ -285,12 +285,12 @@ func (r *rollouts) reconsider(graphName, cluster string, placed bool) {
 func (r *rollouts) releaseUnplaced(e *engaged, g *graph.Graph) {
 	ctx, cancel := context.WithTimeout(e.ctx, departureTimeout)
 	defer cancel()
-	log := r.hub.opts.Logger.WithValues("cluster", e.name, "graph", g.Name)
+	log := r.h.opts.Logger.WithValues("cluster", e.name, "graph", g.Name)
 	for delay := removalRetry; ; delay = min(2*delay, removalRetryMax) {
 		if placed, _ := r.planner.Placed(g.Name, e.name); placed {
 			return // placed again meanwhile
 		}
-		err := r.hub.removeAdmission(ctx, e.hubCluster(), g)
+		err := r.h.removeAdmission(ctx, e.hubCluster(), g)
 		if err == nil {
 			var n int
 			n, err = cleanup.ReleaseInstances(ctx, e.cl, g, contract.Finalizer)
@@ -312,9 +312,9 @@ func (r *rollouts) releaseUnplaced(e *engaged, g *graph.Graph) {
 // rollback or the end of one: the registered graph when it is that
 // revision, else the revision's record compiled.
 func (r *rollouts) serveRevision(ctx context.Context, graphName string, rev int64) error {
-	r.hub.mu.Lock()
-	reg, revs := r.hub.graphs[graphName], r.hub.revisions
-	r.hub.mu.Unlock()
+	r.h.mu.Lock()
+	reg, revs := r.h.graphs[graphName], r.h.revisions
+	r.h.mu.Unlock()
 	if reg == nil || revs == nil {
 		return fmt.Errorf("graph %s is not registered", graphName)
 	}
@@ -324,9 +324,9 @@ func (r *rollouts) serveRevision(ctx context.Context, graphName string, rev int6
 		if err != nil {
 			return err
 		}
-		if g, err = graph.Compile(revisions.RGD(rec), r.hub.compileOptions()); err != nil {
+		if g, err = graph.Compile(revisions.RGD(rec), r.h.compileOptions()); err != nil {
 			return fmt.Errorf("compiling revision %d of graph %s: %w", rev, graphName, err)
 		}
 	}
-	return r.hub.runtime.Serve(spoke.Version{Graph: g, Revision: rev})
+	return r.h.runtime.Serve(spoke.Version{Graph: g, Revision: rev})
 }
