@@ -2,36 +2,150 @@ package spoke
 
 import (
 	"maps"
+	"reflect"
+	"sync"
 	"time"
+
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 // bindCluster puts the cluster variable in vals for a graph that reads it:
 // the member's cluster name ("" in single-cluster mode, the name the
-// manager engages its own cluster under) and, for a graph that reads
-// labels, the labels Options.ClusterLabels gives it now. A graph that
-// does not read cluster costs nothing here.
+// manager engages its own cluster under), for a graph that reads labels
+// the labels Options.ClusterLabels gives it now, and for one that reads
+// values the values Options.ClusterValues gives it now. A graph that does
+// not read cluster costs nothing here.
 func (m *member) bindCluster(vals graph.Values) {
 	use := m.g.UsesCluster()
 	if use == 0 {
 		return
 	}
-	var labels map[string]string
+	c := graph.Cluster{Name: string(m.cluster)}
 	if use&graph.ClusterLabels != 0 && m.c.opts.ClusterLabels != nil {
-		labels = m.c.opts.ClusterLabels(m.cluster)
+		c.Labels = m.c.opts.ClusterLabels(m.cluster)
 	}
-	vals[graph.VarCluster] = graph.ClusterValue(string(m.cluster), labels)
+	if use&graph.ClusterValues != 0 {
+		c.Values = m.clusterValues()
+	}
+	vals[graph.VarCluster] = c.Value()
+}
+
+// clusterValues returns the values Options.ClusterValues gives the graph
+// on the member's cluster now.
+func (m *member) clusterValues() map[string]any {
+	if f := m.c.opts.ClusterValues; f != nil {
+		return f(m.cluster, m.g.Name)
+	}
+	return nil
+}
+
+// valuesMemory is the cluster values a member last saw, to tell a change
+// from a notice that changed nothing for its graph.
+type valuesMemory struct {
+	mu   sync.Mutex
+	last map[string]any
+}
+
+// changed records now and reports whether it differs from what was
+// recorded before (no values and empty values are the same).
+func (v *valuesMemory) changed(now map[string]any) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	same := len(now) == 0 && len(v.last) == 0 || reflect.DeepEqual(now, v.last)
+	v.last = now
+	return !same
+}
+
+// rememberClusterValues records the values the member's reconciles read
+// from now on; open calls it before the instance watch starts, so that a
+// later change is told from them.
+func (m *member) rememberClusterValues() {
+	if m.g.UsesCluster()&graph.ClusterValues != 0 {
+		m.values.changed(m.clusterValues())
+	}
+}
+
+// recheckClusterValues asks for the graph's values on the member's
+// cluster again and, when they changed, reconciles every instance again.
+// It reports whether it did.
+func (m *member) recheckClusterValues() bool {
+	if m.g.UsesCluster()&graph.ClusterValues == 0 || m.c.opts.ClusterValues == nil {
+		return false
+	}
+	if !m.values.changed(m.clusterValues()) {
+		return false
+	}
+	m.requeueAll("cluster values changed")
+	return true
+}
+
+// requeueAll reconciles every instance of the member again.
+func (m *member) requeueAll(why string) {
+	keys := m.states.keys()
+	m.log.V(1).Info(why+": reconciling every instance again", "instances", len(keys))
+	for _, key := range keys {
+		m.enqueue(key)
+	}
+}
+
+// ClusterValuesChanged tells the runtime that the values Options.ClusterValues
+// gives may have changed on the named clusters (on every cluster when none
+// is named). On each of them, each graph that reads cluster.values asks
+// for its values again, and only a graph whose values did change
+// reconciles its instances there again. It does not wait for them.
+func (rt *Runtime) ClusterValuesChanged(clusters ...multicluster.ClusterName) {
+	rt.mu.Lock()
+	var controllers []*controller
+	for _, gv := range rt.graphs {
+		controllers = append(controllers, gv.controllers()...)
+	}
+	rt.mu.Unlock()
+	for _, c := range controllers {
+		if c.g.UsesCluster()&graph.ClusterValues == 0 {
+			continue
+		}
+		for _, m := range c.liveMembers(clusters) {
+			m.recheckClusterValues()
+		}
+	}
+}
+
+// liveMembers returns c's live members on the named clusters, or on every
+// cluster when none is named.
+func (c *controller) liveMembers(clusters []multicluster.ClusterName) []*member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*member
+	if len(clusters) == 0 {
+		for name := range c.members {
+			if m := c.liveLocked(name); m != nil {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	for _, name := range clusters {
+		if m := c.liveLocked(name); m != nil {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // followClusterLabels asks for the cluster's labels every
-// Options.ClusterLabelsPoll, for a graph that reads them, and reconciles
-// every instance again when they changed: a relabelled cluster's children
-// follow within a poll and a reconcile. Providers say nothing when labels
-// change, and asking is a map read, so the member asks.
+// Options.ClusterLabelsPoll, for a graph that reads them or the cluster's
+// values (which the platform may give by label), and when they changed
+// reconciles every instance again if the graph reads labels, or only when
+// its values changed with them if it reads values alone: a relabelled
+// cluster's children follow within a poll and a reconcile. Providers say
+// nothing when labels change, and asking is a map read, so the member
+// asks.
 func (m *member) followClusterLabels() {
 	poll, labelsOf := m.c.opts.ClusterLabelsPoll, m.c.opts.ClusterLabels
-	if m.g.UsesCluster()&graph.ClusterLabels == 0 || labelsOf == nil || poll < 0 {
+	use := m.g.UsesCluster()
+	if use&(graph.ClusterLabels|graph.ClusterValues) == 0 || labelsOf == nil || poll < 0 {
 		return
 	}
 	last := labelsOf(m.cluster)
@@ -49,11 +163,12 @@ func (m *member) followClusterLabels() {
 				continue
 			}
 			last = now
-			keys := m.states.keys()
-			m.log.V(1).Info("cluster labels changed: reconciling every instance again", "instances", len(keys))
-			for _, key := range keys {
-				m.enqueue(key)
+			if use&graph.ClusterLabels != 0 {
+				m.values.changed(m.clusterValues())
+				m.requeueAll("cluster labels changed")
+				continue
 			}
+			m.recheckClusterValues()
 		}
 	}()
 }

@@ -91,6 +91,8 @@ type member struct {
 	refs    *externalRefs
 	resync  *resyncSchedule
 	orphans *orphanage
+	// values are the cluster values last seen (cluster_values.go).
+	values valuesMemory
 
 	reconciler reconciler
 	evaluator  evaluator
@@ -158,6 +160,7 @@ func (m *member) open() error {
 			return err
 		}
 	}
+	m.rememberClusterValues() // cluster_values.go
 	inst := &unstructured.Unstructured{}
 	inst.SetGroupVersionKind(m.g.Instance.GVK)
 	if err := m.watches.instances(inst, m.newInstanceHandler()); err != nil {
