@@ -13,3 +13,12 @@ func TestHubCRDsAreNamedAsTheirConstants(t *testing.T) {
 	assert.Equal(t, GraphRolloutKind+"List", GraphRolloutCRD().Spec.Names.ListKind)
 	assert.NotNil(t, GraphRolloutCRD().Spec.Versions[0].Subresources.Status, "the hub writes status through /status")
 }
+
+func TestClusterValuesCRD(t *testing.T) {
+	crd := ClusterValuesCRD()
+	assert.Equal(t, ClusterValuesCRDName, crd.Name)
+	assert.Equal(t, ClusterValuesKind+"List", crd.Spec.Names.ListKind)
+	assert.Equal(t, "cluster-scoped", map[bool]string{true: "cluster-scoped"}[crd.Spec.Scope == "Cluster"], "tenants' namespaced permissions never reach it")
+	assert.NotNil(t, crd.Spec.Versions[0].Subresources.Status, "the hub writes status through /status")
+	assert.Equal(t, []string{"values"}, crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Required)
+}
