@@ -91,6 +91,8 @@ type Hub struct {
 	// replicas merges the fleet status with other replicas'; nil unless
 	// Options.Replica is set (see sharding.go).
 	replicas *replicas.Status
+	// values are the platform's per-cluster values (cluster_values.go).
+	values clusterValues
 
 	// ctx bounds background removals; stop ends it when the manager stops.
 	ctx  context.Context
@@ -181,7 +183,8 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 
 		ConfineToNamespace:  opts.ConfineToNamespace,
 		ClusterScopedGraphs: opts.ClusterScopedGraphs,
-		ClusterLabels:       h.clusterLabels, // cluster_labels.go
+		ClusterLabels:       h.clusterLabels,    // cluster_labels.go
+		ClusterValues:       h.clusterValuesFor, // cluster_values.go
 	})
 	return h, nil
 }

@@ -96,6 +96,9 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	if err := h.setupRollouts(mgr.GetLocalManager()); err != nil {
 		return err
 	}
+	if err := h.setupClusterValues(mgr.GetLocalManager()); err != nil {
+		return err
+	}
 	if err := h.setupClusterSource(mgr); err != nil {
 		return err
 	}
@@ -291,6 +294,9 @@ func (h *Hub) gate(ctx context.Context, name multicluster.ClusterName, v spoke.V
 		return nil
 	}
 	if err := h.placementGate(ctx, name, v); err != nil {
+		return err
+	}
+	if err := h.valuesGate(v); err != nil { // cluster_values.go
 		return err
 	}
 	return h.ensure(ctx, string(name), v.Graph, v.Revision) // fanout.go
