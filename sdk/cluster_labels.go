@@ -2,6 +2,8 @@ package sdk
 
 import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/hub"
 )
 
 // clusterLabels gives the spoke runtime each cluster's labels, for graphs
@@ -13,4 +15,21 @@ func (h *Hub) clusterLabels(name multicluster.ClusterName) map[string]string {
 		return labeler.Labels(name)
 	}
 	return nil
+}
+
+// followLabelNotices makes relabels reach graphs at once, rather than at
+// the spoke runtime's next poll of the labels, when the provider says when
+// labels change (hub.ClusterLabelNotifier, as providers/secret does); the
+// ClusterValues statuses are looked at again too.
+func (h *Hub) followLabelNotices() {
+	notifier, ok := h.provider.(hub.ClusterLabelNotifier)
+	if !ok {
+		return
+	}
+	notifier.NotifyLabelsChanged(func(name multicluster.ClusterName) {
+		h.runtime.ClusterLabelsChanged(name)
+		if ctrl := h.values.ctrl; ctrl != nil {
+			ctrl.Changed()
+		}
+	})
 }

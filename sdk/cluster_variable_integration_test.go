@@ -175,7 +175,7 @@ func TestGraphsReadTheClusterTheyServe(t *testing.T) {
 	want[dev.Name] = localeChildren{settings: settings(dev.Name, "prod", "none"), replicas: 3, gpu: true, servedBy: dev.Name}
 	want[gpu.Name] = localeChildren{settings: settings(gpu.Name, "prod", "none"), replicas: 3, gpu: false, servedBy: gpu.Name}
 	requireLocales(t, clients, want)
-	t.Logf("relabelled spokes' children followed in %v (labels polled every %v)", time.Since(start), sdkClusterLabelsPoll)
+	t.Logf("relabelled spokes' children followed in %v (the provider tells the relabel; labels also polled every %v)", time.Since(start), sdkClusterLabelsPoll)
 
 	// Relabel back, so that prod is one cluster and dev another again.
 	relabel(t, hub, dev.Name, map[string]string{secret.LabelPrefix + "tier": "dev", secret.LabelPrefix + "site": "c"})

@@ -99,6 +99,7 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	if err := h.setupClusterValues(mgr.GetLocalManager()); err != nil {
 		return err
 	}
+	h.followLabelNotices() // cluster_labels.go
 	if err := h.setupClusterSource(mgr); err != nil {
 		return err
 	}

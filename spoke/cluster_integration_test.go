@@ -193,7 +193,8 @@ func (s *valueSource) set(values map[string]any) {
 
 // A graph that reads cluster.values reads what Options.ClusterValues gives
 // it, and follows a change when told of it; a graph that reads labels
-// only is not requeued by the notice.
+// only is not requeued by the notice. With the labels' poll off, a relabel
+// is followed when told of (ClusterLabelsChanged).
 func TestRuntimeBindsClusterValues(t *testing.T) {
 	cl, err := fgtesting.StartCluster("cluster-values", fgtesting.ClusterOptions{})
 	require.NoError(t, err)
@@ -214,7 +215,7 @@ func TestRuntimeBindsClusterValues(t *testing.T) {
 	require.NoError(t, err)
 	values := &valueSource{values: map[string]any{"replicas": int64(3)}}
 	labels := &labelSource{labels: map[string]string{"tier": "gold"}}
-	rt := spoke.New(spoke.Options{ClusterLabels: labels.get, ClusterValues: values.get})
+	rt := spoke.New(spoke.Options{ClusterLabels: labels.get, ClusterValues: values.get, ClusterLabelsPoll: -1})
 	require.NoError(t, rt.SetupWithManager(mgr))
 	require.NoError(t, rt.Serve(spoke.Version{Graph: valued, Revision: 1}))
 	require.NoError(t, rt.Serve(spoke.Version{Graph: labelled, Revision: 1}))
@@ -235,4 +236,8 @@ func TestRuntimeBindsClusterValues(t *testing.T) {
 	values.set(nil)
 	rt.ClusterValuesChanged()
 	requireValue(t, c, "v-config", "1")
+
+	labels.set(map[string]string{"tier": "silver"})
+	rt.ClusterLabelsChanged("")
+	requireValue(t, c, "l-config", "silver")
 }

@@ -95,6 +95,10 @@ func (w statusWriter) Start(ctx context.Context) error {
 	return nil
 }
 
+// Changed makes the controller look at the objects and their status again
+// soon (a cluster was relabelled, say). It never blocks.
+func (c *Controller) Changed() { c.trigger() }
+
 func (c *Controller) trigger() {
 	select {
 	case c.kick <- struct{}{}:

@@ -96,13 +96,7 @@ func (m *member) requeueAll(why string) {
 // for its values again, and only a graph whose values did change
 // reconciles its instances there again. It does not wait for them.
 func (rt *Runtime) ClusterValuesChanged(clusters ...multicluster.ClusterName) {
-	rt.mu.Lock()
-	var controllers []*controller
-	for _, gv := range rt.graphs {
-		controllers = append(controllers, gv.controllers()...)
-	}
-	rt.mu.Unlock()
-	for _, c := range controllers {
+	for _, c := range rt.allControllers() {
 		if c.g.UsesCluster()&graph.ClusterValues == 0 {
 			continue
 		}
@@ -134,21 +128,58 @@ func (c *controller) liveMembers(clusters []multicluster.ClusterName) []*member 
 	return out
 }
 
-// followClusterLabels asks for the cluster's labels every
-// Options.ClusterLabelsPoll, for a graph that reads them or the cluster's
-// values (which the platform may give by label), and when they changed
-// reconciles every instance again if the graph reads labels, or only when
-// its values changed with them if it reads values alone: a relabelled
-// cluster's children follow within a poll and a reconcile. Providers say
-// nothing when labels change, and asking is a map read, so the member
-// asks.
-func (m *member) followClusterLabels() {
-	poll, labelsOf := m.c.opts.ClusterLabelsPoll, m.c.opts.ClusterLabels
-	use := m.g.UsesCluster()
-	if use&(graph.ClusterLabels|graph.ClusterValues) == 0 || labelsOf == nil || poll < 0 {
+// labelsMemory is the cluster labels a member last saw.
+type labelsMemory struct {
+	mu   sync.Mutex
+	last map[string]string
+}
+
+// changed records now and reports whether it differs from what was
+// recorded before (no labels and empty labels are the same).
+func (l *labelsMemory) changed(now map[string]string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	same := maps.Equal(now, l.last)
+	l.last = now
+	return !same
+}
+
+// followsLabels reports whether the member follows its cluster's labels:
+// its graph reads them, or reads values (which the platform may give by
+// label), and Options.ClusterLabels gives them.
+func (m *member) followsLabels() bool {
+	return m.g.UsesCluster()&(graph.ClusterLabels|graph.ClusterValues) != 0 && m.c.opts.ClusterLabels != nil
+}
+
+// recheckClusterLabels asks for the cluster's labels and, when they
+// changed, reconciles every instance again if the graph reads labels, or
+// only if its values changed with them when it reads values alone.
+func (m *member) recheckClusterLabels() {
+	if !m.followsLabels() || !m.labels.changed(m.c.opts.ClusterLabels(m.cluster)) {
 		return
 	}
-	last := labelsOf(m.cluster)
+	if m.g.UsesCluster()&graph.ClusterLabels != 0 {
+		m.values.changed(m.clusterValues())
+		m.requeueAll("cluster labels changed")
+		return
+	}
+	m.recheckClusterValues()
+}
+
+// followClusterLabels records the cluster's labels and asks for them again
+// every Options.ClusterLabelsPoll (recheckClusterLabels): a relabelled
+// cluster's children follow within a poll and a reconcile. A provider
+// that says when labels change (Runtime.ClusterLabelsChanged) makes the
+// poll a fallback; asking is a map read.
+func (m *member) followClusterLabels() {
+	if !m.followsLabels() {
+		return
+	}
+	m.labels.changed(m.c.opts.ClusterLabels(m.cluster))
+	poll := m.c.opts.ClusterLabelsPoll
+	if poll < 0 {
+		return
+	}
 	go func() {
 		t := time.NewTicker(poll)
 		defer t.Stop()
@@ -158,17 +189,32 @@ func (m *member) followClusterLabels() {
 				return
 			case <-t.C:
 			}
-			now := labelsOf(m.cluster)
-			if maps.Equal(now, last) {
-				continue
-			}
-			last = now
-			if use&graph.ClusterLabels != 0 {
-				m.values.changed(m.clusterValues())
-				m.requeueAll("cluster labels changed")
-				continue
-			}
-			m.recheckClusterValues()
+			m.recheckClusterLabels()
 		}
 	}()
+}
+
+// ClusterLabelsChanged tells the runtime that the labels
+// Options.ClusterLabels gives changed on the named clusters (on every
+// cluster when none is named), without waiting for the next
+// ClusterLabelsPoll: there, graphs that read labels reconcile every
+// instance again, and graphs that read values only where their values
+// changed with the labels. It does not wait for the reconciles.
+func (rt *Runtime) ClusterLabelsChanged(clusters ...multicluster.ClusterName) {
+	for _, c := range rt.allControllers() {
+		for _, m := range c.liveMembers(clusters) {
+			m.recheckClusterLabels()
+		}
+	}
+}
+
+// allControllers returns every version of every graph served.
+func (rt *Runtime) allControllers() []*controller {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	var out []*controller
+	for _, gv := range rt.graphs {
+		out = append(out, gv.controllers()...)
+	}
+	return out
 }

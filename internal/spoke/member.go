@@ -91,7 +91,9 @@ type member struct {
 	refs    *externalRefs
 	resync  *resyncSchedule
 	orphans *orphanage
-	// values are the cluster values last seen (cluster_values.go).
+	// labels and values are the cluster labels and values last seen
+	// (cluster_values.go).
+	labels labelsMemory
 	values valuesMemory
 
 	reconciler reconciler
