@@ -185,11 +185,16 @@ func (c *Controller) sync(ctx context.Context, r client.Reader, w client.Client)
 		c.opts.Logger.Error(err, "listing ClusterValues")
 		return
 	}
+	changed := c.opts.Store.Changed(list.Items)
 	verdicts := c.opts.Store.Set(list.Items)
 	if c.synced.CompareAndSwap(false, true) {
 		close(c.syncedC)
 	}
-	c.opts.Notify()
+	if changed {
+		// Only a spec change: the status writes and the resyncs change no
+		// values.
+		c.opts.Notify()
+	}
 	if !c.leader.Load() {
 		return
 	}

@@ -57,6 +57,27 @@ func (v Verdict) Accepted() bool { return v.Reason == fgv1alpha1.ReasonValuesAcc
 type Store struct {
 	mu   sync.RWMutex
 	objs []*object
+	// specs names the specs objs were parsed from: each item's name, UID
+	// and generation, in name order.
+	specs string
+}
+
+// specsOf names the specs of items, so that a Set of the same specs (only
+// their status changed) is told from a change.
+func specsOf(items []fgv1alpha1.ClusterValues) string {
+	ids := make([]string, len(items))
+	for i := range items {
+		ids[i] = fmt.Sprintf("%s/%s/%d", items[i].Name, items[i].UID, items[i].Generation)
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, ",")
+}
+
+// Changed reports whether items hold other specs than the Store's.
+func (s *Store) Changed(items []fgv1alpha1.ClusterValues) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.specs != specsOf(items)
 }
 
 // Set replaces the Store's objects with items, and returns the verdict on
@@ -72,8 +93,9 @@ func (s *Store) Set(items []fgv1alpha1.ClusterValues) map[string]Verdict {
 		}
 	}
 	slices.SortFunc(objs, before)
+	specs := specsOf(items)
 	s.mu.Lock()
-	s.objs = objs
+	s.objs, s.specs = objs, specs
 	s.mu.Unlock()
 	return verdicts
 }

@@ -89,3 +89,18 @@ func TestValuesConflictsAreReportedOnTheLoser(t *testing.T) {
 	assert.Empty(t, reports["b"].Conflicts)
 	assert.Empty(t, reports["c"].Conflicts, "a graph's own values over every graph's are no conflict")
 }
+
+// Only a change of spec is a change: the same objects with a new status
+// are not.
+func TestStoreTellsSpecChanges(t *testing.T) {
+	s := &Store{}
+	items := []fgv1alpha1.ClusterValues{cv("a", "", nil, `{"x": 1}`)}
+	items[0].Generation = 1
+	assert.True(t, s.Changed(items), "a first Set is a change")
+	s.Set(items)
+	items[0].Status.Clusters = 3
+	assert.False(t, s.Changed(items))
+	items[0].Generation = 2
+	assert.True(t, s.Changed(items))
+	assert.True(t, s.Changed(nil), "deleted")
+}

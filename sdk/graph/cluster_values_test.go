@@ -2,11 +2,14 @@ package graph_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
@@ -68,4 +71,47 @@ func TestClusterValuesAreAnExtension(t *testing.T) {
 		"misspelt values": {resources: "resources:\n" + cm("a", "", "t: ${cluster.valeus.tier}"), kind: graph.ErrExpression,
 			want: `resource "a": data.t: ${cluster.valeus.tier}: undefined field 'valeus'`},
 	})
+}
+
+// A runtime binds what the platform gives a graph on a cluster as
+// cluster.values; a key some clusters lack is read with a default.
+func ExampleCluster_Value() {
+	rgd := &v1alpha1.ResourceGraphDefinition{}
+	if err := yaml.Unmarshal([]byte(`
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: web}
+spec:
+  schema: {apiVersion: v1alpha1, kind: Web}
+  resources:
+  - id: config
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: web}
+      data:
+        bucket: ${cluster.values.?bucket.orValue("s3://default")}
+`), rgd); err != nil {
+		panic(err)
+	}
+	g, err := graph.Compile(rgd, graph.Options{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(g.UsesCluster() == graph.ClusterValues)
+	for _, values := range []map[string]any{{"bucket": "s3://prod"}, nil} {
+		vals := graph.Values{
+			"schema":         map[string]any{"metadata": map[string]any{"name": "x"}},
+			graph.VarCluster: graph.Cluster{Name: "eu-1", Values: values}.Value(),
+		}
+		obj, err := g.Node("config").Render(context.Background(), vals, nil)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(obj.Object["data"])
+	}
+	// Output:
+	// true
+	// map[bucket:s3://prod]
+	// map[bucket:s3://default]
 }
