@@ -6,12 +6,12 @@ import (
 	"github.com/fleetgraph/fleetgraph/hub"
 )
 
-// clusterLabels gives the spoke runtime each cluster's labels, for graphs
+// labels gives the spoke runtime each cluster's labels, for graphs
 // whose expressions read cluster.labels: the provider's, when it is a
 // ClusterLabeler (the same labels placement selects by); none otherwise,
 // and none in single-cluster mode.
-func (h *Hub) clusterLabels(name multicluster.ClusterName) map[string]string {
-	if labeler, ok := h.provider.(ClusterLabeler); ok {
+func (s *clusterSource) labels(name multicluster.ClusterName) map[string]string {
+	if labeler, ok := s.h.provider.(ClusterLabeler); ok {
 		return labeler.Labels(name)
 	}
 	return nil
@@ -21,15 +21,13 @@ func (h *Hub) clusterLabels(name multicluster.ClusterName) map[string]string {
 // the spoke runtime's next poll of the labels, when the provider says when
 // labels change (hub.ClusterLabelNotifier, as providers/secret does); the
 // ClusterValues statuses are looked at again too.
-func (h *Hub) followLabelNotices() {
-	notifier, ok := h.provider.(hub.ClusterLabelNotifier)
+func (s *clusterSource) followLabelNotices() {
+	notifier, ok := s.h.provider.(hub.ClusterLabelNotifier)
 	if !ok {
 		return
 	}
 	notifier.NotifyLabelsChanged(func(name multicluster.ClusterName) {
-		h.runtime.ClusterLabelsChanged(name)
-		if ctrl := h.values.ctrl; ctrl != nil {
-			ctrl.Changed()
-		}
+		s.h.runtime.ClusterLabelsChanged(name)
+		s.h.values.changed()
 	})
 }

@@ -19,17 +19,26 @@ import (
 // runtime at each change; the runtime reconciles again only the instances
 // of graphs whose values changed, on the clusters where they did.
 type clusterValues struct {
+	h     *Hub
 	store clustervalues.Store
 	// ctrl watches the objects; nil when Options.DisableClusterValues is
 	// set, or before SetupWithManager.
 	ctrl *clustervalues.Controller
 }
 
-// clusterValuesFor is the spoke runtime's Options.ClusterValues: the
-// values the named graph reads on the named cluster, by the labels the
-// provider gives the cluster now (those placement uses).
-func (h *Hub) clusterValuesFor(name multicluster.ClusterName, graphName string) map[string]any {
-	return h.values.store.Values(graphName, h.clusterLabels(name))
+// forCluster is the spoke runtime's Options.ClusterValues: the values the
+// named graph reads on the named cluster, by the labels the provider gives
+// the cluster now (those placement uses).
+func (c *clusterValues) forCluster(name multicluster.ClusterName, graphName string) map[string]any {
+	return c.store.Values(graphName, c.h.clusterSource.labels(name))
+}
+
+// changed makes the controller look at the statuses again soon (a cluster
+// was relabelled).
+func (c *clusterValues) changed() {
+	if c.ctrl != nil {
+		c.ctrl.Changed()
+	}
 }
 
 // errValuesNotRead: the gate of a graph that reads cluster.values waits
@@ -37,10 +46,10 @@ func (h *Hub) clusterValuesFor(name multicluster.ClusterName, graphName string) 
 // instance is reconciled without its values right after a start.
 var errValuesNotRead = errors.New("the hub has not read the ClusterValues objects yet")
 
-// valuesGate holds back a graph that reads cluster.values until the
+// gate holds back a graph that reads cluster.values until the
 // ClusterValues objects were read once.
-func (h *Hub) valuesGate(v spoke.Version) error {
-	ctrl := h.values.ctrl
+func (c *clusterValues) gate(v spoke.Version) error {
+	ctrl := c.ctrl
 	if ctrl == nil || v.Graph.UsesCluster()&graph.ClusterValues == 0 {
 		return nil
 	}
@@ -52,42 +61,38 @@ func (h *Hub) valuesGate(v spoke.Version) error {
 	}
 }
 
-// setupClusterValues adds, unless Options.DisableClusterValues, the
-// controller that installs the ClusterValues CRD on the hub and watches
-// the objects (on every replica), and its leader-elected status writer.
-func (h *Hub) setupClusterValues(local manager.Manager) error {
+// setup adds, unless Options.DisableClusterValues, the controller that
+// installs the ClusterValues CRD on the hub and watches the objects (on
+// every replica), and its leader-elected status writer.
+func (c *clusterValues) setup(local manager.Manager) error {
+	h := c.h
 	if h.opts.DisableClusterValues {
 		return nil
 	}
-	h.values.ctrl = clustervalues.New(clustervalues.Options{
+	c.ctrl = clustervalues.New(clustervalues.Options{
 		Config:       local.GetConfig(),
-		Store:        &h.values.store,
+		Store:        &c.store,
 		Notify:       func() { h.runtime.ClusterValuesChanged() },
-		Clusters:     h.engagedLabels,
+		Clusters:     c.engagedLabels,
 		FieldManager: h.opts.FieldManager,
 		Resync:       h.opts.StatusResync,
 		Logger:       h.opts.Logger.WithName("clustervalues"),
 	})
-	if err := local.Add(h.values.ctrl); err != nil {
+	if err := local.Add(c.ctrl); err != nil {
 		return fmt.Errorf("adding the ClusterValues controller: %w", err)
 	}
-	if err := local.Add(h.values.ctrl.StatusWriter()); err != nil {
+	if err := local.Add(c.ctrl.StatusWriter()); err != nil {
 		return fmt.Errorf("adding the ClusterValues status writer: %w", err)
 	}
 	return nil
 }
 
 // engagedLabels returns the labels of every engaged cluster, by name.
-func (h *Hub) engagedLabels() map[string]map[string]string {
-	h.mu.Lock()
-	names := make([]string, 0, len(h.clusters))
-	for name := range h.clusters {
-		names = append(names, name)
-	}
-	h.mu.Unlock()
+func (c *clusterValues) engagedLabels() map[string]map[string]string {
+	names := c.h.clusterNames()
 	out := make(map[string]map[string]string, len(names))
 	for _, name := range names {
-		out[name] = h.clusterLabels(multicluster.ClusterName(name))
+		out[name] = c.h.clusterSource.labels(multicluster.ClusterName(name))
 	}
 	return out
 }
