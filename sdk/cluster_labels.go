@@ -2,6 +2,8 @@ package sdk
 
 import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/hub"
 )
 
 // labels gives the spoke runtime each cluster's labels, for graphs
@@ -13,4 +15,19 @@ func (s *clusterSource) labels(name multicluster.ClusterName) map[string]string 
 		return labeler.Labels(name)
 	}
 	return nil
+}
+
+// followLabelNotices makes relabels reach graphs at once, rather than at
+// the spoke runtime's next poll of the labels, when the provider says when
+// labels change (hub.ClusterLabelNotifier, as providers/secret does); the
+// ClusterValues statuses are looked at again too.
+func (s *clusterSource) followLabelNotices() {
+	notifier, ok := s.h.provider.(hub.ClusterLabelNotifier)
+	if !ok {
+		return
+	}
+	notifier.NotifyLabelsChanged(func(name multicluster.ClusterName) {
+		s.h.runtime.ClusterLabelsChanged(name)
+		s.h.values.changed()
+	})
 }

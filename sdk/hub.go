@@ -73,6 +73,7 @@ type Hub struct {
 	sharding      *sharding      // sharding.go: the fleet status merged with other replicas'
 	versions      *versions      // versions.go: GraphRevision records
 	clusterSource *clusterSource // provider.go: what engages the clusters
+	values        *clusterValues // cluster_values.go: the platform's per-cluster values
 	changed       statusChanges  // setup.go: graphs whose RGD status is to be rewritten soon
 
 	// planner decides placement and rollout waves (rollouts.planner);
@@ -121,6 +122,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 	h.sharding = &sharding{h: h}
 	h.versions = &versions{h: h}
 	h.clusterSource = &clusterSource{h: h, noClusterWarning: defaultNoClusterWarning}
+	h.values = &clusterValues{h: h}
 	h.rollouts = newRollouts(h)
 	h.planner = h.rollouts.planner
 	h.crdFanOut = newCRDFanOut(h, provider) // fanout.go
@@ -137,6 +139,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		ConfineToNamespace:  opts.ConfineToNamespace,
 		ClusterScopedGraphs: opts.ClusterScopedGraphs,
 		ClusterLabels:       h.clusterSource.labels, // cluster_labels.go
+		ClusterValues:       h.values.forCluster,    // cluster_values.go
 	})
 	return h, nil
 }

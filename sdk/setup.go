@@ -83,6 +83,10 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	if err := h.rollouts.setup(local); err != nil {
 		return err
 	}
+	if err := h.values.setup(local); err != nil { // cluster_values.go
+		return err
+	}
+	h.clusterSource.followLabelNotices() // cluster_labels.go
 	if err := h.clusterSource.setup(mgr); err != nil {
 		return err
 	}
@@ -262,6 +266,9 @@ func (c *crdFanOut) gate(ctx context.Context, name multicluster.ClusterName, v s
 		return nil
 	}
 	if err := c.h.rollouts.gate(ctx, name, v); err != nil {
+		return err
+	}
+	if err := c.h.values.gate(v); err != nil { // cluster_values.go
 		return err
 	}
 	return c.ensure(ctx, string(name), v.Graph, v.Revision) // fanout.go
