@@ -165,7 +165,7 @@ func (c *Controller) tick(ctx context.Context) error {
 		}
 		c.advance(ctx, ro)
 		plans[ro.Spec.Graph] = &plan{spec: ro.Spec, target: ro.Status.TargetRevision, wave: ro.Status.Wave,
-			awaiting: ro.Status.AwaitingApproval != "", failed: failedBack(ro.Status)}
+			awaiting: ro.Status.AwaitingApproval != "", failed: failedBack(ro.Status), held: heldPins(ro.Status)}
 		statuses[ro.Spec.Graph] = ro.Status
 		names[ro.Spec.Graph] = ro.Name
 	}
@@ -185,8 +185,15 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 	placed, labelsOf := placedClusters(ro.Spec.Graph, ro.Spec.ClusterSelector, c.Planner.hook, c.Planner.clusters())
 	waves := assign(ro.Spec, placed, labelsOf)
 	obs := c.Hooks.Observe(ro.Spec.Graph)
-	c.list(ctx, ro, waves, obs)
-	evs := step(metaNow(), ro, latest, waves, obs)
+	// Held clusters keep their wave but the rollout moves without them
+	// (hold.go).
+	held := heldBy(ro.Spec, placed, labelsOf)
+	pinned := pinRevisions(&ro.Status, held, obs)
+	moving := withoutHeld(waves, held)
+	c.list(ctx, ro, moving, obs)
+	evs := step(metaNow(), ro, latest, moving, obs)
+	evs = append(evs, holdEvents(before.Clusters, held, pinned)...)
+	describeClusters(&ro.Status, ro.Spec, waves, obs, held, pinned)
 	c.offer(ctx, ro, latest)
 	for _, e := range evs {
 		c.event(ro, e)

@@ -89,8 +89,12 @@ func failedBack(st fgv1alpha1.GraphRolloutStatus) map[string]int64 {
 }
 
 // FallBackTo is the revision the named cluster goes back to after it
-// failed its wave of the revision being rolled out (0: it did not).
+// failed its wave of the revision being rolled out, or the revision a
+// hold pins it at (0: neither).
 func (p *Planner) FallBackTo(graphName, cluster string) int64 {
+	if pin := p.pinnedTo(graphName, cluster); pin > 0 {
+		return pin // a held cluster goes back to its pin
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pl := p.plans[graphName]

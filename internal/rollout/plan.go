@@ -40,6 +40,8 @@ type plan struct {
 	// failed maps the clusters that failed the target, within their
 	// wave's budget, to the revision they went back to.
 	failed map[string]int64
+	// held maps the clusters a hold pins to their pinned revision.
+	held map[string]int64
 }
 
 // selects reports whether sel matches lbls; nil matches everything, an
@@ -155,6 +157,9 @@ func (p *plan) decide(rev int64, wave int32) error {
 // decideOn is decide for the named cluster: one that failed the target
 // does not take it again.
 func (p *plan) decideOn(cluster string, rev int64, wave int32) error {
+	if err, held := p.decideHeld(cluster, rev); held {
+		return err
+	}
 	if p != nil && p.spec.RollbackTo == 0 && rev == p.target {
 		if back, failed := p.failed[cluster]; failed {
 			return fmt.Errorf("%w: the cluster failed revision %d and serves revision %d", ErrHeldBack, rev, back)
