@@ -165,6 +165,8 @@ func (h *Hub) setupRollouts(local manager.Manager) error {
 			ServeRevision: h.serveRevision,
 		},
 	}
+	health := &healthGates{h: h} // rollout_health.go
+	h.rollouts.Hooks.CheckCondition, h.rollouts.Hooks.Judge = health.check, health.judge
 	return local.Add(h.rollouts)
 }
 
@@ -196,7 +198,7 @@ func (h *Hub) observe(graphName string) map[string]rollout.Observation {
 		// Ready as the serving revision itself reconciled it: an ACTIVE
 		// an earlier revision wrote, or one the new one could not
 		// overwrite, does not count toward its wave's health.
-		o.Instances, o.Ready = c.Total, min(c.Ready, c.Confirmed)
+		o.Instances, o.Ready, o.Errors = c.Total, min(c.Ready, c.Confirmed), c.Errors
 		out[string(name)] = o
 	}
 	for _, c := range h.FleetStatus(graphName).Clusters {

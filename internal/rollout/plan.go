@@ -42,6 +42,9 @@ type plan struct {
 	failed map[string]int64
 	// held maps the clusters a hold pins to their pinned revision.
 	held map[string]int64
+	// refusedAbove, when set, is the target of a rollout whose health
+	// condition does not compile: no later revision goes anywhere.
+	refusedAbove int64
 }
 
 // selects reports whether sel matches lbls; nil matches everything, an
@@ -158,6 +161,9 @@ func (p *plan) decide(rev int64, wave int32) error {
 // does not take it again.
 func (p *plan) decideOn(cluster string, rev int64, wave int32) error {
 	if err, held := p.decideHeld(cluster, rev); held {
+		return err
+	}
+	if err := p.decideRefused(rev); err != nil {
 		return err
 	}
 	if p != nil && p.spec.RollbackTo == 0 && rev == p.target {
