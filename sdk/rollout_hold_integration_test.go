@@ -11,9 +11,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
@@ -23,15 +25,16 @@ import (
 // A held spoke keeps serving revision 1 while the two others move to
 // revision 2 in their waves, and the rollout completes without it; the
 // status shows, per cluster, the revision served and the one desired,
-// and kubectl's HELD column names it. Released, it catches up with its
-// wave at once.
+// and kubectl's HELD column names it; a hub that replaces the first one
+// keeps the pin. Released, it catches up with its wave at once.
 func TestAHeldClusterKeepsItsRevisionUntilReleased(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 3)
 	provider := newLabelledProvider(t, fleet, map[string]map[string]string{
 		"spoke-1": {"ring": "canary"}, "spoke-2": {"ring": "main"}, "spoke-3": {"ring": "main"},
 	})
 	spokes := clientsOf(t, fleet)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
+	opts := sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync}
+	h, stop := startStoppableHub(t, fleet.Hub.Config, provider, opts)
 	gvk := webAppGVK.GroupVersion().WithKind("Moor")
 	applyRollout(t, fleet.Hub.Config, "moor", twoWaves("moor", nil))
 	require.NoError(t, h.RegisterGraph(context.Background(), tideRGD(t, "moor", "Moor", "1", "")))
@@ -49,7 +52,8 @@ func TestAHeldClusterKeepsItsRevisionUntilReleased(t *testing.T) {
 		assert.Equal(ct, int64(1), c.Desired, "pinned at what it serves")
 	}, wait, tick)
 
-	require.NoError(t, h.RegisterGraph(context.Background(), tideRGD(t, "moor", "Moor", "2", "")))
+	rev2 := tideRGD(t, "moor", "Moor", "2", "")
+	require.NoError(t, h.RegisterGraph(context.Background(), rev2))
 	requireRollout(t, h, "moor", fgv1alpha1.RolloutComplete, map[string]int64{"spoke-1": 2, "spoke-2": 2, "spoke-3": 1})
 	requireVersion(t, spokes["spoke-1"], "app", "2")
 	requireVersion(t, spokes["spoke-2"], "app", "2")
@@ -64,6 +68,20 @@ func TestAHeldClusterKeepsItsRevisionUntilReleased(t *testing.T) {
 	assert.Empty(t, st.HoldingBack)
 	assert.Equal(t, []string{"spoke-3"}, printedColumn(t, fleet.Hub.Config, "moor", "HELD"))
 	requireEventWith(t, fleet, "moor", "ClusterHeld", `cluster "spoke-3" is held at revision 1: customer freeze`)
+
+	// The pin lives in the status: a hub that replaces this one keeps it,
+	// and never writes revision 2's child there meanwhile.
+	pinnedChild := &corev1.ConfigMap{}
+	require.NoError(t, spokes["spoke-3"].Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "app-tide"}, pinnedChild))
+	stop()
+	h, _ = startStoppableHub(t, fleet.Hub.Config, newLabelledProvider(t, fleet, provider.labels), opts)
+	require.NoError(t, h.RegisterGraph(context.Background(), rev2))
+	requireRollout(t, h, "moor", fgv1alpha1.RolloutComplete, map[string]int64{"spoke-1": 2, "spoke-2": 2, "spoke-3": 1})
+	requireVersion(t, spokes["spoke-3"], "app", "1")
+	assert.True(t, rolloutCluster(t, h, "moor", "spoke-3").Held)
+	after := &corev1.ConfigMap{}
+	require.NoError(t, spokes["spoke-3"].Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "app-tide"}, after))
+	assert.Equal(t, pinnedChild.ResourceVersion, after.ResourceVersion, "the pinned child was not rewritten")
 
 	assert.ErrorIs(t, h.Release(context.Background(), "moor", "spoke-1"), sdk.ErrNotHeld)
 	assert.ErrorIs(t, h.Release(context.Background(), "no-such-rollout", "spoke-3"), sdk.ErrNoRollout)
