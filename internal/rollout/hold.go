@@ -23,10 +23,24 @@ func heldBy(spec fgv1alpha1.GraphRolloutSpec, placed []string, labelsOf map[stri
 	if len(spec.Holds) == 0 {
 		return nil
 	}
+	// First hold by name of each cluster, so that a long list of names is
+	// read once, not once per placed cluster.
+	byName := map[string]int{}
+	for i, h := range spec.Holds {
+		if h.ClusterSelector != nil {
+			continue
+		}
+		for _, name := range h.Clusters {
+			if _, seen := byName[name]; !seen {
+				byName[name] = i
+			}
+		}
+	}
 	out := map[string]string{}
 	for _, name := range placed {
-		for _, h := range spec.Holds {
-			if holds(h, name, labelsOf[name]) {
+		first, named := byName[name]
+		for i, h := range spec.Holds {
+			if named && i == first || h.ClusterSelector != nil && holds(h, name, labelsOf[name]) {
 				out[name] = truncate(h.Reason)
 				break
 			}
