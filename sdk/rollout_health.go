@@ -90,9 +90,7 @@ func (hg *healthGates) compile(g *graph.Graph, src string) (*graph.InstanceCondi
 // revision (nil when the graph is not registered: there is nothing to
 // check against yet).
 func (hg *healthGates) check(graphName, src string) error {
-	hg.h.mu.Lock()
-	reg := hg.h.graphs[graphName]
-	hg.h.mu.Unlock()
+	reg := hg.h.lookup(graphName)
 	if reg == nil || reg.graph == nil {
 		return nil
 	}
@@ -109,9 +107,7 @@ func (hg *healthGates) check(graphName, src string) error {
 func (hg *healthGates) judge(ctx context.Context, graphName, cluster, src string) (int, string, error) {
 	h := hg.h
 	v, ok := h.runtime.Served(graphName)[multicluster.ClusterName(cluster)]
-	h.mu.Lock()
-	e := h.clusters[cluster]
-	h.mu.Unlock()
+	e := h.cluster(cluster)
 	if !ok || v.Graph == nil || e == nil {
 		return 0, "", fmt.Errorf("graph %s is not served on cluster %q", graphName, cluster)
 	}
