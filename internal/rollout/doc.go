@@ -16,4 +16,15 @@
 // deadline, and asks the runtime to reconsider a cluster whose decision
 // changed. Its state is the GraphRollout's status, so a hub that restarts
 // picks a rollout up where it was.
+//
+// Two things narrow a wave further. Holds (hold.go) pin clusters to the
+// revision each served when the hold took it; the pin is kept in
+// status.clusters, the Planner refuses every other revision there, and the
+// rollout is stepped without the held clusters, so they neither hold a
+// wave back nor spend its failure budget. Health gates (health.go) judge
+// each instance on the revision being rolled out only: the ERRORs it
+// found (maxErrorPercent) and a CEL condition over the instance, which the
+// hub type-checks against every revision and evaluates within the graph's
+// limits; one that does not compile refuses the rollout rather than
+// letting it pass or fail on an expression that can never be true.
 package rollout
