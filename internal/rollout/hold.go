@@ -17,6 +17,10 @@ import (
 // and a wave's membership does not change, so a released cluster catches
 // up with its own wave.
 
+// maxHoldReason bounds a hold's reason quoted in status and events (the
+// CRD's own bound).
+const maxHoldReason = 256
+
 // heldBy returns, for each placed cluster a hold of spec takes, the
 // reason of the first hold that takes it.
 func heldBy(spec fgv1alpha1.GraphRolloutSpec, placed []string, labelsOf map[string]map[string]string) map[string]string {
@@ -41,7 +45,7 @@ func heldBy(spec fgv1alpha1.GraphRolloutSpec, placed []string, labelsOf map[stri
 		first, named := byName[name]
 		for i, h := range spec.Holds {
 			if named && i == first || h.ClusterSelector != nil && holds(h, name, labelsOf[name]) {
-				out[name] = truncate(h.Reason)
+				out[name] = truncateAt(h.Reason, maxHoldReason)
 				break
 			}
 		}
