@@ -56,7 +56,8 @@ type Hub struct {
 	// The Hub is cut by concern into parts, each owning its state, in the
 	// files named below; a part reaches the others through h. The
 	// registry (registry.go) and the fan-out (fanout.go) are embedded: the
-	// rollout hooks (rollout.go) use their fields and methods as the Hub's.
+	// rollout part (rollouts, rollout.go) uses their fields and methods as
+	// the Hub's.
 	//
 	// Locks: a graph name's lock (registrar.names) is taken before
 	// registry.mu; registry.mu is held only around its fields, with none of
@@ -74,10 +75,11 @@ type Hub struct {
 	clusterSource *clusterSource // provider.go: what engages the clusters
 	changed       statusChanges  // setup.go: graphs whose RGD status is to be rewritten soon
 
-	// planner decides placement and rollout waves; rollouts moves the
-	// GraphRollouts on (nil when disabled). See rollout.go.
+	// planner decides placement and rollout waves (rollouts.planner);
+	// rollouts connects it and the GraphRollout controller to the hub.
+	// See rollout.go.
 	planner  *rollout.Planner
-	rollouts *rollout.Controller
+	rollouts *rollouts
 
 	// ctx bounds background removals and departures; stop ends it when the
 	// manager stops, under registry.mu (see remover.stopAll).
@@ -119,7 +121,8 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 	h.sharding = &sharding{h: h}
 	h.versions = &versions{h: h}
 	h.clusterSource = &clusterSource{h: h, noClusterWarning: defaultNoClusterWarning}
-	h.planner = h.newPlanner()
+	h.rollouts = newRollouts(h)
+	h.planner = h.rollouts.planner
 	h.crdFanOut = newCRDFanOut(h, provider) // fanout.go
 	h.runtime = spoke.New(spoke.Options{
 		Workers:         opts.Workers,

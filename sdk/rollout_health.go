@@ -35,10 +35,14 @@ var ErrInvalidHealthCondition = rollout.ErrInvalidHealthCondition
 // within Options.RolloutResync instead: see the GraphRollout's
 // HealthConditionValid condition.)
 func (h *Hub) SetHealthCondition(ctx context.Context, rolloutName, condition string) error {
-	if h.rollouts == nil {
+	return h.rollouts.setHealthCondition(ctx, rolloutName, condition)
+}
+
+func (r *rollouts) setHealthCondition(ctx context.Context, rolloutName, condition string) error {
+	if r.controller == nil {
 		return fmt.Errorf("%w: rollouts are disabled", ErrNoRollout)
 	}
-	return h.rollouts.SetHealthCondition(ctx, rolloutName, condition)
+	return r.controller.SetHealthCondition(ctx, rolloutName, condition)
 }
 
 // healthListTimeout bounds reading a cluster's instances from its cache

@@ -24,10 +24,7 @@ var ErrHeldBySelector = rollout.ErrHeldBySelector
 // status.clusters (held, desired) and the rollout goes on without the
 // cluster. It returns ErrNoRollout when there is no such GraphRollout.
 func (h *Hub) Hold(ctx context.Context, rolloutName, cluster, reason string) error {
-	if h.rollouts == nil {
-		return fmt.Errorf("%w: rollouts are disabled", ErrNoRollout)
-	}
-	return h.rollouts.Hold(ctx, rolloutName, cluster, reason)
+	return h.rollouts.hold(ctx, rolloutName, cluster, reason)
 }
 
 // Release takes the named cluster out of the holds of the GraphRollout
@@ -37,8 +34,19 @@ func (h *Hub) Hold(ctx context.Context, rolloutName, cluster, reason string) err
 // ErrNoRollout, ErrHeldBySelector, or ErrNotHeld when no hold takes the
 // cluster.
 func (h *Hub) Release(ctx context.Context, rolloutName, cluster string) error {
-	if h.rollouts == nil {
+	return h.rollouts.release(ctx, rolloutName, cluster)
+}
+
+func (r *rollouts) hold(ctx context.Context, rolloutName, cluster, reason string) error {
+	if r.controller == nil {
 		return fmt.Errorf("%w: rollouts are disabled", ErrNoRollout)
 	}
-	return h.rollouts.Release(ctx, rolloutName, cluster)
+	return r.controller.Hold(ctx, rolloutName, cluster, reason)
+}
+
+func (r *rollouts) release(ctx context.Context, rolloutName, cluster string) error {
+	if r.controller == nil {
+		return fmt.Errorf("%w: rollouts are disabled", ErrNoRollout)
+	}
+	return r.controller.Release(ctx, rolloutName, cluster)
 }

@@ -80,7 +80,7 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	if err := h.versions.setup(local); err != nil {
 		return err
 	}
-	if err := h.setupRollouts(local); err != nil {
+	if err := h.rollouts.setup(local); err != nil {
 		return err
 	}
 	if err := h.clusterSource.setup(mgr); err != nil {
@@ -261,7 +261,7 @@ func (c *crdFanOut) gate(ctx context.Context, name multicluster.ClusterName, v s
 	if v.Removal != "" {
 		return nil
 	}
-	if err := c.h.placementGate(ctx, name, v); err != nil {
+	if err := c.h.rollouts.gate(ctx, name, v); err != nil {
 		return err
 	}
 	return c.ensure(ctx, string(name), v.Graph, v.Revision) // fanout.go

@@ -68,7 +68,7 @@ func (v *versions) previous(ctx context.Context, name multicluster.ClusterName, 
 	h := v.h
 	e, revs := h.cluster(string(name)), h.revisionStore()
 	g := latest.Graph
-	if e == nil || revs == nil || !h.placedForFallback(name, g.Name) {
+	if e == nil || revs == nil || !h.rollouts.placedForFallback(name, g.Name) {
 		return spoke.Version{}, nil
 	}
 	rev, err := revisions.ServedRevision(ctx, e.cl.GetAPIReader(), g.CRD.Name)

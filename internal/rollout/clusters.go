@@ -10,7 +10,7 @@ import (
 // and its hold. A cluster that waits gives the reason the wave in
 // progress waits for it.
 func describeClusters(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRolloutSpec, waves map[string]int32, obs map[string]Observation, held map[string]string, pinned map[string]int64) {
-	p := &plan{spec: spec, target: st.TargetRevision, wave: st.Wave, awaiting: st.AwaitingApproval != ""}
+	p := planOf(&fgv1alpha1.GraphRollout{Spec: spec, Status: *st})
 	failed := clustersByName(st.Failed)
 	waiting := clustersByName(st.HoldingBack)
 	out := make([]fgv1alpha1.RolloutCluster, 0, len(waves))
@@ -23,7 +23,7 @@ func describeClusters(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRo
 			c.Held, c.HoldReason, c.Desired = true, reason, pinned[name]
 		case isFailed && spec.RollbackTo == 0:
 			c.Desired, c.FailedRevision, c.Message = f.Revision, st.TargetRevision, f.Message
-		case p.decide(st.TargetRevision, c.Wave) == nil:
+		case p.decideOn(name, st.TargetRevision, c.Wave) == nil:
 			c.Desired, c.Message = st.TargetRevision, waiting[name].Message
 		case c.Revision > 0:
 			c.Desired = c.Revision

@@ -17,6 +17,15 @@
 // changed. Its state is the GraphRollout's status, so a hub that restarts
 // picks a rollout up where it was.
 //
+// Two refinements keep their state there too. A wave with maxConcurrency
+// (concurrency.go) lets its clusters take the target a few at a time: the
+// status lists those moving and moved, and the plan lets exactly those
+// take it. With onFailure: Rollback (rollback.go), a wave failed past its
+// budget does not stop the rollout but takes the target back, wave by
+// wave from the failed one to the first: the plan holds the target off
+// the waves gone back, and the hub's fallback serves them the stable
+// revision, as it does for a cluster that failed within its budget.
+//
 // Two things narrow a wave further. Holds (hold.go) pin clusters to the
 // revision each served when the hold took it; the pin is kept in
 // status.clusters, the Planner refuses every other revision there, and the

@@ -89,17 +89,21 @@ func failedBack(st fgv1alpha1.GraphRolloutStatus) map[string]int64 {
 }
 
 // FallBackTo is the revision the named cluster goes back to after it
-// failed its wave of the revision being rolled out, or the revision a
-// hold pins it at (0: neither).
+// failed its wave of the revision being rolled out, an automatic
+// rollback took that revision back from it, or the revision a hold pins
+// it at (0: none).
 func (p *Planner) FallBackTo(graphName, cluster string) int64 {
 	if pin := p.pinnedTo(graphName, cluster); pin > 0 {
 		return pin // a held cluster goes back to its pin
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	pl := p.plans[graphName]
+	p.mu.Unlock()
 	if pl == nil || pl.spec.RollbackTo > 0 {
 		return 0
 	}
-	return pl.failed[cluster]
+	if back, failed := pl.failed[cluster]; failed {
+		return back
+	}
+	return p.rolledBackTo(pl, graphName, cluster)
 }
