@@ -910,7 +910,9 @@ func hostileInstance(hc hostileCase) *unstructured.Unstructured {
 // hostileCaseBound, while the process stays under hostileRSSBound and a
 // benign tenant's instances, of another graph and of the hostile graph in
 // another namespace, stay ACTIVE and reconciled within benignP99Bound at
-// p99.
+// p99. The two bounds are asserted without the race detector only (make
+// test-hostile); under -race (make test-hostile-race) the cases, the
+// restart and the benign tenant's staying ACTIVE still are.
 //
 // Every case is created at once, the heavy tenant's sixteen instances
 // included, so the benign tenant is measured under all of them together.
@@ -1082,8 +1084,12 @@ func TestHostileTenantsAreStoppedAndOthersKeepWorking(t *testing.T) {
 	t.Logf("%d cases: %d RGDs refused, %d instances", len(outcomes), len(compiles), len(instances))
 	t.Logf("process RSS: max sampled VmRSS %d MiB (%d samples), VmHWM %d MiB; Go runtime's memory at most %d MiB",
 		rss.maxRSS>>20, rss.samples, hwm>>20, rss.maxGo>>20)
-	assert.Less(t, rss.maxRSS, uint64(hostileRSSBound))
-	assert.Less(t, hwm, uint64(hostileRSSBound), "the process's peak resident set")
+	if raceDetector {
+		t.Log("built with -race: its shadow memory (about 3x the heap) and slowdown make the RSS and p99 bounds meaningless; they are asserted by the run without it (make test-hostile)")
+	} else {
+		assert.Less(t, rss.maxRSS, uint64(hostileRSSBound))
+		assert.Less(t, hwm, uint64(hostileRSSBound), "the process's peak resident set")
+	}
 	for _, p := range benign {
 		p.mu.Lock()
 		n, p50, p99, worst := len(p.samples), percentile(p.samples, 50), percentile(p.samples, 99), percentile(p.samples, 100)
@@ -1093,6 +1099,8 @@ func TestHostileTenantsAreStoppedAndOthersKeepWorking(t *testing.T) {
 			p.gvk.Kind, p.key, n, p50.Round(time.Millisecond), p99.Round(time.Millisecond), worst.Round(time.Millisecond))
 		assert.Empty(t, inactive, "benign %s must stay ACTIVE and reconciled", p.key)
 		assert.Greater(t, n, 20, "benign %s was measured throughout", p.key)
-		assert.Less(t, p99, benignP99Bound, "benign %s p99", p.key)
+		if !raceDetector {
+			assert.Less(t, p99, benignP99Bound, "benign %s p99", p.key)
+		}
 	}
 }
