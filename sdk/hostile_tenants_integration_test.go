@@ -796,15 +796,15 @@ func (p *latencyProbe) run(ctx context.Context, interval time.Duration) {
 }
 
 // sample opens a watch on the instance, changes its note and waits until
-// the watch shows the new generation reconciled.
+// the watch shows the new generation reconciled. A watch the API server
+// closes meanwhile (a loaded test server does) is opened again: its first
+// event is the instance as it is then, so no state goes unseen.
 func (p *latencyProbe) sample(ctx context.Context, i int) error {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(p.gvk.GroupVersion().WithKind(p.gvk.Kind + "List"))
-	w, err := p.c.Watch(ctx, list, client.InNamespace(p.key.Namespace), client.MatchingFields{"metadata.name": p.key.Name})
+	w, err := p.watch(ctx)
 	if err != nil {
-		return fmt.Errorf("watching %s: %w", p.key, err)
+		return err
 	}
-	defer w.Stop()
+	defer func() { w.Stop() }()
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(p.gvk)
 	u.SetNamespace(p.key.Namespace)
@@ -825,7 +825,10 @@ func (p *latencyProbe) sample(ctx context.Context, i int) error {
 			return fmt.Errorf("%s generation %d not reconciled in 30s", p.key, gen)
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				return fmt.Errorf("watch of %s closed", p.key)
+				if w, err = p.watch(ctx); err != nil {
+					return err
+				}
+				continue
 			}
 			obj, isU := ev.Object.(*unstructured.Unstructured)
 			if !isU || ev.Type == watch.Error {
@@ -841,6 +844,17 @@ func (p *latencyProbe) sample(ctx context.Context, i int) error {
 			}
 		}
 	}
+}
+
+// watch opens a watch on the probed instance alone.
+func (p *latencyProbe) watch(ctx context.Context) (watch.Interface, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(p.gvk.GroupVersion().WithKind(p.gvk.Kind + "List"))
+	w, err := p.c.Watch(ctx, list, client.InNamespace(p.key.Namespace), client.MatchingFields{"metadata.name": p.key.Name})
+	if err != nil {
+		return nil, fmt.Errorf("watching %s: %w", p.key, err)
+	}
+	return w, nil
 }
 
 func (p *latencyProbe) record(d time.Duration) {
