@@ -58,11 +58,14 @@ func (a applier) child(inst *unstructured.Unstructured, n *graph.Node, u *unstru
 	if err != nil {
 		return nil, entry, err
 	}
-	if !full {
-		if !keep && m.memory.unchanged(key, hash) {
+	switch {
+	case full:
+	case !keep:
+		if m.memory.unchanged(key, hash) {
 			return nil, entry, nil
 		}
-		if observed, ok := m.memory.applied(key, hash); keep && ok {
+	default:
+		if observed, ok := m.memory.applied(key, hash); ok {
 			return observed, entry, deleting(n, key, observed)
 		}
 	}
