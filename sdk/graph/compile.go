@@ -73,6 +73,7 @@ func (c *compilation) run() (*Graph, error) {
 	inst.checkHeader()
 	inst.parseSpec()
 	resources, byID := parseResources(c.rgd, c.diag)
+	checkRGDTarget(c.rgd, c.diag) // target.go
 	if err := c.diag.err(); err != nil {
 		return nil, err
 	}
@@ -119,6 +120,7 @@ func (c *compilation) checkIdentities(inst *instanceKind, resources []*resource,
 // status's, stopping between resources once the context is done.
 func (c *compilation) compileExpressions(exprs *exprCompiler, resources []*resource, byID map[string]*resource, spec *apiextensionsv1.JSONSchemaProps) (compiledStatus, error) {
 	rc := newResourceCompiler(exprs, resources, byID, c.opts.Limits)
+	rc.rgd = c.rgd
 	for _, r := range resources {
 		if err := c.stopped(); err != nil {
 			return compiledStatus{}, err

@@ -103,6 +103,9 @@ type Node struct {
 	Dependencies []string
 
 	program *nodeProgram
+	// target is the cluster the node's children go to; nil for the
+	// instance's own (target.go).
+	target *Target
 }
 
 // ExternalRef is an evaluated externalRef: either Name or Selector is set.
