@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/hubgraph"
 	"github.com/fleetgraph/fleetgraph/internal/replicas"
 	"github.com/fleetgraph/fleetgraph/internal/revisions"
 	rgdctrl "github.com/fleetgraph/fleetgraph/internal/rgd"
@@ -65,7 +66,9 @@ type Hub struct {
 	fanOut   *hub.FanOut          // fanout.go
 	schemas  spokeschemas.Checker // each cluster's schemas of the graphs' kinds
 	runtime  *spoke.Runtime
-	changed  chan string
+	// hubGraphs serves the graphs with targets on the hub (hubgraphs.go).
+	hubGraphs *hubgraph.Runtime
+	changed   chan string
 
 	// names serialises Register and Unregister per graph name, so that the
 	// graph served under a name is always the one registered last, and
@@ -165,6 +168,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		noClusterWarning: defaultNoClusterWarning,
 		workersSet:       workersSet,
 	}
+	h.hubGraphs = h.newHubGraphs() // hubgraphs.go
 	h.compiles = newCompiles(ctx, opts.CompileTimeout, h.notifyChanged)
 	h.planner = h.newPlanner()
 	h.schemas.Timeout = hub.DefaultRequestTimeout
@@ -244,6 +248,10 @@ func (h *Hub) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinitio
 	}
 	h.graphs[rgd.Name] = &registration{graph: g, revision: rev, spec: *rgd.Spec.DeepCopy(), allowBreaking: allow, rgd: eventTarget(rgd), source: src}
 	h.mu.Unlock()
+	if g.IsHubGraph() {
+		return g, h.serveHubGraph(g) // hubgraphs.go
+	}
+	h.hubGraphs.Stop(rgd.Name) // it may have lost its targets
 	if err := h.runtime.Serve(spoke.Version{Graph: g, Revision: rev}); err != nil {
 		return nil, fmt.Errorf("serving graph %s: %w", rgd.Name, err)
 	}
@@ -329,6 +337,13 @@ func (h *Hub) UnregisterGraph(_ context.Context, name string) error {
 	}
 	if reg.source != fromGo {
 		return fmt.Errorf("%w: graph %q is registered from %s", ErrNameTaken, name, reg.source)
+	}
+	if h.hubGraphs.Serves(name) {
+		h.hubGraphs.Stop(name) // its instances and children stay (hubgraphs.go)
+		h.mu.Lock()
+		delete(h.graphs, name)
+		h.mu.Unlock()
+		return nil
 	}
 	h.startRemovalLocked(name, h.opts.OrphanInstances, "")
 	return nil

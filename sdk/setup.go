@@ -56,6 +56,9 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 		h.provider = provider
 		h.fanOut = h.newFanOut(provider)
 		for _, reg := range h.graphs {
+			if reg.graph.IsHubGraph() {
+				continue // served on the hub, never published (hubgraphs.go)
+			}
 			registered = append(registered, spoke.Version{Graph: reg.graph, Revision: reg.revision})
 		}
 	}
@@ -79,6 +82,9 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	}
 	if err := mgr.Add(h.runtime); err != nil {
 		return fmt.Errorf("adding instance runtime: %w", err)
+	}
+	if err := mgr.GetLocalManager().Add(h.hubGraphs); err != nil {
+		return fmt.Errorf("adding the hub graphs' runtime: %w", err)
 	}
 	if err := mgr.GetLocalManager().Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
