@@ -126,7 +126,7 @@ type Runtime struct {
 
 	mu      sync.Mutex
 	ctx     context.Context // the manager's, once started
-	hubName string // the identity read (see identity)
+	hubName string          // the identity read (see identity)
 	graphs  map[string]*server
 	seq     int
 }
