@@ -1,0 +1,292 @@
+//go:build integration
+
+package sdk_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/providers/secret"
+	"github.com/fleetgraph/fleetgraph/sdk"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+var linkGVK = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "Link"}
+
+// linkRGD is a hub graph across three clusters: db on spoke-1 (a literal
+// target), egress on the cluster the instance names (a computed target)
+// reading db's port, and record on the hub (no target) reading egress. The
+// DAG is db -> egress -> record, so deletion goes record, egress, db.
+const linkRGD = `
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: link
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Link
+    spec:
+      port: string | default="5432"
+      egressCluster: string
+    status:
+      upstream: ${egress.data.upstream}
+  resources:
+  - id: db
+    target:
+      cluster:
+        name: spoke-1
+    readyWhen:
+    - ${db.data.port != ""}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name}-db
+      data:
+        port: ${schema.spec.port}
+  - id: egress
+    target:
+      cluster:
+        name: ${schema.spec.egressCluster}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name}-egress
+      data:
+        upstream: ${"db." + db.metadata.namespace + ":" + db.data.port}
+  - id: record
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name}-record
+      data:
+        egress: ${egress.metadata.name}
+`
+
+// hubGraphFleet is a hub and three spokes engaged from kubeconfig Secrets;
+// spoke-1 and spoke-2 are labelled mesh=true, which is the platform's
+// allowed set, and spoke-3 is not.
+type hubGraphFleet struct {
+	hub     client.Client
+	spokes  map[string]client.Client
+	clients map[string]client.Client // spokes and "hub"
+}
+
+func startHubGraphFleet(t *testing.T, opts sdk.Options) (*hubGraphFleet, *sdk.Hub) {
+	t.Helper()
+	fleet := fgtesting.StartFleet(t, 3)
+	h, err := sdk.NewHub(secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}), opts)
+	require.NoError(t, err)
+	fgtesting.Start(t, func(ctx context.Context) error { return h.Run(ctx, fleet.Hub.Config) })
+	ctx := context.Background()
+	f := &hubGraphFleet{hub: newClient(t, fleet.Hub.Config), spokes: map[string]client.Client{}, clients: map[string]client.Client{}}
+	require.NoError(t, f.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secret.DefaultNamespace}}))
+	for _, s := range fleet.Spokes() {
+		l := map[string]string{secret.DefaultSecretLabel: "true"}
+		if s.Name != "spoke-3" {
+			l[secret.LabelPrefix+"mesh"] = "true"
+		}
+		require.NoError(t, f.hub.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: secret.DefaultNamespace, Name: s.Name, Labels: l},
+			Data:       map[string][]byte{secret.DefaultDataKey: s.Kubeconfig},
+		}))
+		f.spokes[s.Name] = newClient(t, s.Config)
+		f.clients[s.Name] = f.spokes[s.Name]
+	}
+	f.clients["hub"] = f.hub
+	return f, h
+}
+
+func meshOnly() sdk.Options {
+	return sdk.Options{
+		DisableRGDController: true,
+		Targets:              sdk.TargetOptions{AllowedClusters: &metav1.LabelSelector{MatchLabels: map[string]string{"mesh": "true"}}},
+	}
+}
+
+func (f *hubGraphFleet) configMap(cluster, name string) (*corev1.ConfigMap, error) {
+	cm := &corev1.ConfigMap{}
+	err := f.clients[cluster].Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, cm)
+	return cm, err
+}
+
+func (f *hubGraphFleet) link(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(linkGVK)
+	if err := f.hub.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, u); err != nil {
+		return nil
+	}
+	return u
+}
+
+// requireData waits until the named ConfigMap in cluster has data.
+func (f *hubGraphFleet) requireData(t *testing.T, cluster, name string, data map[string]string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		cm, err := f.configMap(cluster, name)
+		require.NoError(ct, err)
+		assert.Equal(ct, data, cm.Data)
+	}, wait, tick, "%s in %s", name, cluster)
+}
+
+// requireNowhere checks that no ConfigMap named after the instance exists
+// in any cluster.
+func (f *hubGraphFleet) requireNowhere(t *testing.T, instance string) {
+	t.Helper()
+	for cluster, c := range f.clients {
+		list := &corev1.ConfigMapList{}
+		require.NoError(t, c.List(context.Background(), list))
+		for _, cm := range list.Items {
+			assert.False(t, strings.HasPrefix(cm.Name, instance+"-"), "%s/%s was written in %s", cm.Namespace, cm.Name, cluster)
+		}
+	}
+}
+
+func condition(u *unstructured.Unstructured, typ string) map[string]any {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}
+
+// A hub instance whose resources live on two spokes and the hub: a value
+// read on spoke-1 is written on spoke-2, an update reaches both, drift on
+// spoke-2 is put back; an instance naming a cluster outside the allowed
+// set writes nothing anywhere; deletion goes in reverse DAG order across
+// clusters.
+func TestHubGraphAcrossClusters(t *testing.T) {
+	f, h := startHubGraphFleet(t, meshOnly())
+	ctx := context.Background()
+	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, linkRGD)))
+	createWhenServed(t, f.hub, instance(linkGVK, "web", map[string]any{"egressCluster": "spoke-2"}))
+
+	t.Run("values flow across clusters and the instance is ACTIVE on the hub", func(t *testing.T) {
+		f.requireData(t, "spoke-1", "web-db", map[string]string{"port": "5432"})
+		f.requireData(t, "spoke-2", "web-egress", map[string]string{"upstream": "db.default:5432"})
+		f.requireData(t, "hub", "web-record", map[string]string{"egress": "web-egress"})
+		requireState(t, f.hub, linkGVK, "web", "ACTIVE")
+		inst := f.link("web")
+		upstream, _, _ := unstructured.NestedString(inst.Object, "status", "upstream")
+		assert.Equal(t, "db.default:5432", upstream, "status projects a value read on spoke-2")
+		_, err := f.configMap("spoke-3", "web-egress")
+		assert.True(t, apierrors.IsNotFound(err), "nothing on spoke-3: %v", err)
+
+		cm, err := f.configMap("spoke-2", "web-egress")
+		require.NoError(t, err)
+		assert.Equal(t, "web", cm.Labels["fleetgraph.dev/instance-name"])
+		assert.Equal(t, "default", cm.Labels["fleetgraph.dev/instance-namespace"])
+		assert.Equal(t, string(inst.GetUID()), cm.Labels["fleetgraph.dev/instance-uid"])
+		assert.NotEmpty(t, cm.Labels["fleetgraph.dev/hub"], "the child names the hub that wrote it")
+	})
+
+	t.Run("an update reaches both spokes", func(t *testing.T) {
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			u := f.link("web")
+			require.NotNil(ct, u)
+			require.NoError(ct, unstructured.SetNestedField(u.Object, "6000", "spec", "port"))
+			require.NoError(ct, f.hub.Update(ctx, u))
+		}, wait, tick)
+		f.requireData(t, "spoke-1", "web-db", map[string]string{"port": "6000"})
+		f.requireData(t, "spoke-2", "web-egress", map[string]string{"upstream": "db.default:6000"})
+	})
+
+	t.Run("drift on spoke-2 is repaired", func(t *testing.T) {
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			cm, err := f.configMap("spoke-2", "web-egress")
+			require.NoError(ct, err)
+			cm.Data["upstream"] = "somewhere-else"
+			require.NoError(ct, f.spokes["spoke-2"].Update(ctx, cm))
+		}, wait, tick)
+		f.requireData(t, "spoke-2", "web-egress", map[string]string{"upstream": "db.default:6000"})
+	})
+
+	t.Run("a cluster outside the allowed set is refused before any write", func(t *testing.T) {
+		for name, egress := range map[string]string{"evil": "spoke-3", "lost": "no-such-cluster"} {
+			createWhenServed(t, f.hub, instance(linkGVK, name, map[string]any{"egressCluster": egress}))
+			require.EventuallyWithT(t, func(ct *assert.CollectT) {
+				u := f.link(name)
+				require.NotNil(ct, u)
+				c := condition(u, "TargetsAllowed")
+				require.NotNil(ct, c)
+				assert.Equal(ct, "False", c["status"])
+				msg, _ := c["message"].(string)
+				assert.Contains(ct, msg, `resource "egress"`)
+				assert.Contains(ct, msg, fmt.Sprintf("cluster %q", egress))
+				state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+				assert.Equal(ct, "ERROR", state)
+			}, wait, tick)
+			t.Logf("%s: %v", name, condition(f.link(name), "TargetsAllowed")["message"])
+			f.requireNowhere(t, name)
+			assert.Empty(t, f.link(name).GetFinalizers(), "a refused instance holds no finalizer")
+		}
+	})
+
+	t.Run("deletion goes in reverse DAG order across clusters", func(t *testing.T) {
+		// Hold egress (spoke-2) with a finalizer of our own: record (hub)
+		// must go first, and db (spoke-1) only once egress is gone.
+		const hold = "test.fleetgraph.dev/hold"
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			cm, err := f.configMap("spoke-2", "web-egress")
+			require.NoError(ct, err)
+			cm.Finalizers = append(cm.Finalizers, hold)
+			require.NoError(ct, f.spokes["spoke-2"].Update(ctx, cm))
+		}, wait, tick)
+		require.NoError(t, f.hub.Delete(ctx, f.link("web")))
+
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			_, err := f.configMap("hub", "web-record")
+			assert.True(ct, apierrors.IsNotFound(err), "record on the hub goes first: %v", err)
+			cm, err := f.configMap("spoke-2", "web-egress")
+			require.NoError(ct, err)
+			assert.NotNil(ct, cm.DeletionTimestamp, "egress on spoke-2 is being deleted")
+			u := f.link("web")
+			require.NotNil(ct, u)
+			c := condition(u, "Ready")
+			require.NotNil(ct, c)
+			assert.Contains(ct, c["message"], "web-egress in spoke-2")
+		}, wait, tick)
+		db, err := f.configMap("spoke-1", "web-db")
+		require.NoError(t, err)
+		assert.Nil(t, db.DeletionTimestamp, "db on spoke-1 waits for egress on spoke-2")
+
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			cm, err := f.configMap("spoke-2", "web-egress")
+			require.NoError(ct, err)
+			cm.Finalizers = nil
+			require.NoError(ct, f.spokes["spoke-2"].Update(ctx, cm))
+		}, wait, tick)
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			assert.Nil(ct, f.link("web"), "the instance is gone once its children are")
+			_, err := f.configMap("spoke-1", "web-db")
+			assert.True(ct, apierrors.IsNotFound(err), "db on spoke-1 deleted last: %v", err)
+		}, wait, tick)
+		f.requireNowhere(t, "web")
+	})
+}
+
+// Under Strict, a graph with a target is refused, naming target.
+func TestStrictHubRefusesTargets(t *testing.T) {
+	h, err := sdk.NewHub(nil, sdk.Options{Strict: true, DisableRGDController: true})
+	require.NoError(t, err)
+	err = h.RegisterGraph(context.Background(), rgdFromString(t, linkRGD))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "target")
+	assert.Contains(t, err.Error(), "Strict")
+}
