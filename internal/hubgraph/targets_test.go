@@ -98,8 +98,8 @@ func TestResolveRefusals(t *testing.T) {
 		want      string
 	}{
 		"computed without an allowed set": {"", Policy{}, "west", `resource "computed": cluster "west": a target computed from the instance needs the platform to allow it`},
-		"outside the platform's selector":  {"", Policy{Selector: mesh}, "other", `resource "computed": cluster "other": outside the platform's allowed clusters (mesh=true)`},
-		"not engaged":                      {"", Policy{Selector: mesh}, "nowhere", `resource "computed": cluster "nowhere": not an engaged cluster`},
+		"outside the platform's selector": {"", Policy{Selector: mesh}, "other", `resource "computed": cluster "other": outside the platform's allowed clusters (mesh=true)`},
+		"not engaged":                     {"", Policy{Selector: mesh}, "nowhere", `resource "computed": cluster "nowhere": not an engaged cluster`},
 		"outside the RGD's allowed set": {"target: {allowedClusters: {matchLabels: {tier: prod}}}", Policy{Selector: mesh}, "east",
 			`resource "computed": cluster "east": outside the RGD's spec.target.allowedClusters (tier=prod)`},
 		"refused by the hook": {"", Policy{Allow: func(_ context.Context, _ *graph.Graph, inst *unstructured.Unstructured, c string) error {
