@@ -217,6 +217,44 @@ func TestHubGraphAcrossClusters(t *testing.T) {
 		f.requireData(t, "spoke-2", "web-egress", map[string]string{"upstream": "db.default:6000"})
 	})
 
+	t.Run("a retargeted resource moves and its old child is pruned", func(t *testing.T) {
+		createWhenServed(t, f.hub, instance(linkGVK, "move", map[string]any{"egressCluster": "spoke-2"}))
+		f.requireData(t, "spoke-2", "move-egress", map[string]string{"upstream": "db.default:5432"})
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			u := f.link("move")
+			require.NotNil(ct, u)
+			require.NoError(ct, unstructured.SetNestedField(u.Object, "spoke-1", "spec", "egressCluster"))
+			require.NoError(ct, f.hub.Update(ctx, u))
+		}, wait, tick)
+		f.requireData(t, "spoke-1", "move-egress", map[string]string{"upstream": "db.default:5432"})
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			_, err := f.configMap("spoke-2", "move-egress")
+			assert.True(ct, apierrors.IsNotFound(err), "the child left behind on spoke-2 is pruned: %v", err)
+		}, wait, tick)
+		f.deleteLink(t, "move")
+	})
+
+	t.Run("what is not ours is never written or deleted", func(t *testing.T) {
+		squat := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "squat-egress"}, Data: map[string]string{"owner": "someone"}}
+		require.NoError(t, f.spokes["spoke-2"].Create(ctx, squat))
+		createWhenServed(t, f.hub, instance(linkGVK, "squat", map[string]any{"egressCluster": "spoke-2"}))
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			u := f.link("squat")
+			require.NotNil(ct, u)
+			c := condition(u, "Ready")
+			require.NotNil(ct, c)
+			assert.Contains(ct, c["message"], "squat-egress")
+			assert.Contains(ct, c["message"], "not ours")
+		}, wait, tick)
+		f.deleteLink(t, "squat")
+		cm, err := f.configMap("spoke-2", "squat-egress")
+		require.NoError(t, err, "deleting the instance leaves the object it did not own")
+		assert.Equal(t, map[string]string{"owner": "someone"}, cm.Data)
+		assert.Empty(t, cm.Labels)
+		_, err = f.configMap("spoke-1", "squat-db")
+		assert.True(t, apierrors.IsNotFound(err), "its own child is deleted: %v", err)
+	})
+
 	t.Run("a cluster outside the allowed set is refused before any write", func(t *testing.T) {
 		for name, egress := range map[string]string{"evil": "spoke-3", "lost": "no-such-cluster"} {
 			createWhenServed(t, f.hub, instance(linkGVK, name, map[string]any{"egressCluster": egress}))
@@ -279,6 +317,17 @@ func TestHubGraphAcrossClusters(t *testing.T) {
 		}, wait, tick)
 		f.requireNowhere(t, "web")
 	})
+}
+
+// deleteLink deletes a hub instance and waits until it is gone.
+func (f *hubGraphFleet) deleteLink(t *testing.T, name string) {
+	t.Helper()
+	u := f.link(name)
+	require.NotNil(t, u)
+	require.NoError(t, client.IgnoreNotFound(f.hub.Delete(context.Background(), u)))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Nil(ct, f.link(name))
+	}, wait, tick, "deleting %s", name)
 }
 
 // Under Strict, a graph with a target is refused, naming target.

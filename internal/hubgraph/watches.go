@@ -30,6 +30,9 @@ type watchKey struct {
 }
 
 type watch struct {
+	// cl is the engagement the handler is on: a cluster that left and
+	// came back under its name has a new cache, watched anew.
+	cl       cluster.Cluster
 	informer cache.Informer
 	reg      toolscache.ResourceEventHandlerRegistration
 }
@@ -41,9 +44,9 @@ func newWatchSet(s *server) *watchSet { return &watchSet{s: s, m: map[watchKey]*
 func (w *watchSet) ensure(ctx context.Context, name string, cl cluster.Cluster, gvk schema.GroupVersionKind) error {
 	key := watchKey{cluster: name, gvk: gvk}
 	w.mu.Lock()
-	_, ok := w.m[key]
+	old, ok := w.m[key]
 	w.mu.Unlock()
-	if ok {
+	if ok && old.cl == cl {
 		return nil
 	}
 	obj := &metav1.PartialObjectMetadata{}
@@ -54,8 +57,11 @@ func (w *watchSet) ensure(ctx context.Context, name string, cl cluster.Cluster, 
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.m[key]; ok || w.s.ctx.Err() != nil {
+	if cur, ok := w.m[key]; (ok && cur.cl == cl) || w.s.ctx.Err() != nil {
 		return nil
+	}
+	if cur, ok := w.m[key]; ok {
+		_ = cur.informer.RemoveEventHandler(cur.reg) // the old engagement's
 	}
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    w.changed,
@@ -65,7 +71,7 @@ func (w *watchSet) ensure(ctx context.Context, name string, cl cluster.Cluster, 
 	if err != nil {
 		return err
 	}
-	w.m[key] = &watch{informer: inf, reg: reg}
+	w.m[key] = &watch{cl: cl, informer: inf, reg: reg}
 	return nil
 }
 
