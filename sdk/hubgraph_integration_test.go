@@ -317,6 +317,40 @@ func TestHubGraphAcrossClusters(t *testing.T) {
 		}, wait, tick)
 		f.requireNowhere(t, "web")
 	})
+
+	t.Run("deletion waits for a target that left the fleet and says so", func(t *testing.T) {
+		createWhenServed(t, f.hub, instance(linkGVK, "far", map[string]any{"egressCluster": "spoke-2"}))
+		f.requireData(t, "spoke-2", "far-egress", map[string]string{"upstream": "db.default:5432"})
+		requireState(t, f.hub, linkGVK, "far", "ACTIVE")
+		kubeconfig := &corev1.Secret{}
+		require.NoError(t, f.hub.Get(ctx, client.ObjectKey{Namespace: secret.DefaultNamespace, Name: "spoke-2"}, kubeconfig))
+		require.NoError(t, f.hub.Delete(ctx, kubeconfig))
+		require.NoError(t, f.hub.Delete(ctx, f.link("far")))
+
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			u := f.link("far")
+			require.NotNil(ct, u)
+			state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+			assert.Equal(ct, "DELETING", state)
+			c := condition(u, "Ready")
+			require.NotNil(ct, c)
+			assert.Contains(ct, c["message"], "unreachable")
+			assert.Contains(ct, c["message"], `"spoke-2"`)
+		}, wait, tick)
+		_, err := f.configMap("hub", "far-record")
+		assert.True(t, apierrors.IsNotFound(err), "the wave before spoke-2's went: %v", err)
+		db, err := f.configMap("spoke-1", "far-db")
+		require.NoError(t, err, "the wave after spoke-2's waits")
+		assert.Nil(t, db.DeletionTimestamp)
+
+		// spoke-2 comes back: the deletion finishes there and on spoke-1.
+		kubeconfig.ResourceVersion, kubeconfig.UID = "", ""
+		require.NoError(t, f.hub.Create(ctx, kubeconfig))
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			assert.Nil(ct, f.link("far"))
+		}, wait, tick)
+		f.requireNowhere(t, "far")
+	})
 }
 
 // deleteLink deletes a hub instance and waits until it is gone.
