@@ -81,19 +81,18 @@ spec:
 // spoke-1 and spoke-2 are labelled mesh=true, which is the platform's
 // allowed set, and spoke-3 is not.
 type hubGraphFleet struct {
+	fleet   *fgtesting.Fleet
 	hub     client.Client
 	spokes  map[string]client.Client
 	clients map[string]client.Client // spokes and "hub"
 }
 
-func startHubGraphFleet(t *testing.T, opts sdk.Options) (*hubGraphFleet, *sdk.Hub) {
+func startHubGraphFleet(t *testing.T, opts sdk.Options) (*hubGraphFleet, *sdk.Hub, func()) {
 	t.Helper()
 	fleet := fgtesting.StartFleet(t, 3)
-	h, err := sdk.NewHub(secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}), opts)
-	require.NoError(t, err)
-	fgtesting.Start(t, func(ctx context.Context) error { return h.Run(ctx, fleet.Hub.Config) })
 	ctx := context.Background()
-	f := &hubGraphFleet{hub: newClient(t, fleet.Hub.Config), spokes: map[string]client.Client{}, clients: map[string]client.Client{}}
+	f := &hubGraphFleet{fleet: fleet, hub: newClient(t, fleet.Hub.Config), spokes: map[string]client.Client{}, clients: map[string]client.Client{}}
+	h, stop := f.startHub(t, opts)
 	require.NoError(t, f.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secret.DefaultNamespace}}))
 	for _, s := range fleet.Spokes() {
 		l := map[string]string{secret.DefaultSecretLabel: "true"}
@@ -108,7 +107,16 @@ func startHubGraphFleet(t *testing.T, opts sdk.Options) (*hubGraphFleet, *sdk.Hu
 		f.clients[s.Name] = f.spokes[s.Name]
 	}
 	f.clients["hub"] = f.hub
-	return f, h
+	return f, h, stop
+}
+
+// startHub runs a new Hub with the secret provider on the fleet's hub
+// cluster until stop or the end of the test.
+func (f *hubGraphFleet) startHub(t *testing.T, opts sdk.Options) (h *sdk.Hub, stop func()) {
+	t.Helper()
+	h, err := sdk.NewHub(secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}), opts)
+	require.NoError(t, err)
+	return h, fgtesting.StartStoppable(t, func(ctx context.Context) error { return h.Run(ctx, f.fleet.Hub.Config) })
 }
 
 func meshOnly() sdk.Options {
@@ -172,7 +180,7 @@ func condition(u *unstructured.Unstructured, typ string) map[string]any {
 // set writes nothing anywhere; deletion goes in reverse DAG order across
 // clusters.
 func TestHubGraphAcrossClusters(t *testing.T) {
-	f, h := startHubGraphFleet(t, meshOnly())
+	f, h, _ := startHubGraphFleet(t, meshOnly())
 	ctx := context.Background()
 	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, linkRGD)))
 	createWhenServed(t, f.hub, instance(linkGVK, "web", map[string]any{"egressCluster": "spoke-2"}))
@@ -372,4 +380,58 @@ func TestStrictHubRefusesTargets(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "target")
 	assert.Contains(t, err.Error(), "Strict")
+}
+
+// A hub stopped while it reconciles 20 hub instances, each writing on two
+// spokes and the hub, and started again: every instance becomes ACTIVE
+// with exactly its own children (the hub's identity is the same after the
+// restart, so they are still its own), and deleting them all leaves
+// nothing anywhere.
+func TestHubGraphResumesAfterARestart(t *testing.T) {
+	const n = 20
+	f, h, stop := startHubGraphFleet(t, meshOnly())
+	ctx := context.Background()
+	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, linkRGD)))
+	createWhenServed(t, f.hub, instance(linkGVK, "r0", map[string]any{"egressCluster": "spoke-2"}))
+	for i := 1; i < n; i++ {
+		require.NoError(t, f.hub.Create(ctx, instance(linkGVK, fmt.Sprintf("r%d", i), map[string]any{"egressCluster": "spoke-2"})))
+	}
+	// Stop the hub once some instance has children, while the others are
+	// still being reconciled.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		_, err := f.configMap("spoke-1", "r0-db")
+		assert.NoError(ct, err)
+	}, wait, tick)
+	stop()
+	active := 0
+	for i := range n {
+		if state(f.hub, linkGVK, fmt.Sprintf("r%d", i)) == "ACTIVE" {
+			active++
+		}
+	}
+	t.Logf("%d of %d instances were ACTIVE when the hub stopped", active, n)
+
+	h2, _ := f.startHub(t, meshOnly())
+	require.NoError(t, h2.RegisterGraph(ctx, rgdFromString(t, linkRGD)))
+	for i := range n {
+		requireState(t, f.hub, linkGVK, fmt.Sprintf("r%d", i), "ACTIVE")
+	}
+	count := func(cluster string) int {
+		list := &corev1.ConfigMapList{}
+		require.NoError(t, f.clients[cluster].List(ctx, list, client.MatchingLabels{"fleetgraph.dev/graph": "link"}))
+		return len(list.Items)
+	}
+	for _, c := range []string{"hub", "spoke-1", "spoke-2", "spoke-3"} {
+		want := n
+		if c == "spoke-3" {
+			want = 0
+		}
+		assert.Equal(t, want, count(c), "children of the graph in %s", c)
+	}
+	for i := range n {
+		f.deleteLink(t, fmt.Sprintf("r%d", i))
+	}
+	for _, c := range []string{"hub", "spoke-1", "spoke-2", "spoke-3"} {
+		assert.Zero(t, count(c), "orphans in %s", c)
+	}
 }

@@ -36,7 +36,11 @@ func (s *server) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	if err := s.rt.hub().GetCache().Get(ctx, req.NamespacedName, inst); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	s.instances.Store(inst.GetUID(), req.NamespacedName)
+	if controllerutil.ContainsFinalizer(inst, contract.Finalizer) {
+		// Only an instance that may have children is looked up by its
+		// children's events; finalize forgets it.
+		s.instances.Store(inst.GetUID(), req.NamespacedName)
+	}
 	if inst.GetDeletionTimestamp() != nil {
 		return s.finalize(ctx, inst)
 	}
