@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -434,4 +435,54 @@ func TestHubGraphResumesAfterARestart(t *testing.T) {
 	for _, c := range []string{"hub", "spoke-1", "spoke-2", "spoke-3"} {
 		assert.Zero(t, count(c), "orphans in %s", c)
 	}
+}
+
+// One target spoke frozen (its API server stopped): the instance's
+// resources elsewhere and the instances that do not use it keep
+// reconciling, the instance names the frozen cluster, and after the
+// resume everything converges with each child once.
+func TestHubGraphFrozenTargetBlocksOnlyItsDependents(t *testing.T) {
+	opts := meshOnly()
+	opts.Targets.CallTimeout = 2 * time.Second
+	f, h, _ := startHubGraphFleet(t, opts)
+	ctx := context.Background()
+	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, linkRGD)))
+	createWhenServed(t, f.hub, instance(linkGVK, "web", map[string]any{"egressCluster": "spoke-2"}))
+	requireState(t, f.hub, linkGVK, "web", "ACTIVE")
+
+	frozen := f.fleet.Spoke("spoke-2")
+	require.NoError(t, frozen.Pause())
+	t.Cleanup(func() { _ = frozen.Resume() })
+
+	// The instance's resource on spoke-1 follows an update.
+	start := time.Now()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		u := f.link("web")
+		require.NotNil(ct, u)
+		require.NoError(ct, unstructured.SetNestedField(u.Object, "7000", "spec", "port"))
+		require.NoError(ct, f.hub.Update(ctx, u))
+	}, wait, tick)
+	f.requireData(t, "spoke-1", "web-db", map[string]string{"port": "7000"})
+	t.Logf("spoke-1's child followed the update %v after it, spoke-2 frozen (call timeout %v)", time.Since(start).Round(time.Millisecond), opts.Targets.CallTimeout)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		u := f.link("web")
+		require.NotNil(ct, u)
+		c := condition(u, "ResourcesReady")
+		require.NotNil(ct, c)
+		assert.Equal(ct, "ClusterUnreachable", c["reason"])
+		assert.Contains(ct, c["message"], `cluster "spoke-2" is unreachable`)
+	}, wait, tick)
+
+	// Another instance that does not touch spoke-2 becomes ACTIVE.
+	start = time.Now()
+	createWhenServed(t, f.hub, instance(linkGVK, "calm", map[string]any{"egressCluster": "spoke-1"}))
+	requireState(t, f.hub, linkGVK, "calm", "ACTIVE")
+	t.Logf("an instance on spoke-1 and the hub became ACTIVE in %v while spoke-2 was frozen", time.Since(start).Round(time.Millisecond))
+
+	require.NoError(t, frozen.Resume())
+	f.requireData(t, "spoke-2", "web-egress", map[string]string{"upstream": "db.default:7000"})
+	requireState(t, f.hub, linkGVK, "web", "ACTIVE")
+	list := &corev1.ConfigMapList{}
+	require.NoError(t, f.spokes["spoke-2"].List(ctx, list, client.MatchingLabels{"fleetgraph.dev/graph": "link"}))
+	assert.Len(t, list.Items, 1, "spoke-2 holds web's egress once")
 }

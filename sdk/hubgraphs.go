@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -38,6 +39,11 @@ type TargetOptions struct {
 	// other's children. Defaults to the UID of the hub cluster's
 	// kube-system namespace.
 	HubName string
+	// CallTimeout bounds each call the hub graphs' runtime makes to a
+	// cluster: a target that does not answer within it is unreachable for
+	// the rest of that reconcile, and only the resources on it and their
+	// dependents wait. Defaults to 30 seconds.
+	CallTimeout time.Duration
 }
 
 // SecretClusterMapper is implemented by providers that can say which
@@ -57,6 +63,7 @@ func (h *Hub) newHubGraphs() *hubgraph.Runtime {
 			Allow:    h.opts.Targets.Allow,
 		},
 		HubName:      h.opts.Targets.HubName,
+		CallTimeout:  h.opts.Targets.CallTimeout,
 		FieldManager: h.opts.FieldManager,
 		Resync:       h.opts.InstanceResync,
 		Logger:       h.opts.Logger.WithName("hubgraph"),

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -46,6 +48,10 @@ type outcome struct {
 	failed  error
 	reason  string
 	waiting []string
+	// down holds the clusters found unreachable in this reconcile: their
+	// other resources wait without calling them again, and only what
+	// depends on them waits too.
+	down map[string]error
 }
 
 // Reasons in conditions.
@@ -63,7 +69,7 @@ func (s *server) evaluate(ctx context.Context, inst *unstructured.Unstructured, 
 	o := &outcome{
 		ctx:    graph.WithBudget(ctx, budget),
 		vals:   graph.Values{"schema": inst.Object},
-		states: map[string]nodeState{}, desired: map[childID]bool{},
+		states: map[string]nodeState{}, desired: map[childID]bool{}, down: map[string]error{},
 	}
 	for _, level := range s.g.Levels {
 		for _, n := range level {
@@ -108,6 +114,9 @@ func (s *server) node(o *outcome, inst *unstructured.Unstructured, p *plan, n *g
 	}
 	name := p.clusterOf[n.ID]
 	cl := p.clusters[name]
+	if err := o.down[name]; err != nil {
+		return nodeWaiting, unreachableError(name, err)
+	}
 	if n.External {
 		return s.external(o, inst, n, name, cl)
 	}
@@ -126,6 +135,10 @@ func (s *server) node(o *outcome, inst *unstructured.Unstructured, p *plan, n *g
 			var del *deletingError
 			if errors.As(err, &del) {
 				return nodeWaiting, err
+			}
+			if unreachable(err) {
+				o.down[name] = err
+				return nodeWaiting, unreachableError(name, err)
 			}
 			o.reason = reasonApplyFailed
 			return nodeFailed, fmt.Errorf("resource %q in %s: %w", n.ID, displayName(name), err)
@@ -191,6 +204,10 @@ func (s *server) external(o *outcome, inst *unstructured.Unstructured, n *graph.
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(ref.GVK)
 	if err := cl.GetAPIReader().Get(cctx, keyOf(ns, ref.Name), u); err != nil {
+		if unreachable(err) {
+			o.down[name] = err
+			return nodeWaiting, unreachableError(name, err)
+		}
 		return nodeWaiting, fmt.Errorf("externalRef %s %s in %s: %w", ref.GVK.Kind, ref.Name, displayName(name), err)
 	}
 	o.vals[n.ID] = u.Object
@@ -230,4 +247,16 @@ func (s *server) externalList(ctx context.Context, o *outcome, n *graph.Node, na
 	}
 	o.vals[n.ID] = items
 	return s.readiness(o, n, items)
+}
+
+// unreachable reports whether err says that the cluster did not answer
+// (rather than refused the request).
+func unreachable(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) ||
+		apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsServiceUnavailable(err)
+}
+
+func unreachableError(name string, err error) error {
+	return fmt.Errorf("cluster %q is unreachable: %w", name, err)
 }

@@ -44,7 +44,11 @@ func conditionsOf(o *outcome, pruneErr error) (string, []condition) {
 		ready = condition{Type: contract.ConditionResourcesReady, Status: "False", Reason: "PruneFailed", Message: pruneErr.Error()}
 	case len(o.waiting) > 0:
 		state = contract.StateInProgress
-		ready = condition{Type: contract.ConditionResourcesReady, Status: "False", Reason: "NotReady", Message: strings.Join(o.waiting, "; ")}
+		reason := "NotReady"
+		if len(o.down) > 0 {
+			reason = reasonClusterWaiting
+		}
+		ready = condition{Type: contract.ConditionResourcesReady, Status: "False", Reason: reason, Message: strings.Join(o.waiting, "; ")}
 	}
 	summary := condition{Type: contract.ConditionReady, Status: ready.Status, Reason: ready.Reason, Message: ready.Message}
 	return state, []condition{managed, resolved, targets, ready, summary}
