@@ -51,7 +51,7 @@ func (s *server) resolve(ctx context.Context, inst *unstructured.Unstructured) (
 	p := &plan{clusterOf: map[string]string{}, clusters: map[string]cluster.Cluster{"": s.rt.hub()}}
 	vals := graph.Values{"schema": inst.Object}
 	for _, n := range s.g.Nodes {
-		t, err := n.ResolveTarget(ctx, vals)
+		t, err := n.ResolveTarget(ctx, vals, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -103,6 +103,10 @@ func (c *compilation) run() (*Graph, error) {
 		return nil, err
 	}
 	g.clusterUse = exprs.cluster
+	g.usesFleet = exprs.fleet
+	if g.usesFleet && !g.IsHubGraph() {
+		return nil, &Error{Err: errorf(ErrInvalid, "the fleet variable is read only by hub graphs (a graph with a target)")}
+	}
 	return g, nil
 }
 

@@ -64,6 +64,8 @@ type Graph struct {
 	conditions []conditionProgram
 	// clusterUse is how the expressions read the cluster variable.
 	clusterUse ClusterUse
+	// usesFleet: an expression reads the fleet variable (fleet.go).
+	usesFleet bool
 	byID       map[string]*Node
 	// source and opts are what Compile was given, kept for CheckSchemas.
 	source *v1alpha1.ResourceGraphDefinition

@@ -53,7 +53,7 @@ func (c *resourceCompiler) compile(r *resource) {
 	if readyEnv := c.readyEnv(r); readyEnv != nil {
 		np.readyWhen = c.compileConditions(r, "readyWhen", r.src.ReadyWhen, readyEnv)
 	}
-	c.compileTarget(c.rgd, r)
+	c.compileTarget(c.rgd, r, env)
 	collectDeps(r, np)
 }
 
@@ -255,7 +255,7 @@ func collectDeps(r *resource, np *nodeProgram) {
 	}
 	for _, p := range progs {
 		for _, ref := range p.refs {
-			if ref != varSchema {
+			if ref != varSchema && ref != VarFleet {
 				r.deps.Insert(ref)
 			}
 		}

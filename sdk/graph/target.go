@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/cel-go/cel"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 
@@ -92,9 +93,10 @@ func (g *Graph) AllowedClusters() *metav1.LabelSelector {
 func (n *Node) Target() *Target { return n.target }
 
 // ResolveTarget evaluates the node's target for the instance in vals
-// (only vals["schema"] is read). A node without a target returns the zero
+// (only schema and fleet are read) and, for a collection, one of its
+// Iterations (nil otherwise). A node without a target returns the zero
 // ResolvedTarget.
-func (n *Node) ResolveTarget(ctx context.Context, vals Values) (ResolvedTarget, error) {
+func (n *Node) ResolveTarget(ctx context.Context, vals Values, iteration map[string]any) (ResolvedTarget, error) {
 	t := n.target
 	if t == nil {
 		return ResolvedTarget{}, nil
@@ -102,7 +104,7 @@ func (n *Node) ResolveTarget(ctx context.Context, vals Values) (ResolvedTarget, 
 	if t.name == nil {
 		return ResolvedTarget{SecretName: t.SecretName, SecretNamespace: t.SecretNamespace}, nil
 	}
-	sc := n.program.scope(ctx, vals, nil)
+	sc := n.program.scope(ctx, vals, n.program.typedIteration(iteration))
 	defer sc.done()
 	sc.bound(newSizer("the target", "MaxValueBytes", n.program.limits.MaxValueBytes))
 	name, err := evalString(sc, t.name, "target.cluster.name")
@@ -130,7 +132,7 @@ func targetOf(rgd *v1alpha1.ResourceGraphDefinition, src *v1alpha1.Resource) (*v
 
 // compileTarget compiles r's target, if any, into its node. The name's
 // expressions are compiled in env, the graph's, and may read only schema.
-func (c *resourceCompiler) compileTarget(rgd *v1alpha1.ResourceGraphDefinition, r *resource) {
+func (c *resourceCompiler) compileTarget(rgd *v1alpha1.ResourceGraphDefinition, r *resource, env *cel.Env) {
 	src, path := targetOf(rgd, r.src)
 	if src == nil {
 		return
@@ -159,13 +161,15 @@ func (c *resourceCompiler) compileTarget(rgd *v1alpha1.ResourceGraphDefinition, 
 		r.node.target = &Target{SecretName: ct.KubeconfigSecretName, SecretNamespace: ct.KubeconfigSecretNamespace}
 		return
 	}
-	c.compileTargetName(r, path+".cluster.name", ct.Name, fail)
+	c.compileTargetName(r, env, path+".cluster.name", ct.Name, fail)
 }
 
 // compileTargetName compiles a target's cluster name: a literal, or
-// expressions that read only schema and make a string.
-func (c *resourceCompiler) compileTargetName(r *resource, path, written string, fail func(p, written string, err error)) {
-	tc := &templateCompiler{exprs: c.exprs, env: c.envs.graph, resourceID: r.node.ID, check: c.checkField}
+// expressions that read only schema, fleet and the resource's forEach
+// iterators (whose own expressions must then read only schema and fleet),
+// and make a string.
+func (c *resourceCompiler) compileTargetName(r *resource, env *cel.Env, path, written string, fail func(p, written string, err error)) {
+	tc := &templateCompiler{exprs: c.exprs, env: env, resourceID: r.node.ID, check: c.checkField}
 	name := tc.value(path, written, apiservercel.StringType)
 	progs := name.programs(nil)
 	if len(progs) == 0 {
@@ -173,18 +177,34 @@ func (c *resourceCompiler) compileTargetName(r *resource, path, written string, 
 		return
 	}
 	for _, p := range progs {
-		for _, ref := range p.refs {
-			if ref != varSchema {
-				fail(path, written, errorf(ErrReference, "a target may read only schema, not %q: every target is resolved before anything is written", ref))
-				return
-			}
+		if ref, ok := onlyInstanceAndFleet(p); !ok {
+			fail(path, written, errorf(ErrReference, "a target may read only schema, fleet and the resource's iterators, not %q: every target is resolved before anything is written", ref))
+			return
 		}
 		if p.cluster != 0 {
 			fail(path, written, errorf(ErrReference, "a target may read only schema, not %q", VarCluster))
 			return
 		}
 	}
+	for _, it := range r.node.program.iterators {
+		if ref, ok := onlyInstanceAndFleet(it.p); !ok {
+			fail(it.path, it.p.written, errorf(ErrReference, "the forEach of a resource with a computed target may read only schema and fleet, not %q: "+
+				"every target is resolved before anything is written", ref))
+			return
+		}
+	}
 	r.node.target = &Target{Expression: written, name: name}
+}
+
+// onlyInstanceAndFleet reports whether p reads nothing but schema and
+// fleet from Values, or names the first other thing it reads.
+func onlyInstanceAndFleet(p *program) (string, bool) {
+	for _, ref := range p.refs {
+		if ref != varSchema && ref != VarFleet {
+			return ref, false
+		}
+	}
+	return "", true
 }
 
 // String describes the target for messages.

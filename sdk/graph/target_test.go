@@ -36,10 +36,10 @@ func TestTargetsMakeAHubGraph(t *testing.T) {
 
 	ctx := context.Background()
 	vals := graph.Values{"schema": instance("x", map[string]any{"name": "app", "egressCluster": "spoke-3"})}
-	db, err := g.Node("db").ResolveTarget(ctx, vals)
+	db, err := g.Node("db").ResolveTarget(ctx, vals, nil)
 	require.NoError(t, err)
 	assert.Equal(t, graph.ResolvedTarget{Cluster: "spoke-1"}, db)
-	egress, err := g.Node("egress").ResolveTarget(ctx, vals)
+	egress, err := g.Node("egress").ResolveTarget(ctx, vals, nil)
 	require.NoError(t, err)
 	assert.Equal(t, graph.ResolvedTarget{Cluster: "spoke-3", Computed: true}, egress)
 	assert.True(t, g.Node("egress").Target().Computed())
@@ -52,7 +52,7 @@ func TestRGDTargetIsTheDefault(t *testing.T) {
 	g, err := graph.Compile(parseRGD(t, doc), graph.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"db", "egress", "local"}, ids(g.Targets()))
-	local, err := g.Node("local").ResolveTarget(context.Background(), graph.Values{"schema": instance("x", nil)})
+	local, err := g.Node("local").ResolveTarget(context.Background(), graph.Values{"schema": instance("x", nil)}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, graph.ResolvedTarget{SecretName: "east", SecretNamespace: "fleet"}, local)
 	assert.Equal(t, map[string]string{"mesh": "true"}, g.AllowedClusters().MatchLabels)
@@ -89,4 +89,65 @@ func TestStrictRefusesTarget(t *testing.T) {
 	_, err := graph.Compile(parseRGD(t, rgdDoc(targetSchema, targetResources())), graph.Options{Strict: true})
 	require.ErrorIs(t, err, graph.ErrExtension)
 	assert.Contains(t, err.Error(), "target")
+}
+
+// gatewayResources put one gateway in every cluster labelled mesh=true,
+// each listing the others.
+const gatewayResources = `resources:
+- id: gateway
+  forEach:
+  - peer: ${fleet.clusters.filter(c, c.labels.?mesh.orValue("") == "true")}
+  target: {cluster: {name: '${peer.name}'}}
+  template:
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: ${schema.spec.name + "-" + peer.name}
+    data:
+      peers: ${fleet.clusters.filter(c, c.labels.?mesh.orValue("") == "true" && c.name != peer.name).map(c, c.name).join(",")}
+`
+
+func TestFleetFeedsForEachAndTarget(t *testing.T) {
+	g, err := graph.Compile(parseRGD(t, rgdDoc(targetSchema, gatewayResources)), graph.Options{})
+	require.NoError(t, err)
+	require.True(t, g.UsesFleet())
+	assert.Contains(t, g.Extensions, graph.Extension{ResourceID: "gateway", Path: "forEach[0].peer", Feature: "the fleet variable"})
+	fleet := graph.FleetValue([]graph.FleetCluster{
+		{Name: "c", Labels: map[string]string{"mesh": "true"}}, {Name: "a", Labels: map[string]string{"mesh": "true"}}, {Name: "b"},
+	})
+	ctx := context.Background()
+	vals := graph.Values{"schema": instance("x", map[string]any{"name": "gw"}), graph.VarFleet: fleet}
+	n := g.Node("gateway")
+	its, err := n.Iterations(ctx, vals)
+	require.NoError(t, err)
+	require.Len(t, its, 2)
+	var got []string
+	for _, it := range its {
+		tg, err := n.ResolveTarget(ctx, vals, it)
+		require.NoError(t, err)
+		assert.True(t, tg.Computed)
+		obj, err := n.Render(ctx, vals, it)
+		require.NoError(t, err)
+		got = append(got, tg.Cluster+":"+obj.Object["data"].(map[string]any)["peers"].(string))
+	}
+	assert.Equal(t, []string{"a:c", "c:a"}, got, "one per mesh cluster, by name, each listing the others")
+}
+
+func TestFleetRefusals(t *testing.T) {
+	_, err := graph.Compile(parseRGD(t, rgdDoc(targetSchema, "resources:\n"+cm("a", "", "n: '${string(size(fleet.clusters))}'"))), graph.Options{})
+	require.ErrorIs(t, err, graph.ErrInvalid)
+	assert.Contains(t, err.Error(), "hub graphs")
+
+	_, err = graph.Compile(parseRGD(t, rgdDoc(targetSchema, gatewayResources)), graph.Options{Strict: true})
+	require.ErrorIs(t, err, graph.ErrExtension)
+
+	readsOther := "resources:\n" + cm("other", "", "") + `- id: res
+  forEach:
+  - peer: ${[other.metadata.name]}
+  target: {cluster: {name: '${peer}'}}
+  template: {apiVersion: v1, kind: ConfigMap, metadata: {name: '${peer}'}}
+`
+	_, err = graph.Compile(parseRGD(t, rgdDoc(targetSchema, readsOther)), graph.Options{})
+	require.ErrorIs(t, err, graph.ErrReference)
+	assert.Contains(t, err.Error(), `not "other"`)
 }
