@@ -66,7 +66,7 @@ type Graph struct {
 	clusterUse ClusterUse
 	// usesFleet: an expression reads the fleet variable (fleet.go).
 	usesFleet bool
-	byID       map[string]*Node
+	byID      map[string]*Node
 	// source and opts are what Compile was given, kept for CheckSchemas.
 	source *v1alpha1.ResourceGraphDefinition
 	opts   Options
