@@ -486,3 +486,83 @@ func TestHubGraphFrozenTargetBlocksOnlyItsDependents(t *testing.T) {
 	require.NoError(t, f.spokes["spoke-2"].List(ctx, list, client.MatchingLabels{"fleetgraph.dev/graph": "link"}))
 	assert.Len(t, list.Items, 1, "spoke-2 holds web's egress once")
 }
+
+var meshGVK = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "Mesh"}
+
+// meshRGD puts a gateway in every cluster labelled mesh=true, each
+// listing the others: one resource, a forEach over the fleet.
+const meshRGD = `
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: mesh
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Mesh
+    spec:
+      port: string | default="443"
+  resources:
+  - id: gateway
+    forEach:
+    - peer: ${fleet.clusters.filter(c, c.labels.?mesh.orValue("") == "true")}
+    target:
+      cluster:
+        name: ${peer.name}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name + "-gateway-" + peer.name}
+      data:
+        port: ${schema.spec.port}
+        peers: ${fleet.clusters.filter(c, c.labels.?mesh.orValue("") == "true" && c.name != peer.name).map(c, c.name).join(",")}
+`
+
+// forEach over the fleet makes one gateway per mesh cluster; labelling a
+// cluster in adds one there, labelling one out prunes its gateway, and
+// every gateway's list of peers follows.
+func TestHubGraphForEachOverTheFleet(t *testing.T) {
+	f, h, _ := startHubGraphFleet(t, meshOnly())
+	ctx := context.Background()
+	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, meshRGD)))
+	createWhenServed(t, f.hub, instance(meshGVK, "m", map[string]any{}))
+	gateways := func(want map[string]string) {
+		t.Helper()
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			for _, c := range []string{"spoke-1", "spoke-2", "spoke-3"} {
+				list := &corev1.ConfigMapList{}
+				require.NoError(ct, f.spokes[c].List(ctx, list, client.MatchingLabels{"fleetgraph.dev/graph": "mesh"}))
+				peers, ok := want[c]
+				if !ok {
+					assert.Empty(ct, list.Items, "no gateway in %s", c)
+					continue
+				}
+				if assert.Len(ct, list.Items, 1, "one gateway in %s", c) {
+					assert.Equal(ct, "m-gateway-"+c, list.Items[0].Name)
+					assert.Equal(ct, peers, list.Items[0].Data["peers"], "peers of %s", c)
+				}
+			}
+		}, wait, tick)
+	}
+	gateways(map[string]string{"spoke-1": "spoke-2", "spoke-2": "spoke-1"})
+	requireState(t, f.hub, meshGVK, "m", "ACTIVE")
+
+	relabel(t, f.hub, "spoke-3", map[string]string{secret.LabelPrefix + "mesh": "true"})
+	gateways(map[string]string{"spoke-1": "spoke-2,spoke-3", "spoke-2": "spoke-1,spoke-3", "spoke-3": "spoke-1,spoke-2"})
+
+	relabel(t, f.hub, "spoke-1", map[string]string{})
+	gateways(map[string]string{"spoke-2": "spoke-3", "spoke-3": "spoke-2"})
+	requireState(t, f.hub, meshGVK, "m", "ACTIVE")
+
+	require.NoError(t, f.hub.Delete(ctx, f.mesh("m")))
+	gateways(map[string]string{})
+}
+
+func (f *hubGraphFleet) mesh(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(meshGVK)
+	u.SetNamespace("default")
+	u.SetName(name)
+	return u
+}

@@ -100,6 +100,18 @@ func (c hubClusters) Cluster(_ context.Context, name string) (cluster.Cluster, e
 	return e.cl, nil
 }
 
+func (c hubClusters) Names() []string {
+	c.h.mu.Lock()
+	defer c.h.mu.Unlock()
+	out := make([]string, 0, len(c.h.clusters))
+	for name, e := range c.h.clusters {
+		if name != "" && e.ctx.Err() == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 func (c hubClusters) Labels(name string) map[string]string {
 	return c.h.clusterLabels(multicluster.ClusterName(name))
 }

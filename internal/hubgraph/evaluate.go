@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -68,7 +69,7 @@ func (s *server) evaluate(ctx context.Context, inst *unstructured.Unstructured, 
 	budget := graph.NewBudget(s.g.Limits().WithDefaults())
 	o := &outcome{
 		ctx:    graph.WithBudget(ctx, budget),
-		vals:   graph.Values{"schema": inst.Object},
+		vals:   maps.Clone(p.vals),
 		states: map[string]nodeState{}, desired: map[childID]bool{}, down: map[string]error{},
 	}
 	for _, level := range s.g.Levels {
@@ -112,25 +113,31 @@ func (s *server) node(o *outcome, inst *unstructured.Unstructured, p *plan, n *g
 	} else if !ok {
 		return nodeExcluded, nil
 	}
-	name := p.clusterOf[n.ID]
-	cl := p.clusters[name]
-	if err := o.down[name]; err != nil {
-		return nodeWaiting, unreachableError(name, err)
-	}
 	if n.External {
-		return s.external(o, inst, n, name, cl)
+		name := p.clusterOf[n.ID]
+		if err := o.down[name]; err != nil {
+			return nodeWaiting, unreachableError(name, err)
+		}
+		return s.external(o, inst, n, name, p.clusters[name])
 	}
 	iterations, err := n.Iterations(o.ctx, o.vals)
 	if err != nil {
 		return s.evalFailure(o, err)
 	}
 	var observed []any
-	for _, it := range iterations {
+	for i, it := range iterations {
+		name, err := p.clusterFor(n.ID, i)
+		if err != nil {
+			return s.evalFailure(o, err)
+		}
+		if err := o.down[name]; err != nil {
+			return nodeWaiting, unreachableError(name, err)
+		}
 		desired, err := n.Render(o.ctx, o.vals, it)
 		if err != nil {
 			return s.evalFailure(o, err)
 		}
-		got, err := s.apply(o.ctx, inst, n, name, cl, desired)
+		got, err := s.apply(o.ctx, inst, n, name, p.clusters[name], desired)
 		if err != nil {
 			var del *deletingError
 			if errors.As(err, &del) {

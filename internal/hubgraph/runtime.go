@@ -52,6 +52,9 @@ type Clusters interface {
 	// no cluster of that name is engaged. The hub's own cluster is never
 	// asked for: the Runtime uses Hub.
 	Cluster(ctx context.Context, name string) (cluster.Cluster, error)
+	// Names returns the engaged clusters' names, the hub's own excluded:
+	// the fleet variable lists them.
+	Names() []string
 	// Labels returns the labels of an engaged cluster (nil when none).
 	Labels(name string) map[string]string
 	// SecretCluster returns the name of the cluster engaged from the

@@ -111,6 +111,9 @@ func (s *server) run(ctx context.Context) error {
 	if err := c.Watch(source.Channel(s.events, &handler.EnqueueRequestForObject{})); err != nil {
 		return err
 	}
+	if s.g.UsesFleet() {
+		go s.watchFleet(ctx) // fleet.go
+	}
 	return c.Start(ctx)
 }
 

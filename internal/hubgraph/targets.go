@@ -30,8 +30,27 @@ func (e *refusal) Unwrap() error { return ErrTargetRefused }
 // plan is where each node of one instance writes: the cluster's name per
 // node id ("" for the hub), and each cluster used.
 type plan struct {
+	// vals are what targets were resolved with (schema and fleet): the
+	// evaluation starts from them, so a collection expands to the same
+	// items.
+	vals      graph.Values
 	clusterOf map[string]string
-	clusters  map[string]cluster.Cluster
+	// items holds, for a collection whose target is computed, the
+	// cluster of each of its Iterations.
+	items    map[string][]string
+	clusters map[string]cluster.Cluster
+}
+
+// clusterFor is where item i of node id goes.
+func (p *plan) clusterFor(id string, i int) (string, error) {
+	items, ok := p.items[id]
+	if !ok {
+		return p.clusterOf[id], nil
+	}
+	if i >= len(items) {
+		return "", fmt.Errorf("resource %q: item %d has no resolved target", id, i)
+	}
+	return items[i], nil
 }
 
 // hubName is how messages name the hub cluster.
@@ -48,33 +67,69 @@ func displayName(name string) string {
 // engaged clusters and the policy, before anything is written. The first
 // refusal (in topological order) is returned.
 func (s *server) resolve(ctx context.Context, inst *unstructured.Unstructured) (*plan, error) {
-	p := &plan{clusterOf: map[string]string{}, clusters: map[string]cluster.Cluster{"": s.rt.hub()}}
 	vals := graph.Values{"schema": inst.Object}
+	if s.g.UsesFleet() {
+		vals[graph.VarFleet] = s.fleet()
+	}
+	p := &plan{vals: vals, clusterOf: map[string]string{}, items: map[string][]string{}, clusters: map[string]cluster.Cluster{"": s.rt.hub()}}
 	for _, n := range s.g.Nodes {
-		t, err := n.ResolveTarget(ctx, vals, nil)
-		if err != nil {
-			return nil, err
-		}
 		if n.Target() == nil {
 			p.clusterOf[n.ID] = ""
 			continue
 		}
-		name := t.Cluster
-		if t.SecretName != "" {
-			var ok bool
-			if name, ok = s.rt.opts.Clusters.SecretCluster(t.SecretNamespace, t.SecretName); !ok {
-				return nil, &refusal{resource: n.ID, cluster: t.SecretNamespace + "/" + t.SecretName,
-					rule: "no engaged cluster comes from that kubeconfig Secret"}
+		if n.Collection && !n.External && n.Target().Computed() {
+			if err := s.resolveItems(ctx, inst, p, n); err != nil {
+				return nil, err
 			}
+			continue
 		}
-		cl, err := s.allowed(ctx, n, inst, name, t.Computed)
+		name, err := s.resolveOne(ctx, inst, p, n, nil)
 		if err != nil {
 			return nil, err
 		}
 		p.clusterOf[n.ID] = name
-		p.clusters[name] = cl
 	}
 	return p, nil
+}
+
+// resolveItems resolves the target of each item of a collection.
+func (s *server) resolveItems(ctx context.Context, inst *unstructured.Unstructured, p *plan, n *graph.Node) error {
+	its, err := n.Iterations(ctx, p.vals)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(its))
+	for _, it := range its {
+		name, err := s.resolveOne(ctx, inst, p, n, it)
+		if err != nil {
+			return err
+		}
+		names = append(names, name)
+	}
+	p.items[n.ID] = names
+	return nil
+}
+
+// resolveOne resolves and checks one target, and returns its cluster.
+func (s *server) resolveOne(ctx context.Context, inst *unstructured.Unstructured, p *plan, n *graph.Node, iteration map[string]any) (string, error) {
+	t, err := n.ResolveTarget(ctx, p.vals, iteration)
+	if err != nil {
+		return "", err
+	}
+	name := t.Cluster
+	if t.SecretName != "" {
+		var ok bool
+		if name, ok = s.rt.opts.Clusters.SecretCluster(t.SecretNamespace, t.SecretName); !ok {
+			return "", &refusal{resource: n.ID, cluster: t.SecretNamespace + "/" + t.SecretName,
+				rule: "no engaged cluster comes from that kubeconfig Secret"}
+		}
+	}
+	cl, err := s.allowed(ctx, n, inst, name, t.Computed)
+	if err != nil {
+		return "", err
+	}
+	p.clusters[name] = cl
+	return name, nil
 }
 
 // allowed checks one target and returns its cluster.

@@ -34,6 +34,13 @@ func (f fakeClusters) Cluster(_ context.Context, name string) (cluster.Cluster, 
 	return fakeCluster{}, nil
 }
 func (f fakeClusters) Labels(name string) map[string]string { return f.labels[name] }
+func (f fakeClusters) Names() []string {
+	var out []string
+	for n := range f.labels {
+		out = append(out, n)
+	}
+	return out
+}
 func (f fakeClusters) SecretCluster(ns, name string) (string, bool) {
 	c, ok := f.secrets[ns+"/"+name]
 	return c, ok
