@@ -338,13 +338,6 @@ func (h *Hub) UnregisterGraph(_ context.Context, name string) error {
 	if reg.source != fromGo {
 		return fmt.Errorf("%w: graph %q is registered from %s", ErrNameTaken, name, reg.source)
 	}
-	if h.hubGraphs.Serves(name) {
-		h.hubGraphs.Stop(name) // its instances and children stay (hubgraphs.go)
-		h.mu.Lock()
-		delete(h.graphs, name)
-		h.mu.Unlock()
-		return nil
-	}
 	h.startRemovalLocked(name, h.opts.OrphanInstances, "")
 	return nil
 }

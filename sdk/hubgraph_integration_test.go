@@ -20,6 +20,7 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -565,4 +566,64 @@ func (f *hubGraphFleet) mesh(name string) *unstructured.Unstructured {
 	u.SetNamespace("default")
 	u.SetName(name)
 	return u
+}
+
+// An RGD object with targets, claimed by the RGD controller, is served on
+// the hub like one registered from Go.
+func TestHubGraphFromAnRGDObject(t *testing.T) {
+	opts := meshOnly()
+	opts.DisableRGDController, opts.InstallRGDCRD = false, true
+	f, _, _ := startHubGraphFleet(t, opts)
+	ctx := context.Background()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		rgd := rgdFromString(t, linkRGD)
+		assert.NoError(ct, client.IgnoreAlreadyExists(f.hub.Create(ctx, rgd)))
+	}, wait, tick, "the hub serves RGDs")
+	createWhenServed(t, f.hub, instance(linkGVK, "obj", map[string]any{"egressCluster": "spoke-2"}))
+	f.requireData(t, "spoke-2", "obj-egress", map[string]string{"upstream": "db.default:5432"})
+	requireState(t, f.hub, linkGVK, "obj", "ACTIVE")
+	accepted := rgdCondition(f.hub, "link", "GraphAccepted")
+	require.NotNil(t, accepted)
+	assert.Equal(t, metav1.ConditionTrue, accepted.Status)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		ready := rgdCondition(f.hub, "link", "Ready")
+		require.NotNil(ct, ready)
+		assert.Equal(ct, metav1.ConditionTrue, ready.Status, "%s: %s", ready.Reason, ready.Message)
+	}, wait, tick, "a hub graph is not waiting for any spoke")
+
+	// Deleting the RGD: the instance stays, and is still finalized when
+	// deleted; then the RGD goes.
+	rgdGone := func() {
+		t.Helper()
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			err := f.hub.Get(ctx, client.ObjectKey{Name: "link"}, &v1alpha1.ResourceGraphDefinition{})
+			assert.True(ct, apierrors.IsNotFound(err), "RGD link: %v", err)
+		}, wait, tick)
+	}
+	require.NoError(t, f.hub.Delete(ctx, rgdFromString(t, linkRGD)))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		rgd := &v1alpha1.ResourceGraphDefinition{}
+		require.NoError(ct, f.hub.Get(ctx, client.ObjectKey{Name: "link"}, rgd))
+		assert.NotNil(ct, rgd.DeletionTimestamp)
+	}, wait, tick)
+	f.deleteLink(t, "obj")
+	f.requireNowhere(t, "obj")
+	rgdGone()
+
+	// With the orphan annotation, the instance is released: our finalizer
+	// goes, its children stay.
+	orphan := rgdFromString(t, linkRGD)
+	orphan.Annotations = map[string]string{v1alpha1.AnnotationOrphanInstances: "true"}
+	require.NoError(t, f.hub.Create(ctx, orphan))
+	createWhenServed(t, f.hub, instance(linkGVK, "kept", map[string]any{"egressCluster": "spoke-2"}))
+	requireState(t, f.hub, linkGVK, "kept", "ACTIVE")
+	require.NoError(t, f.hub.Delete(ctx, orphan))
+	rgdGone()
+	u := f.link("kept")
+	require.NotNil(t, u)
+	assert.NotContains(t, u.GetFinalizers(), "fleetgraph.dev/finalizer")
+	for cluster, name := range map[string]string{"spoke-1": "kept-db", "spoke-2": "kept-egress", "hub": "kept-record"} {
+		_, err := f.configMap(cluster, name)
+		assert.NoError(t, err, "%s stays in %s", name, cluster)
+	}
 }

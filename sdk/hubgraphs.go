@@ -81,6 +81,21 @@ func (h *Hub) serveHubGraph(g *graph.Graph) error {
 	return nil
 }
 
+// hubGraphRemovalStep is a removal step of a hub graph: its instances are
+// on the hub only, so it waits until none holds the finalizer, then stops
+// the graph there.
+func (h *Hub) hubGraphRemovalStep(ctx context.Context, name string) error {
+	held, err := h.hubGraphs.Held(ctx, name)
+	if err != nil {
+		return err
+	}
+	if held > 0 {
+		return fmt.Errorf("%w: %d instances of hub graph %s", errHeld, held, name)
+	}
+	h.hubGraphs.Stop(name)
+	return nil
+}
+
 // hubClusters gives the hub graphs' runtime the hub cluster and the
 // engaged ones, from the Hub's own registry (not mgr.GetCluster, which
 // bypasses sharding's ownership).

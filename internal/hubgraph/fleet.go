@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
@@ -42,14 +39,6 @@ func (s *server) watchFleet(ctx context.Context) {
 			continue
 		}
 		last = now
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(s.g.Instance.GVK.GroupVersion().WithKind(s.g.Instance.GVK.Kind + "List"))
-		if err := s.rt.hub().GetCache().List(ctx, list); err != nil {
-			s.log.Info("listing instances after a fleet change", "error", err.Error())
-			continue
-		}
-		for i := range list.Items {
-			s.enqueue(types.NamespacedName{Namespace: list.Items[i].GetNamespace(), Name: list.Items[i].GetName()})
-		}
+		s.requeueAll()
 	}
 }

@@ -41,6 +41,9 @@ func (s *server) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		// children's events; finalize forgets it.
 		s.instances.Store(inst.GetUID(), req.NamespacedName)
 	}
+	if mode := s.removal.Load(); mode != nil {
+		return s.removingReconcile(ctx, inst, mode) // removal.go
+	}
 	if inst.GetDeletionTimestamp() != nil {
 		return s.finalize(ctx, inst)
 	}

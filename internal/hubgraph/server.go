@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -45,6 +46,8 @@ type server struct {
 	// instances maps each instance's UID to its key, for children whose
 	// name labels were shortened.
 	instances sync.Map
+	// removal is set once the graph is being removed (removal.go).
+	removal atomic.Pointer[removalMode]
 }
 
 func newServer(rt *Runtime, g *graph.Graph, seq int) *server {
