@@ -573,8 +573,28 @@ func (f *hubGraphFleet) mesh(name string) *unstructured.Unstructured {
 func TestHubGraphFromAnRGDObject(t *testing.T) {
 	opts := meshOnly()
 	opts.DisableRGDController, opts.InstallRGDCRD = false, true
-	f, _, _ := startHubGraphFleet(t, opts)
+	opts.ConfineToNamespace = true
+	f, h, _ := startHubGraphFleet(t, opts)
 	ctx := context.Background()
+
+	// Confined, a child rendered in another namespace of a target cluster
+	// is not written.
+	escape := strings.ReplaceAll(strings.ReplaceAll(linkRGD, "name: link", "name: escape"), "kind: Link", "kind: Escape")
+	escape = strings.Replace(escape, "name: ${schema.metadata.name}-egress", "name: ${schema.metadata.name}-egress\n        namespace: kube-system", 1)
+	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, escape)))
+	escapeGVK := schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "Escape"}
+	createWhenServed(t, f.hub, instance(escapeGVK, "out", map[string]any{"egressCluster": "spoke-2"}))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(escapeGVK)
+		require.NoError(ct, f.hub.Get(ctx, client.ObjectKey{Namespace: "default", Name: "out"}, u))
+		c := condition(u, "ResourcesReady")
+		require.NotNil(ct, c)
+		assert.Equal(ct, "OutsideNamespace", c["reason"])
+		assert.Contains(ct, c["message"], "kube-system")
+	}, wait, tick)
+	err := f.spokes["spoke-2"].Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "out-egress"}, &corev1.ConfigMap{})
+	assert.True(t, apierrors.IsNotFound(err), "nothing written outside the namespace: %v", err)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		rgd := rgdFromString(t, linkRGD)
 		assert.NoError(ct, client.IgnoreAlreadyExists(f.hub.Create(ctx, rgd)))

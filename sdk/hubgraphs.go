@@ -66,7 +66,10 @@ func (h *Hub) newHubGraphs() *hubgraph.Runtime {
 		CallTimeout:  h.opts.Targets.CallTimeout,
 		FieldManager: h.opts.FieldManager,
 		Resync:       h.opts.InstanceResync,
-		Logger:       h.opts.Logger.WithName("hubgraph"),
+
+		ConfineToNamespace:  h.opts.ConfineToNamespace,
+		ClusterScopedGraphs: h.opts.ClusterScopedGraphs,
+		Logger:              h.opts.Logger.WithName("hubgraph"),
 	})
 }
 

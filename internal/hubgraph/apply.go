@@ -46,6 +46,9 @@ func (s *server) apply(ctx context.Context, inst *unstructured.Unstructured, n *
 	case u.GetNamespace() == "":
 		u.SetNamespace(defaultNamespace(inst))
 	}
+	if err := s.confined(inst, n.GVK, u.GetNamespace(), u.GetName(), namespaced); err != nil {
+		return nil, err // confine.go
+	}
 	u.SetLabels(s.ownership(inst, n, u.GetLabels()))
 	cctx, cancel := s.callCtx(ctx)
 	defer cancel()

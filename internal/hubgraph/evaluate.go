@@ -46,8 +46,9 @@ type outcome struct {
 	desired map[childID]bool
 	// failed is the first failure in DAG order; waiting are the messages
 	// of the nodes not ready.
-	failed  error
-	reason  string
+	failed error
+	// reason is the first failure's; lastReason the last node's.
+	reason, lastReason string
 	waiting []string
 	// down holds the clusters found unreachable in this reconcile: their
 	// other resources wait without calling them again, and only what
@@ -78,7 +79,7 @@ func (s *server) evaluate(ctx context.Context, inst *unstructured.Unstructured, 
 			o.states[n.ID] = st
 			switch {
 			case st == nodeFailed && o.failed == nil:
-				o.failed = err
+				o.failed, o.reason = err, o.lastReason
 			case st == nodeWaiting || st == nodeNotReady:
 				o.waiting = append(o.waiting, waitMessage(n, st, err))
 			}
@@ -147,7 +148,10 @@ func (s *server) node(o *outcome, inst *unstructured.Unstructured, p *plan, n *g
 				o.down[name] = err
 				return nodeWaiting, unreachableError(name, err)
 			}
-			o.reason = reasonApplyFailed
+			o.lastReason = reasonApplyFailed
+			if errors.Is(err, ErrOutsideNamespace) {
+				o.lastReason = reasonOutsideNamespace
+			}
 			return nodeFailed, fmt.Errorf("resource %q in %s: %w", n.ID, displayName(name), err)
 		}
 		o.desired[childID{cluster: name, gvk: n.GVK, namespace: got.GetNamespace(), name: got.GetName()}] = true
@@ -185,7 +189,7 @@ func (s *server) evalFailure(o *outcome, err error) (nodeState, error) {
 	if errors.Is(err, graph.ErrPending) {
 		return nodeWaiting, err
 	}
-	o.reason = reasonEvaluationFailed
+	o.lastReason = reasonEvaluationFailed
 	return nodeFailed, err
 }
 
@@ -202,6 +206,10 @@ func (s *server) external(o *outcome, inst *unstructured.Unstructured, n *graph.
 	}
 	if namespaced && ns == "" {
 		ns = defaultNamespace(inst)
+	}
+	if err := s.confined(inst, ref.GVK, ns, ref.Name, namespaced); err != nil {
+		o.lastReason = reasonOutsideNamespace
+		return nodeFailed, fmt.Errorf("resource %q in %s: %w", n.ID, displayName(name), err)
 	}
 	cctx, cancel := s.callCtx(o.ctx)
 	defer cancel()

@@ -95,6 +95,13 @@ type Options struct {
 	// Resync is how often an ACTIVE instance is reconciled without an
 	// event. Defaults to DefaultResync.
 	Resync time.Duration
+	// ConfineToNamespace keeps each instance's children and external
+	// references in its namespace, in every cluster, as the spoke runtime
+	// does with its option of that name. Defaults to false.
+	ConfineToNamespace bool
+	// ClusterScopedGraphs names the graphs whose cluster-scoped instances
+	// ConfineToNamespace lets through. Defaults to none.
+	ClusterScopedGraphs []string
 	// Workers is how many instances of one graph reconcile at once.
 	// Defaults to DefaultWorkers.
 	Workers int
