@@ -49,7 +49,7 @@ type outcome struct {
 	failed error
 	// reason is the first failure's; lastReason the last node's.
 	reason, lastReason string
-	waiting []string
+	waiting            []string
 	// down holds the clusters found unreachable in this reconcile: their
 	// other resources wait without calling them again, and only what
 	// depends on them waits too.
