@@ -131,7 +131,7 @@ func (c hubClusters) Names() []string {
 }
 
 func (c hubClusters) Labels(name string) map[string]string {
-	return c.h.clusterLabels(multicluster.ClusterName(name))
+	return c.h.clusterSource.labels(multicluster.ClusterName(name))
 }
 
 func (c hubClusters) SecretCluster(namespace, name string) (string, bool) {
