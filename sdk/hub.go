@@ -12,6 +12,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/fleetgraph/fleetgraph/internal/hubgraph"
 	rgdctrl "github.com/fleetgraph/fleetgraph/internal/rgd"
 	"github.com/fleetgraph/fleetgraph/internal/rollout"
 	"github.com/fleetgraph/fleetgraph/internal/steps"
@@ -66,15 +67,16 @@ type Hub struct {
 	*registry  // the graphs served and being removed, the engaged clusters; under mu
 	*crdFanOut // the CRDs on the clusters: hub.FanOut and the gate
 
-	registrar     *registrar     // register.go: registering and unregistering
-	remover       *remover       // removal.go: removing unregistered graphs
-	departures    *departures    // departure.go: cleaning up after clusters that left
-	servable      *servability   // servable.go: WaitServable and Subscribe
-	sharding      *sharding      // sharding.go: the fleet status merged with other replicas'
-	versions      *versions      // versions.go: GraphRevision records
-	clusterSource *clusterSource // provider.go: what engages the clusters
-	values        *clusterValues // cluster_values.go: the platform's per-cluster values
-	changed       statusChanges  // setup.go: graphs whose RGD status is to be rewritten soon
+	registrar     *registrar        // register.go: registering and unregistering
+	remover       *remover          // removal.go: removing unregistered graphs
+	departures    *departures       // departure.go: cleaning up after clusters that left
+	servable      *servability      // servable.go: WaitServable and Subscribe
+	sharding      *sharding         // sharding.go: the fleet status merged with other replicas'
+	versions      *versions         // versions.go: GraphRevision records
+	clusterSource *clusterSource    // provider.go: what engages the clusters
+	values        *clusterValues    // cluster_values.go: the platform's per-cluster values
+	hubGraphs     *hubgraph.Runtime // hubgraphs.go: graphs with targets, served on the hub
+	changed       statusChanges     // setup.go: graphs whose RGD status is to be rewritten soon
 
 	// planner decides placement and rollout waves (rollouts.planner);
 	// rollouts connects it and the GraphRollout controller to the hub.
@@ -123,6 +125,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 	h.versions = &versions{h: h}
 	h.clusterSource = &clusterSource{h: h, noClusterWarning: defaultNoClusterWarning}
 	h.values = &clusterValues{h: h}
+	h.hubGraphs = h.newHubGraphs() // hubgraphs.go
 	h.rollouts = newRollouts(h)
 	h.planner = h.rollouts.planner
 	h.crdFanOut = newCRDFanOut(h, provider) // fanout.go

@@ -71,6 +71,10 @@ type Options struct {
 	// (OrphanInstances, DepartureGrace, Placement). Negative turns the
 	// collection off. Defaults to 30 seconds.
 	OrphanGrace time.Duration
+	// Targets say where hub graphs (graphs whose resources carry a
+	// target) may write; see TargetOptions. Defaults to its zero value:
+	// literal targets naming engaged clusters only.
+	Targets TargetOptions
 	// AdoptUnowned lets an instance take over an existing object with a
 	// child's name that carries no fleetgraph owner label (kro adopts such
 	// objects). An object labelled for another instance is never taken

@@ -48,6 +48,10 @@ func (r *registrar) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDef
 	if err := h.add(reg); err != nil {
 		return nil, err
 	}
+	if g.IsHubGraph() {
+		return g, h.serveHubGraph(g) // hubgraphs.go
+	}
+	h.hubGraphs.Stop(rgd.Name) // it may have lost its targets
 	if err := h.runtime.Serve(spoke.Version{Graph: g, Revision: rev}); err != nil {
 		return nil, fmt.Errorf("serving graph %s: %w", rgd.Name, err)
 	}

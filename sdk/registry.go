@@ -108,6 +108,9 @@ func (r *registry) setManager(mgr mcmanager.Manager, adopt func() bool) ([]spoke
 	var registered []spoke.Version
 	if adopt() {
 		for _, reg := range r.graphs {
+			if reg.graph.IsHubGraph() {
+				continue // served on the hub, never published (hubgraphs.go)
+			}
 			registered = append(registered, spoke.Version{Graph: reg.graph, Revision: reg.revision})
 		}
 	}

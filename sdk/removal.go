@@ -133,7 +133,9 @@ func (r *remover) startLocked(name string, orphan bool, uid types.UID) {
 	if orphan {
 		removing.Removal = spoke.RemovalRelease
 	}
-	if err := h.runtime.Serve(removing); err != nil {
+	if reg.graph.IsHubGraph() {
+		h.hubGraphs.Removing(name, orphan) // hubgraphs.go
+	} else if err := h.runtime.Serve(removing); err != nil {
 		h.opts.Logger.Error(err, "serving a graph being removed", "graph", name)
 	}
 	h.opts.Logger.Info("graph unregistered; removing it from every cluster", "graph", name, "orphan", orphan)
@@ -205,6 +207,9 @@ func (r *remover) run(ctx context.Context, name string, rm *removal) {
 func (r *remover) step(ctx context.Context, name string, rm *removal, cleaned map[*engaged]time.Time) error {
 	h := r.h
 	g := rm.reg.graph
+	if g.IsHubGraph() {
+		return h.hubGraphRemovalStep(ctx, name) // hubgraphs.go
+	}
 	clusters := h.engagedClusters()
 	errs := make([]error, len(clusters))
 	done := make([]bool, len(clusters))

@@ -71,6 +71,9 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	if err := h.clusterSource.addAware(mgr); err != nil {
 		return err
 	}
+	if err := local.Add(h.hubGraphs); err != nil {
+		return fmt.Errorf("adding the hub graphs' runtime: %w", err)
+	}
 	if err := h.remover.addStopper(local); err != nil {
 		return err
 	}

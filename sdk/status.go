@@ -85,6 +85,9 @@ func (c *crdFanOut) expected(graphName string) (int64, map[string]string) {
 	if reg == nil {
 		return 0, nil
 	}
+	if reg.graph.IsHubGraph() {
+		return reg.graph.Generation, nil // served on the hub, on no spoke (hubgraphs.go)
+	}
 	v := h.runtime.Latest(graphName)
 	if v.Graph == nil {
 		v = spoke.Version{Graph: reg.graph, Revision: reg.revision}

@@ -75,6 +75,9 @@ var (
 	clusterVariable = kind("the cluster variable (cluster.name, cluster.labels, cluster.values): kro rejects it as an undeclared reference, "+
 		"fleetgraph accepts it as an extension (listed in Graph.Extensions, refused under Strict)",
 		`^verdict: kro rejected at compile: .*references unknown identifiers: \[cluster\]; fleetgraph accepted$`)
+	target = kind("a target on a resource or the RGD (resources written in other clusters, KREP-012/013's shape), and the fleet variable "+
+		"such graphs may read: kro v0.9.3's RGD CRD has no target field, fleetgraph accepts them as extensions (listed in Graph.Extensions, refused under Strict)",
+		`^verdict: kro rejected at admission: .*unknown field "spec\.(resources\[\d+\]\.)?target".*; fleetgraph accepted$`)
 	selectorExpression = kind("a label selector computed by one ${} expression: kro's RGD CRD rejects it at admission, "+
 		"fleetgraph accepts it as an extension (listed in Graph.Extensions, refused under Strict)",
 		`^verdict: kro rejected at admission: .*selector in body must be of type object.*; fleetgraph accepted$`)
@@ -117,6 +120,8 @@ var KnownDifferences = []KnownDifference{
 	{File: "edge-status-state.yaml", Kinds: []Kind{statusState}},
 	{File: "edge-unterminated-expression.yaml", Kinds: []Kind{unterminatedExpression}},
 	{File: "ext-cluster-variable.yaml", Kinds: []Kind{clusterVariable}},
+	{File: "ext-target.yaml", Kinds: []Kind{target}},
+	{File: "ext-fleet-variable.yaml", Kinds: []Kind{target}},
 	{File: "invalid-readywhen-not-expression.yaml", Kinds: []Kind{readyWhenBare}},
 	{File: "types-number-keyword.yaml", Kinds: []Kind{numberAlias}},
 	{File: "types-yaml-list-custom-type.yaml", Kinds: []Kind{yamlListType}},

@@ -73,6 +73,7 @@ func (c *compilation) run() (*Graph, error) {
 	inst.checkHeader()
 	inst.parseSpec()
 	resources, byID := parseResources(c.rgd, c.diag)
+	checkRGDTarget(c.rgd, c.diag) // target.go
 	if err := c.diag.err(); err != nil {
 		return nil, err
 	}
@@ -102,6 +103,10 @@ func (c *compilation) run() (*Graph, error) {
 		return nil, err
 	}
 	g.clusterUse = exprs.cluster
+	g.usesFleet = exprs.fleet
+	if g.usesFleet && !g.IsHubGraph() {
+		return nil, &Error{Err: errorf(ErrInvalid, "the fleet variable is read only by hub graphs (a graph with a target)")}
+	}
 	return g, nil
 }
 
@@ -119,6 +124,7 @@ func (c *compilation) checkIdentities(inst *instanceKind, resources []*resource,
 // status's, stopping between resources once the context is done.
 func (c *compilation) compileExpressions(exprs *exprCompiler, resources []*resource, byID map[string]*resource, spec *apiextensionsv1.JSONSchemaProps) (compiledStatus, error) {
 	rc := newResourceCompiler(exprs, resources, byID, c.opts.Limits)
+	rc.rgd = c.rgd
 	for _, r := range resources {
 		if err := c.stopped(); err != nil {
 			return compiledStatus{}, err

@@ -66,6 +66,14 @@
 // word, so an RGD whose resource or forEach iterator is named cluster
 // keeps kro's meaning and gets no variable.
 //
+// Another is a target (target.go): `target: {cluster: {name: ...}}` on a
+// resource, or spec.target as the default, sends the resource to another
+// cluster, making the graph a hub graph (Graph.IsHubGraph) that a runtime
+// on the hub serves. Targets read only schema, the fleet variable
+// (fleet.clusters, every engaged cluster, for hub graphs only; see
+// FleetValue) and the resource's forEach iterators, so Node.ResolveTarget
+// gives every target of an instance before anything is written.
+//
 // # Evaluating
 //
 // The Graph's methods (Graph.Status, Node.Included, Node.Iterations,

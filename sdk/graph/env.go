@@ -91,7 +91,7 @@ func withConditionTypes(env *cel.Env, err error) (*cel.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	te, err := extendTypes(env, []*apiservercel.DeclType{conditionDecl, runtimeDecl, clusterDecl})
+	te, err := extendTypes(env, []*apiservercel.DeclType{conditionDecl, runtimeDecl, clusterDecl, fleetDecl})
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +228,9 @@ func buildEnvs(instance *apiservercel.DeclType, resources []*resource, strict bo
 	}
 	if e.cluster {
 		vars[VarCluster] = clusterDecl.CelType()
+	}
+	if fleetDeclared(resources) {
+		vars[VarFleet] = fleetDecl.CelType() // fleet.go
 	}
 	var err error
 	if e.kinds, err = kindsEnv(kinds, strict); err != nil {

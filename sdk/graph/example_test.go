@@ -144,3 +144,43 @@ spec:
 	// true
 	// spec.schema.types.T4.b: schema too large: using type T3 here makes the schema at least 30 properties, over the limit of 20 (Limits.MaxSchemaProperties)
 }
+
+// A hub graph: db goes to spoke-1, egress to the cluster the instance
+// names, and a runtime resolves both before writing anything.
+func ExampleNode_ResolveTarget() {
+	rgd := &v1alpha1.ResourceGraphDefinition{}
+	if err := yaml.Unmarshal([]byte(`
+metadata: {name: link}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Link
+    spec: {egressCluster: string}
+  resources:
+  - id: db
+    target: {cluster: {name: spoke-1}}
+    template: {apiVersion: v1, kind: ConfigMap, metadata: {name: db}, data: {port: "5432"}}
+  - id: egress
+    target: {cluster: {name: "${schema.spec.egressCluster}"}}
+    template: {apiVersion: v1, kind: ConfigMap, metadata: {name: egress}, data: {upstream: "${db.data.port}"}}
+`), rgd); err != nil {
+		panic(err)
+	}
+	g, err := graph.Compile(rgd, graph.Options{})
+	if err != nil {
+		panic(err)
+	}
+	vals := graph.Values{"schema": map[string]any{"spec": map[string]any{"egressCluster": "spoke-2"}}}
+	fmt.Println("hub graph:", g.IsHubGraph())
+	for _, n := range g.Targets() {
+		t, err := n.ResolveTarget(context.Background(), vals, nil)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s -> %s (computed: %v)\n", n.ID, t.Cluster, t.Computed)
+	}
+	// Output:
+	// hub graph: true
+	// db -> spoke-1 (computed: false)
+	// egress -> spoke-2 (computed: true)
+}

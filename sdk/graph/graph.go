@@ -64,7 +64,9 @@ type Graph struct {
 	conditions []conditionProgram
 	// clusterUse is how the expressions read the cluster variable.
 	clusterUse ClusterUse
-	byID       map[string]*Node
+	// usesFleet: an expression reads the fleet variable (fleet.go).
+	usesFleet bool
+	byID      map[string]*Node
 	// source and opts are what Compile was given, kept for CheckSchemas.
 	source *v1alpha1.ResourceGraphDefinition
 	opts   Options
@@ -103,6 +105,9 @@ type Node struct {
 	Dependencies []string
 
 	program *nodeProgram
+	// target is the cluster the node's children go to; nil for the
+	// instance's own (target.go).
+	target *Target
 }
 
 // ExternalRef is an evaluated externalRef: either Name or Selector is set.

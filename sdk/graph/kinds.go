@@ -53,5 +53,8 @@ func valueNames(resources []*resource) map[string]bool {
 	for _, r := range resources {
 		out[r.node.ID] = true
 	}
+	if fleetDeclared(resources) {
+		out[VarFleet] = true // fleet.go: read from Values, pending while absent
+	}
 	return out
 }

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"slices"
 	"strings"
 	"sync"
 
@@ -162,6 +163,8 @@ type exprCompiler struct {
 	// every resource id.
 	valueNames map[string]bool
 	cost       costCheck
+	// fleet is set once an expression reads the fleet variable.
+	fleet bool
 	// cluster gathers how the expressions read the cluster variable.
 	cluster ClusterUse
 	// programs dedupes expressions: the same source in the same
@@ -198,6 +201,10 @@ func (x *exprCompiler) compile(env *cel.Env, src, written, resID, path string) (
 	}
 	for _, feature := range res.p.extensions {
 		x.diag.extension(resID, path, feature)
+	}
+	if slices.Contains(res.p.refs, VarFleet) && x.valueNames[VarFleet] {
+		x.diag.extension(resID, path, fleetFeature)
+		x.fleet = true
 	}
 	if res.p.cluster != 0 {
 		x.diag.extension(resID, path, clusterFeature)

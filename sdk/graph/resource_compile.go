@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph/expr"
 )
 
@@ -23,6 +24,8 @@ type resourceCompiler struct {
 	resources []*resource
 	byID      map[string]*resource
 	limits    Limits
+	// rgd is the RGD compiled, for its default target (target.go).
+	rgd *v1alpha1.ResourceGraphDefinition
 }
 
 func newResourceCompiler(exprs *exprCompiler, resources []*resource, byID map[string]*resource, limits Limits) *resourceCompiler {
@@ -50,6 +53,7 @@ func (c *resourceCompiler) compile(r *resource) {
 	if readyEnv := c.readyEnv(r); readyEnv != nil {
 		np.readyWhen = c.compileConditions(r, "readyWhen", r.src.ReadyWhen, readyEnv)
 	}
+	c.compileTarget(c.rgd, r, env)
 	collectDeps(r, np)
 }
 
@@ -251,7 +255,7 @@ func collectDeps(r *resource, np *nodeProgram) {
 	}
 	for _, p := range progs {
 		for _, ref := range p.refs {
-			if ref != varSchema {
+			if ref != varSchema && ref != VarFleet {
 				r.deps.Insert(ref)
 			}
 		}

@@ -53,6 +53,12 @@ type ResourceGraphDefinitionSpec struct {
 	// which orders them.
 	// +optional
 	Resources []Resource `json:"resources,omitempty"`
+
+	// Target is the target of every resource without its own, and where
+	// AllowedClusters narrows computed targets (a fleetgraph extension;
+	// see Target).
+	// +optional
+	Target *Target `json:"target,omitempty"`
 }
 
 // Schema describes the generated instance kind.
@@ -189,6 +195,11 @@ type Resource struct {
 	// object is created per element of the cartesian product.
 	// +optional
 	ForEach []ForEachDimension `json:"forEach,omitempty"`
+
+	// Target sends the resource to another cluster (a fleetgraph
+	// extension; see Target).
+	// +optional
+	Target *Target `json:"target,omitempty"`
 }
 
 // ForEachDimension binds exactly one iterator name to a ${} list expression,

@@ -1,0 +1,117 @@
+package hubgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// ErrNotOwned is wrapped by the error of a child that exists and is not
+// this instance's: it is neither written nor deleted.
+var ErrNotOwned = errors.New("object exists and is not ours")
+
+// deletingError: the child is being deleted; it is written once gone.
+type deletingError struct{ object string }
+
+func (e *deletingError) Error() string {
+	return fmt.Sprintf("%s is being deleted; waiting for it to go before writing it again", e.object)
+}
+
+func keyOf(namespace, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: namespace, Name: name}
+}
+
+// apply writes one rendered child of inst into the named cluster, after
+// checking that what has its name (if anything) is this instance's, and
+// returns the API server's answer.
+func (s *server) apply(ctx context.Context, inst *unstructured.Unstructured, n *graph.Node, name string, cl cluster.Cluster, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	namespaced, err := s.namespaced(ctx, cl, n.GVK)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !namespaced:
+		u.SetNamespace("")
+	case u.GetNamespace() == "":
+		u.SetNamespace(defaultNamespace(inst))
+	}
+	if err := s.confined(inst, n.GVK, u.GetNamespace(), u.GetName(), namespaced); err != nil {
+		return nil, err // confine.go
+	}
+	u.SetLabels(s.ownership(inst, n, u.GetLabels()))
+	cctx, cancel := s.callCtx(ctx)
+	defer cancel()
+	if err := s.watches.ensure(cctx, name, cl, n.GVK); err != nil {
+		return nil, fmt.Errorf("watching %s: %w", n.GVK.Kind, err)
+	}
+	if err := s.claim(cctx, inst, cl, u); err != nil {
+		return nil, err
+	}
+	if err := cl.GetClient().Apply(cctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(s.rt.opts.FieldManager), client.ForceOwnership); err != nil {
+		return nil, err
+	}
+	u.SetManagedFields(nil)
+	return u, nil
+}
+
+// ownership returns the child's labels with ours added: the spoke
+// runtime's, naming the hub instance, and LabelHub.
+func (s *server) ownership(inst *unstructured.Unstructured, n *graph.Node, l map[string]string) map[string]string {
+	out := maps.Clone(l)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[contract.LabelManagedBy] = contract.ManagedBy
+	out[contract.LabelGraph] = s.graphLabel
+	out[contract.LabelNodeID] = contract.LabelValue(n.ID)
+	out[contract.LabelInstanceUID] = string(inst.GetUID())
+	out[contract.LabelInstanceName] = contract.LabelValue(inst.GetName())
+	out[contract.LabelInstanceNamespace] = inst.GetNamespace()
+	out[LabelHub] = s.hubName
+	return out
+}
+
+// ours reports whether labels name inst of this graph, written by this
+// hub.
+func (s *server) ours(inst *unstructured.Unstructured, l map[string]string) bool {
+	return l[LabelHub] == s.hubName && l[contract.LabelGraph] == s.graphLabel && l[contract.LabelInstanceUID] == string(inst.GetUID())
+}
+
+// claim checks, in the cluster's metadata cache, that u's object does not
+// exist or is inst's; one being deleted is waited for.
+func (s *server) claim(ctx context.Context, inst *unstructured.Unstructured, cl cluster.Cluster, u *unstructured.Unstructured) error {
+	existing := &metav1.PartialObjectMetadata{}
+	existing.SetGroupVersionKind(u.GroupVersionKind())
+	err := cl.GetCache().Get(ctx, keyOf(u.GetNamespace(), u.GetName()), existing)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	object := fmt.Sprintf("%s %s", u.GetKind(), keyOf(u.GetNamespace(), u.GetName()))
+	if !s.ours(inst, existing.Labels) {
+		owner := "nobody we know of"
+		if uid := existing.Labels[contract.LabelInstanceUID]; uid != "" {
+			owner = fmt.Sprintf("instance %s/%s (uid %s) of hub %q", existing.Labels[contract.LabelInstanceNamespace],
+				existing.Labels[contract.LabelInstanceName], uid, existing.Labels[LabelHub])
+		}
+		return fmt.Errorf("%s already exists and belongs to %s; it is not taken over: %w", object, owner, ErrNotOwned)
+	}
+	if existing.DeletionTimestamp != nil {
+		return &deletingError{object: object}
+	}
+	return nil
+}

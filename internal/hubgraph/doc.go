@@ -1,0 +1,49 @@
+// Package hubgraph serves hub graphs: graphs whose resources carry a
+// target (graph.Graph.IsHubGraph). Their CRD is applied on the hub cluster
+// only and their instances live there; each resource is written in the
+// cluster its target names, and in the hub cluster when it has none.
+//
+// # Why a runtime of its own
+//
+// The spoke runtime (internal/spoke) serves one graph on one cluster: its
+// caches, owned index, memory of applies and fairness are all per cluster,
+// and an instance and its children share it. A hub instance's children are
+// spread over several clusters, so this package reconciles each instance
+// with a client and a cache per target cluster (the engaged cluster of that
+// name), and reuses the spoke runtime's contract: the same ownership labels
+// (package contract), the same states and conditions, the same finalizer.
+//
+// # Safety before any write
+//
+// Targets read only the instance (the compiler refuses anything else), so
+// every target of an instance is resolved before anything is written. A
+// literal target must name an engaged cluster; a target computed from the
+// instance must also be allowed by the platform (Policy: a label selector
+// and/or a hook; without one, computed targets are refused) and by the
+// RGD's spec.target.allowedClusters. A refused instance goes to ERROR
+// with a TargetsAllowed=False condition naming the resource, the cluster
+// and the rule, and nothing of it is written anywhere.
+//
+// Before the first write to a cluster, the instance records that cluster
+// in its AnnotationClusters, in the same write as the finalizer: deletion
+// and pruning look there, so a restart never forgets a cluster it wrote to.
+// Every child carries the spoke runtime's ownership labels plus LabelHub
+// (the identity of the hub that wrote it); an existing object without
+// those labels naming this instance is never written or deleted.
+//
+// # Drift and values across clusters
+//
+// Each reconcile applies every child (server-side apply, forced) and hands
+// the API server's answer to the expressions that read it, whatever cluster
+// it came from, in DAG order. A metadata-only informer of each child kind
+// in each target cluster (the cluster's own cache, shared with the spoke
+// runtime) requeues the owning hub instance when one of its children
+// changes or goes, which repairs drift and re-evaluates readyWhen.
+//
+// # Deletion
+//
+// Behind contract.Finalizer, children are deleted in reverse DAG waves
+// across every cluster the instance recorded: a wave starts only when the
+// previous one is gone everywhere. An unreachable cluster holds the
+// deletion, and the instance says which cluster it waits for.
+package hubgraph

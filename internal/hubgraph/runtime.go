@@ -1,0 +1,229 @@
+package hubgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// Labels and annotations this package adds to the spoke runtime's
+// contract.
+const (
+	// LabelHub, on a child of a hub instance, is the identity of the hub
+	// that wrote it (Options.HubName): two hubs writing into one cluster
+	// never take each other's children.
+	LabelHub = "fleetgraph.dev/hub"
+	// AnnotationClusters, on a hub instance, lists (as a JSON array) every
+	// cluster it may have children in, the hub's own as "". A cluster is
+	// added before anything is written to it.
+	AnnotationClusters = "fleetgraph.dev/target-clusters"
+)
+
+// Defaults of Options.
+const (
+	DefaultFieldManager = "fleetgraph"
+	DefaultCallTimeout  = 30 * time.Second
+	DefaultResync       = 10 * time.Minute
+	DefaultWorkers      = 4
+)
+
+// ErrStopped is returned by Serve once the Runtime's manager stopped.
+var ErrStopped = errors.New("hubgraph: the runtime has stopped")
+
+// Clusters is how the Runtime reaches the clusters targets name.
+type Clusters interface {
+	// Hub returns the hub cluster: hub graphs' CRDs and instances live
+	// there, and so do their untargeted resources. It is asked for once
+	// the Runtime started.
+	Hub() cluster.Cluster
+	// Cluster returns the engaged cluster of that name, or an error when
+	// no cluster of that name is engaged. The hub's own cluster is never
+	// asked for: the Runtime uses Hub.
+	Cluster(ctx context.Context, name string) (cluster.Cluster, error)
+	// Names returns the engaged clusters' names, the hub's own excluded:
+	// the fleet variable lists them.
+	Names() []string
+	// Labels returns the labels of an engaged cluster (nil when none).
+	Labels(name string) map[string]string
+	// SecretCluster returns the name of the cluster engaged from the
+	// kubeconfig Secret namespace/name, and false when none is.
+	SecretCluster(namespace, name string) (string, bool)
+}
+
+// Policy is what the platform allows targets to name. Every target must
+// name an engaged cluster; when Selector or Allow is set, every target must
+// also pass them. A target computed from an instance is refused unless one
+// of them is set.
+type Policy struct {
+	// Selector selects, by their labels (Clusters.Labels), the clusters
+	// targets may name. Nil allows any as far as it is concerned.
+	Selector *metav1.LabelSelector
+	// Allow, when set, is asked about every target of every instance
+	// before anything is written; an error refuses the instance and is
+	// shown in its condition.
+	Allow func(ctx context.Context, g *graph.Graph, instance *unstructured.Unstructured, cluster string) error
+}
+
+// Options configure a Runtime.
+type Options struct {
+	// Clusters reaches the hub and the target clusters. Required.
+	Clusters Clusters
+	// Policy is what targets may name. Its zero value allows literal
+	// targets naming engaged clusters and refuses computed ones.
+	Policy Policy
+	// HubName is the value of LabelHub on the children this hub writes.
+	// Defaults to the UID of the hub cluster's kube-system namespace.
+	HubName string
+	// FieldManager is the server-side apply field manager. Defaults to
+	// DefaultFieldManager.
+	FieldManager string
+	// CallTimeout bounds each call to a cluster. Defaults to
+	// DefaultCallTimeout.
+	CallTimeout time.Duration
+	// Resync is how often an ACTIVE instance is reconciled without an
+	// event. Defaults to DefaultResync.
+	Resync time.Duration
+	// ConfineToNamespace keeps each instance's children and external
+	// references in its namespace, in every cluster, as the spoke runtime
+	// does with its option of that name. Defaults to false.
+	ConfineToNamespace bool
+	// ClusterScopedGraphs names the graphs whose cluster-scoped instances
+	// ConfineToNamespace lets through. Defaults to none.
+	ClusterScopedGraphs []string
+	// Workers is how many instances of one graph reconcile at once.
+	// Defaults to DefaultWorkers.
+	Workers int
+	// Logger defaults to a discarding logger.
+	Logger logr.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.FieldManager == "" {
+		o.FieldManager = DefaultFieldManager
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.Resync <= 0 {
+		o.Resync = DefaultResync
+	}
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	return o
+}
+
+// Runtime serves hub graphs on the hub cluster. Add it to the hub's
+// manager; Serve and Stop work before and after the manager starts. Its
+// methods are safe for concurrent use.
+type Runtime struct {
+	opts Options
+
+	mu      sync.Mutex
+	ctx     context.Context // the manager's, once started
+	hubName string          // the identity read (see identity)
+	graphs  map[string]*server
+	seq     int
+}
+
+var _ manager.Runnable = &Runtime{}
+
+// New returns a Runtime.
+func New(opts Options) *Runtime {
+	return &Runtime{opts: opts.withDefaults(), graphs: map[string]*server{}}
+}
+
+// Start runs the graphs served so far and those served later, until ctx
+// ends. It does no I/O: each graph reads the hub's identity (HubName's
+// default) when it starts, and retries.
+func (r *Runtime) Start(ctx context.Context) error {
+	r.mu.Lock()
+	r.ctx = ctx
+	for _, s := range r.graphs {
+		s.start(ctx)
+	}
+	r.mu.Unlock()
+	<-ctx.Done()
+	return nil
+}
+
+func (r *Runtime) hub() cluster.Cluster { return r.opts.Clusters.Hub() }
+
+// identity is Options.HubName, or the hub's kube-system namespace UID,
+// read once.
+func (r *Runtime) identity(ctx context.Context) (string, error) {
+	r.mu.Lock()
+	name := r.hubName
+	r.mu.Unlock()
+	if name != "" {
+		return name, nil
+	}
+	if r.opts.HubName != "" {
+		return r.opts.HubName, nil
+	}
+	ns := &corev1.Namespace{}
+	cctx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
+	defer cancel()
+	if err := r.hub().GetAPIReader().Get(cctx, client.ObjectKey{Name: "kube-system"}, ns); err != nil {
+		return "", fmt.Errorf("hubgraph: reading the hub's identity (namespace kube-system): %w", err)
+	}
+	r.mu.Lock()
+	r.hubName = string(ns.UID)
+	r.mu.Unlock()
+	return string(ns.UID), nil
+}
+
+// Serve serves g (a hub graph) in place of any graph of its name.
+func (r *Runtime) Serve(g *graph.Graph) error {
+	if !g.IsHubGraph() {
+		return fmt.Errorf("hubgraph: %s has no target", g)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx != nil && r.ctx.Err() != nil {
+		return ErrStopped
+	}
+	if old := r.graphs[g.Name]; old != nil {
+		old.stop()
+	}
+	r.seq++
+	s := newServer(r, g, r.seq)
+	r.graphs[g.Name] = s
+	if r.ctx != nil {
+		s.start(r.ctx)
+	}
+	return nil
+}
+
+// Stop stops serving the named graph; its instances and children stay as
+// they are.
+func (r *Runtime) Stop(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s := r.graphs[name]; s != nil {
+		s.stop()
+		delete(r.graphs, name)
+	}
+}
+
+// Serves reports whether the named graph is served here.
+func (r *Runtime) Serves(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.graphs[name] != nil
+}

@@ -1,0 +1,173 @@
+package hubgraph
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// server is one hub graph served: its CRD on the hub, a controller of its
+// instances, and the watches of its children in the target clusters.
+type server struct {
+	rt         *Runtime
+	g          *graph.Graph
+	seq        int
+	graphLabel string
+	log        logr.Logger
+
+	// Set by start.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	hubName string
+	done    chan struct{}
+
+	// events carries requeues of hub instances from the children's
+	// watches (watches.go) to the controller.
+	events  chan event.GenericEvent
+	watches *watchSet
+	// instances maps each instance's UID to its key, for children whose
+	// name labels were shortened.
+	instances sync.Map
+	// removal is set once the graph is being removed (removal.go).
+	removal atomic.Pointer[removalMode]
+}
+
+func newServer(rt *Runtime, g *graph.Graph, seq int) *server {
+	s := &server{
+		rt: rt, g: g, seq: seq, graphLabel: contract.LabelValue(g.Name),
+		log:    rt.opts.Logger.WithValues("graph", g.Name),
+		events: make(chan event.GenericEvent, 1024),
+	}
+	s.watches = newWatchSet(s)
+	return s
+}
+
+// start runs the server in the background until ctx ends or stop.
+func (s *server) start(ctx context.Context) {
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.done = make(chan struct{})
+	go func() {
+		defer close(s.done)
+		if err := s.run(s.ctx); err != nil && s.ctx.Err() == nil {
+			s.log.Error(err, "serving hub graph stopped")
+		}
+	}()
+}
+
+// stop ends the server and removes its watches' handlers.
+func (s *server) stop() {
+	if s.cancel == nil {
+		return
+	}
+	s.cancel()
+	s.watches.removeAll()
+}
+
+// run applies the CRD on the hub, then runs the instances' controller.
+func (s *server) run(ctx context.Context) error {
+	if err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		name, err := s.rt.identity(ctx)
+		if err == nil {
+			s.hubName = name
+			err = s.ensureCRD(ctx)
+		}
+		if err != nil {
+			s.log.Info("hub graph's CRD not ready on the hub yet", "error", err.Error())
+		}
+		return err == nil, nil
+	}); err != nil {
+		return err
+	}
+	c, err := controller.NewTypedUnmanaged(fmt.Sprintf("hubgraph-%s-%d", s.g.Name, s.seq), controller.Options{
+		Reconciler:              s,
+		MaxConcurrentReconciles: s.rt.opts.Workers,
+		SkipNameValidation:      ptr.To(true),
+		NeedLeaderElection:      ptr.To(false),
+		Logger:                  s.log,
+	})
+	if err != nil {
+		return fmt.Errorf("making the controller of hub graph %s: %w", s.g.Name, err)
+	}
+	inst := &unstructured.Unstructured{}
+	inst.SetGroupVersionKind(s.g.Instance.GVK)
+	if err := c.Watch(source.Kind[client.Object](s.rt.hub().GetCache(), inst, &handler.EnqueueRequestForObject{})); err != nil {
+		return err
+	}
+	if err := c.Watch(source.Channel(s.events, &handler.EnqueueRequestForObject{})); err != nil {
+		return err
+	}
+	if s.g.UsesFleet() {
+		go s.watchFleet(ctx) // fleet.go
+	}
+	return c.Start(ctx)
+}
+
+// ensureCRD applies the graph's CRD on the hub and waits until it is
+// established.
+func (s *server) ensureCRD(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, s.rt.opts.CallTimeout)
+	defer cancel()
+	crd := s.g.CRD.DeepCopy()
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	crd.ResourceVersion, crd.ManagedFields = "", nil
+	labels := crd.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[contract.LabelManagedBy] = contract.ManagedBy
+	crd.SetLabels(labels)
+	u, err := toUnstructured(crd)
+	if err != nil {
+		return err
+	}
+	hc := s.rt.hub().GetClient()
+	if err := hc.Apply(cctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(s.rt.opts.FieldManager)); err != nil {
+		return fmt.Errorf("applying CRD %s on the hub: %w", crd.Name, err)
+	}
+	got := &apiextensionsv1.CustomResourceDefinition{}
+	if err := s.rt.hub().GetAPIReader().Get(cctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
+		return err
+	}
+	for _, c := range got.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			return nil
+		}
+	}
+	return fmt.Errorf("CRD %s is not established yet", crd.Name)
+}
+
+// enqueue requeues the hub instance key.
+func (s *server) enqueue(key types.NamespacedName) {
+	u := &unstructured.Unstructured{}
+	u.SetNamespace(key.Namespace)
+	u.SetName(key.Name)
+	select {
+	case s.events <- event.GenericEvent{Object: u}:
+	case <-s.ctx.Done():
+	}
+}
+
+var _ reconcile.Reconciler = &server{}
+
+// callCtx bounds one call to a cluster.
+func (s *server) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.rt.opts.CallTimeout)
+}

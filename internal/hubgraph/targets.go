@@ -1,0 +1,173 @@
+package hubgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// ErrTargetRefused is wrapped by a refusal of an instance's target.
+var ErrTargetRefused = errors.New("target refused")
+
+// refusal names the resource, the cluster and the rule that refused it.
+type refusal struct {
+	resource, cluster, rule string
+}
+
+func (e *refusal) Error() string {
+	return fmt.Sprintf("resource %q: cluster %q: %s: %v", e.resource, e.cluster, e.rule, ErrTargetRefused)
+}
+
+func (e *refusal) Unwrap() error { return ErrTargetRefused }
+
+// plan is where each node of one instance writes: the cluster's name per
+// node id ("" for the hub), and each cluster used.
+type plan struct {
+	// vals are what targets were resolved with (schema and fleet): the
+	// evaluation starts from them, so a collection expands to the same
+	// items.
+	vals      graph.Values
+	clusterOf map[string]string
+	// items holds, for a collection whose target is computed, the
+	// cluster of each of its Iterations.
+	items    map[string][]string
+	clusters map[string]cluster.Cluster
+}
+
+// clusterFor is where item i of node id goes.
+func (p *plan) clusterFor(id string, i int) (string, error) {
+	items, ok := p.items[id]
+	if !ok {
+		return p.clusterOf[id], nil
+	}
+	if i >= len(items) {
+		return "", fmt.Errorf("resource %q: item %d has no resolved target", id, i)
+	}
+	return items[i], nil
+}
+
+// hubName is how messages name the hub cluster.
+const hubDisplay = "the hub cluster"
+
+func displayName(name string) string {
+	if name == "" {
+		return hubDisplay
+	}
+	return name
+}
+
+// resolve evaluates every target of inst and checks each against the
+// engaged clusters and the policy, before anything is written. The first
+// refusal (in topological order) is returned.
+func (s *server) resolve(ctx context.Context, inst *unstructured.Unstructured) (*plan, error) {
+	vals := graph.Values{"schema": inst.Object}
+	if s.g.UsesFleet() {
+		vals[graph.VarFleet] = s.fleet()
+	}
+	p := &plan{vals: vals, clusterOf: map[string]string{}, items: map[string][]string{}, clusters: map[string]cluster.Cluster{"": s.rt.hub()}}
+	for _, n := range s.g.Nodes {
+		if n.Target() == nil {
+			p.clusterOf[n.ID] = ""
+			continue
+		}
+		if n.Collection && !n.External && n.Target().Computed() {
+			if err := s.resolveItems(ctx, inst, p, n); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		name, err := s.resolveOne(ctx, inst, p, n, nil)
+		if err != nil {
+			return nil, err
+		}
+		p.clusterOf[n.ID] = name
+	}
+	return p, nil
+}
+
+// resolveItems resolves the target of each item of a collection.
+func (s *server) resolveItems(ctx context.Context, inst *unstructured.Unstructured, p *plan, n *graph.Node) error {
+	its, err := n.Iterations(ctx, p.vals)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(its))
+	for _, it := range its {
+		name, err := s.resolveOne(ctx, inst, p, n, it)
+		if err != nil {
+			return err
+		}
+		names = append(names, name)
+	}
+	p.items[n.ID] = names
+	return nil
+}
+
+// resolveOne resolves and checks one target, and returns its cluster.
+func (s *server) resolveOne(ctx context.Context, inst *unstructured.Unstructured, p *plan, n *graph.Node, iteration map[string]any) (string, error) {
+	t, err := n.ResolveTarget(ctx, p.vals, iteration)
+	if err != nil {
+		return "", err
+	}
+	name := t.Cluster
+	if t.SecretName != "" {
+		var ok bool
+		if name, ok = s.rt.opts.Clusters.SecretCluster(t.SecretNamespace, t.SecretName); !ok {
+			return "", &refusal{resource: n.ID, cluster: t.SecretNamespace + "/" + t.SecretName,
+				rule: "no engaged cluster comes from that kubeconfig Secret"}
+		}
+	}
+	cl, err := s.allowed(ctx, n, inst, name, t.Computed)
+	if err != nil {
+		return "", err
+	}
+	p.clusters[name] = cl
+	return name, nil
+}
+
+// allowed checks one target and returns its cluster.
+func (s *server) allowed(ctx context.Context, n *graph.Node, inst *unstructured.Unstructured, name string, computed bool) (cluster.Cluster, error) {
+	refuse := func(rule string) (cluster.Cluster, error) {
+		return nil, &refusal{resource: n.ID, cluster: name, rule: rule}
+	}
+	pol := s.rt.opts.Policy
+	if computed && pol.Selector == nil && pol.Allow == nil {
+		return refuse("a target computed from the instance needs the platform to allow it (no allowed set is configured)")
+	}
+	cl, err := s.rt.opts.Clusters.Cluster(ctx, name)
+	if err != nil || cl == nil {
+		return refuse("not an engaged cluster")
+	}
+	set := labels.Set(s.rt.opts.Clusters.Labels(name))
+	if pol.Selector != nil {
+		if ok, err := matches(pol.Selector, set); err != nil || !ok {
+			return refuse(fmt.Sprintf("outside the platform's allowed clusters (%s)", metav1.FormatLabelSelector(pol.Selector)))
+		}
+	}
+	if sel := s.g.AllowedClusters(); computed && sel != nil {
+		if ok, err := matches(sel, set); err != nil || !ok {
+			return refuse(fmt.Sprintf("outside the RGD's spec.target.allowedClusters (%s)", metav1.FormatLabelSelector(sel)))
+		}
+	}
+	if pol.Allow != nil {
+		if err := pol.Allow(ctx, s.g, inst, name); err != nil {
+			return refuse("refused by the platform's hook: " + err.Error())
+		}
+	}
+	return cl, nil
+}
+
+func matches(sel *metav1.LabelSelector, set labels.Set) (bool, error) {
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return false, err
+	}
+	return s.Matches(set), nil
+}

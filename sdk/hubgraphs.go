@@ -1,0 +1,144 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/internal/hubgraph"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// A graph whose resources carry a target (graph.Graph.IsHubGraph) is a hub
+// graph: it is not fanned out to the spokes; its CRD is applied on the hub
+// cluster and its instances are reconciled there by a runtime of its own
+// (internal/hubgraph), which writes each resource into its target cluster.
+
+// TargetOptions say where hub graphs may write. Every target must name an
+// engaged cluster; when AllowedClusters or Allow is set, every target must
+// also pass them. A target computed from an instance (${...}) is refused
+// unless one of them is set, and must also fall within the RGD's own
+// spec.target.allowedClusters when it has one.
+type TargetOptions struct {
+	// AllowedClusters selects, by the labels the provider gives them (see
+	// ClusterLabeler), the clusters targets may name. Defaults to nil: no
+	// selector.
+	AllowedClusters *metav1.LabelSelector
+	// Allow, when set, is asked about every target of every instance
+	// before anything of the instance is written; an error refuses the
+	// instance (ERROR, condition TargetsAllowed=False naming the resource,
+	// the cluster and the error). Defaults to nil.
+	Allow func(ctx context.Context, g *graph.Graph, instance *unstructured.Unstructured, cluster string) error
+	// HubName is written on every child of a hub instance (label
+	// fleetgraph.dev/hub), so that hubs sharing clusters never take each
+	// other's children. Defaults to the UID of the hub cluster's
+	// kube-system namespace.
+	HubName string
+	// CallTimeout bounds each call the hub graphs' runtime makes to a
+	// cluster: a target that does not answer within it is unreachable for
+	// the rest of that reconcile, and only the resources on it and their
+	// dependents wait. Defaults to 30 seconds.
+	CallTimeout time.Duration
+}
+
+// SecretClusterMapper is implemented by providers that can say which
+// engaged cluster comes from a kubeconfig Secret: targets written in
+// KREP-012's form (kubeconfigSecretName, kubeconfigSecretNamespace) need
+// it, and are refused with any other provider.
+type SecretClusterMapper interface {
+	SecretCluster(namespace, name string) (multicluster.ClusterName, bool)
+}
+
+// newHubGraphs makes the runtime of hub graphs.
+func (h *Hub) newHubGraphs() *hubgraph.Runtime {
+	return hubgraph.New(hubgraph.Options{
+		Clusters: hubClusters{h},
+		Policy: hubgraph.Policy{
+			Selector: h.opts.Targets.AllowedClusters,
+			Allow:    h.opts.Targets.Allow,
+		},
+		HubName:      h.opts.Targets.HubName,
+		CallTimeout:  h.opts.Targets.CallTimeout,
+		FieldManager: h.opts.FieldManager,
+		Resync:       h.opts.InstanceResync,
+
+		ConfineToNamespace:  h.opts.ConfineToNamespace,
+		ClusterScopedGraphs: h.opts.ClusterScopedGraphs,
+		Logger:              h.opts.Logger.WithName("hubgraph"),
+	})
+}
+
+// serveHubGraph serves g on the hub instead of on the spokes: a graph
+// that gained targets stops being served by the spoke runtime (its spoke
+// instances stay as they are).
+func (h *Hub) serveHubGraph(g *graph.Graph) error {
+	h.runtime.Stop(g.Name)
+	if err := h.hubGraphs.Serve(g); err != nil {
+		return fmt.Errorf("serving hub graph %s: %w", g.Name, err)
+	}
+	return nil
+}
+
+// hubGraphRemovalStep is a removal step of a hub graph: its instances are
+// on the hub only, so it waits until none holds the finalizer, then stops
+// the graph there.
+func (h *Hub) hubGraphRemovalStep(ctx context.Context, name string) error {
+	held, err := h.hubGraphs.Held(ctx, name)
+	if err != nil {
+		return err
+	}
+	if held > 0 {
+		return fmt.Errorf("%w: %d instances of hub graph %s", errHeld, held, name)
+	}
+	h.hubGraphs.Stop(name)
+	return nil
+}
+
+// hubClusters gives the hub graphs' runtime the hub cluster and the
+// engaged ones, from the Hub's own registry (not mgr.GetCluster, which
+// bypasses sharding's ownership).
+type hubClusters struct{ h *Hub }
+
+var _ hubgraph.Clusters = hubClusters{}
+
+func (c hubClusters) Hub() cluster.Cluster { return c.h.mgr.GetLocalManager() }
+
+func (c hubClusters) Cluster(_ context.Context, name string) (cluster.Cluster, error) {
+	c.h.mu.Lock()
+	e := c.h.clusters[name]
+	c.h.mu.Unlock()
+	if e == nil || e.ctx.Err() != nil {
+		return nil, fmt.Errorf("cluster %q: %w", name, multicluster.ErrClusterNotFound)
+	}
+	return e.cl, nil
+}
+
+func (c hubClusters) Names() []string {
+	c.h.mu.Lock()
+	defer c.h.mu.Unlock()
+	out := make([]string, 0, len(c.h.clusters))
+	for name, e := range c.h.clusters {
+		if name != "" && e.ctx.Err() == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func (c hubClusters) Labels(name string) map[string]string {
+	return c.h.clusterSource.labels(multicluster.ClusterName(name))
+}
+
+func (c hubClusters) SecretCluster(namespace, name string) (string, bool) {
+	m, ok := c.h.provider.(SecretClusterMapper)
+	if !ok {
+		return "", false
+	}
+	n, ok := m.SecretCluster(namespace, name)
+	return string(n), ok
+}
