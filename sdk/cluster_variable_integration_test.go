@@ -113,7 +113,8 @@ func readLocale(ct *assert.CollectT, c client.Client) localeChildren {
 // cluster.fleetgraph.dev/ labels: each spoke's children follow its own
 // labels, and follow them again when a Secret is relabelled.
 func TestGraphsReadTheClusterTheyServe(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 2)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 2) // its own: the secret provider engages every kubeconfig Secret on its hub cluster
 	h, err := sdk.NewHub(secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}), sdk.Options{DisableRGDController: true})
 	require.NoError(t, err)
 	fgtesting.Start(t, func(ctx context.Context) error { return h.Run(ctx, fleet.Hub.Config) })

@@ -1,13 +1,68 @@
 package sdk_test
 
 import (
+	"flag"
+	"fmt"
 	"os"
+	"runtime"
+	"strconv"
 	"testing"
 
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
+// How the package's integration tests are run (issue 25: the package took
+// 11 minutes with one fleet per test, one test at a time):
+//
+//   - A test that only registers graphs from Go on an ordinary fleet (a
+//     hub and two spokes, RGD controller off) calls t.Parallel and uses the
+//     package's shared fleet, sharedFleet(t) (helpers_test.go). It serves
+//     graphs of its own name and kind (renamedRGD) and names its instances
+//     so that no other test's children collide with them: tests on the
+//     shared fleet share its API servers, never a graph, a kind or an
+//     object.
+//   - A test that needs a fleet to itself starts one with
+//     fgtesting.StartFleet and says why in a comment: it stops, freezes or
+//     hangs a spoke, installs a CRD the others must not see, runs the RGD
+//     controller (which claims every RGD on its hub cluster), uses a
+//     provider that reads Secrets on the hub, or runs replicas. It still
+//     calls t.Parallel: its API servers are its own.
+//   - A test does not call t.Parallel when its subject is how soon
+//     something happens (a probe's bound, a takeover within a lease), or
+//     when it checks process-wide state: every goroutine (goleak) or the
+//     metrics registry's series per cluster. Go runs such tests first, one
+//     at a time, before any parallel test starts.
+//
+// Parallel tests must not set environment variables (t.Setenv panics
+// there) or package variables.
+
+// stopSharedFleet stops the fleet the integration tests share, if one was
+// started.
+var stopSharedFleet func() error
+
+// defaultParallel is how many of the package's parallel tests run at once
+// unless -parallel says otherwise. They spend most of their time waiting
+// on API servers (a manager starting, a CRD being established, discovery
+// catching up, a rollout's soak), so more of them than the machine has
+// cores fit. Each own fleet is 2 to 6 API servers of ~320 MB.
+const defaultParallel = 4
+
+// TestMain sets up logging, runs defaultParallel parallel tests at once
+// unless -parallel is given, and stops the shared fleet at the end.
 func TestMain(m *testing.M) {
 	fgtesting.SetupLogs()
-	os.Exit(m.Run())
+	flag.Parse()
+	parallelGiven := false
+	flag.Visit(func(f *flag.Flag) { parallelGiven = parallelGiven || f.Name == "test.parallel" })
+	if !parallelGiven {
+		_ = flag.Set("test.parallel", strconv.Itoa(max(defaultParallel, runtime.GOMAXPROCS(0))))
+	}
+	code := m.Run()
+	if stopSharedFleet != nil {
+		if err := stopSharedFleet(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the shared fleet:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }

@@ -129,7 +129,8 @@ func served(h *sdk.Hub, graph string) map[string]sdk.ClusterStatus {
 // both versions. Clusters that can take the update move on. A new hub on the
 // same clusters finds the served versions again from the hub's records.
 func TestRefusedUpdateKeepsPreviousVersionServing(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 2)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 2) // its own: only spoke-1 serves Widget
 	require.NoError(t, fleet.Spoke("spoke-1").InstallCRDs(widgetCRD()))
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
@@ -279,7 +280,8 @@ func requireServedBy(t *testing.T, c client.Client, name, version string) {
 // An RGD object's revisions are numbered on the hub, owned by the RGD, and
 // the latest number is on its status as lastIssuedRevision.
 func TestRGDStatusNamesTheLastIssuedRevision(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 1) // its own: the RGD controller claims every RGD on its hub cluster
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
 	startHub(t, fleet.Hub.Config, provider, sdk.Options{InstallRGDCRD: true})
