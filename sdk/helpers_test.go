@@ -47,8 +47,11 @@ var shared struct {
 // sharedFleet returns the package's shared fleet, starting it on first use.
 // A test that uses it runs its own Hub on it (startHub with a provider from
 // fleet.NewProvider, RGD controller off) and serves only graphs named and
-// kinded for itself (renamedRGD); it must not stop, pause or relabel a
-// spoke, install CRDs, or write anything on the hub cluster.
+// kinded for itself (renamedRGD), so that what its Hub keeps on the hub
+// cluster (the graphs' revisions) and installs on the spokes (CRDs,
+// admission policies) is keyed by names no other test uses. It must not
+// stop, pause or relabel a spoke, install CRDs of its own, or create
+// objects every Hub reads (RGDs, GraphRollouts, kubeconfig Secrets).
 func sharedFleet(t testing.TB) *fgtesting.Fleet {
 	t.Helper()
 	shared.once.Do(func() {
