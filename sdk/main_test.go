@@ -21,11 +21,23 @@ import (
 //     so that no other test's children collide with them: tests on the
 //     shared fleet share its API servers, never a graph, a kind or an
 //     object.
+//     For example:
+//
+//	t.Parallel()
+//	fleet := sharedFleet(t)
+//	provider, err := fleet.NewProvider(ctx)
+//	require.NoError(t, err)
+//	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+//	rgd, gvk := renamedRGD(readRGD(t, "testdata/webapp-rgd.yaml"), "my-webapp", "MyWebApp")
+//	require.NoError(t, h.RegisterGraph(ctx, rgd))
+//	createWhenServed(t, c1, instance(gvk, "my-app", map[string]any{"name": "my-app"}))
+//
 //   - A test that needs a fleet to itself starts one with
 //     fgtesting.StartFleet and says why in a comment: it stops, freezes or
 //     hangs a spoke, installs a CRD the others must not see, runs the RGD
-//     controller (which claims every RGD on its hub cluster), uses a
-//     provider that reads Secrets on the hub, or runs replicas. It still
+//     controller (which claims every RGD on its hub cluster), creates
+//     GraphRollouts (every Hub reads all of them there), uses a provider
+//     that reads Secrets on the hub, or runs replicas. It still
 //     calls t.Parallel: its API servers are its own.
 //   - A test does not call t.Parallel when its subject is how soon
 //     something happens (a probe's bound, a takeover within a lease), or
