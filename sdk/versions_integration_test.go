@@ -11,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -215,12 +217,17 @@ func TestRefusedUpdateKeepsPreviousVersionServing(t *testing.T) {
 }
 
 // startStoppableHub is startHub with a function that stops the hub's
-// manager and waits for it, as a hub process that exits.
+// manager and waits for it, as a hub process that exits. The manager has a
+// scheme of its own with client-go's types only, as an embedder's often
+// has: the Hub adds what it needs (main_test.go says why not client-go's).
 func startStoppableHub(t testing.TB, cfg *rest.Config, provider multicluster.Provider, opts sdk.Options) (*sdk.Hub, func()) {
 	t.Helper()
 	h, err := sdk.NewHub(provider, opts)
 	require.NoError(t, err)
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	mgr, err := mcmanager.New(cfg, provider, manager.Options{
+		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
