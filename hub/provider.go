@@ -24,6 +24,20 @@ type ClusterLabeler interface {
 	Labels(name multicluster.ClusterName) map[string]string
 }
 
+// ClusterLabelNotifier is implemented by ClusterLabelers that know when a
+// cluster's labels change (providers/secret: a kubeconfig Secret
+// relabelled). The hub then follows a relabel at once, in graphs that read
+// cluster.labels or cluster.values, instead of at the spoke runtime's next
+// poll of the labels, which stays as the fallback.
+type ClusterLabelNotifier interface {
+	// NotifyLabelsChanged registers f, which the provider calls with a
+	// cluster's name after that cluster's labels changed, once Labels
+	// returns the new ones. f returns at once; it may be called
+	// concurrently, and for a change that Labels shows no more. Each call
+	// adds one more f; they are never removed.
+	NotifyLabelsChanged(f func(multicluster.ClusterName))
+}
+
 // ClusterRegistry is implemented by providers that know which clusters are
 // registered with them, engaged or not (providers/secret: a kubeconfig
 // Secret names the cluster). Before the hub cleans up after a cluster that

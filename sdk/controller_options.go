@@ -2,6 +2,8 @@ package sdk
 
 import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 // The manager's controller options (manager.Options.Controller, read back
@@ -22,10 +24,11 @@ import (
 //     fleet. The other fields have no counterpart there.
 
 // applyControllerOptions takes the spoke workers' default from the
-// manager's controller options.
-func (h *Hub) applyControllerOptions(local manager.Manager) {
-	if h.workersSet {
+// manager's controller options, unless Options.Workers was given
+// (workersSet).
+func applyControllerOptions(rt *spoke.Runtime, workersSet bool, local manager.Manager) {
+	if workersSet {
 		return
 	}
-	h.runtime.SetWorkers(local.GetControllerOptions().MaxConcurrentReconciles)
+	rt.SetWorkers(local.GetControllerOptions().MaxConcurrentReconciles)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -12,7 +13,6 @@ import (
 	"github.com/fleetgraph/fleetgraph/internal/cleanup"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/reach"
-	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 // A cluster that leaves the fleet (its kubeconfig Secret deleted, its
@@ -36,24 +36,47 @@ const (
 	departureRecheck = time.Second
 )
 
+// departures cleans up after the clusters that left. It owns the
+// clean-ups under way, which the remover waits for when the manager stops
+// (remover.stopAll).
+type departures struct {
+	h *Hub
+	// mu guards waiting, so that no clean-up starts (wg.Go) once wait has
+	// begun: a WaitGroup's Add must not race with its Wait. No other lock
+	// is taken while it is held.
+	mu      sync.Mutex
+	waiting bool
+	wg      sync.WaitGroup
+}
+
 // departed is called when cluster e was disengaged while the hub runs.
-func (h *Hub) departed(e *engaged) {
+func (d *departures) departed(e *engaged) {
+	h := d.h
 	if h.opts.DepartureGrace < 0 {
 		return
 	}
-	// Checked and counted under h.mu, where stopRemovals ends h.ctx, so
-	// that its Wait never races with this Add.
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.ctx.Err() != nil {
+	// Checked and counted under d.mu, so that wait's Wait never races
+	// with this Go; the hub stopping (h.ctx) is not a departure.
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.waiting || h.ctx.Err() != nil {
 		return
 	}
-	h.departures.Go(func() {
-		if h.comesBack(e.name) {
+	d.wg.Go(func() {
+		if d.comesBack(e.name) {
 			return
 		}
-		h.cleanUpAfter(e)
+		d.cleanUpAfter(e)
 	})
+}
+
+// wait returns once every clean-up has ended; none starts after it is
+// called. The manager is stopping.
+func (d *departures) wait() {
+	d.mu.Lock()
+	d.waiting = true
+	d.mu.Unlock()
+	d.wg.Wait()
 }
 
 // comesBack waits for the grace period, and for as long after it as the
@@ -62,17 +85,18 @@ func (h *Hub) departed(e *engaged) {
 // rotated credentials can take longer than any fixed grace on a loaded
 // hub (a new client, a cache to sync): the provider knowing the name says
 // that it is on its way back.
-func (h *Hub) comesBack(name string) bool {
+func (d *departures) comesBack(name string) bool {
+	h := d.h
 	for wait := h.opts.DepartureGrace; ; wait = max(h.opts.DepartureGrace, departureRecheck) {
 		select {
 		case <-h.ctx.Done():
 			return true // the hub is stopping, not the cluster leaving
 		case <-time.After(wait):
 		}
-		if h.isEngaged(name) {
+		if h.cluster(name) != nil {
 			return true
 		}
-		if !h.provides(name) {
+		if !d.provides(name) {
 			return false
 		}
 	}
@@ -85,7 +109,8 @@ type ClusterRegistry = hub.ClusterRegistry
 
 // provides reports whether the hub's provider still has a cluster called
 // name, engaged or on its way to be.
-func (h *Hub) provides(name string) bool {
+func (d *departures) provides(name string) bool {
+	h := d.h
 	if h.provider == nil {
 		return false
 	}
@@ -105,7 +130,8 @@ func (h *Hub) provides(name string) bool {
 
 // cleanUpAfter takes every graph's admission policy off e and releases its
 // instances, retrying until done, the timeout or the hub's end.
-func (h *Hub) cleanUpAfter(e *engaged) {
+func (d *departures) cleanUpAfter(e *engaged) {
+	h := d.h
 	ctx, cancel := context.WithTimeout(h.ctx, departureTimeout)
 	defer cancel()
 	log := h.opts.Logger.WithValues("cluster", e.name)
@@ -115,7 +141,7 @@ func (h *Hub) cleanUpAfter(e *engaged) {
 				"reason", err.Error())
 			return
 		}
-		released, err := h.releaseAll(ctx, e)
+		released, err := d.releaseAll(ctx, e)
 		if err == nil {
 			log.Info("cluster left the fleet: admission policies removed, instances released", "released", released)
 			return
@@ -131,7 +157,8 @@ func (h *Hub) cleanUpAfter(e *engaged) {
 	}
 }
 
-func (h *Hub) releaseAll(ctx context.Context, e *engaged) (int, error) {
+func (d *departures) releaseAll(ctx context.Context, e *engaged) (int, error) {
+	h := d.h
 	total := 0
 	var errs []error
 	for _, g := range h.allGraphs() {
@@ -144,25 +171,4 @@ func (h *Hub) releaseAll(ctx context.Context, e *engaged) (int, error) {
 		errs = append(errs, err)
 	}
 	return total, errors.Join(errs...)
-}
-
-// allGraphs is every graph served or being removed.
-func (h *Hub) allGraphs() []*graph.Graph {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]*graph.Graph, 0, len(h.graphs)+len(h.removals))
-	for _, reg := range h.graphs {
-		out = append(out, reg.graph)
-	}
-	for _, rm := range h.removals {
-		out = append(out, rm.reg.graph)
-	}
-	return out
-}
-
-func (h *Hub) isEngaged(name string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	_, ok := h.clusters[name]
-	return ok
 }

@@ -10,7 +10,7 @@ import (
 
 // SetNoClusterWarning shortens the wait before a Hub warns that its
 // provider engaged no cluster, so a test need not wait 30 seconds.
-func SetNoClusterWarning(h *Hub, d time.Duration) { h.noClusterWarning = d }
+func SetNoClusterWarning(h *Hub, d time.Duration) { h.clusterSource.noClusterWarning = d }
 
 // WorkersOf is the worker count the Hub's newly served graphs get.
 func WorkersOf(h *Hub) int { return h.runtime.Workers() }
@@ -18,7 +18,7 @@ func WorkersOf(h *Hub) int { return h.runtime.Workers() }
 // CompileCounts returns how many compiles the Hub started, and how many
 // times it handed out a remembered result instead.
 func CompileCounts(h *Hub) (runs, reused int64) {
-	return h.compiles.runs.Load(), h.compiles.reuses.Load()
+	return h.registrar.compiles.runs.Load(), h.registrar.compiles.reuses.Load()
 }
 
 // ServedImageDefault returns, for the named graph as served, the default

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/spokeschemas"
 	"github.com/fleetgraph/fleetgraph/internal/steps"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -20,15 +21,33 @@ import (
 // APIExport provider) serves the graphs instead of a CRD per cluster, and
 // one that is a hub.EngagementReporter has its failures listed.
 
-// newFanOut makes the fan-out for provider (nil in single-cluster mode).
-func (h *Hub) newFanOut(provider multicluster.Provider) *hub.FanOut {
+// crdFanOut is the Hub's side of the fan-out: it owns the hub.FanOut and
+// the schema checker, and is the spoke runtime's gate (setup.go). fanOut is replaced once, under registry.mu, when
+// SetupWithManager learns the manager's provider, before anything has
+// reached the clusters.
+type crdFanOut struct {
+	h       *Hub
+	fanOut  *hub.FanOut
+	schemas spokeschemas.Checker // each cluster's schemas of the graphs' kinds
+}
+
+// newCRDFanOut makes the fan-out for provider (nil in single-cluster mode).
+func newCRDFanOut(h *Hub, provider multicluster.Provider) *crdFanOut {
+	c := &crdFanOut{h: h}
+	c.schemas.Timeout = hub.DefaultRequestTimeout
+	c.fanOut = c.newFanOut(provider)
+	return c
+}
+
+// newFanOut makes the hub.FanOut for provider.
+func (c *crdFanOut) newFanOut(provider multicluster.Provider) *hub.FanOut {
 	opts := hub.Options{
-		FieldManager:     h.opts.FieldManager,
-		EstablishTimeout: h.opts.EstablishTimeout,
-		Expect:           h.expected, // status.go
-		OnChange:         h.notifyChanged,
-		OnTransition:     h.onTransition,
-		Logger:           h.opts.Logger.WithName("fanout"),
+		FieldManager:     c.h.opts.FieldManager,
+		EstablishTimeout: c.h.opts.EstablishTimeout,
+		Expect:           c.expected, // status.go
+		OnChange:         c.h.changed.notify,
+		OnTransition:     c.onTransition,
+		Logger:           c.h.opts.Logger.WithName("fanout"),
 	}
 	if r, ok := provider.(hub.EngagementReporter); ok {
 		opts.Reporter = r
@@ -41,8 +60,8 @@ func (h *Hub) newFanOut(provider multicluster.Provider) *hub.FanOut {
 
 // publishes reports whether the graphs are published through the
 // provider (no CRD, no admission policy on the clusters).
-func (h *Hub) publishes() bool {
-	_, ok := h.provider.(hub.Publisher)
+func (c *crdFanOut) publishes() bool {
+	_, ok := c.h.provider.(hub.Publisher)
 	return ok
 }
 
@@ -50,23 +69,26 @@ func (h *Hub) publishes() bool {
 // CRD, the kinds its resources use, the RGD's breaking-change opt-in, a
 // type-check against each cluster's schemas and, unless disabled, the
 // admission policy that stamps new instances.
-func (h *Hub) hubGraph(g *graph.Graph, revision int64) hub.Graph {
+func (c *crdFanOut) hubGraph(g *graph.Graph, revision int64) hub.Graph {
 	hg := hub.Graph{
 		Name:          g.Name,
 		Generation:    g.Generation,
 		Revision:      revision,
 		CRD:           g.CRD,
 		Kinds:         resourceKinds(g),
-		AllowBreaking: h.allowsBreaking(g.Name),
+		AllowBreaking: allowsBreaking(c.h.lookup(g.Name)),
 		Check: func(ctx context.Context, cl cluster.Cluster) error {
-			return h.schemas.Check(ctx, cl, g)
+			return c.schemas.Check(ctx, cl, g)
 		},
 	}
-	if !h.opts.DisableAdmissionPolicy && !h.publishes() {
+	if !c.h.opts.DisableAdmissionPolicy && !c.publishes() {
 		hg.Admission = admissionOf(g)
 	}
 	return hg
 }
+
+// allowsBreaking reports whether reg's RGD opts in to breaking changes.
+func allowsBreaking(reg *registration) bool { return reg != nil && reg.allowBreaking }
 
 // admissionOf is g's admission policy and its probe.
 func admissionOf(g *graph.Graph) *hub.Admission {
@@ -80,10 +102,10 @@ func admissionOf(g *graph.Graph) *hub.Admission {
 
 // removeAdmission takes g's admission policy off the cluster, whether or
 // not this configuration installs it (an earlier one may have).
-func (h *Hub) removeAdmission(ctx context.Context, c hub.Cluster, g *graph.Graph) error {
-	hg := h.hubGraph(g, 0)
+func (c *crdFanOut) removeAdmission(ctx context.Context, cl hub.Cluster, g *graph.Graph) error {
+	hg := c.hubGraph(g, 0)
 	hg.Admission = admissionOf(g)
-	return h.fanOut.RemoveAdmission(ctx, c, hg)
+	return c.fanOut.RemoveAdmission(ctx, cl, hg)
 }
 
 // resourceKinds are the kinds g's resources use, external references
@@ -98,9 +120,9 @@ func resourceKinds(g *graph.Graph) []schema.GroupVersionKind {
 
 // ensure is the gate's fan-out: one attempt on the named cluster, timed
 // for the benchmarks when they observe the steps.
-func (h *Hub) ensure(ctx context.Context, cluster string, g *graph.Graph, revision int64) error {
-	if f := h.steps.Load(); f != nil {
+func (c *crdFanOut) ensure(ctx context.Context, cluster string, g *graph.Graph, revision int64) error {
+	if f := c.h.steps.Load(); f != nil {
 		ctx = steps.With(ctx, *f)
 	}
-	return h.fanOut.Ensure(ctx, cluster, h.hubGraph(g, revision))
+	return c.fanOut.Ensure(ctx, cluster, c.hubGraph(g, revision))
 }

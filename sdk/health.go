@@ -8,10 +8,11 @@ import (
 	"github.com/fleetgraph/fleetgraph/hub"
 )
 
-// setupProber probes every engaged spoke, so that one that stops answering
+// addProber probes every engaged spoke, so that one that stops answering
 // turns Unreachable in FleetStatus (see Options.Probe). In single-cluster
 // mode the hub is its only spoke: if it stops answering, so does the hub.
-func (h *Hub) setupProber(mgr mcmanager.Manager) error {
+func (c *crdFanOut) addProber(mgr mcmanager.Manager) error {
+	h := c.h
 	if h.provider == nil {
 		return nil
 	}
@@ -19,7 +20,7 @@ func (h *Hub) setupProber(mgr mcmanager.Manager) error {
 	if probe.Logger.GetSink() == nil {
 		probe.Logger = h.opts.Logger.WithName("prober")
 	}
-	if err := mgr.Add(hub.NewProber(h.fanOut, probe)); err != nil {
+	if err := mgr.Add(hub.NewProber(c.fanOut, probe)); err != nil {
 		return fmt.Errorf("adding cluster prober: %w", err)
 	}
 	return nil

@@ -4,29 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
-	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/fleetgraph/fleetgraph/hub"
-	"github.com/fleetgraph/fleetgraph/internal/replicas"
-	"github.com/fleetgraph/fleetgraph/internal/revisions"
 	rgdctrl "github.com/fleetgraph/fleetgraph/internal/rgd"
 	"github.com/fleetgraph/fleetgraph/internal/rollout"
-	"github.com/fleetgraph/fleetgraph/internal/spokeschemas"
 	"github.com/fleetgraph/fleetgraph/internal/steps"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
-	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
@@ -62,82 +51,47 @@ var (
 type Hub struct {
 	provider multicluster.Provider
 	opts     Options
-	fanOut   *hub.FanOut          // fanout.go
-	schemas  spokeschemas.Checker // each cluster's schemas of the graphs' kinds
 	runtime  *spoke.Runtime
-	changed  chan string
 
-	// names serialises Register and Unregister per graph name, so that the
-	// graph served under a name is always the one registered last, and
-	// compiles run the compiles outside every lock (names.go, compiles.go).
-	names    nameLocks
-	compiles *compiles
-	mu       sync.Mutex
-	mgr      mcmanager.Manager
-	recorder events.EventRecorder
-	graphs   map[string]*registration
-	removals map[string]*removal
-	removed  map[string]types.UID // per RGD name, the UID whose removal finished; forgotten when the RGD is gone
-	clusters map[string]*engaged
-	// resolver types child kinds for the compiler; see compileOptions.
-	resolver graph.SchemaResolver
-	// revisions records every served spec on the hub; nil until
-	// SetupWithManager (see versions.go).
-	revisions *revisions.Store
-	// planner decides placement and rollout waves; rollouts moves the
-	// GraphRollouts on (nil when disabled). See rollout.go.
+	// The Hub is cut by concern into parts, each owning its state, in the
+	// files named below; a part reaches the others through h. The
+	// registry (registry.go) and the fan-out (fanout.go) are embedded: the
+	// rollout part (rollouts, rollout.go) uses their fields and methods as
+	// the Hub's.
+	//
+	// Locks: a graph name's lock (registrar.names) is taken before
+	// registry.mu; registry.mu is held only around its fields, with none of
+	// the other parts' locks (departures.mu, the compiles') and only the
+	// revision store's taken under it (endRemoval's Forget).
+	*registry  // the graphs served and being removed, the engaged clusters; under mu
+	*crdFanOut // the CRDs on the clusters: hub.FanOut and the gate
+
+	registrar     *registrar     // register.go: registering and unregistering
+	remover       *remover       // removal.go: removing unregistered graphs
+	departures    *departures    // departure.go: cleaning up after clusters that left
+	servable      *servability   // servable.go: WaitServable and Subscribe
+	sharding      *sharding      // sharding.go: the fleet status merged with other replicas'
+	versions      *versions      // versions.go: GraphRevision records
+	clusterSource *clusterSource // provider.go: what engages the clusters
+	values        *clusterValues // cluster_values.go: the platform's per-cluster values
+	changed       statusChanges  // setup.go: graphs whose RGD status is to be rewritten soon
+
+	// planner decides placement and rollout waves (rollouts.planner);
+	// rollouts connects it and the GraphRollout controller to the hub.
+	// See rollout.go.
 	planner  *rollout.Planner
-	rollouts *rollout.Controller
-	// replicas merges the fleet status with other replicas'; nil unless
-	// Options.Replica is set (see sharding.go).
-	replicas *replicas.Status
+	rollouts *rollouts
 
-	// ctx bounds background removals; stop ends it when the manager stops.
+	// ctx bounds background removals and departures; stop ends it when the
+	// manager stops, under registry.mu (see remover.stopAll).
 	ctx  context.Context
 	stop context.CancelFunc
-	// departures are the clean-ups after clusters that left (departure.go).
-	departures sync.WaitGroup
-	// noClusterWarning is how long a Hub with a provider may engage no
-	// cluster before it says so (provider.go).
-	noClusterWarning time.Duration
 	// workersSet: Options.Workers was given, so the manager's
 	// MaxConcurrentReconciles does not replace it (controller_options.go).
 	workersSet bool
 	// steps, when set, is told how long each step of registering and
 	// fanning out a graph takes (benchmarks; see internal/steps).
 	steps atomic.Pointer[steps.Func]
-}
-
-// source is where a registration came from; only its source removes it.
-type source string
-
-const (
-	fromGo  source = "Go (RegisterGraph)"
-	fromRGD source = "a ResourceGraphDefinition object"
-)
-
-// registration is a graph as served, with what it was compiled from.
-type registration struct {
-	graph *graph.Graph
-	// revision is the GraphRevision graph was compiled from (0 when the
-	// hub keeps no record).
-	revision      int64
-	spec          v1alpha1.ResourceGraphDefinitionSpec
-	allowBreaking bool
-	rgd           *v1alpha1.ResourceGraphDefinition // for events; nil when registered from Go
-	source        source
-}
-
-// engaged is one cluster the manager engaged, as the hub knows it.
-type engaged struct {
-	name string
-	cl   cluster.Cluster
-	ctx  context.Context // the engagement; ends when the cluster leaves
-}
-
-// hubCluster is e as the fan-out names it.
-func (e *engaged) hubCluster() hub.Cluster {
-	return hub.Cluster{Name: e.name, Cluster: e.cl, Engagement: e.ctx}
 }
 
 // NewHub returns a Hub. It serves the clusters that the provider of the
@@ -154,21 +108,24 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 	h := &Hub{
 		provider: provider,
 		opts:     opts,
-		changed:  make(chan string, 64),
-		graphs:   map[string]*registration{},
-		removals: map[string]*removal{},
-		removed:  map[string]types.UID{},
-		clusters: map[string]*engaged{},
+		registry: newRegistry(opts),
+		changed:  make(statusChanges, 64),
 		ctx:      ctx,
 		stop:     stop,
 
-		noClusterWarning: defaultNoClusterWarning,
-		workersSet:       workersSet,
+		workersSet: workersSet,
 	}
-	h.compiles = newCompiles(ctx, opts.CompileTimeout, h.notifyChanged)
-	h.planner = h.newPlanner()
-	h.schemas.Timeout = hub.DefaultRequestTimeout
-	h.fanOut = h.newFanOut(provider) // fanout.go
+	h.registrar = &registrar{h: h, compiles: newCompiles(ctx, opts.CompileTimeout, h.changed.notify)}
+	h.remover = &remover{h: h}
+	h.departures = &departures{h: h}
+	h.servable = &servability{h: h}
+	h.sharding = &sharding{h: h}
+	h.versions = &versions{h: h}
+	h.clusterSource = &clusterSource{h: h, noClusterWarning: defaultNoClusterWarning}
+	h.values = &clusterValues{h: h}
+	h.rollouts = newRollouts(h)
+	h.planner = h.rollouts.planner
+	h.crdFanOut = newCRDFanOut(h, provider) // fanout.go
 	h.runtime = spoke.New(spoke.Options{
 		Workers:         opts.Workers,
 		ItemConcurrency: opts.ItemConcurrency,
@@ -181,7 +138,8 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 
 		ConfineToNamespace:  opts.ConfineToNamespace,
 		ClusterScopedGraphs: opts.ClusterScopedGraphs,
-		ClusterLabels:       h.clusterLabels, // cluster_labels.go
+		ClusterLabels:       h.clusterSource.labels, // cluster_labels.go
+		ClusterValues:       h.values.forCluster,    // cluster_values.go
 	})
 	return h, nil
 }
@@ -206,101 +164,8 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 // without compiling, until the spec (or the hub's schema of a kind it
 // uses) changes.
 func (h *Hub) RegisterGraph(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) error {
-	_, err := h.register(ctx, rgd, fromGo)
+	_, err := h.registrar.register(ctx, rgd, fromGo)
 	return err
-}
-
-func (h *Hub) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, src source) (*graph.Graph, error) {
-	defer h.names.lock(rgd.Name)()
-	if err := h.takeBackRemoval(rgd.Name, src); err != nil {
-		return nil, err
-	}
-	allow := v1alpha1.AllowsBreakingChanges(rgd)
-	h.mu.Lock()
-	reg, ok := h.graphs[rgd.Name]
-	if ok && reg.source != src {
-		h.mu.Unlock()
-		return nil, fmt.Errorf("%w: graph %q is registered from %s", ErrNameTaken, rgd.Name, reg.source)
-	}
-	if ok && reg.allowBreaking == allow && equality.Semantic.DeepEqual(reg.spec, rgd.Spec) {
-		reg.rgd = eventTarget(rgd)
-		h.mu.Unlock()
-		return reg.graph, nil
-	}
-	h.mu.Unlock()
-
-	start := time.Now()
-	g, err := h.compile(ctx, rgd, src)
-	if err != nil {
-		return nil, err
-	}
-	start = h.stepSince(rgd.Name, steps.Compile, start)
-	rev := h.recordRevision(ctx, rgd)
-	start = h.stepSince(rgd.Name, steps.Revision, start)
-	h.mu.Lock()
-	if err := h.kindFreeLocked(g); err != nil {
-		h.mu.Unlock()
-		return nil, err
-	}
-	h.graphs[rgd.Name] = &registration{graph: g, revision: rev, spec: *rgd.Spec.DeepCopy(), allowBreaking: allow, rgd: eventTarget(rgd), source: src}
-	h.mu.Unlock()
-	if err := h.runtime.Serve(spoke.Version{Graph: g, Revision: rev}); err != nil {
-		return nil, fmt.Errorf("serving graph %s: %w", rgd.Name, err)
-	}
-	h.stepSince(rgd.Name, steps.Serve, start)
-	// With a publishing provider, the graph is published at once, so that
-	// clusters can bind it before any of them is engaged (fanout.go).
-	h.fanOut.Publish(h.hubGraph(g, rev))
-	h.opts.Logger.Info("graph registered", "graph", rgd.Name, "kind", g.Instance.GVK.String(), "resources", len(g.Nodes), "source", src)
-	return g, nil
-}
-
-// step passes a step's duration to the observer set for benchmarks, if any.
-func (h *Hub) step(graphName, cluster, step string, took time.Duration) {
-	if f := h.steps.Load(); f != nil {
-		(*f)(graphName, cluster, step, took)
-	}
-}
-
-// stepSince reports the time since start as one of RegisterGraph's steps
-// and returns the time it ended.
-func (h *Hub) stepSince(graphName, step string, start time.Time) time.Time {
-	now := time.Now()
-	h.step(graphName, "", step, now.Sub(start))
-	return now
-}
-
-// kindFreeLocked refuses g when another graph, served or being removed,
-// has its instance kind: two graphs must never reconcile one instance.
-func (h *Hub) kindFreeLocked(g *graph.Graph) error {
-	gk := g.Instance.GVK.GroupKind()
-	holds := func(other *registration) bool {
-		return other.graph.Name != g.Name && other.graph.Instance.GVK.GroupKind() == gk
-	}
-	for _, other := range h.graphs {
-		if holds(other) {
-			return fmt.Errorf("%w: %s is served by graph %q (from %s)", ErrKindTaken, gk, other.graph.Name, other.source)
-		}
-	}
-	for _, rm := range h.removals {
-		if holds(rm.reg) {
-			return fmt.Errorf("%w: %s is served by graph %q, which is being removed", ErrKindTaken, gk, rm.reg.graph.Name)
-		}
-	}
-	return nil
-}
-
-// eventTarget keeps what an event needs to point at the RGD object; RGDs
-// that never came from the API server (no UID) get no events.
-func eventTarget(rgd *v1alpha1.ResourceGraphDefinition) *v1alpha1.ResourceGraphDefinition {
-	if rgd.UID == "" {
-		return nil
-	}
-	t := &v1alpha1.ResourceGraphDefinition{}
-	t.TypeMeta = rgd.TypeMeta
-	t.ObjectMeta = *rgd.ObjectMeta.DeepCopy()
-	t.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("ResourceGraphDefinition"))
-	return t
 }
 
 // UnregisterGraph stops serving the named graph, registered with
@@ -320,18 +185,7 @@ func eventTarget(rgd *v1alpha1.ResourceGraphDefinition) *v1alpha1.ResourceGraphD
 // graph is a no-op; a graph the RGD controller registered is refused with
 // ErrNameTaken (delete its RGD instead).
 func (h *Hub) UnregisterGraph(_ context.Context, name string) error {
-	defer h.names.lock(name)()
-	h.mu.Lock()
-	reg, ok := h.graphs[name]
-	h.mu.Unlock()
-	if !ok {
-		return nil
-	}
-	if reg.source != fromGo {
-		return fmt.Errorf("%w: graph %q is registered from %s", ErrNameTaken, name, reg.source)
-	}
-	h.startRemovalLocked(name, h.opts.OrphanInstances, "")
-	return nil
+	return h.registrar.unregister(name)
 }
 
 // FleetStatus returns the named graph's state on every engaged cluster: CRD
@@ -352,15 +206,7 @@ func (h *Hub) FleetStatus(name string) GraphStatus {
 }
 
 // Graphs returns the names of the registered graphs.
-func (h *Hub) Graphs() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]string, 0, len(h.graphs))
-	for name := range h.graphs {
-		out = append(out, name)
-	}
-	return out
-}
+func (h *Hub) Graphs() []string { return h.names() }
 
 // Run is the standalone way to run a Hub: it makes a multicluster manager
 // for the hub cluster at cfg with the Hub's provider, sets the provider up

@@ -7,7 +7,7 @@ import "sync"
 // always the one registered last, while graphs of other names are
 // registered at the same time: a slow compile delays only its own graph.
 // What spans names (one graph per instance kind) is checked and recorded
-// together under Hub.mu.
+// together under registry.mu, which is taken after a name's lock.
 type nameLocks struct {
 	mu    sync.Mutex
 	locks map[string]*nameLock

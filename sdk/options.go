@@ -173,6 +173,13 @@ type Options struct {
 	// in waves. Defaults to false: it runs, and a graph without a
 	// GraphRollout reaches every placed cluster at once.
 	DisableRollouts bool
+	// DisableClusterValues turns off the ClusterValues controller, which
+	// installs the fleetgraph.dev ClusterValues CRD on the hub and gives
+	// graphs the platform's per-cluster values (cluster.values). Defaults
+	// to false: it runs, on every replica, and a graph that reads
+	// cluster.values is served on a cluster only once the objects were
+	// read. Disabled, cluster.values is empty everywhere.
+	DisableClusterValues bool
 	// RolloutResync is how often every GraphRollout is looked at (and
 	// cluster labels re-read). Defaults to 1 second.
 	RolloutResync time.Duration

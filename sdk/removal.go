@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/internal/cleanup"
@@ -49,17 +50,85 @@ type removal struct {
 	done   chan struct{}
 }
 
-// startRemovalLocked stops serving the named graph normally and removes it
-// from every cluster in the background. The caller holds name's lock.
-func (h *Hub) startRemovalLocked(name string, orphan bool, uid types.UID) {
-	h.mu.Lock()
-	reg := h.graphs[name]
-	delete(h.graphs, name)
-	ctx, cancel := context.WithCancel(h.ctx)
-	rm := &removal{reg: reg, uid: uid, cancel: cancel, done: make(chan struct{})}
-	h.removals[name] = rm
-	h.mu.Unlock()
+// The registry's side of removals: a removal is recorded in the registry,
+// next to the served graphs, because it keeps its graph's kind taken.
 
+// beginRemoval moves the named graph from the served ones to the ones
+// being removed, and returns the removal's context, a child of parent.
+func (r *registry) beginRemoval(parent context.Context, name string, uid types.UID) (context.Context, *removal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	reg := r.graphs[name]
+	delete(r.graphs, name)
+	ctx, cancel := context.WithCancel(parent)
+	rm := &removal{reg: reg, uid: uid, cancel: cancel, done: make(chan struct{})}
+	r.removals[name] = rm
+	return ctx, rm
+}
+
+// removing is the named graph's removal under way; nil when there is none.
+func (r *registry) removing(name string) *removal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.removals[name]
+}
+
+// endRemoval forgets rm if it is still the named graph's removal. When it
+// finished (not taken back), the graph's revision records go too, and an
+// RGD's removal is remembered as finished for its UID.
+func (r *registry) endRemoval(name string, rm *removal, finished bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if finished && r.revisions != nil {
+		r.revisions.Forget(name) // its records go with its RGD
+	}
+	if r.removals[name] == rm {
+		delete(r.removals, name)
+	}
+	if finished && rm.uid != "" {
+		r.removed[name] = rm.uid
+	}
+}
+
+// removalState is, at one instant, what the registry has under rgd's name:
+// its removal under way, its registration, and whether the removal of
+// that very RGD object finished. An RGD without a UID is gone: its
+// finished removal is forgotten.
+func (r *registry) removalState(rgd *v1alpha1.ResourceGraphDefinition) (*removal, *registration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	finished := rgd.UID != "" && r.removed[rgd.Name] == rgd.UID
+	if rgd.UID == "" {
+		delete(r.removed, rgd.Name) // the object is gone
+	}
+	return r.removals[rgd.Name], r.graphs[rgd.Name], finished
+}
+
+// stopRemovals calls stop under the lock and returns the removals under
+// way then.
+func (r *registry) stopRemovals(stop func()) []*removal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	stop()
+	pending := make([]*removal, 0, len(r.removals))
+	for _, rm := range r.removals {
+		pending = append(pending, rm)
+	}
+	return pending
+}
+
+// remover removes unregistered graphs from every cluster, each in the
+// background until done. What is being removed is in the registry
+// (registry.removals), under its lock, since a removal keeps its graph's
+// kind taken; the remover itself keeps no state.
+type remover struct{ h *Hub }
+
+// startLocked stops serving the named graph normally and removes it from
+// every cluster in the background. The caller holds name's lock.
+func (r *remover) startLocked(name string, orphan bool, uid types.UID) {
+	h := r.h
+	ctx, rm := h.beginRemoval(h.ctx, name, uid)
+	reg := rm.reg
 	removing := spoke.Version{Graph: reg.graph, Revision: reg.revision, Removal: spoke.RemovalFinalize}
 	if orphan {
 		removing.Removal = spoke.RemovalRelease
@@ -68,17 +137,15 @@ func (h *Hub) startRemovalLocked(name string, orphan bool, uid types.UID) {
 		h.opts.Logger.Error(err, "serving a graph being removed", "graph", name)
 	}
 	h.opts.Logger.Info("graph unregistered; removing it from every cluster", "graph", name, "orphan", orphan)
-	go h.runRemoval(ctx, name, rm)
+	go r.run(ctx, name, rm)
 }
 
-// takeBackRemoval ends a removal of the named graph so that src can
-// register it again: a source takes back its own graph (Go re-registering,
-// or an RGD claimed again); the other source has to wait. The caller holds
-// name's lock.
-func (h *Hub) takeBackRemoval(name string, src source) error {
-	h.mu.Lock()
-	rm := h.removals[name]
-	h.mu.Unlock()
+// takeBack ends a removal of the named graph so that src can register it
+// again: a source takes back its own graph (Go re-registering, or an RGD
+// claimed again); the other source has to wait. The caller holds name's
+// lock.
+func (r *remover) takeBack(name string, src source) error {
+	rm := r.h.removing(name)
 	if rm == nil {
 		return nil
 	}
@@ -87,22 +154,19 @@ func (h *Hub) takeBackRemoval(name string, src source) error {
 	}
 	rm.cancel()
 	<-rm.done
-	h.mu.Lock()
-	if h.removals[name] == rm {
-		delete(h.removals, name)
-	}
-	h.mu.Unlock()
+	r.h.endRemoval(name, rm, false)
 	return nil
 }
 
-// runRemoval repeats removal steps, with backoff on errors, until one
-// finds nothing left to do or ctx ends.
-func (h *Hub) runRemoval(ctx context.Context, name string, rm *removal) {
+// run repeats removal steps, with backoff on errors, until one finds
+// nothing left to do or ctx ends.
+func (r *remover) run(ctx context.Context, name string, rm *removal) {
+	h := r.h
 	defer close(rm.done)
 	cleaned := map[*engaged]time.Time{}
 	delay := removalRetry
 	for {
-		err := h.removalStep(ctx, name, rm, cleaned)
+		err := r.step(ctx, name, rm, cleaned)
 		if err == nil {
 			break
 		}
@@ -126,29 +190,20 @@ func (h *Hub) runRemoval(ctx context.Context, name string, rm *removal) {
 	}
 	h.runtime.Stop(name)
 	h.fanOut.Stop(name) // its fleet status goes
-	h.compiles.forget(name, nil)
-	h.forgetReplicaRecord(ctx, name)
-	h.mu.Lock()
-	if h.revisions != nil {
-		h.revisions.Forget(name) // its records go with its RGD
-	}
-	if h.removals[name] == rm {
-		delete(h.removals, name)
-	}
-	if rm.uid != "" {
-		h.removed[name] = rm.uid
-	}
-	h.mu.Unlock()
+	h.registrar.compiles.forget(name, nil)
+	h.sharding.forget(ctx, name)
+	h.endRemoval(name, rm, true)
 	h.opts.Logger.Info("graph removed from every cluster", "graph", name)
-	h.notifyChanged(name)
+	h.changed.notify(name)
 }
 
-// removalStep takes the admission policy off every engaged cluster not
-// cleaned yet, then checks that no instance holds the runtime's finalizer
-// any more (the runtime finalizes or releases them meanwhile) and, if
-// asked, deletes the unused CRDs. It returns errHeld (wrapped) while
-// instances remain or a policy was deleted less than policySettle ago.
-func (h *Hub) removalStep(ctx context.Context, name string, rm *removal, cleaned map[*engaged]time.Time) error {
+// step takes the admission policy off every engaged cluster not cleaned
+// yet, then checks that no instance holds the runtime's finalizer any more
+// (the runtime finalizes or releases them meanwhile) and, if asked,
+// deletes the unused CRDs. It returns errHeld (wrapped) while instances
+// remain or a policy was deleted less than policySettle ago.
+func (r *remover) step(ctx context.Context, name string, rm *removal, cleaned map[*engaged]time.Time) error {
+	h := r.h
 	g := rm.reg.graph
 	clusters := h.engagedClusters()
 	errs := make([]error, len(clusters))
@@ -160,7 +215,7 @@ func (h *Hub) removalStep(ctx context.Context, name string, rm *removal, cleaned
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, removalTimeout)
 			defer cancel()
-			done[i], held[i], errs[i] = h.removeFromCluster(cctx, e, g, wasCleaned)
+			done[i], held[i], errs[i] = r.fromCluster(cctx, e, g, wasCleaned)
 		})
 	}
 	wg.Wait()
@@ -193,11 +248,11 @@ func (h *Hub) removalStep(ctx context.Context, name string, rm *removal, cleaned
 	})
 }
 
-// removeFromCluster is one removal step on one cluster. It reports whether
-// the policy is off, and how many instances still hold the finalizer.
-func (h *Hub) removeFromCluster(ctx context.Context, e *engaged, g *graph.Graph, cleaned bool) (bool, int, error) {
+// fromCluster is one removal step on one cluster. It reports whether the
+// policy is off, and how many instances still hold the finalizer.
+func (r *remover) fromCluster(ctx context.Context, e *engaged, g *graph.Graph, cleaned bool) (bool, int, error) {
 	if !cleaned {
-		if err := h.removeAdmission(ctx, e.hubCluster(), g); err != nil {
+		if err := r.h.removeAdmission(ctx, e.hubCluster(), g); err != nil {
 			return false, 0, fmt.Errorf("cluster %q: %w", e.name, err)
 		}
 	}
@@ -208,28 +263,24 @@ func (h *Hub) removeFromCluster(ctx context.Context, e *engaged, g *graph.Graph,
 	return true, n, nil
 }
 
-func (h *Hub) engagedClusters() []*engaged {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]*engaged, 0, len(h.clusters))
-	for _, e := range h.clusters {
-		out = append(out, e)
+// addStopper has stopAll run when the manager stops.
+func (r *remover) addStopper(local manager.Manager) error {
+	if err := local.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		r.stopAll()
+		return nil
+	})); err != nil {
+		return fmt.Errorf("adding the removal stopper: %w", err)
 	}
-	return out
+	return nil
 }
 
-// stopRemovals ends every background removal and waits for it; the
-// manager is stopping.
-func (h *Hub) stopRemovals() {
-	defer h.departures.Wait()
-	h.mu.Lock()
-	h.stop() // under h.mu: no departure starts after it (see departed)
-	pending := make([]*removal, 0, len(h.removals))
-	for _, rm := range h.removals {
-		pending = append(pending, rm)
-	}
-	h.mu.Unlock()
-	for _, rm := range pending {
+// stopAll ends every background removal and departure and waits for them;
+// the manager is stopping.
+func (r *remover) stopAll() {
+	h := r.h
+	defer h.departures.wait()
+	for _, rm := range h.stopRemovals(h.stop) {
 		<-rm.done
 	}
 }
@@ -241,47 +292,36 @@ type rgdRegistry struct{ h *Hub }
 var _ rgdctrl.Registry = rgdRegistry{}
 
 func (r rgdRegistry) Register(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) (*graph.Graph, error) {
-	return r.h.register(ctx, rgd, fromRGD)
+	return r.h.registrar.register(ctx, rgd, fromRGD)
 }
 
 func (r rgdRegistry) Serving(name string) *graph.Graph {
-	r.h.mu.Lock()
-	defer r.h.mu.Unlock()
-	if reg := r.h.graphs[name]; reg != nil && reg.source == fromRGD {
+	if reg := r.h.lookup(name); reg != nil && reg.source == fromRGD {
 		return reg.graph
 	}
 	return nil
 }
 
 func (r rgdRegistry) Revision(name string) int64 {
-	r.h.mu.Lock()
-	defer r.h.mu.Unlock()
-	if reg := r.h.graphs[name]; reg != nil && reg.source == fromRGD {
+	if reg := r.h.lookup(name); reg != nil && reg.source == fromRGD {
 		return reg.revision
 	}
 	return 0
 }
 
-func (r rgdRegistry) Status(name string) hub.GraphStatus { return r.h.rgdFleetStatus(name) }
+func (r rgdRegistry) Status(name string) hub.GraphStatus { return r.h.sharding.fleetStatus(name) }
 
 func (r rgdRegistry) Remove(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) (bool, error) {
 	h := r.h
-	defer h.names.lock(rgd.Name)()
-	h.mu.Lock()
-	rm := h.removals[rgd.Name]
-	reg := h.graphs[rgd.Name]
-	finished := rgd.UID != "" && h.removed[rgd.Name] == rgd.UID
-	if rgd.UID == "" {
-		delete(h.removed, rgd.Name) // the object is gone
-	}
-	h.mu.Unlock()
+	defer h.registrar.names.lock(rgd.Name)()
+	rm, reg, finished := h.removalState(rgd)
 	switch {
 	case rm != nil:
 		return rm.reg.source != fromRGD, nil
 	case reg != nil && reg.source != fromRGD:
 		return true, nil // not ours to remove
 	case reg != nil:
-		h.startRemovalLocked(rgd.Name, r.orphans(rgd), rgd.UID)
+		h.remover.startLocked(rgd.Name, r.orphans(rgd), rgd.UID)
 		return false, nil
 	case finished || !controllerutil.ContainsFinalizer(rgd, v1alpha1.FinalizerRGD):
 		return true, nil
@@ -294,7 +334,7 @@ func (r rgdRegistry) Remove(ctx context.Context, rgd *v1alpha1.ResourceGraphDefi
 // so its cleanup may not have finished.
 func (r rgdRegistry) resumeLocked(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) (bool, error) {
 	h := r.h
-	g, err := h.compile(ctx, rgd, fromRGD)
+	g, err := h.registrar.compile(ctx, rgd, fromRGD)
 	switch {
 	case errors.Is(err, rgdctrl.ErrCompiling):
 		return false, nil // asked again once the compile ends
@@ -303,14 +343,10 @@ func (r rgdRegistry) resumeLocked(ctx context.Context, rgd *v1alpha1.ResourceGra
 	case err != nil:
 		return true, nil // never compiled, so never served
 	}
-	h.mu.Lock()
-	if h.kindFreeLocked(g) != nil {
-		h.mu.Unlock()
+	if h.add(&registration{graph: g, spec: *rgd.Spec.DeepCopy(), source: fromRGD}) != nil {
 		return true, nil // its policy, if any, belongs to the graph serving the kind
 	}
-	h.graphs[rgd.Name] = &registration{graph: g, spec: *rgd.Spec.DeepCopy(), source: fromRGD}
-	h.mu.Unlock()
-	h.startRemovalLocked(rgd.Name, r.orphans(rgd), rgd.UID)
+	h.remover.startLocked(rgd.Name, r.orphans(rgd), rgd.UID)
 	return false, nil
 }
 

@@ -37,12 +37,7 @@ type RolloutStatus = fgv1alpha1.GraphRolloutStatus
 
 // Rollout returns the status of the named graph's GraphRollout, as of the
 // hub's last look (every Options.RolloutResync); false when it has none.
-func (h *Hub) Rollout(graphName string) (RolloutStatus, bool) {
-	if h.rollouts == nil {
-		return RolloutStatus{}, false
-	}
-	return h.rollouts.Status(graphName)
-}
+func (h *Hub) Rollout(graphName string) (RolloutStatus, bool) { return h.rollouts.status(graphName) }
 
 // ErrNoRollout is returned by RollBack and ResumeRollout for a graph no
 // GraphRollout names; match it with errors.Is.
@@ -54,30 +49,15 @@ var ErrNoRollout = rollout.ErrNoRollout
 // rolled out again from the first wave. It returns ErrNoRollout when no
 // GraphRollout names the graph.
 func (h *Hub) RollBack(ctx context.Context, graphName string, rev int64) error {
-	if h.rollouts == nil {
-		return fmt.Errorf("%w: rollouts are disabled", ErrNoRollout)
-	}
-	patch := fmt.Appendf(nil, `{"spec":{"rollbackTo":%d}}`, rev)
-	if rev == 0 {
-		patch = []byte(`{"spec":{"rollbackTo":null}}`)
-	}
-	return h.rollouts.Patch(ctx, graphName, patch)
+	return h.rollouts.rollBack(ctx, graphName, rev)
 }
 
 // ResumeRollout restarts the failed wave of the named graph's rollout: its
 // deadline counts from now (it sets the fleetgraph.dev/resume annotation).
 // It returns ErrNoRollout when no GraphRollout names the graph.
 func (h *Hub) ResumeRollout(ctx context.Context, graphName string) error {
-	if h.rollouts == nil {
-		return fmt.Errorf("%w: rollouts are disabled", ErrNoRollout)
-	}
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, fgv1alpha1.AnnotationResume, time.Now().UTC().Format(time.RFC3339Nano))
-	return h.rollouts.Patch(ctx, graphName, patch)
+	return h.rollouts.resume(ctx, graphName)
 }
-
-// ErrUnknownWave is returned by Approve for a wave the GraphRollout does
-// not have; match it with errors.Is.
-var ErrUnknownWave = rollout.ErrUnknownWave
 
 // Approve approves a wave that waits for approval (a wave with approval:
 // Required) of the GraphRollout named rolloutName, or of the one that rules the
@@ -89,26 +69,74 @@ var ErrUnknownWave = rollout.ErrUnknownWave
 // ErrNoRollout for an unknown rollout and ErrUnknownWave for an unknown
 // wave.
 func (h *Hub) Approve(ctx context.Context, rolloutName, wave string) error {
-	if h.rollouts == nil {
-		return fmt.Errorf("%w: rollouts are disabled", ErrNoRollout)
-	}
-	return h.rollouts.Approve(ctx, rolloutName, wave)
+	return h.rollouts.approve(ctx, rolloutName, wave)
 }
 
-// newPlanner makes the planner the gate and the fallback consult.
-func (h *Hub) newPlanner() *rollout.Planner {
-	return rollout.NewPlanner(rollout.PlacementFunc(h.opts.Placement), h.labelledClusters)
+// ErrUnknownWave is returned by Approve for a wave the GraphRollout does
+// not have; match it with errors.Is.
+var ErrUnknownWave = rollout.ErrUnknownWave
+
+// rollouts connects the rollout package's Planner and Controller to the
+// hub: the gate and the fallback ask the planner, and the controller
+// observes the fleet, lists instances, reconsiders clusters and serves a
+// rollback's revision through the hub. It is made with the Hub; its
+// controller only by SetupWithManager (nil when rollouts are disabled).
+type rollouts struct {
+	h          *Hub
+	planner    *rollout.Planner
+	controller *rollout.Controller
+}
+
+// newRollouts makes the rollouts of h, with the planner the gate and the
+// fallback consult.
+func newRollouts(h *Hub) *rollouts {
+	r := &rollouts{h: h}
+	r.planner = rollout.NewPlanner(rollout.PlacementFunc(h.opts.Placement), r.labelledClusters)
+	return r
+}
+
+func (r *rollouts) status(graphName string) (RolloutStatus, bool) {
+	if r.controller == nil {
+		return RolloutStatus{}, false
+	}
+	return r.controller.Status(graphName)
+}
+
+func (r *rollouts) rollBack(ctx context.Context, graphName string, rev int64) error {
+	if r.controller == nil {
+		return fmt.Errorf("%w: rollouts are disabled", ErrNoRollout)
+	}
+	patch := fmt.Appendf(nil, `{"spec":{"rollbackTo":%d}}`, rev)
+	if rev == 0 {
+		patch = []byte(`{"spec":{"rollbackTo":null}}`)
+	}
+	return r.controller.Patch(ctx, graphName, patch)
+}
+
+func (r *rollouts) resume(ctx context.Context, graphName string) error {
+	if r.controller == nil {
+		return fmt.Errorf("%w: rollouts are disabled", ErrNoRollout)
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, fgv1alpha1.AnnotationResume, time.Now().UTC().Format(time.RFC3339Nano))
+	return r.controller.Patch(ctx, graphName, patch)
+}
+
+func (r *rollouts) approve(ctx context.Context, rolloutName, wave string) error {
+	if r.controller == nil {
+		return fmt.Errorf("%w: rollouts are disabled", ErrNoRollout)
+	}
+	return r.controller.Approve(ctx, rolloutName, wave)
 }
 
 // labelledClusters lists the engaged clusters with their provider labels.
-func (h *Hub) labelledClusters() []rollout.Cluster {
-	labeler, _ := h.provider.(ClusterLabeler)
-	h.mu.Lock()
-	names := make([]string, 0, len(h.clusters))
-	for name := range h.clusters {
+func (r *rollouts) labelledClusters() []rollout.Cluster {
+	labeler, _ := r.h.provider.(ClusterLabeler)
+	r.h.mu.Lock()
+	names := make([]string, 0, len(r.h.clusters))
+	for name := range r.h.clusters {
 		names = append(names, name)
 	}
-	h.mu.Unlock()
+	r.h.mu.Unlock()
 	out := make([]rollout.Cluster, len(names))
 	for i, name := range names {
 		out[i].Name = name
@@ -119,13 +147,13 @@ func (h *Hub) labelledClusters() []rollout.Cluster {
 	return out
 }
 
-// placementGate is the gate's first question: may v's revision reach the
+// gate is the gate's first question: may v's revision reach the
 // cluster now?
-func (h *Hub) placementGate(ctx context.Context, cluster multicluster.ClusterName, v spoke.Version) error {
-	if err := h.planner.Ready(ctx); err != nil {
+func (r *rollouts) gate(ctx context.Context, cluster multicluster.ClusterName, v spoke.Version) error {
+	if err := r.planner.Ready(ctx); err != nil {
 		return err
 	}
-	if err := h.planner.Decide(v.Graph.Name, string(cluster), v.Revision); err != nil {
+	if err := r.planner.Decide(v.Graph.Name, string(cluster), v.Revision); err != nil {
 		return fmt.Errorf("graph %s revision %d on cluster %q: %w", v.Graph.Name, v.Revision, cluster, err)
 	}
 	return nil
@@ -133,65 +161,65 @@ func (h *Hub) placementGate(ctx context.Context, cluster multicluster.ClusterNam
 
 // placedForFallback reports whether the fallback may serve an older
 // revision of the named graph on the cluster: only where it is placed.
-func (h *Hub) placedForFallback(cluster multicluster.ClusterName, graphName string) bool {
-	placed, err := h.planner.Placed(graphName, string(cluster))
+func (r *rollouts) placedForFallback(cluster multicluster.ClusterName, graphName string) bool {
+	placed, err := r.planner.Placed(graphName, string(cluster))
 	return err == nil && placed
 }
 
-// setupRollouts runs the GraphRollout controller on the hub cluster.
-func (h *Hub) setupRollouts(local manager.Manager) error {
-	if h.opts.DisableRollouts {
+// setup runs the GraphRollout controller on the hub cluster.
+func (r *rollouts) setup(local manager.Manager) error {
+	if r.h.opts.DisableRollouts {
 		return nil
 	}
 	c, err := client.New(local.GetConfig(), client.Options{})
 	if err != nil {
 		return fmt.Errorf("client for the hub: %w", err)
 	}
-	h.planner.AwaitRollouts()
-	h.rollouts = &rollout.Controller{
+	r.planner.AwaitRollouts()
+	r.controller = &rollout.Controller{
 		Client:       c,
-		Planner:      h.planner,
-		Recorder:     h.recorder,
-		Resync:       h.opts.RolloutResync,
-		FieldManager: h.opts.FieldManager,
-		Logger:       h.opts.Logger.WithName("rollout"),
+		Planner:      r.planner,
+		Recorder:     r.h.recorder,
+		Resync:       r.h.opts.RolloutResync,
+		FieldManager: r.h.opts.FieldManager,
+		Logger:       r.h.opts.Logger.WithName("rollout"),
 		Hooks: rollout.Hooks{
-			Graphs:        h.Graphs,
-			Latest:        h.registeredRevision,
-			Offered:       h.offeredRevision,
-			Observe:       h.observe,
-			List:          h.listInstances,
-			Reconsider:    h.reconsider,
-			ServeRevision: h.serveRevision,
+			Graphs:        r.h.Graphs,
+			Latest:        r.registeredRevision,
+			Offered:       r.offeredRevision,
+			Observe:       r.observe,
+			List:          r.listInstances,
+			Reconsider:    r.reconsider,
+			ServeRevision: r.serveRevision,
 		},
 	}
-	return local.Add(h.rollouts)
+	return local.Add(r.controller)
 }
 
 // registeredRevision is the revision of the graph last registered.
-func (h *Hub) registeredRevision(graphName string) int64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if reg := h.graphs[graphName]; reg != nil {
+func (r *rollouts) registeredRevision(graphName string) int64 {
+	r.h.mu.Lock()
+	defer r.h.mu.Unlock()
+	if reg := r.h.graphs[graphName]; reg != nil {
 		return reg.revision
 	}
 	return 0
 }
 
 // offeredRevision is the revision the runtime offers every cluster now.
-func (h *Hub) offeredRevision(graphName string) int64 {
-	return h.runtime.Latest(graphName).Revision
+func (r *rollouts) offeredRevision(graphName string) int64 {
+	return r.h.runtime.Latest(graphName).Revision
 }
 
 // observe is the named graph per cluster: the revision serving it, its
 // latest CRD state and instance counts. A cluster a fallback serves (after
 // a restart, say) has no CRD state yet: serving counts as established.
-func (h *Hub) observe(graphName string) map[string]rollout.Observation {
+func (r *rollouts) observe(graphName string) map[string]rollout.Observation {
 	out := map[string]rollout.Observation{}
-	for name, v := range h.runtime.Served(graphName) {
+	for name, v := range r.h.runtime.Served(graphName) {
 		out[string(name)] = rollout.Observation{Revision: v.Revision, Established: true}
 	}
-	for name, c := range h.runtime.Counts(graphName) {
+	for name, c := range r.h.runtime.Counts(graphName) {
 		o := out[string(name)]
 		// Ready as the serving revision itself reconciled it: an ACTIVE
 		// an earlier revision wrote, or one the new one could not
@@ -199,7 +227,7 @@ func (h *Hub) observe(graphName string) map[string]rollout.Observation {
 		o.Instances, o.Ready = c.Total, min(c.Ready, c.Confirmed)
 		out[string(name)] = o
 	}
-	for _, c := range h.FleetStatus(graphName).Clusters {
+	for _, c := range r.h.FleetStatus(graphName).Clusters {
 		o := out[c.Cluster]
 		o.Established = c.CRD == CRDEstablished
 		if !o.Established {
@@ -212,11 +240,11 @@ func (h *Hub) observe(graphName string) map[string]rollout.Observation {
 
 // listInstances counts the named graph's instances on the cluster, live:
 // health must not pass on a runtime that has not seen them all yet.
-func (h *Hub) listInstances(ctx context.Context, graphName, cluster string) (int, error) {
-	g := h.runtime.Latest(graphName).Graph
-	h.mu.Lock()
-	e := h.clusters[cluster]
-	h.mu.Unlock()
+func (r *rollouts) listInstances(ctx context.Context, graphName, cluster string) (int, error) {
+	g := r.h.runtime.Latest(graphName).Graph
+	r.h.mu.Lock()
+	e := r.h.clusters[cluster]
+	r.h.mu.Unlock()
 	if g == nil || e == nil {
 		return 0, fmt.Errorf("graph %s is not served on cluster %q", graphName, cluster)
 	}
@@ -231,38 +259,38 @@ func (h *Hub) listInstances(ctx context.Context, graphName, cluster string) (int
 // reconsider retires what serves the cluster where the decision no longer
 // allows it and, on a cluster the graph left, releases the instances: no
 // hub serves them there any more, so none may keep our finalizer.
-func (h *Hub) reconsider(graphName, cluster string, placed bool) {
+func (r *rollouts) reconsider(graphName, cluster string, placed bool) {
 	name := multicluster.ClusterName(cluster)
-	latest := h.runtime.Latest(graphName)
-	h.runtime.Reconsider(graphName, name, func(v spoke.Version) bool {
+	latest := r.h.runtime.Latest(graphName)
+	r.h.runtime.Reconsider(graphName, name, func(v spoke.Version) bool {
 		if !placed {
 			return false
 		}
-		return latest.Graph == nil || v != latest || h.planner.Decide(graphName, cluster, v.Revision) == nil
+		return latest.Graph == nil || v != latest || r.planner.Decide(graphName, cluster, v.Revision) == nil
 	})
 	if placed || latest.Graph == nil {
 		return
 	}
-	h.mu.Lock()
-	e := h.clusters[cluster]
-	h.mu.Unlock()
+	r.h.mu.Lock()
+	e := r.h.clusters[cluster]
+	r.h.mu.Unlock()
 	if e != nil {
-		go h.releaseUnplaced(e, latest.Graph)
+		go r.releaseUnplaced(e, latest.Graph)
 	}
 }
 
 // releaseUnplaced takes g's admission policy off a cluster that left the
 // graph's placement and takes our finalizer off its instances; the CRD,
 // the instances and their children stay.
-func (h *Hub) releaseUnplaced(e *engaged, g *graph.Graph) {
+func (r *rollouts) releaseUnplaced(e *engaged, g *graph.Graph) {
 	ctx, cancel := context.WithTimeout(e.ctx, departureTimeout)
 	defer cancel()
-	log := h.opts.Logger.WithValues("cluster", e.name, "graph", g.Name)
+	log := r.h.opts.Logger.WithValues("cluster", e.name, "graph", g.Name)
 	for delay := removalRetry; ; delay = min(2*delay, removalRetryMax) {
-		if placed, _ := h.planner.Placed(g.Name, e.name); placed {
+		if placed, _ := r.planner.Placed(g.Name, e.name); placed {
 			return // placed again meanwhile
 		}
-		err := h.removeAdmission(ctx, e.hubCluster(), g)
+		err := r.h.removeAdmission(ctx, e.hubCluster(), g)
 		if err == nil {
 			var n int
 			n, err = cleanup.ReleaseInstances(ctx, e.cl, g, contract.Finalizer)
@@ -283,10 +311,10 @@ func (h *Hub) releaseUnplaced(e *engaged, g *graph.Graph) {
 // serveRevision makes revision rev the one the runtime offers, for a
 // rollback or the end of one: the registered graph when it is that
 // revision, else the revision's record compiled.
-func (h *Hub) serveRevision(ctx context.Context, graphName string, rev int64) error {
-	h.mu.Lock()
-	reg, revs := h.graphs[graphName], h.revisions
-	h.mu.Unlock()
+func (r *rollouts) serveRevision(ctx context.Context, graphName string, rev int64) error {
+	r.h.mu.Lock()
+	reg, revs := r.h.graphs[graphName], r.h.revisions
+	r.h.mu.Unlock()
 	if reg == nil || revs == nil {
 		return fmt.Errorf("graph %s is not registered", graphName)
 	}
@@ -296,9 +324,9 @@ func (h *Hub) serveRevision(ctx context.Context, graphName string, rev int64) er
 		if err != nil {
 			return err
 		}
-		if g, err = graph.Compile(revisions.RGD(rec), h.compileOptions()); err != nil {
+		if g, err = graph.Compile(revisions.RGD(rec), r.h.compileOptions()); err != nil {
 			return fmt.Errorf("compiling revision %d of graph %s: %w", rev, graphName, err)
 		}
 	}
-	return h.runtime.Serve(spoke.Version{Graph: g, Revision: rev})
+	return r.h.runtime.Serve(spoke.Version{Graph: g, Revision: rev})
 }

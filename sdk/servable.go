@@ -60,7 +60,7 @@ func (h *Hub) WaitServable(ctx context.Context, graph, cluster string) error {
 	t := time.NewTicker(servablePoll)
 	defer t.Stop()
 	for {
-		_, why := h.servable(ctx, graph, cluster)
+		_, why := h.servable.servable(ctx, graph, cluster)
 		if why == "" {
 			return nil
 		}
@@ -81,11 +81,19 @@ func (h *Hub) WaitServable(ctx context.Context, graph, cluster string) error {
 // stops receiving holds up its own subscription (no other).
 func (h *Hub) Subscribe(ctx context.Context) <-chan ServableEvent {
 	out := make(chan ServableEvent, 16)
-	go h.watchServable(ctx, out)
+	go h.servable.watch(ctx, out)
 	return out
 }
 
-func (h *Hub) watchServable(ctx context.Context, out chan<- ServableEvent) {
+// servability answers WaitServable and Subscribe from the fleet status and
+// a dry-run create on the cluster; it keeps no state (a subscription's is
+// its own).
+type servability struct{ h *Hub }
+
+// watch sends the changes of what is servable to out until ctx or the
+// Hub's manager ends.
+func (s *servability) watch(ctx context.Context, out chan<- ServableEvent) {
+	h := s.h
 	defer close(out)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -95,7 +103,7 @@ func (h *Hub) watchServable(ctx context.Context, out chan<- ServableEvent) {
 	t := time.NewTicker(servablePoll)
 	defer t.Stop()
 	for {
-		for _, ev := range h.servableChanges(ctx, known) {
+		for _, ev := range s.changes(ctx, known) {
 			select {
 			case out <- ev:
 			case <-ctx.Done():
@@ -110,9 +118,10 @@ func (h *Hub) watchServable(ctx context.Context, out chan<- ServableEvent) {
 	}
 }
 
-// servableChanges updates known, the pairs servable so far, and returns the
+// changes updates known, the pairs servable so far, and returns the
 // events that tell the difference.
-func (h *Hub) servableChanges(ctx context.Context, known map[[2]string]int64) []ServableEvent {
+func (s *servability) changes(ctx context.Context, known map[[2]string]int64) []ServableEvent {
+	h := s.h
 	var events []ServableEvent
 	seen := map[[2]string]bool{}
 	for _, graph := range h.Graphs() {
@@ -123,7 +132,7 @@ func (h *Hub) servableChanges(ctx context.Context, known map[[2]string]int64) []
 			if was && gen == c.Generation && latestServes(c) {
 				continue // servable already; checked cheaply
 			}
-			gen, why := h.servableStatus(ctx, graph, &c)
+			gen, why := s.status(ctx, graph, &c)
 			is := why == ""
 			if is == was && (!is || gen == known[key]) {
 				continue
@@ -154,20 +163,20 @@ func latestServes(c ClusterStatus) bool {
 
 // servable returns the generation of graph that is servable on cluster, or
 // why it is not ("" when it is).
-func (h *Hub) servable(ctx context.Context, graph, cluster string) (int64, string) {
+func (s *servability) servable(ctx context.Context, graph, cluster string) (int64, string) {
 	var status *ClusterStatus
-	for _, c := range h.FleetStatus(graph).Clusters {
+	for _, c := range s.h.FleetStatus(graph).Clusters {
 		if c.Cluster == cluster {
 			status = &c
 		}
 	}
-	return h.servableStatus(ctx, graph, status)
+	return s.status(ctx, graph, status)
 }
 
-// servableStatus is servable for the cluster whose fleet status is status
+// status is servable for the cluster whose fleet status is status
 // (nil: not listed), read already: a subscription asks it for every
 // cluster of a graph from one FleetStatus.
-func (h *Hub) servableStatus(ctx context.Context, graph string, status *ClusterStatus) (int64, string) {
+func (s *servability) status(ctx context.Context, graph string, status *ClusterStatus) (int64, string) {
 	switch {
 	case status == nil:
 		return 0, "the graph is not registered or the cluster not engaged"
@@ -178,7 +187,7 @@ func (h *Hub) servableStatus(ctx context.Context, graph string, status *ClusterS
 		}
 		return 0, why
 	}
-	if err := h.dryRunCreate(ctx, graph, status.Cluster); err != nil {
+	if err := s.dryRunCreate(ctx, graph, status.Cluster); err != nil {
 		return 0, err.Error()
 	}
 	return status.Generation, ""
@@ -186,10 +195,8 @@ func (h *Hub) servableStatus(ctx context.Context, graph string, status *ClusterS
 
 // dryRunCreate sends a dry-run create of an empty instance of graph to
 // cluster through the cluster's client, which maps the kind by discovery.
-func (h *Hub) dryRunCreate(ctx context.Context, graph, cluster string) error {
-	h.mu.Lock()
-	reg, e := h.graphs[graph], h.clusters[cluster]
-	h.mu.Unlock()
+func (s *servability) dryRunCreate(ctx context.Context, graph, cluster string) error {
+	reg, e := s.h.lookup(graph), s.h.cluster(cluster)
 	if reg == nil || e == nil {
 		return errors.New("the graph is not registered or the cluster not engaged")
 	}

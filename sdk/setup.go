@@ -42,87 +42,62 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	if err != nil {
 		return err
 	}
-	var registered []spoke.Version
-	h.mu.Lock()
-	if h.mgr != nil {
-		h.mu.Unlock()
-		return ErrAlreadySetUp
-	}
-	h.mgr = mgr
-	if h.provider == nil && provider != nil {
+	registered, err := h.setManager(mgr, func() bool {
+		if h.provider != nil || provider == nil {
+			return false
+		}
 		// Known only now (the manager's): the fan-out asks it for its
 		// engagement failures and whether it publishes (fanout.go).
 		// Nothing has reached the clusters yet.
 		h.provider = provider
 		h.fanOut = h.newFanOut(provider)
-		for _, reg := range h.graphs {
-			registered = append(registered, spoke.Version{Graph: reg.graph, Revision: reg.revision})
-		}
+		return true
+	})
+	if err != nil {
+		return err
 	}
-	h.recorder = mgr.GetLocalManager().GetEventRecorder("fleetgraph")
-	h.mu.Unlock()
 	for _, v := range registered { // registered before the provider was known
 		h.fanOut.Publish(h.hubGraph(v.Graph, v.Revision))
 	}
 
-	h.applyControllerOptions(mgr.GetLocalManager())
-	if err := h.setupResolver(mgr.GetLocalManager().GetConfig()); err != nil {
+	local := mgr.GetLocalManager()
+	applyControllerOptions(h.runtime, h.workersSet, local)
+	if err := h.setupResolver(h.opts, local.GetConfig()); err != nil {
 		return err
 	}
-	// Order matters: the multicluster manager engages in the order runnables
-	// were added, and the gate needs the cluster to be known first.
-	if err := mgr.Add(h.fanOut); err != nil {
-		return fmt.Errorf("adding the fan-out: %w", err)
-	}
-	if err := mgr.Add(clusterTracker{h}); err != nil {
-		return fmt.Errorf("adding cluster tracker: %w", err)
-	}
-	if err := mgr.Add(h.runtime); err != nil {
-		return fmt.Errorf("adding instance runtime: %w", err)
-	}
-	if err := mgr.GetLocalManager().Add(manager.RunnableFunc(func(ctx context.Context) error {
-		<-ctx.Done()
-		h.stopRemovals()
-		return nil
-	})); err != nil {
-		return fmt.Errorf("adding the removal stopper: %w", err)
-	}
-	if err := h.setupProber(mgr); err != nil {
+	// Order matters: the multicluster manager engages in the order
+	// runnables were added, and the gate needs the cluster to be known
+	// first.
+	if err := h.clusterSource.addAware(mgr); err != nil {
 		return err
 	}
-	if err := h.setupRevisions(mgr.GetLocalManager()); err != nil {
+	if err := h.remover.addStopper(local); err != nil {
 		return err
 	}
-	if err := h.setupRollouts(mgr.GetLocalManager()); err != nil {
+	if err := h.addProber(mgr); err != nil {
 		return err
 	}
-	if err := h.setupClusterSource(mgr); err != nil {
+	if err := h.versions.setup(local); err != nil {
 		return err
 	}
-	return h.setupRGDController(mgr.GetLocalManager())
-}
-
-// serveLocal engages the manager's own cluster, in single-cluster mode.
-func (h *Hub) serveLocal(ctx context.Context) error {
-	local := h.mgr.GetLocalManager()
-	if err := h.fanOut.Engage(ctx, mcmanager.LocalCluster, local); err != nil {
+	if err := h.rollouts.setup(local); err != nil {
 		return err
 	}
-	if err := (clusterTracker{h}).Engage(ctx, mcmanager.LocalCluster, local); err != nil {
+	if err := h.values.setup(local); err != nil { // cluster_values.go
 		return err
 	}
-	if err := h.runtime.Engage(ctx, mcmanager.LocalCluster, local); err != nil {
+	h.clusterSource.followLabelNotices() // cluster_labels.go
+	if err := h.clusterSource.setup(mgr); err != nil {
 		return err
 	}
-	<-ctx.Done()
-	return nil
+	return setupRGDController(h, local)
 }
 
 // setupRGDController adds the RGD types to the manager's scheme and, unless
 // disabled, a runnable that starts the RGD controller once the manager runs:
 // deciding whether to run it needs the hub cluster (the CRD installed, the
 // kind served), and SetupWithManager does no I/O.
-func (h *Hub) setupRGDController(local manager.Manager) error {
+func setupRGDController(h *Hub, local manager.Manager) error {
 	if h.opts.DisableRGDController {
 		return nil
 	}
@@ -168,7 +143,7 @@ func (s rgdStarter) Start(ctx context.Context) error {
 			"kro.run/v1alpha1 ResourceGraphDefinition (set Options.InstallRGDCRD to install it)")
 		return nil
 	}
-	if err := h.setupReplicaStatus(s.local); err != nil {
+	if err := h.sharding.setup(s.local); err != nil {
 		return err
 	}
 	r := &rgdctrl.Reconciler{
@@ -286,46 +261,40 @@ func managers(obj metav1.Object) []string {
 //
 // A graph being removed is served where its CRD already is: nothing is
 // applied, so its admission policy is not put back.
-func (h *Hub) gate(ctx context.Context, name multicluster.ClusterName, v spoke.Version) error {
+func (c *crdFanOut) gate(ctx context.Context, name multicluster.ClusterName, v spoke.Version) error {
 	if v.Removal != "" {
 		return nil
 	}
-	if err := h.placementGate(ctx, name, v); err != nil {
+	if err := c.h.rollouts.gate(ctx, name, v); err != nil {
 		return err
 	}
-	return h.ensure(ctx, string(name), v.Graph, v.Revision) // fanout.go
-}
-
-func (h *Hub) allowsBreaking(graphName string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	reg := h.graphs[graphName]
-	return reg != nil && reg.allowBreaking
+	if err := c.h.values.gate(v); err != nil { // cluster_values.go
+		return err
+	}
+	return c.ensure(ctx, string(name), v.Graph, v.Revision) // fanout.go
 }
 
 // onTransition puts an event on the RGD when a cluster cannot serve it.
-func (h *Hub) onTransition(graphName, clusterName string, state hub.CRDState, msg string) {
+func (c *crdFanOut) onTransition(graphName, clusterName string, state hub.CRDState, msg string) {
 	if state != hub.CRDConflict && state != hub.CRDIncompatible {
 		return
 	}
-	var target *v1alpha1.ResourceGraphDefinition
-	h.mu.Lock()
-	if reg := h.graphs[graphName]; reg != nil {
-		target = reg.rgd // Register replaces it under h.mu
-	}
-	rec := h.recorder
-	h.mu.Unlock()
+	target, rec := c.h.eventTarget(graphName)
 	if target == nil || rec == nil {
 		return
 	}
 	rec.Eventf(target, nil, "Warning", "CRD"+string(state), "FanOut", "cluster %q: %s", clusterName, msg)
 }
 
-// notifyChanged asks the RGD controller to rewrite a graph's status soon. It
+// statusChanges are the graphs whose RGD status the RGD controller is to
+// rewrite soon (its Changed channel).
+type statusChanges chan string
+
+// notify asks the RGD controller to rewrite a graph's status soon. It
 // never blocks: if the queue is full, the periodic resync catches up.
-func (h *Hub) notifyChanged(graphName string) {
+func (c statusChanges) notify(graphName string) {
 	select {
-	case h.changed <- graphName:
+	case c <- graphName:
 	default:
 	}
 }
@@ -340,18 +309,10 @@ var _ multicluster.Aware = clusterTracker{}
 
 func (t clusterTracker) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	e := &engaged{name: string(name), cl: cl, ctx: ctx}
-	t.h.mu.Lock()
-	t.h.clusters[e.name] = e
-	t.h.mu.Unlock()
+	t.h.engage(e)
 	context.AfterFunc(ctx, func() {
-		t.h.mu.Lock()
-		current := t.h.clusters[e.name] == e
-		if current {
-			delete(t.h.clusters, e.name)
-		}
-		t.h.mu.Unlock()
-		if current {
-			t.h.departed(e)
+		if t.h.disengage(e) {
+			t.h.departures.departed(e)
 		}
 	})
 	return nil

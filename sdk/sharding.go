@@ -3,7 +3,6 @@ package sdk
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -71,23 +70,25 @@ func NewShardedCoordinator(hubClient client.Client, opts ShardingOptions) mcmana
 
 // Clusters returns the names of the clusters this Hub serves, sorted: with
 // a sharded coordinator, the ones this replica owns.
-func (h *Hub) Clusters() []string {
-	h.mu.Lock()
-	out := make([]string, 0, len(h.clusters))
-	for name := range h.clusters {
-		out = append(out, name)
-	}
-	h.mu.Unlock()
-	slices.Sort(out)
-	return out
-}
+func (h *Hub) Clusters() []string { return h.clusterNames() }
 
 // DefaultReplicaStatusTTL is Options.ReplicaStatusTTL's default.
 const DefaultReplicaStatusTTL = time.Minute
 
-// setupReplicaStatus prepares the per-replica status records when this
+// sharding is the Hub as one of several replicas: it merges the fleet
+// status written on each RGD with the other replicas' records.
+type sharding struct {
+	h *Hub
+	// replicas merges the fleet status with other replicas'; nil unless
+	// Options.Replica is set. Set once by setup, as the manager starts and
+	// before the RGD controller that reads it.
+	replicas *replicas.Status
+}
+
+// setup prepares the per-replica status records when this
 // Hub is one of several replicas (Options.Replica).
-func (h *Hub) setupReplicaStatus(local manager.Manager) error {
+func (s *sharding) setup(local manager.Manager) error {
+	h := s.h
 	if h.opts.Replica == "" {
 		return nil
 	}
@@ -102,35 +103,36 @@ func (h *Hub) setupReplicaStatus(local manager.Manager) error {
 	if ttl == 0 {
 		ttl = DefaultReplicaStatusTTL
 	}
-	h.replicas = &replicas.Status{Client: c, Namespace: ns, Replica: h.opts.Replica, TTL: ttl}
+	s.replicas = &replicas.Status{Client: c, Namespace: ns, Replica: h.opts.Replica, TTL: ttl}
 	return nil
 }
 
-// rgdFleetStatus is the fleet status written on the RGD: this Hub's view,
+// fleetStatus is the fleet status written on the RGD: this Hub's view,
 // merged with the other replicas' when there are several.
-func (h *Hub) rgdFleetStatus(name string) GraphStatus {
+func (s *sharding) fleetStatus(name string) GraphStatus {
+	h := s.h
 	own := h.FleetStatus(name)
-	if h.replicas == nil {
+	if s.replicas == nil {
 		return own
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
 	defer cancel()
-	merged, err := h.replicas.Merged(ctx, own)
+	merged, err := s.replicas.Merged(ctx, own)
 	if err != nil {
 		h.opts.Logger.Info("merging the fleet status records of the replicas failed; writing what was merged", "graph", name, "reason", err.Error())
 	}
 	return merged
 }
 
-// forgetReplicaRecord deletes this replica's status record of a graph that
+// forget deletes this replica's status record of a graph that
 // is removed. A failure is logged only: the record has expired within
 // ReplicaStatusTTL, and then any replica's prune, this one's included,
 // deletes it.
-func (h *Hub) forgetReplicaRecord(ctx context.Context, name string) {
-	if h.replicas == nil {
+func (s *sharding) forget(ctx context.Context, name string) {
+	if s.replicas == nil {
 		return
 	}
-	if err := h.replicas.Forget(ctx, name); err != nil {
-		h.opts.Logger.Info("could not delete this replica's fleet status record of the removed graph; it is pruned once expired", "graph", name, "reason", err.Error())
+	if err := s.replicas.Forget(ctx, name); err != nil {
+		s.h.opts.Logger.Info("could not delete this replica's fleet status record of the removed graph; it is pruned once expired", "graph", name, "reason", err.Error())
 	}
 }

@@ -79,10 +79,9 @@ func ReportWatchErrors(o *cluster.Options) { cacheopts.ReportWatchErrors(o) }
 // so that a new graph's FleetStatus lists every one of them at once,
 // Pending until its first fan-out finishes. A graph not registered has
 // none.
-func (h *Hub) expected(graphName string) (int64, map[string]string) {
-	h.mu.Lock()
-	reg := h.graphs[graphName]
-	h.mu.Unlock()
+func (c *crdFanOut) expected(graphName string) (int64, map[string]string) {
+	h := c.h
+	reg := h.lookup(graphName)
 	if reg == nil {
 		return 0, nil
 	}

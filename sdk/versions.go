@@ -14,19 +14,23 @@ import (
 	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
-// setupRevisions keeps GraphRevision records on the hub cluster, for RGD
+// versions keeps the GraphRevision records of the served specs, through
+// the store the registry holds (registry.revisions, under its lock, which
+// the rollout hooks read too), and is the spoke runtime's fallback.
+type versions struct{ h *Hub }
+
+// setup keeps GraphRevision records on the hub cluster, for RGD
 // objects and Go graphs alike, and lets the runtime serve the revision a
 // cluster served before on a cluster the latest one cannot take yet.
-func (h *Hub) setupRevisions(local manager.Manager) error {
+func (v *versions) setup(local manager.Manager) error {
+	h := v.h
 	c, err := client.New(local.GetConfig(), client.Options{})
 	if err != nil {
 		return fmt.Errorf("client for the hub: %w", err)
 	}
 	revs := revisions.New(c, h.opts.FieldManager)
-	h.mu.Lock()
-	h.revisions = revs
-	h.mu.Unlock()
-	h.runtime.SetFallback(h.previousRevision)
+	h.setRevisionStore(revs)
+	h.runtime.SetFallback(v.previous)
 	// The GraphRevision CRD goes on the hub as the manager starts, not with
 	// the first graph, which would wait seconds for it to be established.
 	// A failure is retried by the first Issue.
@@ -38,14 +42,13 @@ func (h *Hub) setupRevisions(local manager.Manager) error {
 	}))
 }
 
-// recordRevision returns the revision the hub records for rgd's spec.
+// record returns the revision the hub records for rgd's spec.
 // Without a record (the Hub is not set up yet, or the hub cluster refuses)
 // it is 0: the graph is served unnumbered and a restart cannot find it
 // again.
-func (h *Hub) recordRevision(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) int64 {
-	h.mu.Lock()
-	revs := h.revisions
-	h.mu.Unlock()
+func (v *versions) record(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) int64 {
+	h := v.h
+	revs := h.revisionStore()
 	if revs == nil {
 		return 0
 	}
@@ -57,16 +60,15 @@ func (h *Hub) recordRevision(ctx context.Context, rgd *v1alpha1.ResourceGraphDef
 	return rev
 }
 
-// previousRevision is the runtime's fallback: it reads which revision the
+// previous is the runtime's fallback: it reads which revision the
 // cluster's CRD was applied from and compiles that revision's record. A
 // cluster that failed the latest revision's rollout goes back to the
 // revision the rollout names instead.
-func (h *Hub) previousRevision(ctx context.Context, name multicluster.ClusterName, latest spoke.Version) (spoke.Version, error) {
-	h.mu.Lock()
-	e, revs := h.clusters[string(name)], h.revisions
-	h.mu.Unlock()
+func (v *versions) previous(ctx context.Context, name multicluster.ClusterName, latest spoke.Version) (spoke.Version, error) {
+	h := v.h
+	e, revs := h.cluster(string(name)), h.revisionStore()
 	g := latest.Graph
-	if e == nil || revs == nil || !h.placedForFallback(name, g.Name) {
+	if e == nil || revs == nil || !h.rollouts.placedForFallback(name, g.Name) {
 		return spoke.Version{}, nil
 	}
 	rev, err := revisions.ServedRevision(ctx, e.cl.GetAPIReader(), g.CRD.Name)

@@ -169,3 +169,75 @@ func reconcileCount(t *testing.T, graphName string) float64 {
 	}
 	return sum
 }
+
+// valueSource gives one graph's values, which the test changes.
+type valueSource struct {
+	mu     sync.Mutex
+	values map[string]any
+}
+
+func (s *valueSource) get(_ multicluster.ClusterName, graphName string) map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if graphName != "valued" {
+		return map[string]any{"replicas": int64(99)} // never read: no other graph reads values
+	}
+	return s.values
+}
+
+func (s *valueSource) set(values map[string]any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.values = values
+}
+
+// A graph that reads cluster.values reads what Options.ClusterValues gives
+// it, and follows a change when told of it; a graph that reads labels
+// only is not requeued by the notice. With the labels' poll off, a relabel
+// is followed when told of (ClusterLabelsChanged).
+func TestRuntimeBindsClusterValues(t *testing.T) {
+	cl, err := fgtesting.StartCluster("cluster-values", fgtesting.ClusterOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, cl.Stop()) })
+	c, err := client.New(cl.Config, client.Options{Scheme: fgtesting.NewScheme()})
+	require.NoError(t, err)
+
+	valued := clusterRGD(t, "valued", "Valued", `${string(cluster.values.?replicas.orValue(1))}`)
+	labelled := clusterRGD(t, "labelled", "Labelled", `${cluster.labels.?tier.orValue("none")}`)
+	require.Equal(t, graph.ClusterValues, valued.UsesCluster())
+	installCRD(t, c, valued.CRD)
+	installCRD(t, c, labelled.CRD)
+
+	mgr, err := manager.New(cl.Config, manager.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	require.NoError(t, err)
+	values := &valueSource{values: map[string]any{"replicas": int64(3)}}
+	labels := &labelSource{labels: map[string]string{"tier": "gold"}}
+	rt := spoke.New(spoke.Options{ClusterLabels: labels.get, ClusterValues: values.get, ClusterLabelsPoll: -1})
+	require.NoError(t, rt.SetupWithManager(mgr))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: valued, Revision: 1}))
+	require.NoError(t, rt.Serve(spoke.Version{Graph: labelled, Revision: 1}))
+	startManager(t, mgr)
+
+	createNamed(t, c, valued, "v")
+	createNamed(t, c, labelled, "l")
+	requireValue(t, c, "v-config", "3")
+	requireValue(t, c, "l-config", "gold")
+	requireActive(t, c, labelled, "l")
+	before := reconcileCount(t, "labelled")
+
+	values.set(map[string]any{"replicas": int64(5)})
+	rt.ClusterValuesChanged("")
+	requireValue(t, c, "v-config", "5")
+	assert.Equal(t, before, reconcileCount(t, "labelled"), "a graph that does not read values is not requeued by a values notice")
+
+	values.set(nil)
+	rt.ClusterValuesChanged()
+	requireValue(t, c, "v-config", "1")
+
+	labels.set(map[string]string{"tier": "silver"})
+	rt.ClusterLabelsChanged("")
+	requireValue(t, c, "l-config", "silver")
+}

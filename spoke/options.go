@@ -133,6 +133,19 @@ type Options struct {
 	// read labels are never asked about nor requeued. Defaults to
 	// DefaultClusterLabelsPoll; a negative value turns the polling off.
 	ClusterLabelsPoll time.Duration
+	// ClusterValues gives the values the platform gives the named graph
+	// (RGD name) on a cluster, for graphs whose expressions read
+	// cluster.values (see graph.ClusterValues); nil means none. Values are
+	// JSON as k8s.io/apimachinery/pkg/util/json decodes it. It is called
+	// once per reconcile of such a graph's instance, so it must be quick
+	// and safe for concurrent use; the map it returns is only read, and
+	// may be shared. When values may have changed, call
+	// Runtime.ClusterValuesChanged: only the graphs whose values did change
+	// reconcile their instances again, and only on those clusters. They
+	// are asked again too when a cluster's labels change (see
+	// ClusterLabelsPoll). Defaults to nil: no values. The sdk's Hub sets it
+	// from the hub's ClusterValues objects.
+	ClusterValues func(cluster multicluster.ClusterName, graphName string) map[string]any
 	// Logger is the logger. Defaults to controller-runtime's log.Log named
 	// "spoke".
 	Logger logr.Logger
@@ -153,6 +166,7 @@ func (o Options) runtimeOptions() internal.Options {
 		OrphanGrace:         o.OrphanGrace,
 		ClusterLabels:       o.ClusterLabels,
 		ClusterLabelsPoll:   o.ClusterLabelsPoll,
+		ClusterValues:       o.ClusterValues,
 		Logger:              o.Logger,
 	}
 	if gate := o.Gate; gate != nil {

@@ -182,6 +182,27 @@ func (r *Runtime) SetFallback(f FallbackFunc) {
 // particular order.
 func (r *Runtime) Clusters() []multicluster.ClusterName { return r.rt.Clusters() }
 
+// ClusterValuesChanged tells the Runtime that the values
+// Options.ClusterValues gives may have changed on the named clusters (on
+// every engaged cluster when none is named). Each graph that reads
+// cluster.values asks for its values there again, and reconciles its
+// instances on a cluster again only when its values there did change. It
+// does not wait for the reconciles, and is safe for concurrent use.
+func (r *Runtime) ClusterValuesChanged(clusters ...multicluster.ClusterName) {
+	r.rt.ClusterValuesChanged(clusters...)
+}
+
+// ClusterLabelsChanged tells the Runtime that the labels
+// Options.ClusterLabels gives changed on the named clusters (on every
+// engaged cluster when none is named), so that graphs that read
+// cluster.labels, or cluster.values, follow at once rather than at the next
+// ClusterLabelsPoll. The sdk's Hub calls it for providers that implement
+// hub.ClusterLabelNotifier. It does not wait for the reconciles, and is
+// safe for concurrent use.
+func (r *Runtime) ClusterLabelsChanged(clusters ...multicluster.ClusterName) {
+	r.rt.ClusterLabelsChanged(clusters...)
+}
+
 // SetWorkers sets Options.Workers for the versions served from now on;
 // versions already served keep their workers. It is for a caller that
 // learns the count after New (from its manager's controller options, say).

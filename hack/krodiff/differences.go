@@ -72,7 +72,7 @@ var (
 		`^verdict: kro rejected at compile: .*unknown type: number.*; fleetgraph accepted$`)
 	yamlListType = kind("a type written as a YAML list [T]: kro rejects it, fleetgraph accepts it as an extension (listed in Graph.Extensions, refused under Strict)",
 		`^verdict: kro rejected at compile: .*unexpected type: \[\]interface \{\}.*; fleetgraph accepted$`)
-	clusterVariable = kind("the cluster variable (cluster.name, cluster.labels): kro rejects it as an undeclared reference, "+
+	clusterVariable = kind("the cluster variable (cluster.name, cluster.labels, cluster.values): kro rejects it as an undeclared reference, "+
 		"fleetgraph accepts it as an extension (listed in Graph.Extensions, refused under Strict)",
 		`^verdict: kro rejected at compile: .*references unknown identifiers: \[cluster\]; fleetgraph accepted$`)
 	selectorExpression = kind("a label selector computed by one ${} expression: kro's RGD CRD rejects it at admission, "+

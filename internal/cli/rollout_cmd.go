@@ -323,7 +323,14 @@ func rolloutStatus(ctx context.Context, c client.Client, w io.Writer, name, outp
 			return nil
 		}
 		switch ro.Status.Phase {
-		case fgv1alpha1.RolloutComplete, fgv1alpha1.RolloutRolledBack:
+		case fgv1alpha1.RolloutRolledBack:
+			if ro.Status.RollbackWave != nil {
+				return failed("GraphRollout %s rolled back: %s", ro.Name, ro.Status.Message)
+			}
+			if ro.Status.ObservedGeneration >= ro.Generation {
+				return nil
+			}
+		case fgv1alpha1.RolloutComplete:
 			if ro.Status.ObservedGeneration >= ro.Generation {
 				return nil
 			}

@@ -164,8 +164,7 @@ func (c *Controller) tick(ctx context.Context) error {
 			continue // the oldest one rules
 		}
 		c.advance(ctx, ro)
-		plans[ro.Spec.Graph] = &plan{spec: ro.Spec, target: ro.Status.TargetRevision, wave: ro.Status.Wave,
-			awaiting: ro.Status.AwaitingApproval != "", failed: failedBack(ro.Status)}
+		plans[ro.Spec.Graph] = planOf(ro)
 		statuses[ro.Spec.Graph] = ro.Status
 		names[ro.Spec.Graph] = ro.Name
 	}
@@ -175,6 +174,14 @@ func (c *Controller) tick(ctx context.Context) error {
 	c.mu.Unlock()
 	c.reconsider()
 	return nil
+}
+
+// planOf is ro as decisions need it.
+func planOf(ro *fgv1alpha1.GraphRollout) *plan {
+	back, backFrom := backTo(ro.Status)
+	return &plan{spec: ro.Spec, target: ro.Status.TargetRevision, wave: ro.Status.Wave,
+		awaiting: ro.Status.AwaitingApproval != "", failed: failedBack(ro.Status),
+		started: startedClusters(ro.Spec, ro.Status), back: back, backFrom: backFrom}
 }
 
 // advance steps one rollout, serves a rollback's revision and writes the
@@ -285,10 +292,15 @@ func (c *Controller) reconsider() {
 	}
 }
 
-// list fills in Listed for the clusters of the wave in progress.
+// list fills in Listed for the clusters of the wave in progress (or
+// going back).
 func (c *Controller) list(ctx context.Context, ro *fgv1alpha1.GraphRollout, waves map[string]int32, obs map[string]Observation) {
+	listing := ro.Status.Wave
+	if ro.Status.RollbackWave != nil {
+		listing = *ro.Status.RollbackWave
+	}
 	for name, w := range waves {
-		if w != ro.Status.Wave {
+		if w != listing {
 			continue
 		}
 		o := obs[name]

@@ -16,4 +16,13 @@
 // deadline, and asks the runtime to reconsider a cluster whose decision
 // changed. Its state is the GraphRollout's status, so a hub that restarts
 // picks a rollout up where it was.
+//
+// Two refinements keep their state there too. A wave with maxConcurrency
+// (concurrency.go) lets its clusters take the target a few at a time: the
+// status lists those moving and moved, and the plan lets exactly those
+// take it. With onFailure: Rollback (rollback.go), a wave failed past its
+// budget does not stop the rollout but takes the target back, wave by
+// wave from the failed one to the first: the plan holds the target off
+// the waves gone back, and the hub's fallback serves them the stable
+// revision, as it does for a cluster that failed within its budget.
 package rollout

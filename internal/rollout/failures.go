@@ -89,13 +89,17 @@ func failedBack(st fgv1alpha1.GraphRolloutStatus) map[string]int64 {
 }
 
 // FallBackTo is the revision the named cluster goes back to after it
-// failed its wave of the revision being rolled out (0: it did not).
+// failed its wave of the revision being rolled out, or an automatic
+// rollback took that revision back from it (0: neither).
 func (p *Planner) FallBackTo(graphName, cluster string) int64 {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	pl := p.plans[graphName]
+	p.mu.Unlock()
 	if pl == nil || pl.spec.RollbackTo > 0 {
 		return 0
 	}
-	return pl.failed[cluster]
+	if back, failed := pl.failed[cluster]; failed {
+		return back
+	}
+	return p.rolledBackTo(pl, graphName, cluster)
 }

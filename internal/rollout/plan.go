@@ -40,6 +40,13 @@ type plan struct {
 	// failed maps the clusters that failed the target, within their
 	// wave's budget, to the revision they went back to.
 	failed map[string]int64
+	// started, for a wave with maxConcurrency, is the set of its clusters
+	// that may take the target (nil: every one).
+	started map[string]bool
+	// back, while onFailure: Rollback takes the target back, is the
+	// stable revision clusters of wave backFrom and later go back to.
+	back     int64
+	backFrom int32
 }
 
 // selects reports whether sel matches lbls; nil matches everything, an
@@ -139,7 +146,7 @@ func (p *plan) decide(rev int64, wave int32) error {
 	case rev > p.target:
 		// A revision the controller has not picked up yet starts a new
 		// rollout: its first wave may take it at once.
-		if wave == 0 && !requiresApproval(p.spec, 0) {
+		if wave == 0 && !requiresApproval(p.spec, 0) && !limited(p.spec, 0) {
 			return nil
 		}
 	case rev == p.target:
@@ -158,6 +165,13 @@ func (p *plan) decideOn(cluster string, rev int64, wave int32) error {
 	if p != nil && p.spec.RollbackTo == 0 && rev == p.target {
 		if back, failed := p.failed[cluster]; failed {
 			return fmt.Errorf("%w: the cluster failed revision %d and serves revision %d", ErrHeldBack, rev, back)
+		}
+		if p.back > 0 && wave >= p.backFrom {
+			return fmt.Errorf("%w: revision %d is rolled back to revision %d", ErrHeldBack, rev, p.back)
+		}
+		if wave == p.wave && !p.admitted(cluster) {
+			return fmt.Errorf("%w: revision %d waits for its turn in wave %q (maxConcurrency %s)",
+				ErrHeldBack, rev, waveName(p.spec, wave), p.spec.Waves[wave].MaxConcurrency.String())
 		}
 	}
 	return p.decide(rev, wave)

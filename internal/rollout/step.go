@@ -52,12 +52,16 @@ func step(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64, waves map[
 		}
 		st.TargetRevision, st.StableRevision, st.Wave, st.Phase = target, target, n, fgv1alpha1.RolloutRolledBack
 		st.WaveStarted, st.HealthySince, st.AwaitingApproval, st.Failed = nil, nil, "", nil
+		clearRollback(st)
 		st.Message = fmt.Sprintf("rolled back to revision %d", target)
 		return evs
 	case st.TargetRevision != target:
-		if st.Phase == fgv1alpha1.RolloutComplete || st.Phase == fgv1alpha1.RolloutRolledBack {
+		// After a rollback the stable revision is the one rolled back to
+		// (spec.rollbackTo's is also the target).
+		if st.Phase == fgv1alpha1.RolloutComplete {
 			st.StableRevision = st.TargetRevision
 		}
+		clearRollback(st)
 		st.TargetRevision, st.Wave, st.Phase = target, 0, fgv1alpha1.RolloutProgressing
 		st.WaveStarted, st.HealthySince = &now, nil
 		st.Approvals = approvalsFor(st.Approvals, target)
@@ -66,8 +70,10 @@ func step(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64, waves map[
 	}
 	st.Wave = min(st.Wave, n)
 	switch {
-	case st.Phase == fgv1alpha1.RolloutComplete:
+	case st.Phase == fgv1alpha1.RolloutComplete, st.Phase == fgv1alpha1.RolloutRolledBack && rollingBack(st):
 		return evs
+	case st.Phase == fgv1alpha1.RolloutRollingBack:
+		return append(evs, rollBack(now, st, spec, waves, obs)...)
 	case spec.Paused:
 		st.Phase, st.HealthySince = fgv1alpha1.RolloutPaused, nil
 		st.Message = fmt.Sprintf("paused at wave %q", waveName(spec, st.Wave))
@@ -100,23 +106,23 @@ func progress(now metav1.Time, ro *fgv1alpha1.GraphRollout, waves map[string]int
 		if st.WaveStarted == nil {
 			st.WaveStarted = &now
 		}
-		if bad := withoutFailed(unhealthy(spec, st.TargetRevision, st.Wave, waves, obs), st.Failed); len(bad) > 0 {
+		bad := withoutFailed(unhealthy(spec, st.TargetRevision, st.Wave, waves, obs), st.Failed)
+		pace(now, st, spec, waves, bad)
+		if len(bad) > 0 {
 			st.HealthySince = nil
-			names := make([]string, len(bad))
-			for i, b := range bad {
-				names[i] = b.Name
-			}
-			st.Message = fmt.Sprintf("wave %q waits for %s", waveName(spec, st.Wave), strings.Join(names, ", "))
-			if now.Sub(st.WaveStarted.Time) <= deadline(spec) {
+			st.Message = waitMessage(st, spec, bad)
+			late := overdue(now, st, spec, bad)
+			if len(late) == 0 {
 				return evs
 			}
-			failed, ok := failWithinBudget(st, spec, bad, waves)
+			failed, ok := failWithinBudget(st, spec, late, waves)
 			if !ok {
-				st.Phase = fgv1alpha1.RolloutFailed
-				st.Message = fmt.Sprintf("wave %q not healthy within %s: %s", waveName(spec, st.Wave), deadline(spec), explain(bad))
-				return append(evs, event{"Warning", "WaveFailed", st.Message})
+				return append(evs, failWave(now, st, spec, explain(late))...)
 			}
 			evs = append(evs, failed...)
+			if len(late) < len(bad) {
+				return evs // the others still move, or wait their turn
+			}
 		}
 		if st.HealthySince == nil {
 			st.HealthySince = &now
@@ -128,6 +134,7 @@ func progress(now metav1.Time, ro *fgv1alpha1.GraphRollout, waves map[string]int
 		evs = append(evs, event{"Normal", "WaveComplete", fmt.Sprintf("wave %q serves revision %d", waveName(spec, st.Wave), st.TargetRevision)})
 		st.Wave++
 		st.WaveStarted, st.HealthySince = &now, nil
+		st.Moving, st.Moved = nil, nil
 	}
 	st.Phase, st.StableRevision, st.WaveStarted, st.AwaitingApproval = fgv1alpha1.RolloutComplete, st.TargetRevision, nil, ""
 	st.Message = fmt.Sprintf("revision %d serves every placed cluster", st.TargetRevision)
@@ -194,11 +201,15 @@ func fillClusters(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRollou
 	if len(st.Clusters) == 0 {
 		st.Clusters = nil
 	}
+	if rollbackHolding(st, spec, waves, obs) {
+		return
+	}
 	st.WaveName = "done"
 	st.HoldingBack = nil
 	if st.Wave < waveCount(spec) {
 		st.WaveName = waveName(spec, st.Wave)
 		st.HoldingBack = withoutFailed(unhealthy(spec, st.TargetRevision, st.Wave, waves, obs), st.Failed)
+		turnsIn(st, spec, st.HoldingBack)
 	} else if st.TargetRevision > 0 {
 		// Past the last wave every placed cluster should serve the target,
 		// but those that failed it.

@@ -91,6 +91,10 @@ type member struct {
 	refs    *externalRefs
 	resync  *resyncSchedule
 	orphans *orphanage
+	// labels and values are the cluster labels and values last seen
+	// (cluster_values.go).
+	labels labelsMemory
+	values valuesMemory
 
 	reconciler reconciler
 	evaluator  evaluator
@@ -158,6 +162,7 @@ func (m *member) open() error {
 			return err
 		}
 	}
+	m.rememberClusterValues() // cluster_values.go
 	inst := &unstructured.Unstructured{}
 	inst.SetGroupVersionKind(m.g.Instance.GVK)
 	if err := m.watches.instances(inst, m.newInstanceHandler()); err != nil {

@@ -135,6 +135,15 @@ type Options struct {
 	// read labels are never asked about nor requeued. Defaults to
 	// DefaultClusterLabelsPoll; a negative value turns the polling off.
 	ClusterLabelsPoll time.Duration
+	// ClusterValues gives the values the platform gives the named graph on
+	// a cluster, for graphs that read cluster.values (graph.ClusterValues);
+	// nil means none. It is called once per reconcile of such a graph's
+	// instance, so it must be quick and safe for concurrent use, and the
+	// map it returns is only read (it may be shared). When the values may
+	// have changed, call Runtime.ClusterValuesChanged; they are also asked
+	// again when a cluster's labels change (ClusterLabelsPoll). Defaults
+	// to nil: no values.
+	ClusterValues func(cluster multicluster.ClusterName, graphName string) map[string]any
 	// Logger is the logger. Defaults to controller-runtime's log.Log named
 	// "spoke".
 	Logger logr.Logger

@@ -54,6 +54,7 @@ var (
 	_ multicluster.Provider         = &Provider{}
 	_ multicluster.ProviderRunnable = &Provider{}
 	_ fghub.ClusterLabeler          = &Provider{}
+	_ fghub.ClusterLabelNotifier    = &Provider{}
 	_ fghub.ClusterRegistry         = &Provider{}
 	_ fghub.EngagementReporter      = &Provider{}
 )
@@ -166,6 +167,9 @@ type Provider struct {
 	lock   sync.RWMutex
 	gen    uint64
 	byName map[multicluster.ClusterName]*engagement
+	// relabelled are told of label changes (NotifyLabelsChanged); under
+	// lock.
+	relabelled []func(multicluster.ClusterName)
 }
 
 // engagement is one cluster engaged from one Secret.
@@ -262,6 +266,14 @@ func (p *Provider) Labels(name multicluster.ClusterName) map[string]string {
 		return maps.Clone(e.labels)
 	}
 	return nil
+}
+
+// NotifyLabelsChanged implements hub.ClusterLabelNotifier: f is called
+// after the labels of an engaged cluster changed with its Secret's.
+func (p *Provider) NotifyLabelsChanged(f func(multicluster.ClusterName)) {
+	p.lock.Lock()
+	defer p.lock.Unlock()
+	p.relabelled = append(p.relabelled, f)
 }
 
 // clusterLabels extracts the cluster labels of a Secret.

@@ -182,6 +182,10 @@ func TestClusterNameAnnotationAndLabelUpdates(t *testing.T) {
 
 	require.Eventually(t, func() bool { return rec.current("eu-1") != nil }, wait, tick)
 	first := rec.current("eu-1")
+	notices := make(chan string, 10)
+	p.NotifyLabelsChanged(func(name multicluster.ClusterName) {
+		notices <- string(name) + ":" + p.Labels(name)["tier"]
+	})
 
 	s.Labels[secret.LabelPrefix+"tier"] = "silver"
 	require.NoError(t, hubClient(t).Update(t.Context(), s))
@@ -189,6 +193,12 @@ func TestClusterNameAnnotationAndLabelUpdates(t *testing.T) {
 	require.Eventually(t, func() bool { return p.Labels("eu-1")["tier"] == "silver" }, wait, tick)
 	assert.Same(t, first, rec.current("eu-1"), "a label change does not re-engage")
 	assert.NoError(t, first.ctx.Err())
+	select {
+	case got := <-notices:
+		assert.Equal(t, "eu-1:silver", got, "the notice comes once Labels gives the new labels")
+	case <-time.After(wait):
+		t.Fatal("no notice of the relabel")
+	}
 }
 
 func TestDuplicateClusterNamesAreReported(t *testing.T) {

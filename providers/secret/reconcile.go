@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -230,15 +231,24 @@ func (p *Provider) forgetSecret(key types.NamespacedName) {
 }
 
 // updateIfCurrent refreshes the labels of the cluster called name and
-// reports true when it is engaged with the kubeconfig of that hash.
+// reports true when it is engaged with the kubeconfig of that hash. When
+// the labels changed, it tells NotifyLabelsChanged's funcs.
 func (p *Provider) updateIfCurrent(name multicluster.ClusterName, hash string, labels map[string]string) bool {
 	p.lock.Lock()
-	defer p.lock.Unlock()
 	e, ok := p.byName[name]
 	if !ok || e.hash != hash {
+		p.lock.Unlock()
 		return false
 	}
+	changed := !maps.Equal(e.labels, labels)
 	e.labels = labels
+	notify := p.relabelled
+	p.lock.Unlock()
+	if changed {
+		for _, f := range notify {
+			f(name)
+		}
+	}
 	return true
 }
 

@@ -56,9 +56,13 @@
 // Options.Strict refuses them, for RGDs that must also run on kro.
 //
 // One extension is a variable: cluster, the cluster a graph is served on
-// (cluster.name, and cluster.labels as the provider gives them), typed
-// like schema and usable wherever schema is. Graph.UsesCluster tells a
-// runtime whether to bind it (ClusterValue). kro does not reserve the
+// (cluster.name, cluster.labels as the provider gives them, and
+// cluster.values, a map(string, dyn) of the values the platform gives the
+// graph there), typed like schema and usable wherever schema is; the keys
+// of cluster.values are not known at compile, so a key that may be absent
+// is read with the optional syntax or has(). Graph.UsesCluster tells a
+// runtime whether to bind it, and which of labels and values the graph
+// reads (Cluster.Value, ClusterValue). kro does not reserve the
 // word, so an RGD whose resource or forEach iterator is named cluster
 // keeps kro's meaning and gets no variable.
 //
@@ -67,7 +71,7 @@
 // The Graph's methods (Graph.Status, Node.Included, Node.Iterations,
 // Node.Render, Node.Ref, Node.Ready) evaluate, under a context, against Values: the instance
 // under "schema", each observed resource under its id, and the cluster
-// under "cluster" (absent: the cluster named "" with no labels). An expression that
+// under "cluster" (absent: the cluster named "" with no labels or values). An expression that
 // needs a resource not observed yet returns an error wrapping ErrPending,
 // which means "wait", not "fail".
 //

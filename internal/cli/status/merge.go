@@ -107,7 +107,7 @@ func (s sources) fromRollout(row func(string, string) *Cluster) {
 	for _, rc := range ro.Status.Clusters {
 		c := row(rc.Name, "rollout")
 		c.Wave = waveName(ro, rc.Wave)
-		c.Desired = desired(ro, rc.Wave)
+		c.Desired = desired(ro, rc.Name, rc.Wave)
 		if c.Source == "rollout" {
 			c.Served = rc.Revision
 			if rc.Message != "" {
@@ -117,16 +117,35 @@ func (s sources) fromRollout(row func(string, string) *Cluster) {
 	}
 }
 
-// desired is the revision a cluster of wave w should serve.
-func desired(ro *fgv1alpha1.GraphRollout, w int32) int64 {
+// desired is the revision the named cluster, of wave w, should serve.
+func desired(ro *fgv1alpha1.GraphRollout, name string, w int32) int64 {
 	st := ro.Status
 	switch {
 	case ro.Spec.RollbackTo > 0:
 		return ro.Spec.RollbackTo
+	case st.RollbackWave != nil && w >= *st.RollbackWave:
+		return st.StableRevision // onFailure: Rollback took the target back
+	case w == st.Wave && waitsItsTurn(ro, name):
+		return st.StableRevision
 	case st.Phase == fgv1alpha1.RolloutComplete || st.Phase == fgv1alpha1.RolloutRolledBack || w <= st.Wave:
 		return st.TargetRevision
 	}
 	return st.StableRevision
+}
+
+// waitsItsTurn reports whether the named cluster of the wave in progress
+// waits for its turn under the wave's maxConcurrency.
+func waitsItsTurn(ro *fgv1alpha1.GraphRollout, name string) bool {
+	st := ro.Status
+	if int(st.Wave) >= len(ro.Spec.Waves) || ro.Spec.Waves[st.Wave].MaxConcurrency == nil || st.Phase == fgv1alpha1.RolloutComplete {
+		return false
+	}
+	for _, m := range st.Moving {
+		if m.Name == name {
+			return false
+		}
+	}
+	return !slices.Contains(st.Moved, name)
 }
 
 func waveName(ro *fgv1alpha1.GraphRollout, w int32) string {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
@@ -111,4 +112,28 @@ func TestColoursKeepColumnsAligned(t *testing.T) {
 	st := Style{Color: true}
 	assert.Equal(t, len(st.paint("x", good)), len(st.paint("x", plain)))
 	assert.Equal(t, len(st.paint("x", bad)), len(st.paint("x", busy)))
+}
+
+// A cluster waiting its turn in a wave with maxConcurrency, and every
+// cluster an automatic rollback took the target back from, should serve
+// the stable revision.
+func TestDesiredFollowsConcurrencyAndAutomaticRollback(t *testing.T) {
+	one := intstr.FromInt32(1)
+	ro := &fgv1alpha1.GraphRollout{
+		Spec: fgv1alpha1.GraphRolloutSpec{Graph: "webapp", Waves: []fgv1alpha1.Wave{{Name: "canary", Clusters: 1}, {Name: "rest", Percent: 100, MaxConcurrency: &one}}},
+		Status: fgv1alpha1.GraphRolloutStatus{
+			Phase: fgv1alpha1.RolloutProgressing, TargetRevision: 2, StableRevision: 1, Wave: 1,
+			Moving: []fgv1alpha1.RolloutMove{{Name: "spoke-3"}}, Moved: []string{"spoke-2"},
+		},
+	}
+	assert.Equal(t, int64(2), desired(ro, "spoke-1", 0))
+	assert.Equal(t, int64(2), desired(ro, "spoke-2", 1), "moved")
+	assert.Equal(t, int64(2), desired(ro, "spoke-3", 1), "moving")
+	assert.Equal(t, int64(1), desired(ro, "spoke-4", 1), "waits its turn")
+
+	ro.Status.Phase, ro.Status.RollbackWave = fgv1alpha1.RolloutRollingBack, ptr.To(int32(1))
+	assert.Equal(t, int64(2), desired(ro, "spoke-1", 0), "the first wave goes back last")
+	assert.Equal(t, int64(1), desired(ro, "spoke-3", 1))
+	ro.Status.Phase, ro.Status.RollbackWave = fgv1alpha1.RolloutRolledBack, ptr.To(int32(0))
+	assert.Equal(t, int64(1), desired(ro, "spoke-1", 0))
 }

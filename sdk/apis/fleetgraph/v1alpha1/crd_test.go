@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,4 +13,13 @@ func TestHubCRDsAreNamedAsTheirConstants(t *testing.T) {
 	assert.Equal(t, GraphRolloutCRDName, GraphRolloutCRD().Name)
 	assert.Equal(t, GraphRolloutKind+"List", GraphRolloutCRD().Spec.Names.ListKind)
 	assert.NotNil(t, GraphRolloutCRD().Spec.Versions[0].Subresources.Status, "the hub writes status through /status")
+}
+
+func TestClusterValuesCRD(t *testing.T) {
+	crd := ClusterValuesCRD()
+	assert.Equal(t, ClusterValuesCRDName, crd.Name)
+	assert.Equal(t, ClusterValuesKind+"List", crd.Spec.Names.ListKind)
+	assert.Equal(t, apiextensionsv1.ClusterScoped, crd.Spec.Scope, "tenants' namespaced permissions never reach it")
+	assert.NotNil(t, crd.Spec.Versions[0].Subresources.Status, "the hub writes status through /status")
+	assert.Equal(t, []string{"values"}, crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Required)
 }

@@ -49,8 +49,25 @@ const (
 	// RolloutComplete: every placed cluster serves the target revision.
 	RolloutComplete = "Complete"
 	// RolloutRolledBack: spec.rollbackTo names the revision every placed
-	// cluster serves.
+	// cluster serves, or (onFailure: Rollback) a failed target revision
+	// went back to the stable one on every cluster it reached.
 	RolloutRolledBack = "RolledBack"
+	// RolloutRollingBack: with onFailure: Rollback, a wave failed past its
+	// budget and the clusters it and earlier waves moved go back to the
+	// stable revision, wave by wave, last wave first.
+	RolloutRollingBack = "RollingBack"
+)
+
+// What a rollout does when a wave fails past its maxFailures budget
+// (GraphRolloutSpec.OnFailure).
+const (
+	// OnFailurePause stops the rollout where it is (phase Failed): clusters
+	// already moved keep the target revision until resumed or rolled back.
+	OnFailurePause = "Pause"
+	// OnFailureRollback moves every cluster the target revision reached
+	// back to the stable revision, in reverse wave order, and ends the
+	// rollout RolledBack.
+	OnFailureRollback = "Rollback"
 )
 
 // GraphRollout places one graph (a ResourceGraphDefinition, or a graph
@@ -102,6 +119,15 @@ type GraphRolloutSpec struct {
 	// serves, at once; the rollout stops. Clear it to roll the latest
 	// revision out again from the first wave.
 	RollbackTo int64 `json:"rollbackTo,omitempty"`
+
+	// OnFailure is what happens when a wave fails past its maxFailures:
+	// OnFailurePause ("Pause") stops the rollout there (phase Failed);
+	// OnFailureRollback ("Rollback") moves the clusters the target reached
+	// back to the stable revision, last wave first, each wave once the one
+	// after it serves the stable revision healthily (or its progress
+	// deadline passed), and ends the rollout RolledBack with the reason.
+	// Defaults to "Pause".
+	OnFailure string `json:"onFailure,omitempty"`
 }
 
 // Wave picks clusters by exactly one of a selector, a count or a share.
@@ -129,6 +155,15 @@ type Wave struct {
 	// status.failed, go back to (or stay on) the stable revision, and the
 	// rollout goes on; past it the rollout fails. Defaults to 0.
 	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
+
+	// MaxConcurrency is how many of the wave's clusters (a count, or a
+	// percent of them like "25%", rounded up) may be moving at once:
+	// allowed the target revision and not yet healthy or failed. The next
+	// cluster, in name order, starts when one becomes healthy or fails;
+	// each one's progress deadline counts from its own start. Values below
+	// 1, and a string that is neither, allow 1. Defaults to nil: every
+	// cluster of the wave at once.
+	MaxConcurrency *intstr.IntOrString `json:"maxConcurrency,omitempty"`
 }
 
 // HealthPolicy says when a wave is healthy: every cluster of it serves the
@@ -183,6 +218,29 @@ type GraphRolloutStatus struct {
 	Failed []RolloutCluster `json:"failed,omitempty"`
 	// ObservedGeneration is the generation of the spec the status is for.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Moving, for a wave with maxConcurrency, lists the clusters allowed
+	// the target revision that are not healthy or failed yet, with since
+	// when (their progress deadline counts from then).
+	Moving []RolloutMove `json:"moving,omitempty"`
+	// Moved, for a wave with maxConcurrency, names the clusters that moved
+	// and became healthy; they keep the target revision.
+	Moved []string `json:"moved,omitempty"`
+	// RollbackWave, set while onFailure: Rollback takes the target back
+	// (and once it has), is the index of the wave going back now: its
+	// clusters and those of later waves are held off the target revision
+	// and serve the stable one.
+	RollbackWave *int32 `json:"rollbackWave,omitempty"`
+	// RollbackReason says why the rollout is rolling (or was rolled) back.
+	RollbackReason string `json:"rollbackReason,omitempty"`
+}
+
+// RolloutMove is a cluster moving to the target revision.
+type RolloutMove struct {
+	// Name is the provider's name for the cluster.
+	Name string `json:"name"`
+	// Since is when the cluster was allowed the target revision.
+	Since metav1.Time `json:"since"`
 }
 
 // RolloutCluster is one cluster as a rollout sees it.
@@ -225,6 +283,8 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 		// percent costs more than a CRD may spend over 32 waves).
 		"maxFailures": {XIntOrString: true, AnyOf: []apiextensionsv1.JSONSchemaProps{{Type: "integer"}, {Type: "string"}}},
 		"approval":    {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`""`)}, {Raw: []byte(`"` + ApprovalRequired + `"`)}}},
+		// Any string, like maxFailures: an invalid one allows 1.
+		"maxConcurrency": {XIntOrString: true, AnyOf: []apiextensionsv1.JSONSchemaProps{{Type: "integer"}, {Type: "string"}}},
 	})
 	wave.XValidations = apiextensionsv1.ValidationRules{{
 		Rule:    "(has(self.clusterSelector) ? 1 : 0) + (has(self.clusters) ? 1 : 0) + (has(self.percent) ? 1 : 0) == 1",
@@ -238,6 +298,9 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 		"progressDeadlineSeconds": nonNegative,
 		"paused":                  {Type: "boolean"},
 		"rollbackTo":              nonNegative,
+		"onFailure": {Type: "string", Enum: []apiextensionsv1.JSON{
+			{Raw: []byte(`""`)}, {Raw: []byte(`"` + OnFailurePause + `"`)}, {Raw: []byte(`"` + OnFailureRollback + `"`)},
+		}},
 	}, "graph")
 	cluster := obj(map[string]apiextensionsv1.JSONSchemaProps{
 		"name": str, "wave": integer, "revision": integer, "message": str,
@@ -252,6 +315,12 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 		"resumed": str, "awaitingApproval": str,
 		"approvals": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &approval}},
 		"message":   str, "clusters": clusters, "holdingBack": clusters, "failed": clusters, "observedGeneration": integer,
+		"moving": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: ptr.To(obj(map[string]apiextensionsv1.JSONSchemaProps{
+			"name": str, "since": {Type: "string", Format: "date-time"},
+		}, "name"))}},
+		"moved":          {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &str}},
+		"rollbackWave":   integer,
+		"rollbackReason": str,
 	})
 	return hubCRD(GraphRolloutKind, "graphrollouts", "fgro", apiextensionsv1.CustomResourceDefinitionVersion{
 		Name: GroupVersion.Version, Served: true, Storage: true,
@@ -269,6 +338,7 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 			{Name: "PHASE", Type: "string", JSONPath: ".status.phase"},
 			{Name: "AWAITING-APPROVAL", Type: "string", JSONPath: ".status.awaitingApproval"},
 			{Name: "FAILED", Type: "string", JSONPath: ".status.failed[*].name"},
+			{Name: "MOVING", Type: "string", JSONPath: ".status.moving[*].name"},
 			{Name: "AGE", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 		},
 	})

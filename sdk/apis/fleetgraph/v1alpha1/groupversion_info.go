@@ -9,7 +9,8 @@ var (
 	// GroupVersion is fleetgraph's own API group and version.
 	GroupVersion = schema.GroupVersion{Group: "fleetgraph.dev", Version: "v1alpha1"}
 
-	// SchemeBuilder registers GraphRevision, GraphRollout and their lists
+	// SchemeBuilder registers GraphRevision, GraphRollout, ClusterValues
+	// and their lists
 	// with a scheme.
 	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
 
@@ -19,5 +20,5 @@ var (
 )
 
 func init() {
-	SchemeBuilder.Register(&GraphRevision{}, &GraphRevisionList{}, &GraphRollout{}, &GraphRolloutList{})
+	SchemeBuilder.Register(&GraphRevision{}, &GraphRevisionList{}, &GraphRollout{}, &GraphRolloutList{}, &ClusterValues{}, &ClusterValuesList{})
 }

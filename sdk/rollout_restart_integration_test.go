@@ -1,0 +1,118 @@
+//go:build integration
+
+package sdk_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/sdk"
+	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+// restartWaves: a canary wave of two allowing one failure, then a main
+// wave that needs approval and moves one cluster at a time.
+func restartWaves(deadlineSeconds int64) map[string]any {
+	return map[string]any{
+		"graph":                   "brook",
+		"progressDeadlineSeconds": deadlineSeconds,
+		"waves": []any{
+			map[string]any{"name": "canary", "clusterSelector": map[string]any{"matchLabels": map[string]any{"ring": "canary"}}, "maxFailures": int64(1)},
+			map[string]any{"name": "main", "percent": int64(100), "approval": fgv1alpha1.ApprovalRequired, "maxConcurrency": int64(1)},
+		},
+	}
+}
+
+// requireHeld waits until the status on the API server shows want, then
+// watches for holdWindow that it stays so and the hub serves revs.
+func requireHeld(t *testing.T, h *sdk.Hub, hubClient client.Client, revs map[string]int64, want func(fgv1alpha1.GraphRolloutStatus) bool) {
+	t.Helper()
+	requireRollout(t, h, "brook", fgv1alpha1.RolloutProgressing, revs)
+	require.Eventually(t, func() bool { return want(rolloutStatus(t, hubClient, "brook")) }, wait, tick,
+		"status: %+v", rolloutOf(h, "brook"))
+	require.Never(t, func() bool {
+		return !want(rolloutStatus(t, hubClient, "brook")) || !assert.ObjectsAreEqual(revs, servedRevisions(h, "brook"))
+	}, holdWindow, tick, "the rollout moved: %+v", rolloutOf(h, "brook"))
+}
+
+// failedOnly reports whether st lists exactly name as failed, on revision
+// rev.
+func failedOnly(st fgv1alpha1.GraphRolloutStatus, name string, rev int64) bool {
+	return len(st.Failed) == 1 && st.Failed[0].Name == name && st.Failed[0].Revision == rev
+}
+
+// A hub restarted mid-rollout resumes exactly where the status says: twice
+// restarted, the cluster that failed the canary wave (within its budget)
+// stays failed and on the stable revision, the main wave keeps waiting for
+// approval, and once approved, the one cluster moving at the second
+// restart keeps the new revision while the others wait their turn.
+func TestARestartedHubKeepsFailuresApprovalsAndMoves(t *testing.T) {
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 5) // its own: the rollout controller reads every GraphRollout on its hub cluster
+	canary, main := map[string]string{"ring": "canary"}, map[string]string{"ring": "main"}
+	labels := map[string]map[string]string{"spoke-1": canary, "spoke-2": canary, "spoke-3": main, "spoke-4": main, "spoke-5": main}
+	spokes := clientsOf(t, fleet)
+	refuseVersion(t, spokes["spoke-2"], "2")
+	opts := sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync}
+	h, stop := startStoppableHub(t, fleet.Hub.Config, newLabelledProvider(t, fleet, labels), opts)
+	gvk := webAppGVK.GroupVersion().WithKind("Brook")
+	applyRollout(t, fleet.Hub.Config, "brook", restartWaves(4))
+	require.NoError(t, h.RegisterGraph(context.Background(), tideRGD(t, "brook", "Brook", "1", "")))
+	for name, c := range spokes {
+		color := "red" // the main wave's instances are not Ready under revision 2 until the test says so
+		if labels[name]["ring"] == "canary" {
+			color = "green"
+		}
+		createWhenServed(t, c, instance(gvk, "app", map[string]any{"color": color}))
+		requireState(t, c, gvk, "app", "ACTIVE")
+	}
+	requireRollout(t, h, "brook", fgv1alpha1.RolloutComplete, map[string]int64{"spoke-1": 1, "spoke-2": 1, "spoke-3": 1, "spoke-4": 1, "spoke-5": 1})
+	hubClient := newClient(t, fleet.Hub.Config)
+
+	rev2 := tideRGD(t, "brook", "Brook", "2", "green")
+	require.NoError(t, h.RegisterGraph(context.Background(), rev2))
+	waiting := map[string]int64{"spoke-1": 2, "spoke-2": 1, "spoke-3": 1, "spoke-4": 1, "spoke-5": 1}
+	failedAndAwaiting := func(st fgv1alpha1.GraphRolloutStatus) bool {
+		return failedOnly(st, "spoke-2", 1) && st.AwaitingApproval == "main" && len(st.Moving) == 0
+	}
+	requireHeld(t, h, hubClient, waiting, failedAndAwaiting)
+
+	// First restart: the failure and the wait hold.
+	stop()
+	h2, stop2 := startStoppableHub(t, fleet.Hub.Config, newLabelledProvider(t, fleet, labels), opts)
+	require.NoError(t, h2.RegisterGraph(context.Background(), rev2))
+	requireHeld(t, h2, hubClient, waiting, failedAndAwaiting)
+	requireVersion(t, spokes["spoke-2"], "app", "1")
+
+	// Approved, with time for a restart while spoke-3 moves.
+	applyRollout(t, fleet.Hub.Config, "brook", restartWaves(120))
+	require.NoError(t, h2.Approve(context.Background(), "brook", "main"))
+	moving := map[string]int64{"spoke-1": 2, "spoke-2": 1, "spoke-3": 2, "spoke-4": 1, "spoke-5": 1}
+	spoke3Moves := func(st fgv1alpha1.GraphRolloutStatus) bool {
+		return failedOnly(st, "spoke-2", 1) && st.AwaitingApproval == "" && len(st.Moving) == 1 && st.Moving[0].Name == "spoke-3"
+	}
+	requireHeld(t, h2, hubClient, moving, spoke3Moves)
+
+	// Second restart: spoke-3 keeps revision 2, the others wait their turn.
+	stop2()
+	h3, _ := startStoppableHub(t, fleet.Hub.Config, newLabelledProvider(t, fleet, labels), opts)
+	require.NoError(t, h3.RegisterGraph(context.Background(), rev2))
+	requireHeld(t, h3, hubClient, moving, spoke3Moves)
+
+	for _, name := range []string{"spoke-3", "spoke-4", "spoke-5"} {
+		setColor(t, spokes[name], gvk, "app", "green")
+	}
+	done := map[string]int64{"spoke-1": 2, "spoke-2": 1, "spoke-3": 2, "spoke-4": 2, "spoke-5": 2}
+	requireRollout(t, h3, "brook", fgv1alpha1.RolloutComplete, done)
+	st := rolloutStatus(t, hubClient, "brook")
+	require.Len(t, st.Failed, 1)
+	assert.Equal(t, "spoke-2", st.Failed[0].Name)
+	requireVersion(t, spokes["spoke-2"], "app", "1")
+	requireState(t, spokes["spoke-2"], gvk, "app", "ACTIVE")
+	requireVersion(t, spokes["spoke-5"], "app", "2")
+}
