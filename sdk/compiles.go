@@ -162,9 +162,8 @@ func (c *compiles) start(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinit
 	go func() {
 		defer cancel()
 		run.graph, run.err = c.compile(cctx, rgd, opts)
-		if errors.Is(run.err, context.DeadlineExceeded) && c.ctx.Err() == nil {
-			run.err = &graph.Error{Path: "spec", Err: fmt.Errorf("%w: the compile took longer than %v (Options.CompileTimeout); it is tried again when the RGD is next reconciled: %w",
-				graph.ErrLimit, c.timeout, run.err)}
+		if run.err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) && c.ctx.Err() == nil {
+			run.err = c.timedOut(run.err)
 		}
 		if !rememberable(run.err) {
 			c.forget(rgd.Name, run)
@@ -177,9 +176,20 @@ func (c *compiles) start(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinit
 	return run
 }
 
+// timedOut is the error of a compile stopped by its CompileTimeout. It
+// says something about the RGD, as any other limit does: it is remembered
+// (it does not wrap context.DeadlineExceeded), so that a spec that takes
+// longer than the timeout costs one compile, not one every time its RGD is
+// reconciled, and its RGD shows why it is refused.
+func (c *compiles) timedOut(err error) error {
+	return &graph.Error{Path: "spec", Err: fmt.Errorf("%w: the compile took longer than %v (Options.CompileTimeout); it is compiled again when the RGD's spec changes (%v)",
+		graph.ErrLimit, c.timeout, err)}
+}
+
 // rememberable tells a result that says something about the RGD from one
 // that does not: the resolver did not answer, or the compile was stopped
-// or timed out (a loaded machine, a slow resolver).
+// (the Hub is stopping). A compile past CompileTimeout is remembered
+// (timedOut).
 func rememberable(err error) bool {
 	var ge *graph.Error
 	return err == nil || (errors.As(err, &ge) && !errors.Is(err, graph.ErrSchemaUnavailable) &&

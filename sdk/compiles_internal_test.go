@@ -117,22 +117,56 @@ func TestCompilesThatOutlastTheirWaitAreReported(t *testing.T) {
 	assert.NotSame(t, g, g2, "each caller gets a graph of its own to number")
 }
 
-// A compile past its timeout refuses the RGD naming the option, and is not
-// remembered.
-func TestCompileTimeoutRefusesAndIsRetried(t *testing.T) {
-	c, calls, _ := fakeCompiles(t, func() error { return nil }, nil)
-	c.timeout = time.Millisecond
+// A compile past its timeout refuses the RGD naming the option, and is
+// remembered like any other failure of the spec: a caller that stopped
+// waiting (the RGD controller waits a second) is told when it ends and
+// then gets the refusal, without a second compile, until the spec changes.
+func TestCompileTimeoutRefusesAndIsRemembered(t *testing.T) {
+	c, calls, ended := fakeCompiles(t, func() error { return nil }, nil)
+	c.timeout = 50 * time.Millisecond
 	c.compile = func(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, _ graph.Options) (*graph.Graph, error) {
 		calls.Add(1)
 		<-ctx.Done()
 		return nil, fmt.Errorf("compiling %q stopped: %w", rgd.Name, ctx.Err())
 	}
-	for range 2 {
-		_, err := c.get(context.Background(), rgdNamed("a", 1), graph.Options{}, time.Minute)
-		var ge *graph.Error
-		require.True(t, errors.As(err, &ge), "%v", err)
-		assert.ErrorIs(t, err, graph.ErrLimit)
-		assert.Contains(t, err.Error(), "Options.CompileTimeout")
+	_, err := c.get(context.Background(), rgdNamed("slow", 1), graph.Options{}, time.Millisecond)
+	require.ErrorIs(t, err, rgdctrl.ErrCompiling, "the caller stops waiting before the timeout")
+	select {
+	case name := <-ended:
+		assert.Equal(t, "slow", name)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the end of the timed-out compile was never reported")
 	}
-	assert.Equal(t, int64(2), calls.Load())
+	for range 3 {
+		_, err := c.get(context.Background(), rgdNamed("slow", 1), graph.Options{}, time.Millisecond)
+		var ge *graph.Error
+		require.True(t, errors.As(err, &ge), "the refusal, not ErrCompiling again: %v", err)
+		assert.ErrorIs(t, err, graph.ErrLimit)
+		assert.NotErrorIs(t, err, context.DeadlineExceeded)
+		assert.Contains(t, err.Error(), "the compile took longer than 50ms (Options.CompileTimeout)")
+	}
+	assert.Equal(t, int64(1), calls.Load(), "a spec past the timeout is compiled once")
+
+	_, err = c.get(context.Background(), rgdNamed("slow", 2), graph.Options{}, time.Minute)
+	require.ErrorIs(t, err, graph.ErrLimit)
+	assert.Equal(t, int64(2), calls.Load(), "a new generation is compiled again")
+}
+
+// A compile stopped because the Hub stops is not a refusal of the spec.
+func TestCompilesStoppedWithTheHubAreNotRemembered(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c, calls, _ := fakeCompiles(t, func() error { return nil }, nil)
+	c.ctx = ctx
+	c.compile = func(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, _ graph.Options) (*graph.Graph, error) {
+		calls.Add(1)
+		<-ctx.Done()
+		return nil, fmt.Errorf("compiling %q stopped: %w", rgd.Name, ctx.Err())
+	}
+	cancel()
+	_, err := c.get(context.Background(), rgdNamed("a", 1), graph.Options{}, time.Minute)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, graph.ErrLimit)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	assert.Empty(t, c.byName, "nothing remembered")
 }

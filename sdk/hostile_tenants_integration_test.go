@@ -796,15 +796,15 @@ func (p *latencyProbe) run(ctx context.Context, interval time.Duration) {
 }
 
 // sample opens a watch on the instance, changes its note and waits until
-// the watch shows the new generation reconciled.
+// the watch shows the new generation reconciled. A watch the API server
+// closes meanwhile (a loaded test server does) is opened again: its first
+// event is the instance as it is then, so no state goes unseen.
 func (p *latencyProbe) sample(ctx context.Context, i int) error {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(p.gvk.GroupVersion().WithKind(p.gvk.Kind + "List"))
-	w, err := p.c.Watch(ctx, list, client.InNamespace(p.key.Namespace), client.MatchingFields{"metadata.name": p.key.Name})
+	w, err := p.watch(ctx)
 	if err != nil {
-		return fmt.Errorf("watching %s: %w", p.key, err)
+		return err
 	}
-	defer w.Stop()
+	defer func() { w.Stop() }()
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(p.gvk)
 	u.SetNamespace(p.key.Namespace)
@@ -825,7 +825,10 @@ func (p *latencyProbe) sample(ctx context.Context, i int) error {
 			return fmt.Errorf("%s generation %d not reconciled in 30s", p.key, gen)
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				return fmt.Errorf("watch of %s closed", p.key)
+				if w, err = p.watch(ctx); err != nil {
+					return err
+				}
+				continue
 			}
 			obj, isU := ev.Object.(*unstructured.Unstructured)
 			if !isU || ev.Type == watch.Error {
@@ -841,6 +844,17 @@ func (p *latencyProbe) sample(ctx context.Context, i int) error {
 			}
 		}
 	}
+}
+
+// watch opens a watch on the probed instance alone.
+func (p *latencyProbe) watch(ctx context.Context) (watch.Interface, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(p.gvk.GroupVersion().WithKind(p.gvk.Kind + "List"))
+	w, err := p.c.Watch(ctx, list, client.InNamespace(p.key.Namespace), client.MatchingFields{"metadata.name": p.key.Name})
+	if err != nil {
+		return nil, fmt.Errorf("watching %s: %w", p.key, err)
+	}
+	return w, nil
 }
 
 func (p *latencyProbe) record(d time.Duration) {
@@ -910,7 +924,9 @@ func hostileInstance(hc hostileCase) *unstructured.Unstructured {
 // hostileCaseBound, while the process stays under hostileRSSBound and a
 // benign tenant's instances, of another graph and of the hostile graph in
 // another namespace, stay ACTIVE and reconciled within benignP99Bound at
-// p99.
+// p99. The two bounds are asserted without the race detector only (make
+// test-hostile); under -race (make test-hostile-race) the cases, the
+// restart and the benign tenant's staying ACTIVE still are.
 //
 // Every case is created at once, the heavy tenant's sixteen instances
 // included, so the benign tenant is measured under all of them together.
@@ -1082,8 +1098,12 @@ func TestHostileTenantsAreStoppedAndOthersKeepWorking(t *testing.T) {
 	t.Logf("%d cases: %d RGDs refused, %d instances", len(outcomes), len(compiles), len(instances))
 	t.Logf("process RSS: max sampled VmRSS %d MiB (%d samples), VmHWM %d MiB; Go runtime's memory at most %d MiB",
 		rss.maxRSS>>20, rss.samples, hwm>>20, rss.maxGo>>20)
-	assert.Less(t, rss.maxRSS, uint64(hostileRSSBound))
-	assert.Less(t, hwm, uint64(hostileRSSBound), "the process's peak resident set")
+	if raceDetector {
+		t.Log("built with -race: its shadow memory (about 3x the heap) and slowdown make the RSS and p99 bounds meaningless; they are asserted by the run without it (make test-hostile)")
+	} else {
+		assert.Less(t, rss.maxRSS, uint64(hostileRSSBound))
+		assert.Less(t, hwm, uint64(hostileRSSBound), "the process's peak resident set")
+	}
 	for _, p := range benign {
 		p.mu.Lock()
 		n, p50, p99, worst := len(p.samples), percentile(p.samples, 50), percentile(p.samples, 99), percentile(p.samples, 100)
@@ -1093,6 +1113,8 @@ func TestHostileTenantsAreStoppedAndOthersKeepWorking(t *testing.T) {
 			p.gvk.Kind, p.key, n, p50.Round(time.Millisecond), p99.Round(time.Millisecond), worst.Round(time.Millisecond))
 		assert.Empty(t, inactive, "benign %s must stay ACTIVE and reconciled", p.key)
 		assert.Greater(t, n, 20, "benign %s was measured throughout", p.key)
-		assert.Less(t, p99, benignP99Bound, "benign %s p99", p.key)
+		if !raceDetector {
+			assert.Less(t, p99, benignP99Bound, "benign %s p99", p.key)
+		}
 	}
 }

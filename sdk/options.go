@@ -129,8 +129,9 @@ type Options struct {
 	// Defaults to graph.Limits{}: every field at its documented default.
 	Limits graph.Limits
 	// CompileTimeout bounds one compile of one graph. A compile that takes
-	// longer refuses the RGD (GraphAccepted=False, naming this option) and
-	// is tried again when the RGD is next reconciled. Compiles run outside
+	// longer refuses the RGD (GraphAccepted=False, naming this option) and,
+	// like any other compile failure, is not tried again until the RGD's
+	// spec changes (or the hub restarts). Compiles run outside
 	// the registration of other graphs, so a slow one delays only its own
 	// graph. Defaults to DefaultCompileTimeout (30 seconds).
 	CompileTimeout time.Duration

@@ -193,6 +193,8 @@ func (r *rollouts) setup(local manager.Manager) error {
 			ServeRevision: r.serveRevision,
 		},
 	}
+	health := &healthGates{h: r.h} // rollout_health.go
+	r.controller.Hooks.CheckCondition, r.controller.Hooks.Judge = health.check, health.judge
 	return local.Add(r.controller)
 }
 
@@ -224,7 +226,7 @@ func (r *rollouts) observe(graphName string) map[string]rollout.Observation {
 		// Ready as the serving revision itself reconciled it: an ACTIVE
 		// an earlier revision wrote, or one the new one could not
 		// overwrite, does not count toward its wave's health.
-		o.Instances, o.Ready = c.Total, min(c.Ready, c.Confirmed)
+		o.Instances, o.Ready, o.Errors = c.Total, min(c.Ready, c.Confirmed), c.Errors
 		out[string(name)] = o
 	}
 	for _, c := range r.h.FleetStatus(graphName).Clusters {

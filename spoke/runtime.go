@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -37,6 +38,10 @@ type Count struct {
 	// that could not be written: a rollout's health gate reads this, not
 	// Ready.
 	Confirmed int
+	// Errors is the number of instances that the version serving the
+	// cluster has itself reconciled to ERROR, last time it reconciled
+	// them, whether or not it could write that state.
+	Errors int
 }
 
 // Runtime serves compiled graphs on every cluster it is given. Its methods
@@ -220,4 +225,13 @@ func versionOf(v internal.Version) Version {
 // runtimeVersion is v for the runtime's plumbing.
 func (v Version) runtimeVersion() internal.Version {
 	return internal.Version{Graph: v.Graph, Revision: v.Revision, Removal: internal.RemovalMode(v.Removal)}
+}
+
+// InstanceStates returns, for each instance of the named graph on the
+// named cluster that the version serving the cluster has reconciled, the
+// state (status.state) it last reconciled it to, whether or not it could
+// write it: what that version itself found, never what an earlier one
+// wrote. It is nil when no version serves the cluster.
+func (r *Runtime) InstanceStates(graphName string, cluster multicluster.ClusterName) map[types.NamespacedName]string {
+	return r.rt.InstanceStates(graphName, cluster)
 }

@@ -39,6 +39,17 @@ type Observation struct {
 	// filled in for the clusters of the wave in progress only (-1 when the
 	// list failed).
 	Listed int
+
+	// Health gates (health.go). Errors counts the instances the serving
+	// revision itself reconciled to ERROR. Judged reports that
+	// spec.health.instanceCondition was asked of the cluster's instances
+	// (the wave in progress only): Passing counts those the serving
+	// revision confirmed ACTIVE and for which it holds, and Why says why
+	// one does not (the first).
+	Errors  int
+	Judged  bool
+	Passing int
+	Why     string
 }
 
 // Hooks connect the Controller to the hub. Every one is required.
@@ -61,6 +72,15 @@ type Hooks struct {
 	// ServeRevision makes revision rev the one the runtime offers every
 	// cluster, for a rollback and after one.
 	ServeRevision func(ctx context.Context, graph string, rev int64) error
+
+	// CheckCondition type-checks a health condition against the named
+	// graph's latest revision. Optional: without it a rollout with an
+	// instanceCondition is refused.
+	CheckCondition func(graph, condition string) error
+	// Judge asks a health condition of the named graph's instances on the
+	// named cluster: how many the serving revision confirmed ACTIVE pass
+	// it, and why one does not. Optional, with CheckCondition.
+	Judge func(ctx context.Context, graph, cluster, condition string) (passing int, why string, err error)
 }
 
 // Controller moves GraphRollouts forward; see the package doc.
@@ -181,7 +201,8 @@ func planOf(ro *fgv1alpha1.GraphRollout) *plan {
 	back, backFrom := backTo(ro.Status)
 	return &plan{spec: ro.Spec, target: ro.Status.TargetRevision, wave: ro.Status.Wave,
 		awaiting: ro.Status.AwaitingApproval != "", failed: failedBack(ro.Status),
-		started: startedClusters(ro.Spec, ro.Status), back: back, backFrom: backFrom}
+		started: startedClusters(ro.Spec, ro.Status), back: back, backFrom: backFrom,
+		held: heldPins(ro.Status), refusedAbove: refusedAbove(ro.Status)}
 }
 
 // advance steps one rollout, serves a rollback's revision and writes the
@@ -192,8 +213,20 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 	placed, labelsOf := placedClusters(ro.Spec.Graph, ro.Spec.ClusterSelector, c.Planner.hook, c.Planner.clusters())
 	waves := assign(ro.Spec, placed, labelsOf)
 	obs := c.Hooks.Observe(ro.Spec.Graph)
-	c.list(ctx, ro, waves, obs)
-	evs := step(metaNow(), ro, latest, waves, obs)
+	// Held clusters keep their wave but the rollout moves without them
+	// (hold.go).
+	held := heldBy(ro.Spec, placed, labelsOf)
+	pinned := pinRevisions(&ro.Status, held, obs)
+	moving := withoutHeld(waves, held)
+	c.list(ctx, ro, moving, obs)
+	evs := c.checkHealthCondition(ro, latest)
+	if !refused(ro.Status) || ro.Status.TargetRevision == 0 { // a first look only records what serves
+		c.judge(ctx, ro, moving, obs)
+		evs = append(evs, step(metaNow(), ro, latest, moving, obs)...)
+	}
+	sayRefused(&ro.Status)
+	evs = append(evs, holdEvents(before.Clusters, held, pinned)...)
+	describeClusters(&ro.Status, ro.Spec, waves, obs, held, pinned)
 	c.offer(ctx, ro, latest)
 	for _, e := range evs {
 		c.event(ro, e)

@@ -25,4 +25,15 @@
 // wave from the failed one to the first: the plan holds the target off
 // the waves gone back, and the hub's fallback serves them the stable
 // revision, as it does for a cluster that failed within its budget.
+//
+// Two things narrow a wave further. Holds (hold.go) pin clusters to the
+// revision each served when the hold took it; the pin is kept in
+// status.clusters, the Planner refuses every other revision there, and the
+// rollout is stepped without the held clusters, so they neither hold a
+// wave back nor spend its failure budget. Health gates (health.go) judge
+// each instance on the revision being rolled out only: the ERRORs it
+// found (maxErrorPercent) and a CEL condition over the instance, which the
+// hub type-checks against every revision and evaluates within the graph's
+// limits; one that does not compile refuses the rollout rather than
+// letting it pass or fail on an expression that can never be true.
 package rollout

@@ -89,9 +89,13 @@ func failedBack(st fgv1alpha1.GraphRolloutStatus) map[string]int64 {
 }
 
 // FallBackTo is the revision the named cluster goes back to after it
-// failed its wave of the revision being rolled out, or an automatic
-// rollback took that revision back from it (0: neither).
+// failed its wave of the revision being rolled out, an automatic
+// rollback took that revision back from it, or the revision a hold pins
+// it at (0: none).
 func (p *Planner) FallBackTo(graphName, cluster string) int64 {
+	if pin := p.pinnedTo(graphName, cluster); pin > 0 {
+		return pin // a held cluster goes back to its pin
+	}
 	p.mu.Lock()
 	pl := p.plans[graphName]
 	p.mu.Unlock()

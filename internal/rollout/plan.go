@@ -47,6 +47,11 @@ type plan struct {
 	// stable revision clusters of wave backFrom and later go back to.
 	back     int64
 	backFrom int32
+	// held maps the clusters a hold pins to their pinned revision.
+	held map[string]int64
+	// refusedAbove, when set, is the target of a rollout whose health
+	// condition does not compile: no later revision goes anywhere.
+	refusedAbove int64
 }
 
 // selects reports whether sel matches lbls; nil matches everything, an
@@ -162,6 +167,12 @@ func (p *plan) decide(rev int64, wave int32) error {
 // decideOn is decide for the named cluster: one that failed the target
 // does not take it again.
 func (p *plan) decideOn(cluster string, rev int64, wave int32) error {
+	if err, held := p.decideHeld(cluster, rev); held {
+		return err
+	}
+	if err := p.decideRefused(rev); err != nil {
+		return err
+	}
 	if p != nil && p.spec.RollbackTo == 0 && rev == p.target {
 		if back, failed := p.failed[cluster]; failed {
 			return fmt.Errorf("%w: the cluster failed revision %d and serves revision %d", ErrHeldBack, rev, back)

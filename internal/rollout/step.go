@@ -173,10 +173,10 @@ func unhealthy(spec fgv1alpha1.GraphRolloutSpec, target int64, w int32, waves ma
 			why = "instances cannot be listed"
 		case o.Instances < o.Listed:
 			why = fmt.Sprintf("%d of %d instances reconciled", o.Instances, o.Listed)
-		case int64(o.Ready)*100 < int64(share)*int64(max(o.Instances, o.Listed)):
-			why = fmt.Sprintf("%d of %d instances Ready, %d%% needed", o.Ready, max(o.Instances, o.Listed), share)
 		default:
-			continue
+			if why = healthWhy(spec.Health, share, o); why == "" {
+				continue
+			}
 		}
 		out = append(out, fgv1alpha1.RolloutCluster{Name: name, Wave: w, Revision: o.Revision, Message: why})
 	}

@@ -27,7 +27,13 @@ type applier struct{ m *member }
 // request is made, unless full (a periodic resync) asks for the apply
 // regardless. An existing object that is not the instance's is refused
 // (claim).
-func (a applier) child(inst *unstructured.Unstructured, n *graph.Node, u *unstructured.Unstructured, full bool) (map[string]any, InventoryEntry, error) {
+//
+// keep says whether anything reads the answer (graph.Graph.Reads): if not,
+// child returns nil and neither keeps nor remembers the answer, so that a
+// node of many large children (a megabyte each) costs the hub one child at
+// a time rather than all of them until the reconcile ends, and for as long
+// as they exist.
+func (a applier) child(inst *unstructured.Unstructured, n *graph.Node, u *unstructured.Unstructured, full, keep bool) (map[string]any, InventoryEntry, error) {
 	m := a.m
 	gvk := u.GroupVersionKind()
 	entry := InventoryEntry{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(), Node: n.ID}
@@ -52,8 +58,16 @@ func (a applier) child(inst *unstructured.Unstructured, n *graph.Node, u *unstru
 	if err != nil {
 		return nil, entry, err
 	}
-	if observed, ok := m.memory.applied(key, hash); ok && !full {
-		return observed, entry, deleting(n, key, observed)
+	switch {
+	case full:
+	case !keep:
+		if m.memory.unchanged(key, hash) {
+			return nil, entry, nil
+		}
+	default:
+		if observed, ok := m.memory.applied(key, hash); ok {
+			return observed, entry, deleting(n, key, observed)
+		}
 	}
 	if err := m.watches.childKind(gvk); err != nil {
 		return nil, entry, err
@@ -70,7 +84,11 @@ func (a applier) child(inst *unstructured.Unstructured, n *graph.Node, u *unstru
 	// Nothing reads who manages which field, and it is a third of a
 	// Deployment's answer: it is neither kept nor shown to expressions.
 	u.SetManagedFields(nil)
-	if m.memory.end(key, hash, u, err) {
+	end := m.memory.end
+	if !keep {
+		end = m.memory.endWithoutAnswer
+	}
+	if end(key, hash, u, err) {
 		m.enqueue(owner)
 	}
 	if err != nil {
@@ -79,6 +97,9 @@ func (a applier) child(inst *unstructured.Unstructured, n *graph.Node, u *unstru
 	m.recordChild(key, inst.GetUID(), n.ID, u.GetUID())
 	if err := deleting(n, key, u.Object); err != nil {
 		return nil, entry, err // deleted while we applied
+	}
+	if !keep {
+		return nil, entry, nil
 	}
 	return u.Object, entry, nil
 }

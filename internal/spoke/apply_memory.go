@@ -11,8 +11,9 @@ import (
 
 // applyMemory is a member's memory of what it applied, which lets a
 // reconcile skip applies that would change nothing: per child, the hash of
-// its desired form, the resourceVersion and the API server's answer to our
-// last apply (compressed, observed.go). The child watches invalidate it
+// its desired form, the resourceVersion and, when something in the graph
+// reads it (graph.Graph.Reads), the API server's answer to our last apply
+// (compressed, observed.go). The child watches invalidate it
 // when somebody else writes a child or deletes it (drift). Our own writes
 // of instances are remembered by instanceMemory.
 type applyMemory struct {
@@ -43,10 +44,12 @@ func (k childKey) gvk() schema.GroupVersionKind { return k.kind.Value() }
 // are collected in seen: any that differs from the apply's result means
 // somebody else wrote too.
 type childState struct {
-	owner    types.NamespacedName
-	hash     desiredHash
-	rv       string
-	observed []byte // the apply's answer, compressed (observed.go)
+	owner types.NamespacedName
+	hash  desiredHash
+	rv    string
+	// observed is the apply's answer, compressed (observed.go); nil when
+	// the apply did not keep it (endWithoutAnswer).
+	observed []byte
 	inflight int
 	seen     []string
 }
@@ -57,15 +60,36 @@ const deletedRV = "<deleted>"
 type desiredHash uint64
 
 // applied returns the observed object of our last apply if desired (hash)
-// has not changed and nobody has touched the child since.
+// has not changed, nobody has touched the child since, and the answer was
+// kept.
 func (a *applyMemory) applied(key childKey, hash desiredHash) (map[string]any, bool) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	st := a.children[key]
-	if st == nil || st.inflight > 0 || st.hash == 0 || st.hash != hash {
+	st := a.current(key, hash)
+	if st == nil || st.observed == nil {
+		a.mu.Unlock()
 		return nil, false
 	}
-	return answerCodec.decode(key.gvk(), st.observed)
+	observed := st.observed
+	a.mu.Unlock()
+	return answerCodec.decode(key.gvk(), observed) // not under the lock: it decompresses
+}
+
+// unchanged reports whether desired (hash) has not changed since our last
+// apply and nobody has touched the child since: for a child whose answer
+// nothing reads.
+func (a *applyMemory) unchanged(key childKey, hash desiredHash) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.current(key, hash) != nil
+}
+
+// current is key's state if our last apply of hash still stands; a.mu held.
+func (a *applyMemory) current(key childKey, hash desiredHash) *childState {
+	st := a.children[key]
+	if st == nil || st.inflight > 0 || st.hash == 0 || st.hash != hash {
+		return nil
+	}
+	return st
 }
 
 // begin notes that an apply of key for owner is in flight.
@@ -81,13 +105,34 @@ func (a *applyMemory) begin(key childKey, owner types.NamespacedName) {
 	st.inflight++
 }
 
-// end records an apply's outcome. It reports whether another writer raced
-// with us, in which case the owner must be reconciled again.
+// end records an apply's outcome, keeping the API server's answer for
+// applied. It reports whether another writer raced with us, in which case
+// the owner must be reconciled again.
 func (a *applyMemory) end(key childKey, hash desiredHash, obj *unstructured.Unstructured, err error) bool {
 	var observed []byte
 	if err == nil {
 		observed = answerCodec.encode(key.gvk(), obj.Object) // not under the lock: it compresses
+		if observed == nil {
+			hash = 0 // not encoded: applied again next time
+		}
 	}
+	return a.record(key, hash, obj, err, observed)
+}
+
+// endWithoutAnswer is end for a child whose answer nothing reads: only
+// unchanged can tell the apply stands, and nothing of the answer is kept.
+// An answer that shows the child being deleted is not remembered, so that
+// the next reconcile applies again and waits for the deletion.
+func (a *applyMemory) endWithoutAnswer(key childKey, hash desiredHash, obj *unstructured.Unstructured, err error) bool {
+	if err == nil && obj.GetDeletionTimestamp() != nil {
+		hash = 0
+	}
+	return a.record(key, hash, obj, err, nil)
+}
+
+// record notes an apply's outcome, with observed its answer as kept (nil
+// for none); hash 0 asks for the next apply to be made.
+func (a *applyMemory) record(key childKey, hash desiredHash, obj *unstructured.Unstructured, err error, observed []byte) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.children[key]
@@ -103,9 +148,6 @@ func (a *applyMemory) end(key childKey, hash desiredHash, obj *unstructured.Unst
 		return false
 	}
 	st.hash, st.rv, st.observed = hash, obj.GetResourceVersion(), observed
-	if st.observed == nil {
-		st.hash = 0
-	}
 	raced := false
 	for _, rv := range st.seen {
 		if rv != st.rv {

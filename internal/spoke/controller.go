@@ -54,6 +54,10 @@ type controller struct {
 	// gets (defaults.go), built once for every cluster: it is only read.
 	// Nil when the graph has no structural schema.
 	defaults *structuralschema.Structural
+	// reads holds the ids of the nodes whose observed value something in
+	// the graph reads (graph.Graph.Reads): only their children's answers
+	// are kept.
+	reads map[string]bool
 }
 
 // QueueName is the name of a graph's work queue, the "name" label of its
@@ -78,6 +82,7 @@ func newController(parent context.Context, name string, v Version, opts Options)
 		// Per member, this was 12 KiB each on a hub with 5 graphs on
 		// 1,000 clusters.
 		defaults: crdschema.StorageSchema(g.CRD),
+		reads:    readNodes(g),
 	}
 	c.queue, c.retries = fair.NewQueue(QueueName(g.Name))
 	c.idle = sync.NewCond(&c.mu)
@@ -85,6 +90,17 @@ func newController(parent context.Context, name string, v Version, opts Options)
 		c.wg.Go(c.work)
 	}
 	return c
+}
+
+// readNodes is the set of g's nodes whose observed value g reads.
+func readNodes(g *graph.Graph) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range g.Nodes {
+		if g.Reads(n.ID) {
+			out[n.ID] = true
+		}
+	}
+	return out
 }
 
 // stop ends every member, shuts the queue down and waits for the workers.

@@ -77,6 +77,6 @@ func isActive(u *unstructured.Unstructured) bool {
 // until the instance watch has started.
 func (m *member) count() Count {
 	c := m.tally.Load().count()
-	c.Confirmed = m.states.active()
+	c.Confirmed, c.Errors = m.states.active(), m.states.errored()
 	return c
 }

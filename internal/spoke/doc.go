@@ -33,10 +33,11 @@
 // is kept for a namespace with nothing in flight, so a tenant whose
 // instances are slow to reconcile delays only itself; the queue hands
 // requests out in turns of clusters and namespaces, and failed requests are
-// retried under a rate limit per namespace; a reconcile stopped by one of
-// the graph's limits waits at least ten times what it took, so an instance
-// that spends its whole budget at every try holds at most a tenth of a
-// worker (package fair). A watch a reconcile needs
+// retried under a rate limit per namespace; the retries of reconciles
+// stopped by one of the graph's limits are paced per namespace, each ten
+// times what it took after the namespace's previous one, so a tenant whose
+// instances spend their whole budget at every try holds at most a tenth of
+// a worker, however many instances it has (package fair). A watch a reconcile needs
 // starts in the background; the reconcile waits for its initial list no
 // longer than for any other call.
 //
@@ -136,10 +137,15 @@
 //     name, or a label selector in a namespace), stopped when no instance
 //     refers to it any more; nothing else of a referenced kind is held;
 //   - per child we applied: the hash of its desired form, the
-//     resourceVersion and the API server's answer to our last apply,
+//     resourceVersion and, if something in the graph reads the node's
+//     observed value (another node, its readyWhen, the status:
+//     graph.Graph.Reads), the API server's answer to our last apply,
 //     without managedFields, as JSON compressed against the first answer of
 //     its kind (about 100 bytes for a Deployment's answer of 1.3 KB;
-//     decoded only when a reconcile reuses it);
+//     decoded only when a reconcile reuses it). A reconcile likewise holds
+//     the answers of a node's children until the node is done only when
+//     something reads them; children are rendered and applied in batches
+//     of at most 8 MiB;
 //   - per child we own: its owner's UID, node id and its own UID (the owned
 //     index, which finds an instance's children without a list);
 //   - per instance: its state, the resourceVersion last seen, its next

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -235,14 +236,22 @@ func gate(n *graph.Node, done map[string]*nodeResult) *nodeResult {
 // yet. The children of every node together are bounded by the graph's
 // Limits (MaxChildren, counted by Iterations before a level is applied;
 // MaxRenderedBytes, counted by Render).
+//
+// The answers are kept only for a node whose observed value something reads
+// (graph.Graph.Reads); nothing can tell another node's is missing.
 func (e evaluator) evalChildren(ctx context.Context, inst *unstructured.Unstructured, n *graph.Node, vals graph.Values, iterations []map[string]any, full bool) *nodeResult {
 	r := &nodeResult{state: nodeReady}
-	items := make([]any, 0, len(iterations))
+	keep := e.m.c.reads[n.ID]
+	var items []any
+	if keep {
+		items = make([]any, 0, len(iterations))
+	}
 	batch := e.renderBatch()
-	for start := 0; start < len(iterations); start += batch {
-		desired := make([]*unstructured.Unstructured, 0, batch)
-		for _, it := range iterations[start:min(start+batch, len(iterations))] {
-			u, err := n.Render(ctx, vals, it)
+	budget := graph.BudgetFrom(ctx)
+	for next := 0; next < len(iterations); {
+		desired := make([]*unstructured.Unstructured, 0, min(batch, len(iterations)-next))
+		for from := rendered(budget); next < len(iterations) && len(desired) < batch && rendered(budget)-from < renderBatchBytes; next++ {
+			u, err := n.Render(ctx, vals, iterations[next])
 			if err != nil {
 				failedR := evalError(n, "template", err)
 				failedR.entries = r.entries // applied already: not to be pruned
@@ -250,23 +259,50 @@ func (e evaluator) evalChildren(ctx context.Context, inst *unstructured.Unstruct
 			}
 			desired = append(desired, u)
 		}
-		for _, a := range e.applyAll(inst, n, desired, full) {
+		for _, a := range e.applyAll(inst, n, desired, full, keep) {
 			if a.err != nil {
 				return applyFailure(n, a, r)
 			}
 			r.entries = append(r.entries, a.entry)
-			items = append(items, a.observed)
+			if keep {
+				items = append(items, a.observed)
+			}
 		}
+	}
+	if held := answersHeld.Load(); held != nil {
+		(*held)(n.ID, len(items))
+	}
+	if !keep {
+		return r // nothing reads it: no readyWhen either
 	}
 	r.observed = observedValue(n.Collection, items)
 	return e.readiness(ctx, n, vals, r, items)
 }
 
 // renderBatch is how many children of one node are rendered before they
-// are applied: a few rounds of ItemConcurrency.
+// are applied: a few rounds of ItemConcurrency, fewer when they pass
+// renderBatchBytes.
 func (e evaluator) renderBatch() int {
 	return 4 * max(e.m.c.opts.ItemConcurrency, 1)
 }
+
+// renderBatchBytes bounds the bytes of one batch of rendered children (as
+// the Budget counts them, Limits.MaxRenderedBytes): children of a megabyte
+// are applied a few at a time, not thirty-two.
+const renderBatchBytes = 8 << 20
+
+// rendered is what b counted as rendered so far; 0 without a Budget.
+func rendered(b *graph.Budget) int64 {
+	if b == nil {
+		return 0
+	}
+	return b.Rendered()
+}
+
+// answersHeld, if set (tests), is told how many answers of the API server
+// a node's children held once they were all applied: none for a node
+// nothing reads.
+var answersHeld atomic.Pointer[func(node string, answers int)]
 
 // applyFailure turns a child's apply error into the node's result: a
 // child being deleted is waited for, one that belongs to someone else is a
@@ -300,10 +336,10 @@ type appliedChild struct {
 
 // applyAll applies a node's children, up to Options.ItemConcurrency at
 // once, and returns the answers in the children's order.
-func (e evaluator) applyAll(inst *unstructured.Unstructured, n *graph.Node, desired []*unstructured.Unstructured, full bool) []appliedChild {
+func (e evaluator) applyAll(inst *unstructured.Unstructured, n *graph.Node, desired []*unstructured.Unstructured, full, keep bool) []appliedChild {
 	out := make([]appliedChild, len(desired))
 	if len(desired) == 1 {
-		out[0] = e.applySafely(inst, n, desired[0], full)
+		out[0] = e.applySafely(inst, n, desired[0], full, keep)
 		return out
 	}
 	sem := make(chan struct{}, e.m.c.opts.ItemConcurrency)
@@ -312,7 +348,7 @@ func (e evaluator) applyAll(inst *unstructured.Unstructured, n *graph.Node, desi
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			out[i] = e.applySafely(inst, n, u, full)
+			out[i] = e.applySafely(inst, n, u, full, keep)
 		})
 	}
 	wg.Wait()
@@ -320,14 +356,14 @@ func (e evaluator) applyAll(inst *unstructured.Unstructured, n *graph.Node, desi
 }
 
 // applySafely is applyChild with a panic turned into the child's error.
-func (e evaluator) applySafely(inst *unstructured.Unstructured, n *graph.Node, u *unstructured.Unstructured, full bool) (a appliedChild) {
+func (e evaluator) applySafely(inst *unstructured.Unstructured, n *graph.Node, u *unstructured.Unstructured, full, keep bool) (a appliedChild) {
 	defer func() {
 		if p := recover(); p != nil {
 			a.entry = InventoryEntry{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Node: n.ID}
 			a.err = panicError("applying "+u.GetKind()+" "+u.GetName(), p)
 		}
 	}()
-	a.observed, a.entry, a.err = e.m.applier.child(inst, n, u, full)
+	a.observed, a.entry, a.err = e.m.applier.child(inst, n, u, full, keep)
 	return a
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -192,4 +193,26 @@ func TestReferrersAreFoundByNameOrSelector(t *testing.T) {
 	m.refs.set(byName, nil)
 	assert.Empty(t, m.refs.referrers(secret, obj("creds", nil)), "references dropped are unindexed")
 	assert.Len(t, m.refs.index, 1)
+}
+
+// A child whose answer nothing reads is remembered without it: an unchanged
+// apply is still skipped, a reader that needs the answer applies again,
+// and an answer that shows the child being deleted is not remembered.
+func TestAnApplyRememberedWithoutItsAnswer(t *testing.T) {
+	m := testMember()
+	m.memory.begin(cmKey, types.NamespacedName{Name: "owner"})
+	assert.False(t, m.memory.endWithoutAnswer(cmKey, 1, applied("5"), nil))
+	assert.True(t, m.memory.unchanged(cmKey, 1))
+	assert.False(t, m.memory.unchanged(cmKey, 2), "a changed desired form")
+	_, ok := m.memory.applied(cmKey, 1)
+	assert.False(t, ok, "no answer to hand a reader")
+	assert.False(t, m.memory.observed(cmKey, "5"), "the echo of our own apply")
+	assert.True(t, m.memory.unchanged(cmKey, 1))
+
+	deleting := applied("6")
+	now := metav1.Now()
+	deleting.SetDeletionTimestamp(&now)
+	m.memory.begin(cmKey, types.NamespacedName{Name: "owner"})
+	m.memory.endWithoutAnswer(cmKey, 1, deleting, nil)
+	assert.False(t, m.memory.unchanged(cmKey, 1), "a child being deleted is applied again")
 }

@@ -35,6 +35,10 @@ type Count struct {
 	// that could not be written: a rollout's health gate reads this, not
 	// Ready.
 	Confirmed int
+	// Errors is the number of instances that the version serving the
+	// cluster has itself reconciled to ERROR, last time it reconciled
+	// them, whether or not it could write that state.
+	Errors int
 }
 
 // Runtime serves compiled graphs on every engaged cluster. Its methods are

@@ -2,6 +2,7 @@ package spoke
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -82,16 +83,29 @@ func (s *instanceStates) spansNamespaces() bool { return s.spans.Load() }
 // active returns how many instances this member last reconciled to
 // ACTIVE. Members serve one version each, so these are the instances that
 // version has confirmed, whatever state an earlier one wrote.
-func (s *instanceStates) active() int {
+func (s *instanceStates) active() int { return s.inState(contract.StateActive) }
+
+// errored returns how many instances this member last reconciled to
+// ERROR: like active, whatever an earlier version wrote.
+func (s *instanceStates) errored() int { return s.inState(contract.StateError) }
+
+func (s *instanceStates) inState(want string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
 	for _, state := range s.states {
-		if state == contract.StateActive {
+		if state == want {
 			n++
 		}
 	}
 	return n
+}
+
+// snapshot returns a copy of every instance's state.
+func (s *instanceStates) snapshot() map[types.NamespacedName]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.states)
 }
 
 // keys returns the instances with a state.

@@ -5,9 +5,11 @@
 //
 //   - NewQueue's order hands requests out in turns of clusters and, within
 //     a cluster, of namespaces (queue.go), and limits the retries of failed
-//     requests per namespace rather than for the whole queue, and makes a
-//     reconcile stopped by a limit (ErrStoppedByLimit) wait at least ten
-//     times what it took (retry.go);
+//     requests per namespace rather than for the whole queue, and paces
+//     the retries of reconciles stopped by a limit (ErrStoppedByLimit) per
+//     namespace, each ten times what it took after the namespace's
+//     previous one, so that together they hold a tenth of a worker
+//     (retry.go);
 //   - Slots decides whether one more reconcile of a namespace may start
 //     within a cluster's share of the workers, parks it if not, and says
 //     which parked requests fit once one ends (slots.go).

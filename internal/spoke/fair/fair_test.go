@@ -104,13 +104,43 @@ func TestAnInstancesBackoffStillGrows(t *testing.T) {
 
 func TestARetryAfterALimitWaitsTenTimesWhatTheReconcileTook(t *testing.T) {
 	l := newRetries()
+	now := time.Unix(1000, 0)
+	l.now = func() time.Time { return now }
 	heavy, other := req("", "heavy", "app"), req("", "heavy", "other")
 	stopped := fmt.Errorf("template: ... (Limits.InstanceTimeout): %w", ErrStoppedByLimit)
 	assert.Equal(t, 20*time.Second, l.After(heavy, fmt.Errorf("reconciling: %w", stopped), 2*time.Second),
 		"an instance that spent 2 s and was stopped by a limit waits 20 s, not the backoff's 5 ms")
-	assert.Equal(t, 2*retryBase, l.After(heavy, stopped, time.Millisecond), "a quick one waits its backoff, which still grows")
 	assert.Equal(t, retryBase, l.After(other, errors.New("the API server said no"), 2*time.Second),
 		"any other failure waits its backoff alone, however long it took")
+	now = now.Add(time.Minute)
+	assert.Equal(t, 2*retryBase, l.After(heavy, stopped, time.Millisecond), "a quick one waits its backoff, which still grows")
+}
+
+// A namespace's many instances stopped by limits take turns: each retry
+// is paced after the previous one of its namespace, so together they hold
+// a tenth of a worker's time, and another namespace's are not paced behind
+// them.
+func TestRetriesAfterALimitArePacedPerNamespace(t *testing.T) {
+	l := newRetries()
+	now := time.Unix(1000, 0)
+	l.now = func() time.Time { return now }
+	var waits []time.Duration
+	for i := range 16 {
+		waits = append(waits, l.After(req("", "heavy", fmt.Sprint(i)), ErrStoppedByLimit, 2*time.Second))
+	}
+	for i, w := range waits {
+		assert.Equal(t, time.Duration(i+1)*20*time.Second, w, "retry %d of the heavy namespace", i)
+	}
+	assert.Equal(t, 20*time.Second, l.After(req("", "benign", "app"), ErrStoppedByLimit, 2*time.Second),
+		"another namespace is paced on its own")
+	assert.Equal(t, 20*time.Second, l.After(req("other", "heavy", "0"), ErrStoppedByLimit, 2*time.Second),
+		"and so is the same namespace on another cluster")
+
+	now = now.Add(time.Hour)
+	l.When(req("", "benign", "app2"))
+	l.mu.Lock()
+	assert.Empty(t, l.paced, "paces that have passed are dropped")
+	l.mu.Unlock()
 }
 
 // admitN admits n requests of ns, named prefix-i, and returns how many

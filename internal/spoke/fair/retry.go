@@ -28,7 +28,8 @@ const (
 	// full bucket is the same as none, so it is then dropped.
 	retryRefill = retryBurst / retryQPS * time.Second
 	// limitRetryFactor is how many times what a reconcile stopped by a
-	// limit took its retry waits at least (After).
+	// limit took its retry waits at least after its flow's previous one
+	// (After).
 	limitRetryFactor = 10
 )
 
@@ -47,6 +48,9 @@ type Retries struct {
 
 	mu    sync.Mutex
 	flows map[flow]*rate.Limiter
+	// paced holds, per flow, when the last retry of a reconcile stopped
+	// by a limit was scheduled to have paid for its time (After).
+	paced map[flow]time.Time
 	swept time.Time
 }
 
@@ -55,6 +59,7 @@ func newRetries() *Retries {
 		items: workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](retryBase, retryMax),
 		now:   time.Now,
 		flows: map[flow]*rate.Limiter{},
+		paced: map[flow]time.Time{},
 	}
 }
 
@@ -76,24 +81,46 @@ func (l *Retries) When(req mcreconcile.Request) time.Duration {
 
 // After is how long req waits before it is retried after a reconcile that
 // took took and failed with err: When's backoff, and for a reconcile
-// stopped by one of the graph's limits (ErrStoppedByLimit) at least
-// limitRetryFactor times what it took. Such a failure comes back the same
-// until the instance changes, and it may have spent its whole budget
-// (Limits.InstanceTimeout): retried at the backoff's first steps (5 ms,
-// 10 ms, ...) an instance that spends 2 s each time would hold a worker
-// for half a minute, and a tenant with a few of them every worker of the
-// graph and the hub's CPU. With the floor it holds at most
-// 1/(1+limitRetryFactor) of a worker's time.
+// stopped by one of the graph's limits (ErrStoppedByLimit) the flow's pace.
+// Such a failure comes back the same until the instance changes, and it
+// may have spent its whole budget (Limits.InstanceTimeout): retried at the
+// backoff's first steps (5 ms, 10 ms, ...) an instance that spends 2 s each
+// time would hold a worker for half a minute, and a tenant with a few of
+// them every worker of the graph and the hub's CPU.
+//
+// The pace is per flow, not per instance: each such retry is scheduled
+// limitRetryFactor times what its reconcile took after the flow's previous
+// one, so that a namespace's reconciles stopped by limits together hold at
+// most 1/(1+limitRetryFactor) of a worker's time, however many instances
+// it has (sixteen instances spending 2 s each held 1.5 of the machine's
+// two cores when each instance had that floor of its own).
 func (l *Retries) After(req mcreconcile.Request, err error, took time.Duration) time.Duration {
 	delay := l.When(req)
 	if errors.Is(err, ErrStoppedByLimit) {
-		delay = max(delay, limitRetryFactor*took)
+		delay = max(delay, l.pace(req, took))
 	}
 	return delay
 }
 
+// pace schedules a retry of req's flow limitRetryFactor times took after
+// the flow's previous one, or after now, and returns how long it waits.
+func (l *Retries) pace(req mcreconcile.Request, took time.Duration) time.Duration {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := flowOf(req)
+	at := l.paced[f]
+	if at.Before(now) {
+		at = now
+	}
+	at = at.Add(limitRetryFactor * took)
+	l.paced[f] = at
+	return at.Sub(now)
+}
+
 // sweepLocked drops, at most once per retryRefill, the buckets that are
-// full again, so that the map holds only flows that failed lately.
+// full again and the paces that have passed, so that the maps hold only
+// flows that failed lately.
 func (l *Retries) sweepLocked(now time.Time) {
 	if now.Sub(l.swept) < retryRefill {
 		return
@@ -102,6 +129,11 @@ func (l *Retries) sweepLocked(now time.Time) {
 	for f, b := range l.flows {
 		if b.TokensAt(now) >= retryBurst {
 			delete(l.flows, f)
+		}
+	}
+	for f, at := range l.paced {
+		if at.Before(now) {
+			delete(l.paced, f)
 		}
 	}
 }

@@ -128,6 +128,33 @@ type GraphRolloutSpec struct {
 	// deadline passed), and ends the rollout RolledBack with the reason.
 	// Defaults to "Pause".
 	OnFailure string `json:"onFailure,omitempty"`
+
+	// Holds pin clusters to the revision each serves when the hold first
+	// takes it (status.clusters[].desired records it, with held true): the
+	// rollout goes on elsewhere and skips them (a held cluster counts
+	// neither toward its wave's health nor toward its maxFailures), and
+	// neither a new revision nor spec.rollbackTo moves them. Removing the
+	// hold lets the cluster catch up through the wave logic: at once if its
+	// wave has already taken the target, else when its wave starts. At
+	// most MaxHolds. Defaults to none.
+	Holds []Hold `json:"holds,omitempty"`
+}
+
+// MaxHolds is how many holds a GraphRollout may have.
+const MaxHolds = 64
+
+// MaxHoldClusters is how many cluster names one hold may list.
+const MaxHoldClusters = 256
+
+// Hold pins clusters, by name or by label selector (exactly one), to the
+// revision each serves.
+type Hold struct {
+	// Clusters names the held clusters.
+	Clusters []string `json:"clusters,omitempty"`
+	// ClusterSelector holds the placed clusters whose labels match.
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	// Reason says why, for status and events. Defaults to "".
+	Reason string `json:"reason,omitempty"`
 }
 
 // Wave picks clusters by exactly one of a selector, a count or a share.
@@ -175,7 +202,32 @@ type HealthPolicy struct {
 	ReadyPercent *int32 `json:"readyPercent,omitempty"`
 	// SoakSeconds is how long a wave must stay healthy. Defaults to 0.
 	SoakSeconds int64 `json:"soakSeconds,omitempty"`
+
+	// MaxErrorPercent is the largest share of a cluster's instances that
+	// may be in ERROR, as the revision being rolled out itself reconciled
+	// them (an ERROR an earlier revision wrote does not count, nor does an
+	// ACTIVE that hides an ERROR the new revision could not write). Nil
+	// puts no bound beyond ReadyPercent. Defaults to nil.
+	MaxErrorPercent *int32 `json:"maxErrorPercent,omitempty"`
+	// InstanceCondition is a CEL expression over each instance, as
+	// `instance` (typed by the graph's generated CRD: metadata, spec and
+	// status), that must be true for the instance to count as Ready: for
+	// example `instance.status.availableReplicas >= instance.spec.replicas`.
+	// It is type-checked against each revision rolled out; one that does
+	// not compile holds the rollout (condition HealthConditionValid False,
+	// an event naming the expression). Each evaluation is bounded by the
+	// graph's CEL limits; one that fails or passes a limit counts the
+	// instance as not Ready. Defaults to "" (none).
+	InstanceCondition string `json:"instanceCondition,omitempty"`
 }
+
+// MaxInstanceConditionLength is the longest InstanceCondition accepted.
+const MaxInstanceConditionLength = 4096
+
+// ConditionHealthConditionValid is the GraphRollout status condition that
+// says whether spec.health.instanceCondition type-checks against the
+// revision being rolled out.
+const ConditionHealthConditionValid = "HealthConditionValid"
 
 // GraphRolloutStatus is the rollout's progress, written by the hub.
 type GraphRolloutStatus struct {
@@ -218,6 +270,8 @@ type GraphRolloutStatus struct {
 	Failed []RolloutCluster `json:"failed,omitempty"`
 	// ObservedGeneration is the generation of the spec the status is for.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: HealthConditionValid.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// Moving, for a wave with maxConcurrency, lists the clusters allowed
 	// the target revision that are not healthy or failed yet, with since
@@ -251,8 +305,23 @@ type RolloutCluster struct {
 	Wave int32 `json:"wave"`
 	// Revision is the revision serving the cluster (0: none).
 	Revision int64 `json:"revision,omitempty"`
-	// Message says why the cluster is not healthy, if it is not.
+	// Message says why the cluster is not healthy, if it is not (in
+	// status.clusters: why it failed, or why it waits).
 	Message string `json:"message,omitempty"`
+
+	// The fields below are filled in status.clusters only.
+
+	// Desired is the revision the rollout wants the cluster to serve now:
+	// the target once its wave has started, the revision it went back to
+	// after a failure, the pinned one while held, else what it serves.
+	Desired int64 `json:"desired,omitempty"`
+	// FailedRevision is the revision the cluster failed (0: none); Message
+	// says why.
+	FailedRevision int64 `json:"failedRevision,omitempty"`
+	// Held reports that a hold (spec.holds) pins the cluster at Desired;
+	// HoldReason is the hold's reason.
+	Held       bool   `json:"held,omitempty"`
+	HoldReason string `json:"holdReason,omitempty"`
 }
 
 // RolloutApproval is one approval the hub acted upon.
@@ -294,16 +363,18 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 		"graph":                   {Type: "string", MinLength: ptr.To[int64](1)},
 		"clusterSelector":         selector,
 		"waves":                   {Type: "array", MaxItems: ptr.To[int64](MaxWaves), Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &wave}},
-		"health":                  obj(map[string]apiextensionsv1.JSONSchemaProps{"readyPercent": {Type: "integer", Minimum: ptr.To(0.0), Maximum: ptr.To(100.0)}, "soakSeconds": nonNegative}),
+		"health":                  healthSchema(nonNegative),
 		"progressDeadlineSeconds": nonNegative,
 		"paused":                  {Type: "boolean"},
 		"rollbackTo":              nonNegative,
+		"holds":                   holdsSchema(selector),
 		"onFailure": {Type: "string", Enum: []apiextensionsv1.JSON{
 			{Raw: []byte(`""`)}, {Raw: []byte(`"` + OnFailurePause + `"`)}, {Raw: []byte(`"` + OnFailureRollback + `"`)},
 		}},
 	}, "graph")
 	cluster := obj(map[string]apiextensionsv1.JSONSchemaProps{
 		"name": str, "wave": integer, "revision": integer, "message": str,
+		"desired": integer, "failedRevision": integer, "held": {Type: "boolean"}, "holdReason": str,
 	}, "name")
 	clusters := apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &cluster}}
 	approval := obj(map[string]apiextensionsv1.JSONSchemaProps{
@@ -315,6 +386,7 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 		"resumed": str, "awaitingApproval": str,
 		"approvals": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &approval}},
 		"message":   str, "clusters": clusters, "holdingBack": clusters, "failed": clusters, "observedGeneration": integer,
+		"conditions": conditionsSchema(),
 		"moving": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: ptr.To(obj(map[string]apiextensionsv1.JSONSchemaProps{
 			"name": str, "since": {Type: "string", Format: "date-time"},
 		}, "name"))}},
@@ -339,9 +411,46 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 			{Name: "AWAITING-APPROVAL", Type: "string", JSONPath: ".status.awaitingApproval"},
 			{Name: "FAILED", Type: "string", JSONPath: ".status.failed[*].name"},
 			{Name: "MOVING", Type: "string", JSONPath: ".status.moving[*].name"},
+			{Name: "HELD", Type: "string", JSONPath: ".status.clusters[?(@.held)].name"},
 			{Name: "AGE", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 		},
 	})
+}
+
+// healthSchema is spec.health's schema.
+func healthSchema(nonNegative apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps {
+	percent := apiextensionsv1.JSONSchemaProps{Type: "integer", Minimum: ptr.To(0.0), Maximum: ptr.To(100.0)}
+	return object(map[string]apiextensionsv1.JSONSchemaProps{
+		"readyPercent": percent, "soakSeconds": nonNegative, "maxErrorPercent": percent,
+		"instanceCondition": {Type: "string", MaxLength: ptr.To[int64](MaxInstanceConditionLength)},
+	})
+}
+
+// holdsSchema is spec.holds' schema: each hold names clusters or selects
+// them, not both.
+func holdsSchema(selector apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps {
+	name := apiextensionsv1.JSONSchemaProps{Type: "string", MaxLength: ptr.To[int64](253)}
+	hold := object(map[string]apiextensionsv1.JSONSchemaProps{
+		"clusters":        {Type: "array", MaxItems: ptr.To[int64](MaxHoldClusters), Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &name}},
+		"clusterSelector": selector,
+		"reason":          {Type: "string", MaxLength: ptr.To[int64](256)},
+	})
+	hold.XValidations = apiextensionsv1.ValidationRules{{
+		Rule:    "has(self.clusters) != has(self.clusterSelector)",
+		Message: "a hold has exactly one of clusters, clusterSelector",
+	}}
+	return apiextensionsv1.JSONSchemaProps{Type: "array", MaxItems: ptr.To[int64](MaxHolds), Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &hold}}
+}
+
+// conditionsSchema is the schema of a list of metav1.Conditions.
+func conditionsSchema() apiextensionsv1.JSONSchemaProps {
+	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	cond := object(map[string]apiextensionsv1.JSONSchemaProps{
+		"type": str, "status": str, "reason": str, "message": str,
+		"observedGeneration": {Type: "integer", Format: "int64"},
+		"lastTransitionTime": {Type: "string", Format: "date-time"},
+	}, "type", "status")
+	return apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &cond}}
 }
 
 // object is an OpenAPI object schema with the given properties.

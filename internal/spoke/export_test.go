@@ -1,0 +1,32 @@
+package spoke
+
+// KeptAnswerBytes is how many bytes of apply answers the members serving
+// the named graph keep in their apply memories, for tests.
+func KeptAnswerBytes(rt *Runtime, graphName string) int {
+	rt.mu.Lock()
+	gv := rt.graphs[graphName]
+	rt.mu.Unlock()
+	if gv == nil {
+		return 0
+	}
+	total := 0
+	for _, c := range gv.controllers() {
+		c.mu.Lock()
+		for _, m := range c.members {
+			m.memory.mu.Lock()
+			for _, st := range m.memory.children {
+				total += len(st.observed)
+			}
+			m.memory.mu.Unlock()
+		}
+		c.mu.Unlock()
+	}
+	return total
+}
+
+// OnAnswersHeld has f told, until the test ends, how many answers of the
+// API server each node's children held once they were all applied.
+func OnAnswersHeld(t interface{ Cleanup(func()) }, f func(node string, answers int)) {
+	answersHeld.Store(&f)
+	t.Cleanup(func() { answersHeld.Store(nil) })
+}
