@@ -2,6 +2,10 @@
 
 GO          ?= go
 GOTESTFLAGS ?=
+# Packages whose tests take longest, named first: go test starts packages'
+# test binaries in the order given (-p at a time), so a long pole named last
+# (./... is alphabetical, and sdk is near its end) would run alone at the end.
+TEST_FIRST  ?= ./sdk/ ./providers/kcp/ ./internal/spoke/ ./examples/kcp/ ./cmd/fleetgraph-hub/ ./internal/cli/
 # Integration tests start real API servers; give a slow machine room.
 TEST_TIMEOUT ?= 40m
 
@@ -32,7 +36,7 @@ test-unit: ## Fast tests: no API servers.
 .PHONY: test-integration
 test-integration: envtest-assets kcp-assets ## Unit and integration tests against real API servers.
 	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
-		$(GO) test -race -tags integration -count=1 -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./...
+		$(GO) test -race -tags integration -count=1 -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) $(TEST_FIRST) ./...
 
 .PHONY: test-kro
 test-kro: envtest-assets ## kro v0.9.3 as the oracle: compile (hack/krodiff's corpus) and behaviour (kro's controller vs the hub).

@@ -122,7 +122,8 @@ func readLocale(ct *assert.CollectT, c client.Client) localeChildren {
 // platform gives by ClusterValues reach the clusters its selector picks,
 // and changing them reconciles again only those clusters' instances.
 func TestGraphsReadTheClusterTheyServe(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 3)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 3) // its own: the secret provider engages every kubeconfig Secret on its hub cluster, and ClusterValues there reach every Hub
 	h, err := sdk.NewHub(secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}), sdk.Options{DisableRGDController: true})
 	require.NoError(t, err)
 	fgtesting.Start(t, func(ctx context.Context) error { return h.Run(ctx, fleet.Hub.Config) })

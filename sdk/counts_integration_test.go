@@ -26,47 +26,54 @@ const countedInstances = 200
 // none of the instances (all are suspended meanwhile), and 50 of them are
 // not ACTIVE.
 func TestFleetStatusCountsTheSpokesInstancesAfterARestart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	fleet := fgtesting.StartFleet(t, 1)
-	c := newClient(t, fleet.Spoke("spoke-1").Config)
+	fleet := sharedFleet(t)
+	spoke := fleet.Spoke("spoke-1")
+	c := newClient(t, spoke.Config)
 	opts := sdk.Options{DisableRGDController: true}
-	provider, err := fleet.NewProvider(ctx)
-	require.NoError(t, err)
-	h, stop := startStoppableHub(t, fleet.Hub.Config, provider, opts)
-	require.NoError(t, h.RegisterGraph(ctx, readRGD(t, "testdata/cache-rgd.yaml")))
-	createWhenServed(t, c, instance(cacheGVK, "c-000", map[string]any{}))
-	names := []string{"c-000"}
-	for i := 1; i < countedInstances; i++ {
-		names = append(names, fmt.Sprintf("c-%03d", i))
+	rgd, gvk := renamedRGD(readRGD(t, "testdata/cache-rgd.yaml"), "counted", "CountedCache")
+	h, stop := startStoppableHub(t, fleet.Hub.Config, spokeProvider(t, spoke), opts)
+	require.NoError(t, h.RegisterGraph(ctx, rgd.DeepCopy()))
+	names := make([]string, countedInstances)
+	for i := range names {
+		names[i] = fmt.Sprintf("counted-%03d", i)
 	}
+	createWhenServed(t, c, instance(gvk, names[0], map[string]any{}))
 	eachOf(t, names[1:], func(name string) error {
-		return c.Create(ctx, instance(cacheGVK, name, map[string]any{}))
+		return c.Create(ctx, instance(gvk, name, map[string]any{}))
 	})
-	requireCounts(t, h, countedInstances, countedInstances)
+	requireCounts(t, h, rgd.Name, countedInstances, countedInstances)
 	stop()
 
 	suspend := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, contract.AnnotationReconcile, contract.ReconcileSuspended)
 	eachOf(t, names, func(name string) error {
-		return c.Patch(ctx, instance(cacheGVK, name, nil), client.RawPatch(types.MergePatchType, []byte(suspend)))
+		return c.Patch(ctx, instance(gvk, name, nil), client.RawPatch(types.MergePatchType, []byte(suspend)))
 	})
 	eachOf(t, names[:50], func(name string) error {
-		return c.Status().Patch(ctx, instance(cacheGVK, name, nil),
+		return c.Status().Patch(ctx, instance(gvk, name, nil),
 			client.RawPatch(types.MergePatchType, []byte(`{"status":{"state":"IN_PROGRESS"}}`)))
 	})
 
-	provider2, err := fleet.NewProvider(ctx)
-	require.NoError(t, err)
-	h2, _ := startStoppableHub(t, fleet.Hub.Config, provider2, opts)
-	require.NoError(t, h2.RegisterGraph(ctx, readRGD(t, "testdata/cache-rgd.yaml")))
-	requireCounts(t, h2, countedInstances, countedInstances-50)
+	h2, _ := startStoppableHub(t, fleet.Hub.Config, spokeProvider(t, spoke), opts)
+	require.NoError(t, h2.RegisterGraph(ctx, rgd.DeepCopy()))
+	requireCounts(t, h2, rgd.Name, countedInstances, countedInstances-50)
 }
 
-// requireCounts waits until the cache graph's FleetStatus shows total
-// instances, ready of them ACTIVE, on spoke-1.
-func requireCounts(t *testing.T, h *sdk.Hub, total, ready int) {
+// spokeProvider returns a provider that engages only the given spoke.
+func spokeProvider(t *testing.T, spoke *fgtesting.Cluster) *fgtesting.Provider {
+	t.Helper()
+	p := fgtesting.NewProvider()
+	require.NoError(t, p.AddConfig(context.Background(), spoke.Name, spoke.Config))
+	return p
+}
+
+// requireCounts waits until the graph's FleetStatus shows total instances,
+// ready of them ACTIVE, on its one cluster.
+func requireCounts(t *testing.T, h *sdk.Hub, graph string, total, ready int) {
 	t.Helper()
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		st := h.FleetStatus("cache")
+		st := h.FleetStatus(graph)
 		require.Len(ct, st.Clusters, 1)
 		assert.Equal(ct, [2]int{total, ready}, [2]int{st.Clusters[0].Instances, st.Clusters[0].ReadyInstances},
 			"instances and ready instances")

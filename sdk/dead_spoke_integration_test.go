@@ -18,6 +18,7 @@ import (
 // as Unreachable (the hub's probe) and retried, and it drops out once its
 // provider removes it.
 func TestADeadSpokeDelaysOnlyItself(t *testing.T) {
+	t.Parallel()
 	fleet, provider, h := startHubWithDeadSpoke(t)
 	ctx := context.Background()
 	require.NoError(t, h.RegisterGraph(ctx, readRGD(t, "testdata/webapp-rgd.yaml")))
@@ -43,7 +44,7 @@ func TestADeadSpokeDelaysOnlyItself(t *testing.T) {
 // on a loaded machine). The provider keeps spoke-2 until it is removed.
 func startHubWithDeadSpoke(t *testing.T) (*fgtesting.Fleet, *fgtesting.Provider, *sdk.Hub) {
 	t.Helper()
-	fleet := fgtesting.StartFleet(t, 2)
+	fleet := fgtesting.StartFleet(t, 2) // its own: spoke-2 is stopped
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
 	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})

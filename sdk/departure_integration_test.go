@@ -32,10 +32,11 @@ import (
 // reached: its admission policy goes and its instances are released, so a
 // delete there finishes without the hub, and their children stay.
 func TestASpokeThatLeavesTheFleetIsCleanedUp(t *testing.T) {
+	t.Parallel()
 	const grace = time.Second
 	ctx := context.Background()
 	gvk := schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "WebApp"}
-	fleet := fgtesting.StartFleet(t, 2)
+	fleet := fgtesting.StartFleet(t, 2) // its own: spoke-2 leaves it and is cleaned of what hubs installed there
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
 	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, DepartureGrace: grace})
@@ -69,13 +70,14 @@ func TestASpokeThatLeavesTheFleetIsCleanedUp(t *testing.T) {
 // Rotated credentials re-engage a spoke under the same name: that is no
 // departure, and nothing is released or unbound there.
 func TestARotatedKubeconfigIsNotADeparture(t *testing.T) {
+	t.Parallel()
 	// Far shorter than re-engaging a rotated cluster takes (a probe, a new
 	// client, a cache to sync): a rotation is told from a departure by the
 	// provider still knowing the cluster, not by a race against the clock.
 	const grace = 200 * time.Millisecond
 	ctx := context.Background()
 	gvk := schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "WebApp"}
-	fleet := fgtesting.StartFleet(t, 1)
+	fleet := fgtesting.StartFleet(t, 1) // its own: the secret provider reads the hub's Secrets, and a user is added to spoke-1
 	s1 := fleet.Spoke("spoke-1")
 	hubClient, c := newClient(t, fleet.Hub.Config), newClient(t, s1.Config)
 

@@ -210,6 +210,7 @@ func TestFakeHubClusterRunsTheRGDController(t *testing.T) {
 // runs a new hub in the same process must not see the old one's clusters
 // in its metrics, even for reconciles that were in flight at the stop.
 func TestStoppedHubLeavesNoClusterSeries(t *testing.T) {
+	t.Parallel() // its graph's name is its own: no other test has series for it
 	h, clusters, stop := startStoppableFakeFleet(t)
 	ctx := context.Background()
 	rgd := readRGD(t, "../examples/quickstart/webapp.yaml")

@@ -66,7 +66,8 @@ func crdExists(t *testing.T, c *fgtesting.Cluster, name string) bool {
 // A spoke that lacks a kind the graph uses is reported Incompatible and not
 // served, and is served as soon as the kind appears.
 func TestFanOutWaitsForChildKinds(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 2)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 2) // its own: it installs the Widget CRD, one spoke after the other
 	require.NoError(t, fleet.Spoke("spoke-1").InstallCRDs(widgetCRD()))
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
@@ -94,26 +95,29 @@ func TestFanOutWaitsForChildKinds(t *testing.T) {
 // unless the RGD opts in; an unregistered graph's CRD is deleted only where
 // no instance is left, and only when asked.
 func TestFanOutGuardsServedSchemas(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 2)
+	t.Parallel()
+	fleet := sharedFleet(t)
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
 	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, DeleteCRDsOnUnregister: true})
 	ctx := context.Background()
-	require.NoError(t, h.RegisterGraph(ctx, readRGD(t, "testdata/webapp-rgd.yaml")))
+	rgd, gvk := renamedRGD(readRGD(t, "testdata/webapp-rgd.yaml"), "guarded", "GuardedWebApp")
+	crd := crdName(gvk)
+	require.NoError(t, h.RegisterGraph(ctx, rgd.DeepCopy()))
 	c1 := newClient(t, fleet.Spoke("spoke-1").Config)
-	createWhenServed(t, c1, instance(webAppGVK, "keep", map[string]any{"name": "keep"}))
-	requireState(t, c1, webAppGVK, "keep", "ACTIVE")
+	createWhenServed(t, c1, instance(gvk, "keep", map[string]any{"name": "keep"}))
+	requireState(t, c1, gvk, "keep", "ACTIVE")
 
 	// The fan-out installed the admission policy next to the CRD: a new
 	// instance comes back from its create with the finalizer and kinds.
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		probe := instance(webAppGVK, "probe", map[string]any{"name": "probe"})
+		probe := instance(gvk, "guarded-probe", map[string]any{"name": "guarded-probe"})
 		require.NoError(ct, c1.Create(ctx, probe, client.DryRunAll))
 		assert.Contains(ct, probe.GetFinalizers(), contract.Finalizer)
 		assert.Equal(ct, "v1/ConfigMap,apps/v1/Deployment", probe.GetAnnotations()[contract.AnnotationChildKinds])
 	}, wait, tick)
 
-	narrowed := readRGD(t, "testdata/webapp-rgd.yaml")
+	narrowed := rgd.DeepCopy()
 	narrowed.Spec.Schema.Spec.Raw = []byte(`{"name":"string | required=true","replicas":"integer | default=1"}`)
 	narrowed.Spec.Resources[0].Template.Raw = []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"${schema.spec.name}-config"}}`)
 	narrowed.Spec.Resources[1].Template.Raw = []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"${schema.spec.name}"},` +
@@ -121,7 +125,7 @@ func TestFanOutGuardsServedSchemas(t *testing.T) {
 		`"spec":{"containers":[{"name":"web","image":"nginx"}]}}}}`)
 	require.NoError(t, h.RegisterGraph(ctx, narrowed))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		for _, c := range h.FleetStatus("webapp").Clusters {
+		for _, c := range h.FleetStatus(rgd.Name).Clusters {
 			assert.Equal(ct, "Incompatible", string(c.CRD), c.Cluster)
 			assert.Contains(ct, c.Message, "image", "the message names the removed field")
 		}
@@ -130,27 +134,29 @@ func TestFanOutGuardsServedSchemas(t *testing.T) {
 	narrowed.Annotations = map[string]string{v1alpha1.AnnotationAllowBreakingChanges: "true"}
 	require.NoError(t, h.RegisterGraph(ctx, narrowed))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.Equal(ct, map[string]string{"spoke-1": "Established 1/1", "spoke-2": "Established 0/0"}, clusterStates(h, "webapp"))
+		assert.Equal(ct, map[string]string{"spoke-1": "Established 1/1", "spoke-2": "Established 0/0"}, clusterStates(h, rgd.Name))
 	}, wait, tick)
 
-	require.NoError(t, h.UnregisterGraph(ctx, "webapp"))
+	require.NoError(t, h.UnregisterGraph(ctx, rgd.Name))
 	require.Eventually(t, func() bool {
-		return !policyExists(t, fleet.Spoke("spoke-1")) && !policyExists(t, fleet.Spoke("spoke-2"))
+		return !policyExists(t, fleet.Spoke("spoke-1"), crd) && !policyExists(t, fleet.Spoke("spoke-2"), crd)
 	}, wait, tick, "the policy leaves every spoke at once")
-	assert.True(t, crdExists(t, fleet.Spoke("spoke-1"), "webapps.kro.run"), "a CRD with instances left stays")
-	assert.True(t, crdExists(t, fleet.Spoke("spoke-2"), "webapps.kro.run"), "CRDs go once the removal is otherwise done")
-	require.NoError(t, c1.Delete(ctx, instance(webAppGVK, "keep", nil)))
+	assert.True(t, crdExists(t, fleet.Spoke("spoke-1"), crd), "a CRD with instances left stays")
+	assert.True(t, crdExists(t, fleet.Spoke("spoke-2"), crd), "CRDs go once the removal is otherwise done")
+	require.NoError(t, c1.Delete(ctx, instance(gvk, "keep", nil)))
 	for _, s := range []string{"spoke-1", "spoke-2"} {
-		require.Eventually(t, func() bool { return !crdExists(t, fleet.Spoke(s), "webapps.kro.run") }, wait, tick,
+		require.Eventually(t, func() bool { return !crdExists(t, fleet.Spoke(s), crd) }, wait, tick,
 			"an unused CRD is deleted on request once the last instance is finalized (%s)", s)
 	}
 	_, err = configMapData(c1, "keep-config")
 	assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "the last instance was finalized: its children are gone")
 }
 
-func policyExists(t *testing.T, c *fgtesting.Cluster) bool {
+// policyExists reports whether the admission policy of the CRD named crd
+// is on the cluster.
+func policyExists(t *testing.T, c *fgtesting.Cluster, crd string) bool {
 	t.Helper()
-	err := newClient(t, c.Config).Get(context.Background(), client.ObjectKey{Name: "fleetgraph.webapps.kro.run"},
+	err := newClient(t, c.Config).Get(context.Background(), client.ObjectKey{Name: "fleetgraph." + crd},
 		&admissionv1.MutatingAdmissionPolicy{})
 	require.NoError(t, client.IgnoreNotFound(err))
 	return err == nil

@@ -29,6 +29,7 @@ import (
 // A spoke whose API server stops answering turns Unreachable within the
 // probe's bound, in FleetStatus and in the RGD's fleet summary, while the
 // other spoke is served as before; once it answers again it is served again.
+// Not parallel: its subject is the probe's bound.
 func TestUnreachableSpokeIsReportedAndRecovers(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 2)
 	provider, err := fleet.NewProvider(context.Background())
@@ -76,6 +77,7 @@ func TestUnreachableSpokeIsReportedAndRecovers(t *testing.T) {
 // graph's status from the graph's first moment: Pending, and Unreachable
 // within the prober's bound. The RGD is not Ready while the spoke has not
 // served it, however well the other spoke serves. Resumed, it serves.
+// Not parallel: its subject is the probe's bound.
 func TestNewGraphListsAFrozenSpokeAndIsNotReadyWithoutIt(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 2)
 	ctx := context.Background()
@@ -147,7 +149,8 @@ func TestNewGraphListsAFrozenSpokeAndIsNotReadyWithoutIt(t *testing.T) {
 // aimed at the cloud's metadata address), and a second Secret for a
 // server already engaged under another name.
 func TestClustersNotEngagedAppearWithTheirReason(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 2)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 2) // its own: the secret provider engages every kubeconfig Secret on its hub cluster
 	ctx := context.Background()
 	hubClient := newClient(t, fleet.Hub.Config)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secret.DefaultNamespace}}

@@ -5,6 +5,7 @@ package sdk_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -32,6 +34,56 @@ var (
 	webAppGVK = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "WebApp"}
 	cacheGVK  = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "Cache"}
 )
+
+// shared is the fleet of a hub and two spokes ("spoke-1", "spoke-2") that
+// the package's parallel tests share (main_test.go says which may): started
+// on first use, stopped by TestMain.
+var shared struct {
+	once  sync.Once
+	fleet *fgtesting.Fleet
+	err   error
+}
+
+// sharedFleet returns the package's shared fleet, starting it on first use.
+// A test that uses it runs its own Hub on it (startHub with a provider from
+// fleet.NewProvider, RGD controller off) and serves only graphs named and
+// kinded for itself (renamedRGD), so that what its Hub keeps on the hub
+// cluster (the graphs' revisions) and installs on the spokes (CRDs,
+// admission policies) is keyed by names no other test uses. It must not
+// stop, pause or relabel a spoke, install CRDs of its own, or create
+// objects every Hub reads (RGDs, GraphRollouts, kubeconfig Secrets).
+func sharedFleet(t testing.TB) *fgtesting.Fleet {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.fleet, shared.err = fgtesting.NewFleet(fgtesting.FleetOptions{Spokes: 2})
+		if shared.err == nil {
+			stopSharedFleet = shared.fleet.Stop
+		}
+	})
+	if shared.err != nil {
+		t.Fatalf("starting the shared fleet of 1 hub and 2 spokes: %v", shared.err)
+	}
+	return shared.fleet
+}
+
+// renamedRGD returns a copy of rgd named name whose generated kind is kind
+// (group and version unchanged), so that tests on the shared fleet never
+// serve one graph or one CRD. The kind's GVK is returned with it.
+func renamedRGD(rgd *v1alpha1.ResourceGraphDefinition, name, kind string) (*v1alpha1.ResourceGraphDefinition, schema.GroupVersionKind) {
+	out := rgd.DeepCopy()
+	out.Name = name
+	out.Spec.Schema.Kind = kind
+	group := out.Spec.Schema.Group
+	if group == "" {
+		group = webAppGVK.Group
+	}
+	return out, schema.GroupVersionKind{Group: group, Version: out.Spec.Schema.APIVersion, Kind: kind}
+}
+
+// crdName is the name of the CRD the hub generates for gvk.
+func crdName(gvk schema.GroupVersionKind) string {
+	return graph.Plural(gvk.Kind) + "." + gvk.Group
+}
 
 // startHub sets a Hub up in a new multicluster manager for the hub cluster
 // at cfg and runs it until the test ends.

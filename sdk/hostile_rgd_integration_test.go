@@ -91,7 +91,8 @@ func hostileRGDs(t *testing.T) map[string]struct {
 // ACTIVE, while each hostile RGD is refused at once, with a condition and
 // an event naming the limit it passed, and compiled once.
 func TestARestartedHubWithHostileRGDsServesTheRest(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 1) // its own: the RGD controller claims every RGD on its hub cluster
 	ctx := context.Background()
 	hubClient := newClient(t, fleet.Hub.Config)
 	spokeClient := newClient(t, fleet.Spoke("spoke-1").Config)

@@ -26,6 +26,9 @@ import (
 // (RGD controller on) or through RegisterGraph (controller off).
 type register func(t *testing.T, h *sdk.Hub, rgd *v1alpha1.ResourceGraphDefinition) error
 
+// Not parallel (nor the next): a spoke removed at run time must leave no
+// goroutine of the process behind, and the metrics registry is the
+// process's.
 func TestHubServesAFleetFromRGDObjects(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 3)
 	hubClient := newClient(t, fleet.Hub.Config)

@@ -20,7 +20,8 @@ import (
 // the other spoke, FleetStatus answers at once, the prober reports the hung
 // spoke Unreachable, and once it answers again it is served like the other.
 func TestAHungSpokeDelaysOnlyItselfOnTheHub(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 2)
+	t.Parallel()
+	fleet := sharedFleet(t) // spoke-2 hangs behind a proxy of this test's own
 	ctx := context.Background()
 	healthy, hung := fleet.Spoke("spoke-1"), fleet.Spoke("spoke-2")
 	proxy, viaProxy := fgtesting.StartProxy(t, hung.Config)
@@ -33,13 +34,14 @@ func TestAHungSpokeDelaysOnlyItselfOnTheHub(t *testing.T) {
 	require.Eventually(t, func() bool { return len(provider.ClusterNames()) == 2 }, wait, tick, "both spokes engaged")
 
 	proxy.Hang()
-	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, paintRGD)))
+	paint, gvk := renamedRGD(rgdFromString(t, paintRGD), "hung-paint", "HungPaint")
+	require.NoError(t, h.RegisterGraph(ctx, paint))
 	c1 := newClient(t, healthy.Config)
-	createWhenServed(t, c1, instance(paintGVK, "beside-a-hung-one", map[string]any{"color": "blue"}))
-	requireState(t, c1, paintGVK, "beside-a-hung-one", "ACTIVE")
+	createWhenServed(t, c1, instance(gvk, "beside-a-hung-one", map[string]any{"color": "blue"}))
+	requireState(t, c1, gvk, "beside-a-hung-one", "ACTIVE")
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		start := time.Now()
-		st := served(h, "paint")
+		st := served(h, paint.Name)
 		assert.Less(ct, time.Since(start), time.Second, "FleetStatus must not wait for a hung spoke")
 		assert.Equal(ct, sdk.CRDEstablished, st["spoke-1"].CRD)
 		assert.Equal(ct, 1, st["spoke-1"].ReadyInstances)
@@ -48,6 +50,6 @@ func TestAHungSpokeDelaysOnlyItselfOnTheHub(t *testing.T) {
 
 	proxy.Resume()
 	c2 := newClient(t, hung.Config)
-	createWhenServed(t, c2, instance(paintGVK, "back", map[string]any{"color": "blue"}))
-	requireState(t, c2, paintGVK, "back", "ACTIVE")
+	createWhenServed(t, c2, instance(gvk, "hung-back", map[string]any{"color": "blue"}))
+	requireState(t, c2, gvk, "hung-back", "ACTIVE")
 }

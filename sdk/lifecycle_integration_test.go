@@ -129,7 +129,8 @@ func requireDeleted(t *testing.T, c client.Client, obj *unstructured.Unstructure
 // Graphs from Go and from RGD objects coexist: the RGD controller never
 // removes a Go graph, and a name or a kind is held by one graph only.
 func TestGraphSourcesCoexist(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 1) // its own: the RGD controller claims every RGD on its hub cluster
 	ctx := context.Background()
 	hubClient := newClient(t, fleet.Hub.Config)
 	spokeClient := newClient(t, fleet.Spoke("spoke-1").Config)
@@ -220,7 +221,8 @@ type removalCase struct {
 // cannot be deleted: by default the instances it finalizes keep being
 // finalized (children deleted), with the orphan option they are released.
 func TestRemovalStrandsNoOne(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 2)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 2) // its own: the RGD controller claims every RGD on its hub cluster
 	ctx := context.Background()
 	hubClient := newClient(t, fleet.Hub.Config)
 	provider, err := fleet.NewProvider(ctx)
@@ -326,7 +328,8 @@ func runRemoval(t *testing.T, fleet *fgtesting.Fleet, hubClient client.Client, t
 // Sharing a hub cluster with kro: fleetgraph leaves kro's CRD as it is and
 // never writes an RGD outside its selector.
 func TestSharingAHubWithKro(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 1) // its own: kro's RGD CRD is installed on its hub cluster by another manager
 	ctx := context.Background()
 	hubClient := newClient(t, fleet.Hub.Config)
 	kroCRD, err := v1alpha1.CRD()
@@ -386,7 +389,8 @@ func TestSharingAHubWithKro(t *testing.T) {
 // A hub that restarts while an RGD is being deleted finishes the removal:
 // the RGD's finalizer holds it until then.
 func TestRGDRemovalResumesAfterRestart(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 1) // its own: the RGD controller claims every RGD on its hub cluster
 	ctx := context.Background()
 	hubClient := newClient(t, fleet.Hub.Config)
 	spokeClient := newClient(t, fleet.Spoke("spoke-1").Config)
@@ -424,6 +428,7 @@ func TestRGDRemovalResumesAfterRestart(t *testing.T) {
 // the other spokes are cleaned at once, and the removal completes when the
 // dead spoke leaves the fleet.
 func TestADeadSpokeHoldsARemovalOnlyUntilItLeaves(t *testing.T) {
+	t.Parallel()
 	fleet, provider, h := startHubWithDeadSpoke(t)
 	ctx := context.Background()
 	require.NoError(t, h.RegisterGraph(ctx, noteRGD(t, "doomed", "DoomedNote")))

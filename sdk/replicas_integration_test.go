@@ -46,7 +46,8 @@ type replica struct {
 // some is stopped, the others take them over within the lease bound, the
 // instances created meanwhile reach ACTIVE, and every spoke ends with
 // exactly one child per instance and none orphaned. A watcher checks
-// throughout that no spoke is ever served by two replicas at once.
+// throughout that no spoke is ever served by two replicas at once. Not
+// parallel: its subject is the takeover's bound.
 func TestReplicas(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 1)
 	ctx := context.Background()

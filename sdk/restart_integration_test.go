@@ -29,8 +29,9 @@ const restartInstances = 300
 // place, leaves every instance ACTIVE with exactly its children: none
 // duplicated, none orphaned. Deleting them all then leaves nothing behind.
 func TestHubRestartHalfWayLosesAndDuplicatesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	fleet := fgtesting.StartFleet(t, 1)
+	fleet := fgtesting.StartFleet(t, 1) // its own: 300 instances and their children would slow a shared spoke for every test
 	c := newClient(t, fleet.Spoke("spoke-1").Config)
 	gvk := schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "WebApp"}
 	opts := sdk.Options{DisableRGDController: true}

@@ -44,6 +44,7 @@ func movingClusters(h *sdk.Hub, graphName string, spokes map[string]client.Clien
 // few samples (its instance is red, the revision needs green) before it
 // turns it green; the wave then completes, one cluster after the other.
 func TestMaxConcurrencyMovesOneClusterAtATime(t *testing.T) {
+	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
 	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
 	gvk := webAppGVK.GroupVersion().WithKind("Rill")

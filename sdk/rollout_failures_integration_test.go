@@ -77,7 +77,8 @@ func maxFailuresWaves(maxFailures any) map[string]any {
 // one as failed with why, and puts it back on the stable revision with
 // its instance ACTIVE.
 func TestMaxFailuresCompletesWithoutARefusingSpoke(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 5)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 5) // its own: the rollout controller reads every GraphRollout on its hub cluster
 	main := map[string]string{"ring": "main"}
 	provider := newLabelledProvider(t, fleet, map[string]map[string]string{
 		"spoke-1": {"ring": "canary"}, "spoke-2": main, "spoke-3": main, "spoke-4": main, "spoke-5": main,

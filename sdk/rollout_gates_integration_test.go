@@ -56,6 +56,7 @@ func requireAwaiting(t *testing.T, h *sdk.Hub, hubClient client.Client, graphNam
 // with who set it, the annotation is consumed, and the next revision
 // waits again until Hub.Approve approves it.
 func TestARequiredWaveWaitsForApproval(t *testing.T) {
+	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
 	opts := sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync}
 	h, stop := startStoppableHub(t, fleet.Hub.Config, provider, opts)

@@ -34,6 +34,7 @@ func withHealth(health map[string]any) map[string]any {
 // even though every instance is ACTIVE; the next wave starts once it
 // holds, and waits in turn for its own instances.
 func TestAFalseHealthConditionHoldsTheWave(t *testing.T) {
+	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
 	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
 	gvk := startRing(t, fleet, h, spokes, "marsh", "Marsh", withHealth(map[string]any{
@@ -78,6 +79,7 @@ func TestAFalseHealthConditionHoldsTheWave(t *testing.T) {
 // (ErrInvalidHealthCondition, naming the expression); a valid one lets the
 // rollout go on.
 func TestAHealthConditionThatDoesNotTypeCheckIsRefused(t *testing.T) {
+	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
 	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
 	bad := `instance.spec.colour == "green"`
@@ -122,6 +124,7 @@ func TestAHealthConditionThatDoesNotTypeCheckIsRefused(t *testing.T) {
 // ACTIVE). With readyPercent 0 the wave would pass; with maxErrorPercent 0
 // it fails at its deadline and the main wave keeps revision 1.
 func TestMaxErrorPercentCountsTheNewRevisionsErrors(t *testing.T) {
+	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
 	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
 	extra := withHealth(map[string]any{"readyPercent": int64(0), "maxErrorPercent": int64(0)})

@@ -28,7 +28,8 @@ import (
 // and kubectl's HELD column names it; a hub that replaces the first one
 // keeps the pin. Released, it catches up with its wave at once.
 func TestAHeldClusterKeepsItsRevisionUntilReleased(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 3)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 3) // its own: the rollout controller reads every GraphRollout on its hub cluster
 	provider := newLabelledProvider(t, fleet, map[string]map[string]string{
 		"spoke-1": {"ring": "canary"}, "spoke-2": {"ring": "main"}, "spoke-3": {"ring": "main"},
 	})
@@ -100,7 +101,8 @@ func TestAHeldClusterKeepsItsRevisionUntilReleased(t *testing.T) {
 // releasing one of them by name is refused, since only the selector can
 // let it go.
 func TestAHoldBySelectorIsReleasedByEditingIt(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 3)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 3) // its own: the rollout controller reads every GraphRollout on its hub cluster
 	provider := newLabelledProvider(t, fleet, map[string]map[string]string{
 		"spoke-1": {"ring": "canary"}, "spoke-2": {"ring": "main"}, "spoke-3": {"ring": "main", "freeze": "true"},
 	})

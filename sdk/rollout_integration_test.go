@@ -131,7 +131,8 @@ func clientsOf(t *testing.T, fleet *fgtesting.Fleet) map[string]client.Client {
 // Placement by label: 2 of 4 spokes serve the graph. Relabelling one in and
 // one out moves the graph; the one that left keeps its CRD and instances.
 func TestPlacementFollowsClusterLabels(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 4)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 4) // its own: the rollout controller reads every GraphRollout on its hub cluster
 	prod := map[string]string{"env": "prod"}
 	provider := newLabelledProvider(t, fleet, map[string]map[string]string{
 		"spoke-1": prod, "spoke-2": prod, "spoke-3": {"env": "dev"},
@@ -183,7 +184,8 @@ var tideGVK = webAppGVK.GroupVersion().WithKind("Tide")
 // rollout names the cluster holding it back, and the cluster keeps the
 // previous revision. The Go placement hook keeps the graph off spoke-2.
 func TestABreakingChangeIsHeldBackByName(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 2)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 2) // its own: the rollout controller reads every GraphRollout on its hub cluster
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
 	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{

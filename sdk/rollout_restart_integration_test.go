@@ -52,7 +52,8 @@ func failedOnly(st fgv1alpha1.GraphRolloutStatus, name string, rev int64) bool {
 // approval, and once approved, the one cluster moving at the second
 // restart keeps the new revision while the others wait their turn.
 func TestARestartedHubKeepsFailuresApprovalsAndMoves(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 5)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 5) // its own: the rollout controller reads every GraphRollout on its hub cluster
 	canary, main := map[string]string{"ring": "canary"}, map[string]string{"ring": "main"}
 	labels := map[string]map[string]string{"spoke-1": canary, "spoke-2": canary, "spoke-3": main, "spoke-4": main, "spoke-5": main}
 	spokes := clientsOf(t, fleet)

@@ -23,7 +23,8 @@ import (
 // reason in its message and an event, every instance ACTIVE as written by
 // the stable revision, and it stays there.
 func TestOnFailureRollbackTakesAFailedRevisionBack(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 5)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 5) // its own: the rollout controller reads every GraphRollout on its hub cluster
 	main := map[string]string{"ring": "main"}
 	provider := newLabelledProvider(t, fleet, map[string]map[string]string{
 		"spoke-1": {"ring": "canary"}, "spoke-2": main, "spoke-3": main, "spoke-4": main, "spoke-5": main,

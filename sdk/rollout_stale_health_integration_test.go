@@ -26,6 +26,7 @@ import (
 // its deadline and the main wave keeps revision 1. Before, the rollout
 // completed on the stale ACTIVE.
 func TestAWaveIsNotHealthyOnTheOldRevisionsStatus(t *testing.T) {
+	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
 	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
 	gvk := startRing(t, fleet, h, spokes, "eddy", "Eddy", map[string]any{"progressDeadlineSeconds": int64(5)})

@@ -42,7 +42,7 @@ func twoWaves(graphName string, extra map[string]any) map[string]any {
 // ringFleet starts 4 spokes, spoke-1 in the canary ring, and a provider
 // labelling them so.
 func ringFleet(t *testing.T) (*fgtesting.Fleet, *labelledProvider, map[string]client.Client) {
-	fleet := fgtesting.StartFleet(t, 4)
+	fleet := fgtesting.StartFleet(t, 4) // its own: the rollout controller reads every GraphRollout on its hub cluster
 	main := map[string]string{"ring": "main"}
 	provider := newLabelledProvider(t, fleet, map[string]map[string]string{
 		"spoke-1": {"ring": "canary"}, "spoke-2": main, "spoke-3": main, "spoke-4": main,
@@ -102,6 +102,7 @@ func startRing(t *testing.T, fleet *fgtesting.Fleet, h *sdk.Hub, spokes map[stri
 // A compatible change goes out in two waves: the second starts only once
 // every instance of the first is Ready (and has soaked).
 func TestRolloutWaitsForEachWave(t *testing.T) {
+	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
 	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
 	gvk := startRing(t, fleet, h, spokes, "ebb", "Ebb", nil)
@@ -142,6 +143,7 @@ func TestRolloutWaitsForEachWave(t *testing.T) {
 // stops there, the second wave keeps the previous revision, and a rollback
 // puts the first wave back on it.
 func TestAFailedWavePausesAndRollsBack(t *testing.T) {
+	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
 	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
 	gvk := startRing(t, fleet, h, spokes, "neap", "Neap", map[string]any{"progressDeadlineSeconds": int64(3)})
@@ -178,6 +180,7 @@ func TestAFailedWavePausesAndRollsBack(t *testing.T) {
 // it was: the first wave keeps the new revision, the second the old one,
 // and the rollout finishes once the first wave is healthy.
 func TestARestartedHubResumesTheRollout(t *testing.T) {
+	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
 	opts := sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync}
 	h, stop := startStoppableHub(t, fleet.Hub.Config, provider, opts)

@@ -19,7 +19,8 @@ import (
 // registered as a kubeconfig Secret is served, where it used to be left
 // out without a word.
 func TestRunServesTheSecretProvidersSpokes(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 1) // its own: the secret provider engages every kubeconfig Secret on its hub cluster
 	spoke := fleet.Spokes()[0]
 	// The fleet listens on 127.0.0.1, which the provider refuses by default.
 	h, err := sdk.NewHub(secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}), sdk.Options{DisableRGDController: true})

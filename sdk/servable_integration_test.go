@@ -19,20 +19,22 @@ import (
 // on the first try, and the instance becomes ACTIVE. FleetStatus saying
 // Established is not enough for that: discovery lags it.
 func TestAnInstanceCreatedRightAfterWaitServableSucceedsFirstTry(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
+	fleet := sharedFleet(t)
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
 	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
+	rgd, gvk := renamedRGD(readRGD(t, "testdata/webapp-rgd.yaml"), "first-try-webapp", "FirstTryWebApp")
 
 	start := time.Now()
-	require.NoError(t, h.RegisterGraph(ctx, readRGD(t, "testdata/webapp-rgd.yaml")))
-	require.NoError(t, h.WaitServable(ctx, "webapp", "spoke-1"))
+	require.NoError(t, h.RegisterGraph(ctx, rgd))
+	require.NoError(t, h.WaitServable(ctx, rgd.Name, "spoke-1"))
 	t.Logf("servable %v after the graph was registered", time.Since(start))
 
 	c, err := client.New(fleet.Spoke("spoke-1").Config, client.Options{Scheme: fgtesting.NewScheme()})
 	require.NoError(t, err)
-	require.NoError(t, c.Create(ctx, instance(webAppGVK, "first-try", map[string]any{"name": "first-try"})))
-	requireState(t, c, webAppGVK, "first-try", "ACTIVE")
+	require.NoError(t, c.Create(ctx, instance(gvk, "first-try", map[string]any{"name": "first-try"})))
+	requireState(t, c, gvk, "first-try", "ACTIVE")
 }

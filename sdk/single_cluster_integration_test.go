@@ -20,7 +20,8 @@ import (
 // generated CRD, the instance and its children all live there. The hub runs
 // standalone, through Run.
 func TestSingleClusterModeCreateUpdateDelete(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 0)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 0) // its own: the hub cluster is the spoke, and the RGD controller claims every RGD there
 	c := newClient(t, fleet.Hub.Config)
 	h, err := sdk.NewHub(nil, sdk.Options{InstallRGDCRD: true})
 	require.NoError(t, err)

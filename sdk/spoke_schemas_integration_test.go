@@ -73,7 +73,8 @@ spec:
 // with an event on the RGD; it keeps serving the version it served, while
 // the spoke that agrees takes the new one.
 func TestFanOutChecksSpokeSchemas(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 2)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 2) // its own: its spokes serve Gizmo with different schemas, and the RGD controller runs
 	require.NoError(t, fleet.Hub.InstallCRDs(gizmoCRD("integer")))
 	require.NoError(t, fleet.Spoke("spoke-1").InstallCRDs(gizmoCRD("integer")))
 	require.NoError(t, fleet.Spoke("spoke-2").InstallCRDs(gizmoCRD("string")))

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
-	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 // A compatible update that adds a field with a default reaches the
@@ -19,16 +18,18 @@ import (
 // read, so the runtime must not go on evaluating the copies its watch held
 // from before the field existed ("no such key").
 func TestAnAddedDefaultReachesExistingInstances(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
+	fleet := sharedFleet(t)
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
 	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
 	ctx := context.Background()
 	c := newClient(t, fleet.Spoke("spoke-1").Config)
 
-	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, paintRGD)))
-	createWhenServed(t, c, instance(paintGVK, "old", map[string]any{"color": "blue"}))
-	requireState(t, c, paintGVK, "old", "ACTIVE")
+	paint, gvk := renamedRGD(rgdFromString(t, paintRGD), "shade", "Shade")
+	require.NoError(t, h.RegisterGraph(ctx, paint))
+	createWhenServed(t, c, instance(gvk, "shade-old", map[string]any{"color": "blue"}))
+	requireState(t, c, gvk, "shade-old", "ACTIVE")
 
 	shaded := strings.Replace(paintRGD, `finish: string | default="matte"`,
 		`finish: string | default="matte"
@@ -36,12 +37,13 @@ func TestAnAddedDefaultReachesExistingInstances(t *testing.T) {
 	shaded = strings.Replace(shaded, "generation: 1", "generation: 2", 1)
 	shaded = strings.Replace(shaded, "color: ${schema.spec.color}\n",
 		"color: ${schema.spec.color}\n        shade: ${schema.spec.shade}\n", 1)
-	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, shaded)))
+	shadedRGD, _ := renamedRGD(rgdFromString(t, shaded), paint.Name, gvk.Kind)
+	require.NoError(t, h.RegisterGraph(ctx, shadedRGD))
 
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		data, err := configMapData(c, "old-paint")
+		data, err := configMapData(c, "shade-old-paint")
 		require.NoError(ct, err)
 		assert.Equal(ct, "light", data["shade"], "the new default reached the existing instance's child")
-		assert.Equal(ct, "ACTIVE", state(c, paintGVK, "old"))
+		assert.Equal(ct, "ACTIVE", state(c, gvk, "shade-old"))
 	}, wait, tick)
 }

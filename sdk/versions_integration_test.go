@@ -11,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -129,7 +131,8 @@ func served(h *sdk.Hub, graph string) map[string]sdk.ClusterStatus {
 // both versions. Clusters that can take the update move on. A new hub on the
 // same clusters finds the served versions again from the hub's records.
 func TestRefusedUpdateKeepsPreviousVersionServing(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 2)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 2) // its own: only spoke-1 serves Widget
 	require.NoError(t, fleet.Spoke("spoke-1").InstallCRDs(widgetCRD()))
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
@@ -214,12 +217,17 @@ func TestRefusedUpdateKeepsPreviousVersionServing(t *testing.T) {
 }
 
 // startStoppableHub is startHub with a function that stops the hub's
-// manager and waits for it, as a hub process that exits.
+// manager and waits for it, as a hub process that exits. The manager has a
+// scheme of its own with client-go's types only, as an embedder's often
+// has: the Hub adds what it needs (main_test.go says why not client-go's).
 func startStoppableHub(t testing.TB, cfg *rest.Config, provider multicluster.Provider, opts sdk.Options) (*sdk.Hub, func()) {
 	t.Helper()
 	h, err := sdk.NewHub(provider, opts)
 	require.NoError(t, err)
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	mgr, err := mcmanager.New(cfg, provider, manager.Options{
+		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
@@ -279,7 +287,8 @@ func requireServedBy(t *testing.T, c client.Client, name, version string) {
 // An RGD object's revisions are numbered on the hub, owned by the RGD, and
 // the latest number is on its status as lastIssuedRevision.
 func TestRGDStatusNamesTheLastIssuedRevision(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 1)
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 1) // its own: the RGD controller claims every RGD on its hub cluster
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
 	startHub(t, fleet.Hub.Config, provider, sdk.Options{InstallRGDCRD: true})

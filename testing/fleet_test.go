@@ -31,6 +31,7 @@ func widget(name string) *unstructured.Unstructured {
 // the provider at run time stops feeding a controller engaged through
 // mcmanager while the other spoke keeps feeding it.
 func TestFleetSpokesAreIsolatedAndRemovable(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 

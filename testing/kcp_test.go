@@ -18,6 +18,7 @@ import (
 )
 
 func TestKCPServesWorkspacesAndStopsCleanly(t *testing.T) {
+	t.Parallel() // kcp takes ~30 s to start: the package's other tests run meanwhile
 	start := time.Now()
 	k, err := fgtesting.NewKCP(fgtesting.KCPOptions{})
 	require.NoError(t, err)

@@ -32,13 +32,14 @@ import (
 // hub on a spoke registered as a kubeconfig Secret, answers its probes and
 // exits cleanly on SIGTERM.
 func TestBinaryServesAnRGDOnASecretSpoke(t *testing.T) {
+	t.Parallel()
 	fleet := fgtesting.StartFleet(t, 1)
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "hub.kubeconfig")
 	require.NoError(t, os.WriteFile(kubeconfig, fleet.Hub.Kubeconfig, 0o600))
 	probe := freeAddr(t)
 
-	bin := buildBinary(t, dir)
+	bin := buildBinary(t)
 	p := startProcess(t, bin, "--kubeconfig", kubeconfig, "--allow-loopback-spokes", "--metrics-bind-address=0",
 		"--health-probe-bind-address="+probe, "--leader-elect", "--leader-election-namespace=default")
 
@@ -69,7 +70,8 @@ func TestBinaryServesAnRGDOnASecretSpoke(t *testing.T) {
 
 // A flag mistake is reported before anything connects.
 func TestBinaryRefusesAnUnknownProvider(t *testing.T) {
-	bin := buildBinary(t, t.TempDir())
+	t.Parallel()
+	bin := buildBinary(t)
 	out, err := exec.Command(bin, "--provider=nope").CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out), `unknown --provider "nope"`)
@@ -124,12 +126,38 @@ func createActiveWebApp(t *testing.T, spoke client.Client, name string, p *proce
 
 var probeClient = &http.Client{Timeout: 5 * time.Second}
 
-func buildBinary(t *testing.T, dir string) string {
+// built is the binary the package's tests run: linking it takes seconds,
+// so it is built once, into a directory TestMain removes.
+var built struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+// buildBinary returns the path of the binary, building it on first use.
+// Tests only run it, so they may share it.
+func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(dir, "fleetgraph-hub")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "fleetgraph-hub-test-"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "fleetgraph-hub")
+		if out, err := exec.Command("go", "build", "-o", built.bin, ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %w: %s", err, out)
+		}
+	})
+	require.NoError(t, built.err)
+	return built.bin
+}
+
+// TestMain removes the binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // process is the binary running, with its output collected.

@@ -31,6 +31,7 @@ import (
 // spoke, and deletes an instance with its children, and it never logs a
 // refusal.
 func TestBinaryRunsUnderTheDocumentedRBAC(t *testing.T) {
+	t.Parallel()
 	fleet := fgtesting.StartFleet(t, 1)
 	spoke := fleet.Spokes()[0]
 	admin, err := client.New(fleet.Hub.Config, client.Options{Scheme: fgtesting.NewScheme()})
@@ -50,7 +51,7 @@ func TestBinaryRunsUnderTheDocumentedRBAC(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "hub.kubeconfig")
 	require.NoError(t, os.WriteFile(kubeconfig, hubUser.kubeconfig, 0o600))
-	p := startProcess(t, buildBinary(t, dir), "--kubeconfig", kubeconfig, "--allow-loopback-spokes", "--metrics-bind-address=0",
+	p := startProcess(t, buildBinary(t), "--kubeconfig", kubeconfig, "--allow-loopback-spokes", "--metrics-bind-address=0",
 		"--health-probe-bind-address=0", "--leader-elect", "--leader-election-namespace="+secret.DefaultNamespace)
 
 	registerSpoke(t, admin, spoke.Name, spokeUser.kubeconfig)

@@ -68,7 +68,8 @@ type hubReplica struct {
 // served them become ACTIVE; every spoke ends with exactly one child per
 // instance and none orphaned; the RGD's fleet status counts every spoke
 // exactly once, sampled every 100 ms from start to end; and the killed
-// replica's fleet status record is deleted once it expires.
+// replica's fleet status record is deleted once it expires. Not parallel:
+// its subject is the takeover's bound.
 func TestKilledReplica(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 6)
 	admin, err := client.New(fleet.Hub.Config, client.Options{Scheme: fgtesting.NewScheme()})
@@ -86,7 +87,7 @@ func TestKilledReplica(t *testing.T) {
 	}
 	names := slices.Sorted(maps.Keys(spokes))
 
-	bin := buildBinary(t, dir)
+	bin := buildBinary(t)
 	replicas := make([]*hubReplica, 3)
 	for i := range replicas {
 		replicas[i] = startReplicaProcess(t, bin, kubeconfig, fmt.Sprintf("replica-%d", i))

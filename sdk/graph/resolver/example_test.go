@@ -1,7 +1,9 @@
 package resolver_test
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -21,6 +23,22 @@ func ExampleNewForConfig() {
 		panic(err)
 	}
 	g, err := graph.Compile(rgd, graph.Options{Resolver: res})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(g.Instance.GVK)
+}
+
+// Bound a compile's waits on the API server by a deadline: a server that
+// answers with errors for a while is not waited on past it. The Bound
+// shares the Resolver's cache, so make one per compile.
+func ExampleResolver_WithContext() {
+	var res *resolver.Resolver // one per cluster, kept for the process
+	var rgd *v1alpha1.ResourceGraphDefinition
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	g, err := graph.Compile(rgd, graph.Options{Resolver: res.WithContext(ctx)})
 	if err != nil {
 		panic(err)
 	}

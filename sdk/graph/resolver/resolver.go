@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,6 +70,10 @@ func (o *Options) setDefaults() {
 // returns is shared and must not be modified; the same kind resolves to the
 // same pointer while its document is cached, which lets graph.Compile reuse
 // the CEL types it derived from it.
+//
+// No lock is held while a document is fetched or a server error is waited
+// out: a slow or failing group-version delays only the callers that need
+// it, and concurrent callers that need the same one share a single fetch.
 type Resolver struct {
 	client openapi.Client
 	opts   Options
@@ -77,18 +82,32 @@ type Resolver struct {
 	paths        map[string]openapi.GroupVersion
 	pathsFetched time.Time
 	docs         map[schema.GroupVersion]*document
+	fetching     map[schema.GroupVersion]*fetchCall
+	// generation counts Resets: a fetch started before one is not cached.
+	generation int
+}
+
+// fetchCall is one fetch of a group-version's document, which every caller
+// that needs it meanwhile waits for.
+type fetchCall struct {
+	done chan struct{}
+	doc  *document
+	err  error
 }
 
 var (
 	_ graph.SchemaResolver = (*Resolver)(nil)
 	_ graph.ScopeResolver  = (*Resolver)(nil)
+	_ graph.SchemaResolver = Bound{}
+	_ graph.ScopeResolver  = Bound{}
 )
 
 // New returns a Resolver reading from client, e.g.
 // discoveryClient.OpenAPIV3().
 func New(client openapi.Client, opts Options) *Resolver {
 	opts.setDefaults()
-	return &Resolver{client: client, opts: opts, docs: map[schema.GroupVersion]*document{}}
+	return &Resolver{client: client, opts: opts, docs: map[schema.GroupVersion]*document{},
+		fetching: map[schema.GroupVersion]*fetchCall{}}
 }
 
 // NewForConfig returns a Resolver for the cluster cfg reaches.
@@ -100,43 +119,86 @@ func NewForConfig(cfg *rest.Config, opts Options) (*Resolver, error) {
 	return New(dc.OpenAPIV3(), opts), nil
 }
 
-// Reset forgets every cached document.
+// Reset forgets every cached document. A fetch under way when Reset is
+// called still answers its callers but is not cached.
 func (r *Resolver) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.paths = nil
 	clear(r.docs)
+	r.generation++
 }
 
-// ResolveSchema implements graph.SchemaResolver. An unknown group-version
-// or kind gives an error wrapping graph.ErrSchemaNotFound.
+// Bound is a Resolver whose lookups are bounded by one context: give it
+// to graph.Compile (Options.Resolver) to stop a compile's waits on the API
+// server when its context ends. Make one with Resolver.WithContext.
+type Bound struct {
+	r   *Resolver
+	ctx context.Context
+}
+
+// WithContext returns r bounded by ctx, sharing r's cache.
+func (r *Resolver) WithContext(ctx context.Context) Bound { return Bound{r: r, ctx: ctx} }
+
+// ResolveSchema implements graph.SchemaResolver: ResolveSchemaContext with
+// the Bound's context.
+func (b Bound) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
+	return b.r.ResolveSchemaContext(b.ctx, gvk)
+}
+
+// IsNamespaced implements graph.ScopeResolver: IsNamespacedContext with the
+// Bound's context.
+func (b Bound) IsNamespaced(gvk schema.GroupVersionKind) (bool, error) {
+	return b.r.IsNamespacedContext(b.ctx, gvk)
+}
+
+// ResolveSchema implements graph.SchemaResolver. It is ResolveSchemaContext
+// with a context that never ends: a server error is retried for at most
+// Options.RetryFor.
 func (r *Resolver) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	return r.ResolveSchemaContext(context.Background(), gvk)
+}
+
+// ResolveSchemaContext returns gvk's schema with every $ref resolved. An
+// unknown group-version or kind gives an error wrapping
+// graph.ErrSchemaNotFound. When ctx ends while it waits for the server
+// (a fetch of another caller, or the pause between retries of a server
+// error), it returns an error wrapping ctx.Err().
+func (r *Resolver) ResolveSchemaContext(ctx context.Context, gvk schema.GroupVersionKind) (*spec.Schema, error) {
 	gv := gvk.GroupVersion()
-	doc, err := r.document(gv, false)
+	doc, err := r.document(ctx, gv, false)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := doc.refs[gvk]; !ok && r.opts.Now().Sub(doc.fetched) >= r.opts.RefetchAfterMiss {
-		if doc, err = r.document(gv, true); err != nil {
+	r.mu.Lock()
+	_, known := doc.refs[gvk]
+	r.mu.Unlock()
+	if !known && r.opts.Now().Sub(doc.fetched) >= r.opts.RefetchAfterMiss {
+		if doc, err = r.document(ctx, gv, true); err != nil {
 			return nil, err
 		}
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return doc.resolve(gvk)
 }
 
-// IsNamespaced implements graph.ScopeResolver from the same documents: a
-// kind is namespaced when the API server serves it under a path with a
-// {namespace} parameter. An unknown kind gives an error wrapping
-// graph.ErrSchemaNotFound.
+// IsNamespaced implements graph.ScopeResolver. It is IsNamespacedContext
+// with a context that never ends.
 func (r *Resolver) IsNamespaced(gvk schema.GroupVersionKind) (bool, error) {
-	if _, err := r.ResolveSchema(gvk); err != nil {
+	return r.IsNamespacedContext(context.Background(), gvk)
+}
+
+// IsNamespacedContext reports, from the same documents, whether gvk's
+// objects live in a namespace: a kind is namespaced when the API server
+// serves it under a path with a {namespace} parameter. An unknown kind
+// gives an error wrapping graph.ErrSchemaNotFound; ctx bounds the waits as
+// in ResolveSchemaContext.
+func (r *Resolver) IsNamespacedContext(ctx context.Context, gvk schema.GroupVersionKind) (bool, error) {
+	if _, err := r.ResolveSchemaContext(ctx, gvk); err != nil {
 		return false, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	doc, err := r.document(gvk.GroupVersion(), false)
+	doc, err := r.document(ctx, gvk.GroupVersion(), false)
 	if err != nil {
 		return false, err
 	}
@@ -148,27 +210,70 @@ func (r *Resolver) IsNamespaced(gvk schema.GroupVersionKind) (bool, error) {
 }
 
 // document returns gv's cached document, fetching it when absent, expired
-// or when refetch is set. Called with r.mu held.
-func (r *Resolver) document(gv schema.GroupVersion, refetch bool) (*document, error) {
+// or when refetch is set. A fetch of gv already under way is waited for
+// instead of starting another; none is made with r.mu held.
+func (r *Resolver) document(ctx context.Context, gv schema.GroupVersion, refetch bool) (*document, error) {
+	for {
+		r.mu.Lock()
+		if doc, ok := r.docs[gv]; ok && !refetch && r.opts.Now().Sub(doc.fetched) < r.opts.TTL {
+			r.mu.Unlock()
+			return doc, nil
+		}
+		if call, ok := r.fetching[gv]; ok {
+			r.mu.Unlock()
+			doc, err := r.wait(ctx, call)
+			if err != nil && ctx.Err() == nil && isContextError(err) {
+				continue // the caller that fetched gave up; this one has not
+			}
+			return doc, err
+		}
+		call := &fetchCall{done: make(chan struct{})}
+		r.fetching[gv] = call
+		generation := r.generation
+		r.mu.Unlock()
+		return r.fetchFor(ctx, gv, refetch, call, generation)
+	}
+}
+
+// fetchFor fetches gv's document for call, caches it unless a Reset came
+// meanwhile, and hands it to every caller waiting on call.
+func (r *Resolver) fetchFor(ctx context.Context, gv schema.GroupVersion, refetch bool, call *fetchCall, generation int) (*document, error) {
 	now := r.opts.Now()
-	if doc, ok := r.docs[gv]; ok && !refetch && now.Sub(doc.fetched) < r.opts.TTL {
-		return doc, nil
+	doc, err := r.fetchRetrying(ctx, gv, refetch)
+	r.mu.Lock()
+	if err == nil {
+		doc.fetched = now
+		if r.generation == generation {
+			r.docs[gv] = doc
+		}
 	}
-	doc, err := r.fetchRetrying(gv, refetch)
-	if err != nil {
-		return nil, err
+	delete(r.fetching, gv)
+	r.mu.Unlock()
+	call.doc, call.err = doc, err
+	close(call.done)
+	return doc, err
+}
+
+// wait waits for another caller's fetch, or for ctx to end.
+func (r *Resolver) wait(ctx context.Context, call *fetchCall) (*document, error) {
+	select {
+	case <-call.done:
+		return call.doc, call.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for an OpenAPI v3 document: %w", ctx.Err())
 	}
-	doc.fetched = now
-	r.docs[gv] = doc
-	return doc, nil
+}
+
+func isContextError(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // fetchRetrying is fetch, asked again with a fresh path list while the
-// server answers with a server error, for at most Options.RetryFor. Right
-// after a CRD is installed some servers fail OpenAPI requests for a moment
-// (kcp v0.30.0 answers 500, "CRD ... not found"), and a compile must not
-// fail for that. Called with r.mu held.
-func (r *Resolver) fetchRetrying(gv schema.GroupVersion, refreshPaths bool) (*document, error) {
+// server answers with a server error, for at most Options.RetryFor or until
+// ctx ends. Right after a CRD is installed some servers fail OpenAPI
+// requests for a moment (kcp v0.30.0 answers 500, "CRD ... not found"), and
+// a compile must not fail for that. Called without r.mu.
+func (r *Resolver) fetchRetrying(ctx context.Context, gv schema.GroupVersion, refreshPaths bool) (*document, error) {
 	deadline := time.Now().Add(r.opts.RetryFor)
 	delay := 50 * time.Millisecond
 	for {
@@ -176,7 +281,13 @@ func (r *Resolver) fetchRetrying(gv schema.GroupVersion, refreshPaths bool) (*do
 		if err == nil || !transient(err) || time.Now().Add(delay).After(deadline) {
 			return doc, err
 		}
-		time.Sleep(delay)
+		pause := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			return nil, fmt.Errorf("%w (retrying after: %w)", ctx.Err(), err)
+		case <-pause.C:
+		}
 		delay = min(2*delay, time.Second)
 		refreshPaths = true
 	}
@@ -192,14 +303,21 @@ func transient(err error) bool {
 	return code >= http.StatusInternalServerError || code == http.StatusTooManyRequests
 }
 
+// fetch fetches gv's document, and the path list first when it is missing,
+// stale for a group-version it lacks, or refreshPaths is set. Called
+// without r.mu.
 func (r *Resolver) fetch(gv schema.GroupVersion, refreshPaths bool) (*document, error) {
+	r.mu.Lock()
 	c, ok := r.paths[pathOf(gv)]
 	stale := r.opts.Now().Sub(r.pathsFetched) >= r.opts.RefetchAfterMiss
-	if r.paths == nil || refreshPaths || (!ok && stale) {
-		if err := r.fetchPaths(); err != nil {
+	needPaths := r.paths == nil || refreshPaths || (!ok && stale)
+	r.mu.Unlock()
+	if needPaths {
+		paths, err := r.fetchPaths()
+		if err != nil {
 			return nil, err
 		}
-		c, ok = r.paths[pathOf(gv)]
+		c, ok = paths[pathOf(gv)]
 	}
 	if !ok {
 		return nil, fmt.Errorf("%w: the API server does not serve %s", graph.ErrSchemaNotFound, gv)
@@ -211,15 +329,17 @@ func (r *Resolver) fetch(gv schema.GroupVersion, refreshPaths bool) (*document, 
 	return parseDocument(raw)
 }
 
-// fetchPaths lists the group-versions the server documents. Called with
-// r.mu held.
-func (r *Resolver) fetchPaths() error {
+// fetchPaths lists the group-versions the server documents and keeps the
+// list. Called without r.mu.
+func (r *Resolver) fetchPaths() (map[string]openapi.GroupVersion, error) {
 	paths, err := r.client.Paths()
 	if err != nil {
-		return fmt.Errorf("listing OpenAPI v3 paths: %w", err)
+		return nil, fmt.Errorf("listing OpenAPI v3 paths: %w", err)
 	}
+	r.mu.Lock()
 	r.paths, r.pathsFetched = paths, r.opts.Now()
-	return nil
+	r.mu.Unlock()
+	return paths, nil
 }
 
 func pathOf(gv schema.GroupVersion) string {

@@ -69,6 +69,12 @@ func (c *countingClient) Schema(string) ([]byte, error) {
 	return c.doc, nil
 }
 
+func (c *countingClient) fetchCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fetches
+}
+
 func (c *countingClient) ServerRelativeURL() string { return "/openapi/v3/apis/example.com/v1" }
 
 func (c *countingClient) set(doc string) {
