@@ -164,6 +164,11 @@ func (r *Runtime) Start(ctx context.Context) error {
 
 func (r *Runtime) hub() cluster.Cluster { return r.opts.Clusters.Hub() }
 
+// callCtx bounds one call to a cluster.
+func (r *Runtime) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.opts.CallTimeout)
+}
+
 // identity is Options.HubName, or the hub's kube-system namespace UID,
 // read once.
 func (r *Runtime) identity(ctx context.Context) (string, error) {
