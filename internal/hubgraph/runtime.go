@@ -134,6 +134,9 @@ func (o Options) withDefaults() Options {
 type Runtime struct {
 	opts Options
 
+	// mu guards ctx, hubName, graphs and seq. Serve and Stop hold it
+	// while they start or stop a server (whose watch set then takes its
+	// own mu); nothing holding a server's lock takes it.
 	mu      sync.Mutex
 	ctx     context.Context // the manager's, once started
 	hubName string          // the identity read (see identity)

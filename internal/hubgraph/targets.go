@@ -53,7 +53,7 @@ func (p *plan) clusterFor(id string, i int) (string, error) {
 	return items[i], nil
 }
 
-// hubName is how messages name the hub cluster.
+// hubDisplay is how messages name the hub cluster.
 const hubDisplay = "the hub cluster"
 
 func displayName(name string) string {
