@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,11 +31,22 @@ func keyOf(namespace, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: namespace, Name: name}
 }
 
+// applier writes one instance's rendered children into their clusters,
+// confined (confine.go) and claimed: what exists under a child's name is
+// written only when it is this instance's. It holds no state of its own
+// beyond what it is made with, and needs no lock.
+type applier struct {
+	rt      *Runtime
+	g       *graph.Graph
+	owner   *owner
+	watches *watchSet
+}
+
 // apply writes one rendered child of inst into the named cluster, after
 // checking that what has its name (if anything) is this instance's, and
 // returns the API server's answer.
-func (s *server) apply(ctx context.Context, inst *unstructured.Unstructured, n *graph.Node, name string, cl cluster.Cluster, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	namespaced, err := s.namespaced(ctx, cl, n.GVK)
+func (a *applier) apply(ctx context.Context, inst *unstructured.Unstructured, n *graph.Node, name string, cl cluster.Cluster, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	namespaced, err := namespaced(cl, n.GVK)
 	if err != nil {
 		return nil, err
 	}
@@ -46,52 +56,29 @@ func (s *server) apply(ctx context.Context, inst *unstructured.Unstructured, n *
 	case u.GetNamespace() == "":
 		u.SetNamespace(defaultNamespace(inst))
 	}
-	if err := s.confined(inst, n.GVK, u.GetNamespace(), u.GetName(), namespaced); err != nil {
+	if err := a.confined(inst, n.GVK, u.GetNamespace(), u.GetName(), namespaced); err != nil {
 		return nil, err // confine.go
 	}
-	u.SetLabels(s.ownership(inst, n, u.GetLabels()))
-	cctx, cancel := s.callCtx(ctx)
+	u.SetLabels(a.owner.labels(inst, n, u.GetLabels()))
+	cctx, cancel := a.rt.callCtx(ctx)
 	defer cancel()
-	if err := s.watches.ensure(cctx, name, cl, n.GVK); err != nil {
+	if err := a.watches.ensure(cctx, name, cl, n.GVK); err != nil {
 		return nil, fmt.Errorf("watching %s: %w", n.GVK.Kind, err)
 	}
-	if err := s.claim(cctx, inst, cl, u); err != nil {
+	if err := a.claim(cctx, inst, cl, u); err != nil {
 		return nil, err
 	}
 	if err := cl.GetClient().Apply(cctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(s.rt.opts.FieldManager), client.ForceOwnership); err != nil {
+		client.FieldOwner(a.rt.opts.FieldManager), client.ForceOwnership); err != nil {
 		return nil, err
 	}
 	u.SetManagedFields(nil)
 	return u, nil
 }
 
-// ownership returns the child's labels with ours added: the spoke
-// runtime's, naming the hub instance, and LabelHub.
-func (s *server) ownership(inst *unstructured.Unstructured, n *graph.Node, l map[string]string) map[string]string {
-	out := maps.Clone(l)
-	if out == nil {
-		out = map[string]string{}
-	}
-	out[contract.LabelManagedBy] = contract.ManagedBy
-	out[contract.LabelGraph] = s.graphLabel
-	out[contract.LabelNodeID] = contract.LabelValue(n.ID)
-	out[contract.LabelInstanceUID] = string(inst.GetUID())
-	out[contract.LabelInstanceName] = contract.LabelValue(inst.GetName())
-	out[contract.LabelInstanceNamespace] = inst.GetNamespace()
-	out[LabelHub] = s.hubName
-	return out
-}
-
-// ours reports whether labels name inst of this graph, written by this
-// hub.
-func (s *server) ours(inst *unstructured.Unstructured, l map[string]string) bool {
-	return l[LabelHub] == s.hubName && l[contract.LabelGraph] == s.graphLabel && l[contract.LabelInstanceUID] == string(inst.GetUID())
-}
-
 // claim checks, in the cluster's metadata cache, that u's object does not
 // exist or is inst's; one being deleted is waited for.
-func (s *server) claim(ctx context.Context, inst *unstructured.Unstructured, cl cluster.Cluster, u *unstructured.Unstructured) error {
+func (a *applier) claim(ctx context.Context, inst *unstructured.Unstructured, cl cluster.Cluster, u *unstructured.Unstructured) error {
 	existing := &metav1.PartialObjectMetadata{}
 	existing.SetGroupVersionKind(u.GroupVersionKind())
 	err := cl.GetCache().Get(ctx, keyOf(u.GetNamespace(), u.GetName()), existing)
@@ -102,7 +89,7 @@ func (s *server) claim(ctx context.Context, inst *unstructured.Unstructured, cl 
 		return err
 	}
 	object := fmt.Sprintf("%s %s", u.GetKind(), keyOf(u.GetNamespace(), u.GetName()))
-	if !s.ours(inst, existing.Labels) {
+	if !a.owner.ours(inst, existing.Labels) {
 		owner := "nobody we know of"
 		if uid := existing.Labels[contract.LabelInstanceUID]; uid != "" {
 			owner = fmt.Sprintf("instance %s/%s (uid %s) of hub %q", existing.Labels[contract.LabelInstanceNamespace],

@@ -23,8 +23,8 @@ const reasonOutsideNamespace = "OutsideNamespace"
 
 // confined checks the object of kind gvk in namespace ns (its namespace
 // defaulted already) against Options.ConfineToNamespace.
-func (s *server) confined(inst *unstructured.Unstructured, gvk schema.GroupVersionKind, ns, name string, namespaced bool) error {
-	if !s.rt.opts.ConfineToNamespace {
+func (a *applier) confined(inst *unstructured.Unstructured, gvk schema.GroupVersionKind, ns, name string, namespaced bool) error {
+	if !a.rt.opts.ConfineToNamespace {
 		return nil
 	}
 	object := gvk.Kind + " " + name
@@ -33,10 +33,10 @@ func (s *server) confined(inst *unstructured.Unstructured, gvk schema.GroupVersi
 	}
 	home := inst.GetNamespace()
 	switch {
-	case home == "" && slices.Contains(s.rt.opts.ClusterScopedGraphs, s.g.Name):
+	case home == "" && slices.Contains(a.rt.opts.ClusterScopedGraphs, a.g.Name):
 		return nil
 	case home == "":
-		return fmt.Errorf("%s would be %w: the instance is cluster-scoped, and graph %q is not one of the cluster-scoped graphs allowed", object, ErrOutsideNamespace, s.g.Name)
+		return fmt.Errorf("%s would be %w: the instance is cluster-scoped, and graph %q is not one of the cluster-scoped graphs allowed", object, ErrOutsideNamespace, a.g.Name)
 	case !namespaced:
 		return fmt.Errorf("%s is cluster-scoped, %w %q", object, ErrOutsideNamespace, home)
 	case ns != home:

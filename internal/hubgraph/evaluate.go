@@ -64,18 +64,28 @@ const (
 	reasonClusterWaiting   = "ClusterUnreachable"
 )
 
+// evaluator walks one instance's graph across clusters, writing each
+// node through its applier once the node's dependencies are ready. Each
+// walk's state is its outcome, owned by the one reconcile doing it; the
+// evaluator itself is not written to after it is made and needs no lock.
+type evaluator struct {
+	rt    *Runtime
+	g     *graph.Graph
+	apply *applier
+}
+
 // evaluate walks the graph level by level for inst: a node runs once its
 // dependencies are ready, wherever they live.
-func (s *server) evaluate(ctx context.Context, inst *unstructured.Unstructured, p *plan) *outcome {
-	budget := graph.NewBudget(s.g.Limits().WithDefaults())
+func (e *evaluator) evaluate(ctx context.Context, inst *unstructured.Unstructured, p *plan) *outcome {
+	budget := graph.NewBudget(e.g.Limits().WithDefaults())
 	o := &outcome{
 		ctx:    graph.WithBudget(ctx, budget),
 		vals:   maps.Clone(p.vals),
 		states: map[string]nodeState{}, desired: map[childID]bool{}, down: map[string]error{},
 	}
-	for _, level := range s.g.Levels {
+	for _, level := range e.g.Levels {
 		for _, n := range level {
-			st, err := s.node(o, inst, p, n)
+			st, err := e.node(o, inst, p, n)
 			o.states[n.ID] = st
 			switch {
 			case st == nodeFailed && o.failed == nil:
@@ -99,7 +109,7 @@ func waitMessage(n *graph.Node, st nodeState, err error) string {
 }
 
 // node evaluates and writes one node.
-func (s *server) node(o *outcome, inst *unstructured.Unstructured, p *plan, n *graph.Node) (nodeState, error) {
+func (e *evaluator) node(o *outcome, inst *unstructured.Unstructured, p *plan, n *graph.Node) (nodeState, error) {
 	for _, dep := range n.Dependencies {
 		switch o.states[dep] {
 		case nodeReady:
@@ -110,7 +120,7 @@ func (s *server) node(o *outcome, inst *unstructured.Unstructured, p *plan, n *g
 		}
 	}
 	if ok, err := n.Included(o.ctx, o.vals); err != nil {
-		return s.evalFailure(o, err)
+		return e.evalFailure(o, err)
 	} else if !ok {
 		return nodeExcluded, nil
 	}
@@ -119,26 +129,26 @@ func (s *server) node(o *outcome, inst *unstructured.Unstructured, p *plan, n *g
 		if err := o.down[name]; err != nil {
 			return nodeWaiting, unreachableError(name, err)
 		}
-		return s.external(o, inst, n, name, p.clusters[name])
+		return e.external(o, inst, n, name, p.clusters[name])
 	}
 	iterations, err := n.Iterations(o.ctx, o.vals)
 	if err != nil {
-		return s.evalFailure(o, err)
+		return e.evalFailure(o, err)
 	}
 	var observed []any
 	for i, it := range iterations {
 		name, err := p.clusterFor(n.ID, i)
 		if err != nil {
-			return s.evalFailure(o, err)
+			return e.evalFailure(o, err)
 		}
 		if err := o.down[name]; err != nil {
 			return nodeWaiting, unreachableError(name, err)
 		}
 		desired, err := n.Render(o.ctx, o.vals, it)
 		if err != nil {
-			return s.evalFailure(o, err)
+			return e.evalFailure(o, err)
 		}
-		got, err := s.apply(o.ctx, inst, n, name, p.clusters[name], desired)
+		got, err := e.apply.apply(o.ctx, inst, n, name, p.clusters[name], desired)
 		if err != nil {
 			var del *deletingError
 			if errors.As(err, &del) {
@@ -162,11 +172,11 @@ func (s *server) node(o *outcome, inst *unstructured.Unstructured, p *plan, n *g
 	} else if len(observed) == 1 {
 		o.vals[n.ID] = observed[0]
 	}
-	return s.readiness(o, n, observed)
+	return e.readiness(o, n, observed)
 }
 
 // readiness evaluates readyWhen on every observed object.
-func (s *server) readiness(o *outcome, n *graph.Node, observed []any) (nodeState, error) {
+func (e *evaluator) readiness(o *outcome, n *graph.Node, observed []any) (nodeState, error) {
 	for _, obj := range observed {
 		m, _ := obj.(map[string]any)
 		ok, err := n.Ready(o.ctx, o.vals, m)
@@ -174,7 +184,7 @@ func (s *server) readiness(o *outcome, n *graph.Node, observed []any) (nodeState
 			return nodeNotReady, nil
 		}
 		if err != nil {
-			return s.evalFailure(o, err)
+			return e.evalFailure(o, err)
 		}
 		if !ok {
 			return nodeNotReady, nil
@@ -185,7 +195,7 @@ func (s *server) readiness(o *outcome, n *graph.Node, observed []any) (nodeState
 
 // evalFailure is a node's evaluation error: a wait for data pending, a
 // failure otherwise.
-func (s *server) evalFailure(o *outcome, err error) (nodeState, error) {
+func (e *evaluator) evalFailure(o *outcome, err error) (nodeState, error) {
 	if errors.Is(err, graph.ErrPending) {
 		return nodeWaiting, err
 	}
@@ -194,27 +204,27 @@ func (s *server) evalFailure(o *outcome, err error) (nodeState, error) {
 }
 
 // external reads an externalRef in its cluster.
-func (s *server) external(o *outcome, inst *unstructured.Unstructured, n *graph.Node, name string, cl cluster.Cluster) (nodeState, error) {
+func (e *evaluator) external(o *outcome, inst *unstructured.Unstructured, n *graph.Node, name string, cl cluster.Cluster) (nodeState, error) {
 	ref, err := n.Ref(o.ctx, o.vals)
 	if err != nil {
-		return s.evalFailure(o, err)
+		return e.evalFailure(o, err)
 	}
 	ns := ref.Namespace
-	namespaced, err := s.namespaced(o.ctx, cl, ref.GVK)
+	namespaced, err := namespaced(cl, ref.GVK)
 	if err != nil {
 		return nodeWaiting, fmt.Errorf("in %s: %w", displayName(name), err)
 	}
 	if namespaced && ns == "" {
 		ns = defaultNamespace(inst)
 	}
-	if err := s.confined(inst, ref.GVK, ns, ref.Name, namespaced); err != nil {
+	if err := e.apply.confined(inst, ref.GVK, ns, ref.Name, namespaced); err != nil {
 		o.lastReason = reasonOutsideNamespace
 		return nodeFailed, fmt.Errorf("resource %q in %s: %w", n.ID, displayName(name), err)
 	}
-	cctx, cancel := s.callCtx(o.ctx)
+	cctx, cancel := e.rt.callCtx(o.ctx)
 	defer cancel()
 	if ref.Selector != nil {
-		return s.externalList(cctx, o, n, name, cl, ref, ns)
+		return e.externalList(cctx, o, n, name, cl, ref, ns)
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(ref.GVK)
@@ -226,11 +236,11 @@ func (s *server) external(o *outcome, inst *unstructured.Unstructured, n *graph.
 		return nodeWaiting, fmt.Errorf("externalRef %s %s in %s: %w", ref.GVK.Kind, ref.Name, displayName(name), err)
 	}
 	o.vals[n.ID] = u.Object
-	return s.readiness(o, n, []any{u.Object})
+	return e.readiness(o, n, []any{u.Object})
 }
 
 // namespaced reports whether gvk is namespaced in the cluster.
-func (s *server) namespaced(ctx context.Context, cl cluster.Cluster, gvk schema.GroupVersionKind) (bool, error) {
+func namespaced(cl cluster.Cluster, gvk schema.GroupVersionKind) (bool, error) {
 	m, err := cl.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return false, err
@@ -246,10 +256,10 @@ func defaultNamespace(inst *unstructured.Unstructured) string {
 }
 
 // externalList reads an externalRef by label selector.
-func (s *server) externalList(ctx context.Context, o *outcome, n *graph.Node, name string, cl cluster.Cluster, ref graph.ExternalRef, ns string) (nodeState, error) {
+func (e *evaluator) externalList(ctx context.Context, o *outcome, n *graph.Node, name string, cl cluster.Cluster, ref graph.ExternalRef, ns string) (nodeState, error) {
 	sel, err := metav1.LabelSelectorAsSelector(ref.Selector)
 	if err != nil {
-		return s.evalFailure(o, err)
+		return e.evalFailure(o, err)
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(ref.GVK.GroupVersion().WithKind(ref.GVK.Kind + "List"))
@@ -261,7 +271,7 @@ func (s *server) externalList(ctx context.Context, o *outcome, n *graph.Node, na
 		items = append(items, list.Items[i].Object)
 	}
 	o.vals[n.ID] = items
-	return s.readiness(o, n, items)
+	return e.readiness(o, n, items)
 }
 
 // unreachable reports whether err says that the cluster did not answer

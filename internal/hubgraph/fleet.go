@@ -12,20 +12,19 @@ import (
 // a cluster that joined, left or was relabelled.
 const fleetPoll = 2 * time.Second
 
-// fleet is the fleet variable's value now.
-func (s *server) fleet() map[string]any {
-	names := s.rt.opts.Clusters.Names()
+// fleetOf is the fleet variable's value now.
+func fleetOf(c Clusters) map[string]any {
+	names := c.Names()
 	clusters := make([]graph.FleetCluster, 0, len(names))
 	for _, n := range names {
-		clusters = append(clusters, graph.FleetCluster{Name: n, Labels: s.rt.opts.Clusters.Labels(n)})
+		clusters = append(clusters, graph.FleetCluster{Name: n, Labels: c.Labels(n)})
 	}
 	return graph.FleetValue(clusters)
 }
 
-// watchFleet requeues every instance of the graph when the fleet changes,
-// until ctx ends.
-func (s *server) watchFleet(ctx context.Context) {
-	last, _ := json.Marshal(s.fleet())
+// watchFleet calls requeue when the fleet changes, until ctx ends.
+func watchFleet(ctx context.Context, c Clusters, requeue func()) {
+	last, _ := json.Marshal(fleetOf(c))
 	t := time.NewTicker(fleetPoll)
 	defer t.Stop()
 	for {
@@ -34,11 +33,11 @@ func (s *server) watchFleet(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		now, _ := json.Marshal(s.fleet())
+		now, _ := json.Marshal(fleetOf(c))
 		if string(now) == string(last) {
 			continue
 		}
 		last = now
-		s.requeueAll()
+		requeue()
 	}
 }

@@ -45,21 +45,21 @@ func (s *server) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		return s.removingReconcile(ctx, inst, mode) // removal.go
 	}
 	if inst.GetDeletionTimestamp() != nil {
-		return s.finalize(ctx, inst)
+		return s.finalizer.finalize(ctx, inst)
 	}
 	if suspended(inst) {
 		return reconcile.Result{}, nil
 	}
-	p, err := s.resolve(ctx, inst)
+	p, err := s.targets.resolve(ctx, inst)
 	if err != nil {
-		return s.refused(ctx, inst, err)
+		return s.status.refused(ctx, inst, err)
 	}
 	if done, err := s.record(ctx, inst, p); done || err != nil {
 		return reconcile.Result{}, err
 	}
-	o := s.evaluate(ctx, inst, p)
-	pruneErr := s.prune(ctx, inst, p, o)
-	state, err := s.writeStatus(ctx, inst, o, pruneErr)
+	o := s.eval.evaluate(ctx, inst, p)
+	pruneErr := s.pruner.prune(ctx, inst, p, o)
+	state, err := s.status.writeStatus(ctx, inst, o, pruneErr)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -107,7 +107,7 @@ func (s *server) record(ctx context.Context, inst *unstructured.Unstructured, p 
 	}
 	a[AnnotationClusters] = string(b)
 	inst.SetAnnotations(a)
-	cctx, cancel := s.callCtx(ctx)
+	cctx, cancel := s.rt.callCtx(ctx)
 	defer cancel()
 	err := s.rt.hub().GetClient().Patch(cctx, inst, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsConflict(err) {

@@ -66,11 +66,11 @@ func (s *server) removingReconcile(ctx context.Context, inst *unstructured.Unstr
 		}
 		orig := inst.DeepCopy()
 		controllerutil.RemoveFinalizer(inst, contract.Finalizer)
-		cctx, cancel := s.callCtx(ctx)
+		cctx, cancel := s.rt.callCtx(ctx)
 		defer cancel()
 		return reconcile.Result{}, client.IgnoreNotFound(s.rt.hub().GetClient().Patch(cctx, inst, client.MergeFrom(orig)))
 	case inst.GetDeletionTimestamp() != nil:
-		return s.finalize(ctx, inst)
+		return s.finalizer.finalize(ctx, inst)
 	}
 	return reconcile.Result{}, nil
 }

@@ -134,6 +134,9 @@ func (o Options) withDefaults() Options {
 type Runtime struct {
 	opts Options
 
+	// mu guards ctx, hubName, graphs and seq. Serve and Stop hold it
+	// while they start or stop a server (whose watch set then takes its
+	// own mu); nothing holding a server's lock takes it.
 	mu      sync.Mutex
 	ctx     context.Context // the manager's, once started
 	hubName string          // the identity read (see identity)
@@ -163,6 +166,11 @@ func (r *Runtime) Start(ctx context.Context) error {
 }
 
 func (r *Runtime) hub() cluster.Cluster { return r.opts.Clusters.Hub() }
+
+// callCtx bounds one call to a cluster.
+func (r *Runtime) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.opts.CallTimeout)
+}
 
 // identity is Options.HubName, or the hub's kube-system namespace UID,
 // read once.

@@ -24,45 +24,64 @@ import (
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
-// server is one hub graph served: its CRD on the hub, a controller of its
-// instances, and the watches of its children in the target clusters.
+// server is one hub graph served: its CRD on the hub and the controller
+// of its instances. Each concern of a reconcile is a part of its own, made
+// once by newServer: targets (targets.go), evaluation (evaluate.go),
+// writes (apply.go), pruning (prune.go), deletion (finalize.go), status
+// (status.go) and the watches of the children in the target clusters
+// (watches.go).
 type server struct {
-	rt         *Runtime
-	g          *graph.Graph
-	seq        int
-	graphLabel string
-	log        logr.Logger
+	rt  *Runtime
+	g   *graph.Graph
+	seq int
+	log logr.Logger
 
-	// Set by start.
-	ctx     context.Context
-	cancel  context.CancelFunc
-	hubName string
-	done    chan struct{}
+	// Set by start, before the controller runs, and only read afterwards.
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
 
+	// owner names this graph's children; run sets its hub.
+	owner owner
 	// events carries requeues of hub instances from the children's
 	// watches (watches.go) to the controller.
-	events  chan event.GenericEvent
-	watches *watchSet
+	events chan event.GenericEvent
 	// instances maps each instance's UID to its key, for children whose
-	// name labels were shortened.
+	// name labels were shortened. A sync.Map: reconciles store, the
+	// finalizer deletes, and the watches' handlers load concurrently.
 	instances sync.Map
 	// removal is set once the graph is being removed (removal.go).
 	removal atomic.Pointer[removalMode]
+
+	// The parts, made by newServer and never replaced.
+	watches   *watchSet
+	targets   *targets
+	eval      *evaluator
+	pruner    *pruner
+	status    *reporter
+	finalizer *finalizer
 }
 
 func newServer(rt *Runtime, g *graph.Graph, seq int) *server {
 	s := &server{
-		rt: rt, g: g, seq: seq, graphLabel: contract.LabelValue(g.Name),
+		rt: rt, g: g, seq: seq,
 		log:    rt.opts.Logger.WithValues("graph", g.Name),
+		owner:  owner{graph: contract.LabelValue(g.Name)},
 		events: make(chan event.GenericEvent, 1024),
 	}
-	s.watches = newWatchSet(s)
+	s.watches = newWatchSet(&s.owner, &s.instances, s.enqueue)
+	s.targets = &targets{rt: rt, g: g}
+	s.eval = &evaluator{rt: rt, g: g, apply: &applier{rt: rt, g: g, owner: &s.owner, watches: s.watches}}
+	s.pruner = &pruner{rt: rt, g: g, owner: &s.owner, watches: s.watches}
+	s.status = &reporter{rt: rt, g: g}
+	s.finalizer = &finalizer{rt: rt, g: g, prune: s.pruner, report: s.status, instances: &s.instances}
 	return s
 }
 
 // start runs the server in the background until ctx ends or stop.
 func (s *server) start(ctx context.Context) {
 	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.watches.ctx = s.ctx
 	s.done = make(chan struct{})
 	go func() {
 		defer close(s.done)
@@ -86,7 +105,7 @@ func (s *server) run(ctx context.Context) error {
 	if err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		name, err := s.rt.identity(ctx)
 		if err == nil {
-			s.hubName = name
+			s.owner.hub = name
 			err = s.ensureCRD(ctx)
 		}
 		if err != nil {
@@ -115,7 +134,7 @@ func (s *server) run(ctx context.Context) error {
 		return err
 	}
 	if s.g.UsesFleet() {
-		go s.watchFleet(ctx) // fleet.go
+		go watchFleet(ctx, s.rt.opts.Clusters, s.requeueAll) // fleet.go
 	}
 	return c.Start(ctx)
 }
@@ -166,8 +185,3 @@ func (s *server) enqueue(key types.NamespacedName) {
 }
 
 var _ reconcile.Reconciler = &server{}
-
-// callCtx bounds one call to a cluster.
-func (s *server) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, s.rt.opts.CallTimeout)
-}

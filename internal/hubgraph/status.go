@@ -28,6 +28,14 @@ type condition struct {
 // maxMessage bounds a condition's message.
 const maxMessage = 1024
 
+// reporter writes one graph's instances' status on the hub: their state,
+// conditions and projected fields. It is not written to after it is made
+// and needs no lock.
+type reporter struct {
+	rt *Runtime
+	g  *graph.Graph
+}
+
 // conditionsOf turns an outcome into the instance's state and conditions.
 func conditionsOf(o *outcome, pruneErr error) (string, []condition) {
 	managed := condition{Type: contract.ConditionInstanceManaged, Status: "True", Reason: "Managed"}
@@ -56,18 +64,18 @@ func conditionsOf(o *outcome, pruneErr error) (string, []condition) {
 
 // writeStatus writes the outcome's state, conditions and projected
 // fields, when they changed.
-func (s *server) writeStatus(ctx context.Context, inst *unstructured.Unstructured, o *outcome, pruneErr error) (string, error) {
+func (r *reporter) writeStatus(ctx context.Context, inst *unstructured.Unstructured, o *outcome, pruneErr error) (string, error) {
 	state, conds := conditionsOf(o, pruneErr)
-	fields, err := s.g.Status(o.ctx, o.vals)
+	fields, err := r.g.Status(o.ctx, o.vals)
 	if err != nil && !errors.Is(err, graph.ErrPending) {
 		state = contract.StateError
 		conds[len(conds)-1] = condition{Type: contract.ConditionReady, Status: "False", Reason: reasonEvaluationFailed, Message: err.Error()}
 	}
-	return state, s.patchStatus(ctx, inst, state, conds, fields)
+	return state, r.patchStatus(ctx, inst, state, conds, fields)
 }
 
 // refused reports a target refusal: nothing was written anywhere.
-func (s *server) refused(ctx context.Context, inst *unstructured.Unstructured, err error) (reconcile.Result, error) {
+func (r *reporter) refused(ctx context.Context, inst *unstructured.Unstructured, err error) (reconcile.Result, error) {
 	reason := reasonTargetRefused
 	if !errors.Is(err, ErrTargetRefused) {
 		reason = reasonEvaluationFailed
@@ -77,7 +85,7 @@ func (s *server) refused(ctx context.Context, inst *unstructured.Unstructured, e
 		{Type: ConditionTargetsAllowed, Status: "False", Reason: reason, Message: err.Error()},
 		{Type: contract.ConditionReady, Status: "False", Reason: reason, Message: err.Error()},
 	}
-	if perr := s.patchStatus(ctx, inst, contract.StateError, conds, nil); perr != nil {
+	if perr := r.patchStatus(ctx, inst, contract.StateError, conds, nil); perr != nil {
 		return reconcile.Result{}, perr
 	}
 	// An engaged cluster, a relabelled one or a changed policy may lift
@@ -87,7 +95,7 @@ func (s *server) refused(ctx context.Context, inst *unstructured.Unstructured, e
 
 // patchStatus merges state, conditions and fields into the instance's
 // status and patches it when it changed.
-func (s *server) patchStatus(ctx context.Context, inst *unstructured.Unstructured, state string, conds []condition, fields map[string]any) error {
+func (r *reporter) patchStatus(ctx context.Context, inst *unstructured.Unstructured, state string, conds []condition, fields map[string]any) error {
 	old, _, _ := unstructured.NestedMap(inst.Object, "status")
 	status := maps.Clone(old)
 	if status == nil {
@@ -103,9 +111,9 @@ func (s *server) patchStatus(ctx context.Context, inst *unstructured.Unstructure
 	if err := unstructured.SetNestedMap(inst.Object, status, "status"); err != nil {
 		return err
 	}
-	cctx, cancel := s.callCtx(ctx)
+	cctx, cancel := r.rt.callCtx(ctx)
 	defer cancel()
-	return client.IgnoreNotFound(s.rt.hub().GetClient().Status().Patch(cctx, inst, client.MergeFrom(orig)))
+	return client.IgnoreNotFound(r.rt.hub().GetClient().Status().Patch(cctx, inst, client.MergeFrom(orig)))
 }
 
 // dated gives conditions their wire form, keeping the transition time of

@@ -53,7 +53,7 @@ func (p *plan) clusterFor(id string, i int) (string, error) {
 	return items[i], nil
 }
 
-// hubName is how messages name the hub cluster.
+// hubDisplay is how messages name the hub cluster.
 const hubDisplay = "the hub cluster"
 
 func displayName(name string) string {
@@ -63,27 +63,35 @@ func displayName(name string) string {
 	return name
 }
 
+// targets resolves where each resource of one instance goes and checks it
+// against the engaged clusters and the policy. It is not written to after
+// it is made and needs no lock: each resolution's state is its plan.
+type targets struct {
+	rt *Runtime
+	g  *graph.Graph
+}
+
 // resolve evaluates every target of inst and checks each against the
 // engaged clusters and the policy, before anything is written. The first
 // refusal (in topological order) is returned.
-func (s *server) resolve(ctx context.Context, inst *unstructured.Unstructured) (*plan, error) {
+func (t *targets) resolve(ctx context.Context, inst *unstructured.Unstructured) (*plan, error) {
 	vals := graph.Values{"schema": inst.Object}
-	if s.g.UsesFleet() {
-		vals[graph.VarFleet] = s.fleet()
+	if t.g.UsesFleet() {
+		vals[graph.VarFleet] = fleetOf(t.rt.opts.Clusters)
 	}
-	p := &plan{vals: vals, clusterOf: map[string]string{}, items: map[string][]string{}, clusters: map[string]cluster.Cluster{"": s.rt.hub()}}
-	for _, n := range s.g.Nodes {
+	p := &plan{vals: vals, clusterOf: map[string]string{}, items: map[string][]string{}, clusters: map[string]cluster.Cluster{"": t.rt.hub()}}
+	for _, n := range t.g.Nodes {
 		if n.Target() == nil {
 			p.clusterOf[n.ID] = ""
 			continue
 		}
 		if n.Collection && !n.External && n.Target().Computed() {
-			if err := s.resolveItems(ctx, inst, p, n); err != nil {
+			if err := t.resolveItems(ctx, inst, p, n); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		name, err := s.resolveOne(ctx, inst, p, n, nil)
+		name, err := t.resolveOne(ctx, inst, p, n, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -93,14 +101,14 @@ func (s *server) resolve(ctx context.Context, inst *unstructured.Unstructured) (
 }
 
 // resolveItems resolves the target of each item of a collection.
-func (s *server) resolveItems(ctx context.Context, inst *unstructured.Unstructured, p *plan, n *graph.Node) error {
+func (t *targets) resolveItems(ctx context.Context, inst *unstructured.Unstructured, p *plan, n *graph.Node) error {
 	its, err := n.Iterations(ctx, p.vals)
 	if err != nil {
 		return err
 	}
 	names := make([]string, 0, len(its))
 	for _, it := range its {
-		name, err := s.resolveOne(ctx, inst, p, n, it)
+		name, err := t.resolveOne(ctx, inst, p, n, it)
 		if err != nil {
 			return err
 		}
@@ -111,20 +119,20 @@ func (s *server) resolveItems(ctx context.Context, inst *unstructured.Unstructur
 }
 
 // resolveOne resolves and checks one target, and returns its cluster.
-func (s *server) resolveOne(ctx context.Context, inst *unstructured.Unstructured, p *plan, n *graph.Node, iteration map[string]any) (string, error) {
-	t, err := n.ResolveTarget(ctx, p.vals, iteration)
+func (t *targets) resolveOne(ctx context.Context, inst *unstructured.Unstructured, p *plan, n *graph.Node, iteration map[string]any) (string, error) {
+	to, err := n.ResolveTarget(ctx, p.vals, iteration)
 	if err != nil {
 		return "", err
 	}
-	name := t.Cluster
-	if t.SecretName != "" {
+	name := to.Cluster
+	if to.SecretName != "" {
 		var ok bool
-		if name, ok = s.rt.opts.Clusters.SecretCluster(t.SecretNamespace, t.SecretName); !ok {
-			return "", &refusal{resource: n.ID, cluster: t.SecretNamespace + "/" + t.SecretName,
+		if name, ok = t.rt.opts.Clusters.SecretCluster(to.SecretNamespace, to.SecretName); !ok {
+			return "", &refusal{resource: n.ID, cluster: to.SecretNamespace + "/" + to.SecretName,
 				rule: "no engaged cluster comes from that kubeconfig Secret"}
 		}
 	}
-	cl, err := s.allowed(ctx, n, inst, name, t.Computed)
+	cl, err := t.allowed(ctx, n, inst, name, to.Computed)
 	if err != nil {
 		return "", err
 	}
@@ -133,31 +141,31 @@ func (s *server) resolveOne(ctx context.Context, inst *unstructured.Unstructured
 }
 
 // allowed checks one target and returns its cluster.
-func (s *server) allowed(ctx context.Context, n *graph.Node, inst *unstructured.Unstructured, name string, computed bool) (cluster.Cluster, error) {
+func (t *targets) allowed(ctx context.Context, n *graph.Node, inst *unstructured.Unstructured, name string, computed bool) (cluster.Cluster, error) {
 	refuse := func(rule string) (cluster.Cluster, error) {
 		return nil, &refusal{resource: n.ID, cluster: name, rule: rule}
 	}
-	pol := s.rt.opts.Policy
+	pol := t.rt.opts.Policy
 	if computed && pol.Selector == nil && pol.Allow == nil {
 		return refuse("a target computed from the instance needs the platform to allow it (no allowed set is configured)")
 	}
-	cl, err := s.rt.opts.Clusters.Cluster(ctx, name)
+	cl, err := t.rt.opts.Clusters.Cluster(ctx, name)
 	if err != nil || cl == nil {
 		return refuse("not an engaged cluster")
 	}
-	set := labels.Set(s.rt.opts.Clusters.Labels(name))
+	set := labels.Set(t.rt.opts.Clusters.Labels(name))
 	if pol.Selector != nil {
 		if ok, err := matches(pol.Selector, set); err != nil || !ok {
 			return refuse(fmt.Sprintf("outside the platform's allowed clusters (%s)", metav1.FormatLabelSelector(pol.Selector)))
 		}
 	}
-	if sel := s.g.AllowedClusters(); computed && sel != nil {
+	if sel := t.g.AllowedClusters(); computed && sel != nil {
 		if ok, err := matches(sel, set); err != nil || !ok {
 			return refuse(fmt.Sprintf("outside the RGD's spec.target.allowedClusters (%s)", metav1.FormatLabelSelector(sel)))
 		}
 	}
 	if pol.Allow != nil {
-		if err := pol.Allow(ctx, s.g, inst, name); err != nil {
+		if err := pol.Allow(ctx, t.g, inst, name); err != nil {
 			return refuse("refused by the platform's hook: " + err.Error())
 		}
 	}

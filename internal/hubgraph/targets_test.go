@@ -90,7 +90,7 @@ func wantsTo(to string) *unstructured.Unstructured {
 
 func TestResolvePlacesEveryResource(t *testing.T) {
 	s := policyServer(t, "", Policy{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"mesh": "true"}}})
-	p, err := s.resolve(context.Background(), wantsTo("west"))
+	p, err := s.targets.resolve(context.Background(), wantsTo("west"))
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"fixed": "east", "computed": "west", "bySecret": "west", "local": ""}, p.clusterOf)
 	assert.Len(t, p.clusters, 3, "the hub, east and west")
@@ -119,7 +119,7 @@ func TestResolveRefusals(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := policyServer(t, tc.rgdTarget, tc.policy)
-			_, err := s.resolve(context.Background(), wantsTo(tc.to))
+			_, err := s.targets.resolve(context.Background(), wantsTo(tc.to))
 			require.ErrorIs(t, err, ErrTargetRefused)
 			assert.Contains(t, err.Error(), tc.want)
 		})

@@ -19,7 +19,17 @@ import (
 // informers are the clusters' own metadata-only ones (the spoke runtime
 // uses the same): only the handlers are ours.
 type watchSet struct {
-	s  *server
+	owner *owner
+	// instances maps an instance's UID to its key (server.instances).
+	instances *sync.Map
+	// enqueue requeues a hub instance (server.enqueue).
+	enqueue func(types.NamespacedName)
+	// ctx is the server's, set by server.start before any reconcile
+	// can call ensure, and only read afterwards: once it ends, no
+	// handler is added.
+	ctx context.Context
+
+	// mu guards m.
 	mu sync.Mutex
 	m  map[watchKey]*watch
 }
@@ -37,7 +47,9 @@ type watch struct {
 	reg      toolscache.ResourceEventHandlerRegistration
 }
 
-func newWatchSet(s *server) *watchSet { return &watchSet{s: s, m: map[watchKey]*watch{}} }
+func newWatchSet(o *owner, instances *sync.Map, enqueue func(types.NamespacedName)) *watchSet {
+	return &watchSet{owner: o, instances: instances, enqueue: enqueue, m: map[watchKey]*watch{}}
+}
 
 // ensure watches gvk in the named cluster, once; it returns when the
 // informer has synced (bounded by ctx).
@@ -57,7 +69,7 @@ func (w *watchSet) ensure(ctx context.Context, name string, cl cluster.Cluster, 
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if cur, ok := w.m[key]; (ok && cur.cl == cl) || w.s.ctx.Err() != nil {
+	if cur, ok := w.m[key]; (ok && cur.cl == cl) || w.ctx.Err() != nil {
 		return nil
 	}
 	if cur, ok := w.m[key]; ok {
@@ -85,14 +97,14 @@ func (w *watchSet) changed(obj any) {
 		return
 	}
 	l := m.GetLabels()
-	if l[LabelHub] != w.s.hubName || l[contract.LabelGraph] != w.s.graphLabel {
+	if !w.owner.graphs(l) {
 		return
 	}
 	key := types.NamespacedName{Namespace: l[contract.LabelInstanceNamespace], Name: l[contract.LabelInstanceName]}
-	if k, ok := w.s.instances.Load(types.UID(l[contract.LabelInstanceUID])); ok {
+	if k, ok := w.instances.Load(types.UID(l[contract.LabelInstanceUID])); ok {
 		key = k.(types.NamespacedName)
 	}
-	w.s.enqueue(key)
+	w.enqueue(key)
 }
 
 // removeAll removes every handler.
