@@ -85,6 +85,10 @@ bench-fleet: envtest-assets ## One hub, N simulated clusters on one API server, 
 		$(GO) test -tags integration -run '^$$' -bench BenchmarkFleet -benchtime 1x -timeout 30m ./sdk/ \
 		| grep --line-buffered -E '^(fleet|Benchmark|FAIL|--- |    )' || exit 1; done; done
 
+.PHONY: mesh
+mesh: envtest-assets ## Run the mesh demo: one hub graph connecting two spokes (trust bundle, ingress, egress to the other's ingress).
+	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/mesh
+
 .PHONY: quickstart
 quickstart: envtest-assets ## Run the quickstart on a local embedded fleet.
 	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/quickstart
