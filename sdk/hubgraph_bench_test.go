@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -78,14 +79,15 @@ func BenchmarkHubGraph200(b *testing.B) {
 	fleet := fgtesting.StartFleet(b, 2)
 	ctx := context.Background()
 	var reqs atomic.Int64
+	kinds := &requestKinds{n: map[string]int{}}
 	provider := fgtesting.NewProvider()
 	spokes := map[string]client.Client{}
 	for _, s := range fleet.Spokes() {
-		require.NoError(b, provider.AddConfig(ctx, s.Name, countedConfig(s.Config, &reqs)))
+		require.NoError(b, provider.AddConfig(ctx, s.Name, countedByKind(s.Config, &reqs, s.Name, kinds)))
 		spokes[s.Name] = benchClient(b, s.Config)
 	}
 	hub := benchClient(b, fleet.Hub.Config)
-	h := startHub(b, countedConfig(fleet.Hub.Config, &reqs), provider, sdk.Options{DisableRGDController: true})
+	h := startHub(b, countedByKind(fleet.Hub.Config, &reqs, "hub", kinds), provider, sdk.Options{DisableRGDController: true})
 	require.NoError(b, h.RegisterGraph(ctx, rgdFromString(b, pairRGD)))
 	warmUp(b, hub, spokes)
 
@@ -99,11 +101,13 @@ func BenchmarkHubGraph200(b *testing.B) {
 				require.NoError(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}))
 			}
 		}
+		kinds.reset()
 		b.StartTimer()
 		floorA, floorReqs := applyPairFloor(b, fleet, ns+"-floor-a")
 		start, before := time.Now(), reqs.Load()
 		runPairs(b, hub, ns)
 		wall, used := time.Since(start), reqs.Load()-before
+		byKind := kinds.reset()
 		floorB, _ := applyPairFloor(b, fleet, ns+"-floor-b")
 		floor := (floorA + floorB) / 2
 		ratio := wall.Seconds() / floor.Seconds()
@@ -112,6 +116,9 @@ func BenchmarkHubGraph200(b *testing.B) {
 			i+1, ratio, wall.Round(time.Millisecond), floor.Round(time.Millisecond), floorA.Round(time.Millisecond), floorB.Round(time.Millisecond))
 		fmt.Printf("requests/instance: %.2f by the hub on all three clusters (floor %.2f)\n",
 			float64(used)/hubBenchInstances, float64(floorReqs)/hubBenchInstances)
+		for _, line := range byKind {
+			fmt.Printf("    %s\n", line)
+		}
 		b.ReportMetric(wall.Seconds(), "active-s")
 		b.ReportMetric(floor.Seconds(), "floor-s")
 		b.ReportMetric(float64(used)/hubBenchInstances, "requests/instance")
@@ -210,21 +217,80 @@ func parallelN(b *testing.B, n int, f func(i int) error) {
 	}
 }
 
-// countingRoundTripper counts the requests made through it.
+// countingRoundTripper counts the requests made through it and, when
+// kinds is set, each kind of request (cluster, verb and resource).
 type countingRoundTripper struct {
-	next http.RoundTripper
-	n    *atomic.Int64
+	next    http.RoundTripper
+	n       *atomic.Int64
+	cluster string
+	kinds   *requestKinds
 }
 
 func (c countingRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
+	c.kinds.add(c.cluster, r)
 	return c.next.RoundTrip(r)
 }
 
 func countedConfig(cfg *rest.Config, n *atomic.Int64) *rest.Config {
+	return countedByKind(cfg, n, "", nil)
+}
+
+func countedByKind(cfg *rest.Config, n *atomic.Int64, cluster string, kinds *requestKinds) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingRoundTripper{next: rt, n: n} }
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return countingRoundTripper{next: rt, n: n, cluster: cluster, kinds: kinds}
+	}
 	return cfg
+}
+
+// requestKinds counts requests by cluster, verb and resource, to show
+// where a run's requests per instance go.
+type requestKinds struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (k *requestKinds) add(cluster string, r *http.Request) {
+	if k == nil {
+		return
+	}
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	resource := ""
+	for i, p := range parts {
+		if p == "namespaces" && i+2 < len(parts) {
+			resource = strings.Join(parts[i+2:], "/")
+			if j := strings.Index(resource, "/"); j > 0 && !strings.HasSuffix(resource, "/status") {
+				resource = resource[:j]
+			} else if strings.HasSuffix(resource, "/status") {
+				resource = strings.SplitN(resource, "/", 2)[0] + "/status"
+			}
+		}
+	}
+	if resource == "" && len(parts) > 0 {
+		resource = parts[len(parts)-1]
+	}
+	verb := r.Method
+	if r.URL.Query().Get("watch") == "true" {
+		verb = "WATCH"
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.n[cluster+" "+verb+" "+resource]++
+}
+
+// reset returns the counts so far, sorted, and starts again.
+func (k *requestKinds) reset() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []string
+	for key, n := range k.n {
+		out = append(out, fmt.Sprintf("%5d %s", n, key))
+	}
+	k.n = map[string]int{}
+	slices.Sort(out)
+	slices.Reverse(out)
+	return out
 }
 
 func benchClient(b *testing.B, cfg *rest.Config) client.Client {
