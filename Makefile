@@ -58,10 +58,12 @@ test-hostile-race: envtest-assets ## The hostile corpus under the race detector:
 		$(GO) test -race -tags 'integration hostile' -count=1 -timeout 20m -run TestHostileTenantsAreStoppedAndOthersKeepWorking -v ./sdk/
 
 .PHONY: bench
-bench: envtest-assets ## Benchmarks: compile, CRD fan-out (1 vs 3 spokes), 500 instances vs the SSA floor (and the required writes alone).
+bench: envtest-assets ## Benchmarks: compile, CRD fan-out (1 vs 3 spokes), 200 hub-graph instances across 2 spokes vs the SSA floor, 500 instances vs the SSA floor (and the required writes alone).
 	$(GO) test -run '^$$' -bench BenchmarkCompile -benchmem ./sdk/graph/...
 	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
 		$(GO) test -tags integration -run '^$$' -bench BenchmarkCRDFanOut -benchtime 20x ./sdk/
+	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
+		$(GO) test -tags integration -run '^$$' -bench BenchmarkHubGraph200 -benchtime 3x -timeout 20m ./sdk/
 	@if grep -qs BenchmarkWebApp500 internal/spoke/*_test.go; then \
 		KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
 		$(GO) test -tags integration -run '^$$' -bench 'BenchmarkWebApp500(WritesOnly)?$$' -benchtime 7x -timeout 40m ./internal/spoke/; fi
@@ -88,6 +90,10 @@ bench-fleet: envtest-assets ## One hub, N simulated clusters on one API server, 
 		KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) FLEET_MODES=$$mode FLEET_SIZES=$$n \
 		$(GO) test -tags integration -run '^$$' -bench BenchmarkFleet -benchtime 1x -timeout 30m ./sdk/ \
 		| grep --line-buffered -E '^(fleet|Benchmark|FAIL|--- |    )' || exit 1; done; done
+
+.PHONY: mesh
+mesh: envtest-assets ## Run the mesh demo: one hub graph connecting two spokes (trust bundle, ingress, egress to the other's ingress).
+	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/mesh
 
 .PHONY: quickstart
 quickstart: envtest-assets ## Run the quickstart on a local embedded fleet.
