@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -213,22 +211,6 @@ func (h *Hub) FleetStatus(name string) GraphStatus {
 // Graphs returns the names of the registered graphs.
 func (h *Hub) Graphs() []string { return h.names() }
 
-// hubScheme is the scheme of the manager Run makes: client-go's types and
-// the RGD types, in a scheme of its own. Adding the RGD types to client-go's
-// process-wide scheme instead (what SetupWithManager must do with a manager
-// that has no scheme of its own) races with any other manager in the
-// process decoding through it.
-func hubScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("client-go's types: %w", err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("the RGD types: %w", err)
-	}
-	return scheme, nil
-}
-
 // Run is the standalone way to run a Hub: it makes a multicluster manager
 // for the hub cluster at cfg with the Hub's provider, sets the provider up
 // in it when the provider needs that (it has a
@@ -237,12 +219,7 @@ func hubScheme() (*runtime.Scheme, error) {
 // health endpoints are off; embed the Hub with SetupWithManager to choose
 // them.
 func (h *Hub) Run(ctx context.Context, cfg *rest.Config) error {
-	scheme, err := hubScheme()
-	if err != nil {
-		return err
-	}
 	mgr, err := mcmanager.New(cfg, h.provider, manager.Options{
-		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
