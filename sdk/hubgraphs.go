@@ -66,6 +66,7 @@ func (h *Hub) newHubGraphs() *hubgraph.Runtime {
 		CallTimeout:  h.opts.Targets.CallTimeout,
 		FieldManager: h.opts.FieldManager,
 		Resync:       h.opts.InstanceResync,
+		Workers:      h.opts.Workers,
 
 		ConfineToNamespace:  h.opts.ConfineToNamespace,
 		ClusterScopedGraphs: h.opts.ClusterScopedGraphs,
