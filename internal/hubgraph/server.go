@@ -161,16 +161,29 @@ func (s *server) ensureCRD(ctx context.Context) error {
 	if err := hc.Apply(cctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(s.rt.opts.FieldManager)); err != nil {
 		return fmt.Errorf("applying CRD %s on the hub: %w", crd.Name, err)
 	}
-	got := &apiextensionsv1.CustomResourceDefinition{}
+	// Read back as unstructured: the embedder's scheme need not know
+	// apiextensions' types.
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	if err := s.rt.hub().GetAPIReader().Get(cctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
 		return err
 	}
-	for _, c := range got.Status.Conditions {
-		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-			return nil
-		}
+	if established(got) {
+		return nil
 	}
 	return fmt.Errorf("CRD %s is not established yet", crd.Name)
+}
+
+// established reports whether crd's Established condition is True.
+func established(crd *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == string(apiextensionsv1.Established) && m["status"] == string(apiextensionsv1.ConditionTrue) {
+			return true
+		}
+	}
+	return false
 }
 
 // enqueue requeues the hub instance key.
