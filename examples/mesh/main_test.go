@@ -26,7 +26,11 @@ func TestMeshDemoConnectsTwoSpokes(t *testing.T) {
 	east, west := res.Sides["spoke-1"], res.Sides["spoke-2"]
 	require.NotEmpty(t, east.IngressIP, out.String())
 	require.NotEmpty(t, west.IngressIP, out.String())
-	assert.NotEqual(t, east.IngressIP, west.IngressIP, "two API servers allocated the two addresses")
+	// Two API servers allocate from the same service range, so the two
+	// addresses may coincide; the Services' UIDs cannot.
+	assert.NotEqual(t, east.IngressUID, west.IngressUID)
+	assert.Equal(t, west.IngressUID, east.UpstreamService, "spoke-1's egress was rendered from spoke-2's Service")
+	assert.Equal(t, east.IngressUID, west.UpstreamService, "spoke-2's egress was rendered from spoke-1's Service")
 	assert.Equal(t, west.IngressIP+":15443", east.Upstream, "spoke-1's egress points at spoke-2's ingress")
 	assert.Equal(t, east.IngressIP+":15443", west.Upstream, "spoke-2's egress points at spoke-1's ingress")
 	assert.Equal(t, "spoke-2", east.Peer)

@@ -37,11 +37,13 @@ var meshGVK = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kin
 
 // side is what one spoke holds of the instance, as read from that spoke.
 type side struct {
-	Cluster   string
-	IngressIP string // the ingress Service's spec.clusterIP
-	Upstream  string // the egress ConfigMap's data.upstream
-	Peer      string // the egress ConfigMap's data.peer
-	Bundle    string // the trust bundle Secret's data.bundle
+	Cluster         string
+	IngressIP       string // the ingress Service's spec.clusterIP
+	IngressUID      string // the ingress Service's metadata.uid
+	Upstream        string // the egress ConfigMap's data.upstream
+	UpstreamService string // the egress ConfigMap's data.upstreamService: the UID of the Service it points at
+	Peer            string // the egress ConfigMap's data.peer
+	Bundle          string // the trust bundle Secret's data.bundle
 }
 
 // result is what the demo observed, for its test.
@@ -215,7 +217,7 @@ func (d *demo) side(ctx context.Context, cluster, prefix, role string) (side, er
 	if err := c.Get(ctx, key("trust"), sec); err != nil {
 		return side{}, err
 	}
-	return side{Cluster: cluster, IngressIP: svc.Spec.ClusterIP, Upstream: cm.Data["upstream"], Peer: cm.Data["peer"], Bundle: string(sec.Data["bundle"])}, nil
+	return side{Cluster: cluster, IngressIP: svc.Spec.ClusterIP, IngressUID: string(svc.UID), Upstream: cm.Data["upstream"], UpstreamService: cm.Data["upstreamService"], Peer: cm.Data["peer"], Bundle: string(sec.Data["bundle"])}, nil
 }
 
 // leftOver names the first object of the instance still on a spoke: it
