@@ -27,12 +27,17 @@ import (
 //
 // An entry older than Options.Resync is not trusted, so that every child
 // is applied again at least that often, event or not. Entries go when the
-// child's deletion is seen, or when our apply fails.
+// child's deletion is seen, when our apply fails, or when the instance is
+// gone (forgetOwner), so children left in a cluster that cannot be reached
+// are not remembered for ever.
 type applyMemory struct {
 	maxAge time.Duration
+	now    func() time.Time // time.Now but in tests
 
-	mu sync.Mutex
-	m  map[childID]*applied
+	// mu guards m and byOwner.
+	mu      sync.Mutex
+	m       map[childID]*applied
+	byOwner map[types.NamespacedName]map[childID]struct{}
 }
 
 // applied is our last apply of one child. rv is its answer's version, ""
@@ -54,7 +59,7 @@ type applied struct {
 const deletedRV = "<deleted>"
 
 func newApplyMemory(maxAge time.Duration) *applyMemory {
-	return &applyMemory{maxAge: maxAge, m: map[childID]*applied{}}
+	return &applyMemory{maxAge: maxAge, now: time.Now, m: map[childID]*applied{}, byOwner: map[types.NamespacedName]map[childID]struct{}{}}
 }
 
 // hashOf is the FNV-64a hash of u's JSON form, never 0.
@@ -83,7 +88,7 @@ func (a *applyMemory) unchanged(key childID, cl cluster.Cluster, hash uint64) bo
 	defer a.mu.Unlock()
 	st := a.m[key]
 	return st != nil && st.inflight == 0 && st.rv != "" && st.hash != 0 && st.hash == hash && st.cl == cl &&
-		time.Since(st.at) < a.maxAge
+		a.now().Sub(st.at) < a.maxAge
 }
 
 // begin notes that an apply of key for owner, through cl, is in flight.
@@ -91,12 +96,48 @@ func (a *applyMemory) begin(key childID, cl cluster.Cluster, owner types.Namespa
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.m[key]
-	if st == nil || st.cl != cl {
-		st = &applied{cl: cl}
+	switch {
+	case st == nil:
+		st = &applied{cl: cl, owner: owner}
 		a.m[key] = st
+	case st.cl != cl: // a new engagement: nothing of the old one stands
+		st.cl, st.hash, st.rv, st.seen = cl, 0, "", nil
+	}
+	if old := a.byOwner[st.owner]; old != nil && st.owner != owner {
+		delete(old, key)
+		if len(old) == 0 {
+			delete(a.byOwner, st.owner)
+		}
 	}
 	st.owner = owner
+	if a.byOwner[owner] == nil {
+		a.byOwner[owner] = map[childID]struct{}{}
+	}
+	a.byOwner[owner][key] = struct{}{}
 	st.inflight++
+}
+
+// drop forgets key; a.mu held.
+func (a *applyMemory) drop(key childID, st *applied) {
+	delete(a.m, key)
+	if set := a.byOwner[st.owner]; set != nil {
+		delete(set, key)
+		if len(set) == 0 {
+			delete(a.byOwner, st.owner)
+		}
+	}
+}
+
+// forgetOwner forgets the children applied for owner, but those with an
+// apply in flight.
+func (a *applyMemory) forgetOwner(owner types.NamespacedName) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for key := range a.byOwner[owner] {
+		if st := a.m[key]; st != nil && st.inflight == 0 {
+			a.drop(key, st)
+		}
+	}
 }
 
 // end records the outcome of an apply begun with begin: answer is the API
@@ -114,14 +155,14 @@ func (a *applyMemory) end(key childID, hash uint64, answer *unstructured.Unstruc
 	if err != nil {
 		st.hash, st.rv, st.seen = 0, "", nil
 		if st.inflight == 0 {
-			delete(a.m, key)
+			a.drop(key, st)
 		}
 		return false
 	}
 	if answer.GetDeletionTimestamp() != nil {
 		hash = 0 // being deleted: the next reconcile looks again
 	}
-	st.hash, st.rv, st.at = hash, answer.GetResourceVersion(), time.Now()
+	st.hash, st.rv, st.at = hash, answer.GetResourceVersion(), a.now()
 	for _, rv := range st.seen {
 		if rv != st.rv {
 			raced = true
@@ -169,7 +210,7 @@ func (a *applyMemory) deleted(key childID) (owner types.NamespacedName, known bo
 		st.seen = append(st.seen, deletedRV)
 		return st.owner, true
 	}
-	delete(a.m, key)
+	a.drop(key, st)
 	return st.owner, true
 }
 

@@ -97,7 +97,11 @@ func (w *ownWrites) fresher(cached *unstructured.Unstructured) *unstructured.Uns
 }
 
 // instanceHandler enqueues an instance on every event of the instance
-// watch except the echo of our own latest write.
+// watch except the echo of our own latest write. Any other event drops our
+// copy: the cache may have skipped our version (a relist) and hold a newer
+// one, which must not wait for ownWriteTTL to be seen; if the event's is
+// older than ours instead, the worst is a write made again or a conflict,
+// which requeues.
 type instanceHandler struct{ writes *ownWrites }
 
 var _ handler.EventHandler = instanceHandler{}
@@ -109,6 +113,7 @@ func request(o client.Object) reconcile.Request {
 }
 
 func (h instanceHandler) Create(_ context.Context, e event.CreateEvent, q queue) {
+	h.writes.forget(keyOf(e.Object.GetNamespace(), e.Object.GetName()))
 	q.Add(request(e.Object))
 }
 
@@ -116,6 +121,7 @@ func (h instanceHandler) Update(_ context.Context, e event.UpdateEvent, q queue)
 	if h.writes.echo(e.ObjectNew) {
 		return
 	}
+	h.writes.forget(keyOf(e.ObjectNew.GetNamespace(), e.ObjectNew.GetName()))
 	q.Add(request(e.ObjectNew))
 }
 

@@ -38,6 +38,9 @@ func (s *server) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	inst := &unstructured.Unstructured{}
 	inst.SetGroupVersionKind(s.g.Instance.GVK)
 	if err := s.rt.hub().GetCache().Get(ctx, req.NamespacedName, inst); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.watches.memory.forgetOwner(req.NamespacedName) // gone: nothing of it is applied again
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	inst = s.writes.fresher(inst)
