@@ -197,6 +197,13 @@ func TestHubGraphAcrossClusters(t *testing.T) {
 		assert.Equal(t, "db.default:5432", upstream, "status projects a value read on spoke-2")
 		_, err := f.configMap("spoke-3", "web-egress")
 		assert.True(t, apierrors.IsNotFound(err), "nothing on spoke-3: %v", err)
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			assert.Equal(ct, []sdk.TargetStatus{
+				{Cluster: "", Instances: 1, ReadyInstances: 1, Engaged: true},
+				{Cluster: "spoke-1", Instances: 1, ReadyInstances: 1, Engaged: true},
+				{Cluster: "spoke-2", Instances: 1, ReadyInstances: 1, Engaged: true},
+			}, h.FleetStatus("link").Targets, "FleetStatus lists the clusters the instance writes to, not spoke-3")
+		}, wait, tick)
 
 		cm, err := f.configMap("spoke-2", "web-egress")
 		require.NoError(t, err)
@@ -472,6 +479,15 @@ func TestHubGraphFrozenTargetBlocksOnlyItsDependents(t *testing.T) {
 		require.NotNil(ct, c)
 		assert.Equal(ct, "ClusterUnreachable", c["reason"])
 		assert.Contains(ct, c["message"], `cluster "spoke-2" is unreachable`)
+	}, wait, tick)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		byName := map[string]sdk.TargetStatus{}
+		for _, ts := range h.FleetStatus("link").Targets {
+			byName[ts.Cluster] = ts
+		}
+		assert.NotEmpty(ct, byName["spoke-2"].Unreachable, "FleetStatus says spoke-2 does not answer")
+		assert.Equal(ct, 1, byName["spoke-2"].Instances)
+		assert.Empty(ct, byName["spoke-1"].Unreachable)
 	}, wait, tick)
 
 	// Another instance that does not touch spoke-2 becomes ACTIVE.
