@@ -93,7 +93,9 @@ type Options struct {
 	// DefaultCallTimeout.
 	CallTimeout time.Duration
 	// Resync is how often an ACTIVE instance is reconciled without an
-	// event. Defaults to DefaultResync.
+	// event, and how long an apply nothing contradicted is trusted: a
+	// child is applied again at least that often. Defaults to
+	// DefaultResync.
 	Resync time.Duration
 	// ConfineToNamespace keeps each instance's children and external
 	// references in its namespace, in every cluster, as the spoke runtime
