@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -188,4 +189,76 @@ func requirePairValue(t *testing.T, c client.Client, ns, name, value string) {
 		require.NoError(ct, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cm))
 		assert.Equal(ct, value, cm.Data["value"])
 	}, wait, tick, "%s/%s has value %q", ns, name, value)
+}
+
+// gateRGD is a hub graph whose second resource waits on the readiness of
+// the first, in another cluster: gate (spoke-1) is ready once somebody
+// else annotates it ready=yes; after (spoke-2) reads it.
+const gateRGD = `
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: gate
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Gate
+    spec:
+      value: string | default="v"
+  resources:
+  - id: gate
+    target: {cluster: {name: spoke-1}}
+    readyWhen:
+    - ${gate.metadata.?annotations["ready"].orValue("") == "yes"}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name}-gate
+      data:
+        value: ${schema.spec.value}
+  - id: after
+    target: {cluster: {name: spoke-2}}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name}-after
+      data:
+        gate: ${gate.metadata.name}
+`
+
+// An instance waiting on the readiness of a resource in another cluster
+// comes back when that resource becomes ready, although the echoes of its
+// own writes (its IN_PROGRESS status, its applies) requeue nothing.
+func TestHubGraphWaitsOnARemoteDependency(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fleet := sharedFleet(t)
+	provider, err := fleet.NewProvider(ctx)
+	require.NoError(t, err)
+	spokes := map[string]client.Client{}
+	for _, s := range fleet.Spokes() {
+		spokes[s.Name] = newClient(t, s.Config)
+	}
+	rgd, gvk := renamedRGD(rgdFromString(t, gateRGD), "wait-gate", "WaitGate")
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+	require.NoError(t, h.RegisterGraph(ctx, rgd))
+	hub := newClient(t, fleet.Hub.Config)
+	createWhenServed(t, hub, instance(gvk, "waitg", map[string]any{}))
+
+	gate := &corev1.ConfigMap{}
+	require.Eventually(t, func() bool {
+		return spokes["spoke-1"].Get(ctx, client.ObjectKey{Namespace: "default", Name: "waitg-gate"}, gate) == nil
+	}, wait, tick, "the gate written on spoke-1")
+	requireState(t, hub, gvk, "waitg", "IN_PROGRESS")
+	err = spokes["spoke-2"].Get(ctx, client.ObjectKey{Namespace: "default", Name: "waitg-after"}, &corev1.ConfigMap{})
+	require.True(t, apierrors.IsNotFound(err), "after waits for the gate: %v", err)
+
+	gate.Annotations = map[string]string{"ready": "yes"}
+	require.NoError(t, spokes["spoke-1"].Update(ctx, gate))
+	requireState(t, hub, gvk, "waitg", "ACTIVE")
+	data, err := configMapData(spokes["spoke-2"], "waitg-after")
+	require.NoError(t, err)
+	assert.Equal(t, "waitg-gate", data["gate"])
 }
