@@ -130,12 +130,28 @@ func (e *evaluator) level(o *outcome, inst *unstructured.Unstructured, p *plan, 
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			results[i] = e.node(o, inst, p, n)
+			results[i] = e.guarded(o, inst, p, n)
 		})
 	}
 	wg.Wait()
 	return results
 }
+
+// guarded is node on a goroutine of its own: a panic there would end the
+// process (the controller recovers only its own goroutine's), so it
+// fails the node instead, for this instance only.
+func (e *evaluator) guarded(o *outcome, inst *unstructured.Unstructured, p *plan, n *graph.Node) (r nodeResult) {
+	defer func() {
+		if v := recover(); v != nil {
+			r = result(nodeFailed, fmt.Errorf("resource %q: %w: %v", n.ID, errPanic, v))
+			r.reason = reasonEvaluationFailed
+		}
+	}()
+	return e.node(o, inst, p, n)
+}
+
+// errPanic is wrapped by the error of a node whose evaluation panicked.
+var errPanic = errors.New("evaluation panicked")
 
 // merge records one node's result in the outcome.
 func (o *outcome) merge(n *graph.Node, r *nodeResult) {
