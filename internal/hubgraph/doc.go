@@ -34,8 +34,10 @@
 // # Drift and values across clusters
 //
 // Each reconcile walks the DAG level by level; the nodes of one level do
-// not read each other and are evaluated and written at once (at most
-// maxNodesAtOnce). A child is written with server-side apply (forced) and
+// not read each other and are evaluated and written at once, and so are
+// the iterations of one node, each in its own cluster (at most
+// maxNodesAtOnce writes in flight per reconcile): a copy in a cluster that
+// hangs holds neither its siblings nor the level's other nodes. A child is written with server-side apply (forced) and
 // the API server's answer is handed to the expressions that read it,
 // whatever cluster it came from. A metadata-only informer of each child
 // kind in each target cluster (the cluster's own cache, shared with the

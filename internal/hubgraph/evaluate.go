@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -51,6 +52,9 @@ type outcome struct {
 	// reason is the first failure's.
 	reason  string
 	waiting []string
+	// writes bounds the writes in flight in this reconcile, whatever
+	// nodes and iterations they come from, to maxNodesAtOnce.
+	writes chan struct{}
 	// down holds the clusters found unreachable in this reconcile: their
 	// other resources wait without calling them again, and only what
 	// depends on them waits too.
@@ -76,7 +80,8 @@ type evaluator struct {
 }
 
 // maxNodesAtOnce bounds how many nodes of one level one reconcile
-// evaluates and writes at once.
+// evaluates at once, how many iterations of one node, and how many writes
+// the reconcile has in flight in all.
 const maxNodesAtOnce = 8
 
 // nodeResult is what one node got to. The nodes of a level run at once
@@ -92,9 +97,8 @@ type nodeResult struct {
 	set   bool
 	// desired are the children it wrote.
 	desired []childID
-	// down is a cluster found unreachable, with its error.
-	down    string
-	downErr error
+	// down are the clusters found unreachable, with their errors.
+	down map[string]error
 }
 
 // evaluate walks the graph level by level for inst: a node runs once its
@@ -107,6 +111,7 @@ func (e *evaluator) evaluate(ctx context.Context, inst *unstructured.Unstructure
 		ctx:    graph.WithBudget(ctx, budget),
 		vals:   maps.Clone(p.vals),
 		states: map[string]nodeState{}, desired: map[childID]bool{}, down: map[string]error{},
+		writes: make(chan struct{}, maxNodesAtOnce),
 	}
 	for _, level := range e.g.Levels {
 		results := e.level(o, inst, p, level)
@@ -120,21 +125,27 @@ func (e *evaluator) evaluate(ctx context.Context, inst *unstructured.Unstructure
 // level runs one level's nodes, at most maxNodesAtOnce at a time.
 func (e *evaluator) level(o *outcome, inst *unstructured.Unstructured, p *plan, level []*graph.Node) []nodeResult {
 	results := make([]nodeResult, len(level))
-	if len(level) == 1 {
-		results[0] = e.node(o, inst, p, level[0])
-		return results
+	atOnce(len(level), func(i int) { results[i] = e.guarded(o, inst, p, level[i]) })
+	return results
+}
+
+// atOnce calls f(0) to f(n-1) on at most maxNodesAtOnce goroutines and
+// returns when every call has; a single call runs on the caller's.
+func atOnce(n int, f func(i int)) {
+	if n == 1 {
+		f(0)
+		return
 	}
-	sem := make(chan struct{}, maxNodesAtOnce)
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for i, n := range level {
-		sem <- struct{}{}
+	for range min(n, maxNodesAtOnce) {
 		wg.Go(func() {
-			defer func() { <-sem }()
-			results[i] = e.guarded(o, inst, p, n)
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(i)
+			}
 		})
 	}
 	wg.Wait()
-	return results
 }
 
 // guarded is node on a goroutine of its own: a panic there would end the
@@ -162,8 +173,10 @@ func (o *outcome) merge(n *graph.Node, r *nodeResult) {
 	for _, id := range r.desired {
 		o.desired[id] = true
 	}
-	if r.down != "" && o.down[r.down] == nil {
-		o.down[r.down] = r.downErr
+	for name, err := range r.down {
+		if o.down[name] == nil {
+			o.down[name] = err
+		}
 	}
 	switch {
 	case r.state == nodeFailed && o.failed == nil:
@@ -188,7 +201,7 @@ func result(st nodeState, err error) nodeResult { return nodeResult{state: st, e
 // unreachableAt is the result of a node that found cluster name
 // unreachable.
 func unreachableAt(name string, err error) nodeResult {
-	return nodeResult{state: nodeWaiting, err: unreachableError(name, err), down: name, downErr: err}
+	return nodeResult{state: nodeWaiting, err: unreachableError(name, err), down: map[string]error{name: err}}
 }
 
 // node evaluates and writes one node. It only reads o.
@@ -218,26 +231,11 @@ func (e *evaluator) node(o *outcome, inst *unstructured.Unstructured, p *plan, n
 	if err != nil {
 		return evalFailure(err)
 	}
-	var r nodeResult
-	var observed []any
-	for i, it := range iterations {
-		name, err := p.clusterFor(n.ID, i)
-		if err != nil {
-			return evalFailure(err)
-		}
-		if err := o.down[name]; err != nil {
-			return result(nodeWaiting, unreachableError(name, err))
-		}
-		desired, err := n.Render(o.ctx, o.vals, it)
-		if err != nil {
-			return evalFailure(err)
-		}
-		got, err := e.apply.apply(o.ctx, inst, n, name, p.clusters[name], desired)
-		if err != nil {
-			return applyFailure(n, name, err)
-		}
-		r.desired = append(r.desired, childID{cluster: name, gvk: n.GVK, namespace: got.GetNamespace(), name: got.GetName()})
-		observed = append(observed, got.Object)
+	items := make([]item, len(iterations))
+	atOnce(len(iterations), func(i int) { items[i] = e.guardedItem(o, inst, p, n, i, iterations[i]) })
+	r, observed, problem := gather(items)
+	if problem != nil {
+		return *problem
 	}
 	if n.Collection {
 		r.value, r.set = observed, true
@@ -247,6 +245,77 @@ func (e *evaluator) node(o *outcome, inst *unstructured.Unstructured, p *plan, n
 	rr := e.readiness(o, n, observed)
 	rr.value, rr.set, rr.desired = r.value, r.set, r.desired
 	return rr
+}
+
+// write applies one child, holding one of the reconcile's write slots.
+func (e *evaluator) write(o *outcome, inst *unstructured.Unstructured, n *graph.Node, name string, cl cluster.Cluster, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	o.writes <- struct{}{}
+	defer func() { <-o.writes }()
+	return e.apply.apply(o.ctx, inst, n, name, cl, desired)
+}
+
+// gather puts a node's iterations together, in order: the children
+// written and their answers, or the first problem, which carries every
+// cluster any iteration found unreachable.
+func gather(items []item) (r nodeResult, observed []any, problem *nodeResult) {
+	observed = make([]any, 0, len(items))
+	for _, it := range items {
+		if it.problem == nil {
+			r.desired = append(r.desired, it.child)
+			observed = append(observed, it.got.Object)
+			continue
+		}
+		for name, err := range it.problem.down {
+			if r.down == nil {
+				r.down = map[string]error{}
+			}
+			r.down[name] = err
+		}
+		if problem == nil {
+			problem = it.problem
+		}
+	}
+	if problem != nil {
+		problem.down = r.down
+	}
+	return r, observed, problem
+}
+
+// item is one iteration of a node written, or the problem that stopped it.
+type item struct {
+	got     *unstructured.Unstructured
+	child   childID
+	problem *nodeResult
+}
+
+// guardedItem renders and writes one iteration of n: the iterations of a
+// node, each in its own cluster, are written at once (see guarded for
+// the panic).
+func (e *evaluator) guardedItem(o *outcome, inst *unstructured.Unstructured, p *plan, n *graph.Node, i int, it map[string]any) (out item) {
+	defer func() {
+		if v := recover(); v != nil {
+			r := result(nodeFailed, fmt.Errorf("resource %q: %w: %v", n.ID, errPanic, v))
+			r.reason = reasonEvaluationFailed
+			out = item{problem: &r}
+		}
+	}()
+	stop := func(r nodeResult) item { return item{problem: &r} }
+	name, err := p.clusterFor(n.ID, i)
+	if err != nil {
+		return stop(evalFailure(err))
+	}
+	if err := o.down[name]; err != nil {
+		return stop(result(nodeWaiting, unreachableError(name, err)))
+	}
+	desired, err := n.Render(o.ctx, o.vals, it)
+	if err != nil {
+		return stop(evalFailure(err))
+	}
+	got, err := e.write(o, inst, n, name, p.clusters[name], desired)
+	if err != nil {
+		return stop(applyFailure(n, name, err))
+	}
+	return item{got: got, child: childID{cluster: name, gvk: n.GVK, namespace: got.GetNamespace(), name: got.GetName()}}
 }
 
 // applyFailure is the result of a node whose write into cluster name
