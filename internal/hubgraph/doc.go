@@ -45,5 +45,8 @@
 // Behind contract.Finalizer, children are deleted in reverse DAG waves
 // across every cluster the instance recorded: a wave starts only when the
 // previous one is gone everywhere. An unreachable cluster holds the
-// deletion, and the instance says which cluster it waits for.
+// deletion, and the instance says which cluster it waits for; with
+// Options.AbandonAfter, only for that long (abandon.go): the deletion
+// then goes on without that cluster and leaves the instance's children
+// there, reported in an event and the log.
 package hubgraph

@@ -92,6 +92,11 @@ type Options struct {
 	// CallTimeout bounds each call to a cluster. Defaults to
 	// DefaultCallTimeout.
 	CallTimeout time.Duration
+	// AbandonAfter is how long the deletion of an instance waits for a
+	// target cluster it cannot reach (frozen, or gone from the fleet)
+	// before it goes on without it, leaving the instance's children there
+	// (abandon.go). Defaults to 0: it waits until the cluster is back.
+	AbandonAfter time.Duration
 	// Resync is how often an ACTIVE instance is reconciled without an
 	// event. Defaults to DefaultResync.
 	Resync time.Duration
