@@ -91,10 +91,7 @@ func (f *finalizer) graceOver(since map[string]time.Time, now time.Time) []strin
 // grace ends.
 func (f *finalizer) waitFor(ctx context.Context, inst *unstructured.Unstructured, since map[string]time.Time, abandoned []string, downs []down) (time.Duration, error) {
 	now := time.Now().UTC().Truncate(time.Second)
-	next := map[string]time.Time{}
-	for _, name := range abandoned {
-		next[name] = since[name]
-	}
+	next := onlyAbandoned(since, abandoned)
 	msgs := make([]string, 0, len(downs))
 	after := unreachableRequeue
 	for _, d := range downs {
@@ -116,6 +113,16 @@ func (f *finalizer) waitFor(ctx context.Context, inst *unstructured.Unstructured
 	}
 	msg := "deletion waits for unreachable clusters: " + strings.Join(msgs, "; ")
 	return after, f.deleting(ctx, inst, reasonClusterWaiting, msg)
+}
+
+// onlyAbandoned is since without the clusters not abandoned: what to
+// record once every other cluster was reached.
+func onlyAbandoned(since map[string]time.Time, abandoned []string) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, name := range abandoned {
+		out[name] = since[name]
+	}
+	return out
 }
 
 // recordSince writes next as AnnotationUnreachableSince when it differs

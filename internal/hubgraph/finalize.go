@@ -55,6 +55,9 @@ func (f *finalizer) finalize(ctx context.Context, inst *unstructured.Unstructure
 			return reconcile.Result{RequeueAfter: after}, err
 		}
 		if len(left) > 0 {
+			if err := f.recordSince(ctx, inst, since, onlyAbandoned(since, abandoned)); err != nil {
+				return reconcile.Result{}, err // every cluster was reached: none waits any more
+			}
 			msg := "deleting " + strings.Join(left, ", ")
 			return reconcile.Result{RequeueAfter: waitingRequeue}, f.deleting(ctx, inst, "Deleting", msg)
 		}
