@@ -62,7 +62,11 @@ type TargetOptions struct {
 // SecretClusterMapper is implemented by providers that can say which
 // engaged cluster comes from a kubeconfig Secret: targets written in
 // KREP-012's form (kubeconfigSecretName, kubeconfigSecretNamespace) need
-// it, and are refused with any other provider.
+// it, and are refused with any other provider. SecretCluster returns the
+// cluster's name and true when it is engaged (or being engaged: the hub
+// checks it is, as for a named target); the name and false when the
+// Secret is known but its cluster is not engaged; "" and false for a
+// Secret the provider does not read. providers/secret implements it.
 type SecretClusterMapper interface {
 	SecretCluster(namespace, name string) (multicluster.ClusterName, bool)
 }

@@ -58,7 +58,9 @@ type Clusters interface {
 	// Labels returns the labels of an engaged cluster (nil when none).
 	Labels(name string) map[string]string
 	// SecretCluster returns the name of the cluster engaged from the
-	// kubeconfig Secret namespace/name, and false when none is.
+	// kubeconfig Secret namespace/name, and false when none is (with the
+	// name of its cluster when the Secret is known but its cluster is
+	// not engaged).
 	SecretCluster(namespace, name string) (string, bool)
 }
 
