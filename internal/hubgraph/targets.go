@@ -80,8 +80,11 @@ type targets struct {
 
 // resolve evaluates every target of inst and checks each against the
 // engaged clusters and the policy, before anything is written. The first
-// refusal (in topological order) is returned.
+// refusal (in topological order) is returned. Its evaluations share one
+// graph.Budget of the graph's Limits: a tenant's targets together, forEach
+// expansions included, are bounded before anything is written.
 func (t *targets) resolve(ctx context.Context, inst *unstructured.Unstructured) (*plan, error) {
+	ctx = graph.WithBudget(ctx, graph.NewBudget(t.g.Limits().WithDefaults()))
 	vals := graph.Values{"schema": inst.Object}
 	if t.g.UsesFleet() {
 		vals[graph.VarFleet] = fleetOf(t.rt.opts.Clusters)
