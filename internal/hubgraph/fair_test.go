@@ -10,7 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-func req(ns, name string) reconcile.Request { return reconcile.Request{NamespacedName: keyOf(ns, name)} }
+func req(ns, name string) reconcile.Request {
+	return reconcile.Request{NamespacedName: keyOf(ns, name)}
+}
 
 // A hub graph's queue hands requests out by namespace turns: a tenant that
 // floods it puts only its own requests behind one another.
