@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/providers/secret"
 )
 
 // With Options.Targets.AbandonAfter set, the deletion of a hub instance
@@ -88,4 +90,42 @@ func TestHubGraphAbandonsAnUnreachableTargetAfterItsGrace(t *testing.T) {
 		assert.Nil(ct, cm.DeletionTimestamp)
 		assert.Equal(ct, "link", cm.Labels["fleetgraph.dev/graph"])
 	}, wait, tick)
+
+	t.Run("a target that left the fleet is abandoned the same way", func(t *testing.T) {
+		createWhenServed(t, f.hub, instance(linkGVK, "left", map[string]any{"egressCluster": "spoke-2"}))
+		requireState(t, f.hub, linkGVK, "left", "ACTIVE")
+		kubeconfig := &corev1.Secret{}
+		require.NoError(t, f.hub.Get(ctx, client.ObjectKey{Namespace: secret.DefaultNamespace, Name: "spoke-2"}, kubeconfig))
+		require.NoError(t, f.hub.Delete(ctx, kubeconfig))
+		deleted := time.Now()
+		require.NoError(t, f.hub.Delete(ctx, f.link("left")))
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			u := f.link("left")
+			require.NotNil(ct, u)
+			c := condition(u, "Ready")
+			require.NotNil(ct, c)
+			assert.Equal(ct, "ClusterUnreachable", c["reason"])
+			assert.Contains(ct, c["message"], `"spoke-2"`)
+		}, wait, tick)
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			assert.Nil(ct, f.link("left"))
+		}, wait+grace, tick)
+		assert.GreaterOrEqual(t, time.Since(deleted), grace)
+		_, err := f.configMap("spoke-1", "left-db")
+		assert.True(t, apierrors.IsNotFound(err), "db on the healthy spoke is deleted: %v", err)
+		cm, err := f.configMap("spoke-2", "left-egress")
+		require.NoError(t, err, "what was on the departed spoke is left there")
+		assert.Nil(t, cm.DeletionTimestamp)
+		events := &corev1.EventList{}
+		require.NoError(t, f.hub.List(ctx, events, client.InNamespace("default")))
+		found := false
+		for _, e := range events.Items {
+			if e.Reason == "ChildrenAbandoned" && e.InvolvedObject.Name == "left" {
+				found = true
+				assert.Contains(t, e.Message, `cluster "spoke-2"`)
+				assert.Contains(t, e.Message, "fleetgraph.dev/instance-uid=")
+			}
+		}
+		assert.True(t, found, "the abandon is reported")
+	})
 }
