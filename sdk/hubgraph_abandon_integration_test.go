@@ -4,6 +4,7 @@ package sdk_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -128,4 +129,53 @@ func TestHubGraphAbandonsAnUnreachableTargetAfterItsGrace(t *testing.T) {
 		}
 		assert.True(t, found, "the abandon is reported")
 	})
+}
+
+// The grace counts from the first time the deletion found the cluster
+// unreachable, recorded on the instance: a hub restarted mid-deletion
+// keeps that time rather than starting the count again.
+func TestHubGraphAbandonGraceSurvivesARestart(t *testing.T) {
+	const grace = 15 * time.Second
+	opts := meshOnly()
+	opts.Targets.CallTimeout = 2 * time.Second
+	opts.Targets.AbandonAfter = grace
+	f, h, stop := startHubGraphFleet(t, opts)
+	ctx := context.Background()
+	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, linkRGD)))
+	createWhenServed(t, f.hub, instance(linkGVK, "kept", map[string]any{"egressCluster": "spoke-2"}))
+	requireState(t, f.hub, linkGVK, "kept", "ACTIVE")
+
+	frozen := f.fleet.Spoke("spoke-2")
+	require.NoError(t, frozen.Pause())
+	t.Cleanup(func() { _ = frozen.Resume() })
+	require.NoError(t, f.hub.Delete(ctx, f.link("kept")))
+	var since map[string]string
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		u := f.link("kept")
+		require.NotNil(ct, u)
+		v := u.GetAnnotations()["fleetgraph.dev/unreachable-since"]
+		require.NotEmpty(ct, v)
+		since = nil
+		require.NoError(ct, json.Unmarshal([]byte(v), &since))
+		assert.Contains(ct, since, "spoke-2")
+	}, wait, tick)
+	stop()
+
+	h2, _ := f.startHub(t, opts)
+	require.NoError(t, h2.RegisterGraph(ctx, rgdFromString(t, linkRGD)))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Nil(ct, f.link("kept"))
+	}, wait+grace, tick)
+	events := &corev1.EventList{}
+	require.NoError(t, f.hub.List(ctx, events, client.InNamespace("default")))
+	var msgs []string
+	for _, e := range events.Items {
+		if e.Reason == "ChildrenAbandoned" && e.InvolvedObject.Name == "kept" {
+			msgs = append(msgs, e.Message)
+		}
+	}
+	require.Len(t, msgs, 1)
+	assert.Contains(t, msgs[0], "unreachable since "+since["spoke-2"], "the restarted hub kept the first hub's count")
+	_, err := f.configMap("spoke-1", "kept-db")
+	assert.True(t, apierrors.IsNotFound(err), "db on the healthy spoke is deleted: %v", err)
 }

@@ -62,15 +62,17 @@ func (f *finalizer) finalize(ctx context.Context, inst *unstructured.Unstructure
 			return reconcile.Result{RequeueAfter: waitingRequeue}, f.deleting(ctx, inst, "Deleting", msg)
 		}
 	}
-	if len(abandoned) > 0 {
-		f.reportAbandoned(ctx, inst, abandoned, since)
-	}
 	orig := inst.DeepCopy()
 	controllerutil.RemoveFinalizer(inst, contract.Finalizer)
 	cctx, cancel := f.rt.callCtx(ctx)
 	defer cancel()
 	if err := f.rt.hub().GetClient().Patch(cctx, inst, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if len(abandoned) > 0 {
+		// Once the finalizer is off, so that a write that failed (and is
+		// retried) does not report it twice.
+		f.reportAbandoned(ctx, orig, abandoned, since)
 	}
 	f.instances.Delete(inst.GetUID())
 	return reconcile.Result{}, nil
