@@ -102,7 +102,8 @@ type Controller struct {
 	statuses map[string]fgv1alpha1.GraphRolloutStatus // by graph
 	names    map[string]string                        // by graph: the GraphRollout that rules it
 	// decided is, per graph and cluster, the decision last seen for the
-	// latest revision ("" serves), to reconsider clusters whose changed.
+	// latest revision ("" serves), and for the offered one when it differs,
+	// to reconsider clusters whose changed.
 	decided map[string]map[string]string
 	// rolledBack is, per graph, the revision a rollback made the runtime
 	// offer, until the latest is offered again.
@@ -310,6 +311,14 @@ func (c *Controller) reconsider() {
 	seen := map[string]map[string]string{}
 	for _, g := range c.Hooks.Graphs() {
 		decided, placed := c.Planner.decideAll(g, c.Hooks.Latest(g), clusters)
+		if offered := c.Hooks.Offered(g); offered != c.Hooks.Latest(g) {
+			// A rollback in waves opens its waves to the revision the
+			// runtime offers, not to the latest.
+			also, _ := c.Planner.decideAll(g, offered, clusters)
+			for name, d := range also {
+				decided[name] += "\x00" + d
+			}
+		}
 		seen[g] = decided
 		for _, cl := range clusters {
 			prev, known := c.decided[g][cl.Name]
