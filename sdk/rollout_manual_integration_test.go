@@ -39,6 +39,9 @@ type rollbackWatch struct {
 	seen      map[string]int // samples each main cluster was seen moving
 	greened   map[string]bool
 	order     []string
+	// approved: the main wave waited for its approval and the watch gave
+	// it (Hub.Approve).
+	approved bool
 }
 
 // canaryHolds is how many samples the canary is held unhealthy on
@@ -67,6 +70,12 @@ func (w *rollbackWatch) sample(t *testing.T, h *sdk.Hub, stop func(w *rollbackWa
 		require.True(t, canaryHealthy, "%v of the main wave serve revision 1 while the canary is not healthy on it", reached)
 	}
 	require.LessOrEqual(t, len(moving), 1, "main clusters moving at once: %v", moving)
+	if st := rolloutOf(h, "floe"); st.AwaitingApproval == "main" && !w.approved {
+		require.Empty(t, reached, "the main wave moved before its approval")
+		require.Equal(t, fgv1alpha1.RolloutRollingBack, st.Phase)
+		require.NoError(t, h.Approve(context.Background(), "floe", "main"))
+		w.approved = true
+	}
 	if data["version"] == "1" && !canaryHealthy && w.canaryRed < canaryHolds {
 		if w.canaryRed++; w.canaryRed == canaryHolds {
 			setColor(t, canary, w.gvk, "app", "green")
@@ -125,7 +134,7 @@ func movesOnly(st fgv1alpha1.GraphRolloutStatus, name string) bool {
 // canary takes revision 1 first and the main wave only once the canary is
 // healthy on revision 1 (its instance was Ready under revision 2, which
 // does not count); the main wave, with maxConcurrency 1, moves one cluster
-// at a time. A hub restarted while the second main cluster moves resumes
+// at a time, once approved. A hub restarted while the second main cluster moves resumes
 // at the same wave, with the same cluster moving and the others on
 // revision 2. The rollback ends RolledBack with reason Manual, revision 1
 // stable and every instance ACTIVE as revision 1 wrote it.
@@ -156,12 +165,14 @@ func TestManualRollbackInWavesMovesWaveByWaveAndSurvivesARestart(t *testing.T) {
 
 	spec := twoWaves("floe", map[string]any{"progressDeadlineSeconds": int64(300)})
 	spec["waves"].([]any)[1].(map[string]any)["maxConcurrency"] = int64(1)
+	spec["waves"].([]any)[1].(map[string]any)["approval"] = fgv1alpha1.ApprovalRequired
 	applyRollout(t, fleet.Hub.Config, "floe", spec)
 	require.NoError(t, h.RollBackInWaves(ctx, "floe", 1))
 	w := &rollbackWatch{spokes: spokes, gvk: gvk, seen: map[string]int{}, greened: map[string]bool{}}
 	// Up to the second main cluster moving (held red): restart there.
 	w.watch(t, h, func(w *rollbackWatch) bool { return len(w.order) == 2 && w.seen[w.order[1]] >= 3 })
 	require.Equal(t, canaryHolds, w.canaryRed, "the canary was held unhealthy on revision 1 while the main wave waited")
+	require.True(t, w.approved, "the main wave waited for its approval")
 	hubClient := newClient(t, fleet.Hub.Config)
 	mid := map[string]int64{"spoke-1": 1, "spoke-2": 1, "spoke-3": 1, "spoke-4": 2, "spoke-5": 2}
 	resumed := func(st fgv1alpha1.GraphRolloutStatus) bool {
@@ -193,6 +204,9 @@ func TestManualRollbackInWavesMovesWaveByWaveAndSurvivesARestart(t *testing.T) {
 	assert.Equal(t, fgv1alpha1.RollbackReasonManual, st.RollbackReason)
 	assert.Equal(t, "done", st.ManualRollback.WaveName)
 	assert.Equal(t, "rolled back to revision 1, wave by wave (manual, from revision 2)", st.Message)
-	requireEvents(t, fleet, "floe", "ManualRollbackStarted", "WaveRolledBack", "RolledBack")
+	require.Len(t, st.Approvals, 1)
+	assert.Equal(t, int64(1), st.Approvals[0].Revision, "the approval is for the revision rolled back to")
+	assert.Equal(t, "main", st.Approvals[0].Wave)
+	requireEvents(t, fleet, "floe", "ManualRollbackStarted", "AwaitingApproval", "Approved", "WaveRolledBack", "RolledBack")
 	requireEventWith(t, fleet, "floe", "WaveRolledBack", `wave "main" rolled back to revision 1 (manual rollback)`)
 }
