@@ -159,7 +159,9 @@ type GraphRolloutSpec struct {
 	// revision published meanwhile reaches no cluster until RollbackTo is
 	// cleared; then it rolls out from the first wave. Changing RollbackTo
 	// starts the rollback again from the first wave; switching to
-	// AllAtOnce finishes it at once. Defaults to "AllAtOnce".
+	// AllAtOnce finishes it at once. While spec.health.instanceCondition
+	// is refused (HealthConditionValid False) a rollback in waves does not
+	// start; one at once does. Defaults to "AllAtOnce".
 	RollbackStrategy string `json:"rollbackStrategy,omitempty"`
 
 	// OnFailure is what happens when a wave fails past its maxFailures:
@@ -277,8 +279,8 @@ type GraphRolloutStatus struct {
 	Phase string `json:"phase,omitempty"`
 	// TargetRevision is the revision being rolled out (or rolled back to).
 	TargetRevision int64 `json:"targetRevision,omitempty"`
-	// StableRevision is the revision the last complete rollout reached:
-	// what clusters not reached yet keep serving.
+	// StableRevision is the revision the last complete rollout (or manual
+	// rollback) reached: what clusters not reached yet keep serving.
 	StableRevision int64 `json:"stableRevision,omitempty"`
 	// Wave is the index of the wave in progress, from 0; it equals the
 	// number of waves once the rollout is complete.
