@@ -362,7 +362,7 @@ func evalFailure(err error) nodeResult {
 		return result(nodeWaiting, err)
 	}
 	r := result(nodeFailed, err)
-	r.reason = reasonEvaluationFailed
+	r.reason = evalReason(err)
 	return r
 }
 
