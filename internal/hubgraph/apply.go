@@ -40,11 +40,27 @@ type applier struct {
 	g       *graph.Graph
 	owner   *owner
 	watches *watchSet
+	// memory saves the applies that would change nothing
+	// (apply_memory.go); it is the watches' too.
+	memory *applyMemory
+	// reads holds the nodes whose answers the graph reads
+	// (graph.Graph.Reads): those are applied every time.
+	reads map[string]bool
+}
+
+func newApplier(rt *Runtime, g *graph.Graph, ow *owner, w *watchSet) *applier {
+	reads := map[string]bool{}
+	for _, n := range g.Nodes {
+		reads[n.ID] = g.Reads(n.ID)
+	}
+	return &applier{rt: rt, g: g, owner: ow, watches: w, memory: w.memory, reads: reads}
 }
 
 // apply writes one rendered child of inst into the named cluster, after
 // checking that what has its name (if anything) is this instance's, and
-// returns the API server's answer.
+// returns the API server's answer. A child whose answer nothing reads, and
+// whose desired form has not changed since our last apply that still
+// stands, is not sent again: the desired form is returned.
 func (a *applier) apply(ctx context.Context, inst *unstructured.Unstructured, n *graph.Node, name string, cl cluster.Cluster, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	namespaced, err := namespaced(cl, n.GVK)
 	if err != nil {
@@ -60,6 +76,12 @@ func (a *applier) apply(ctx context.Context, inst *unstructured.Unstructured, n 
 		return nil, err // confine.go
 	}
 	u.SetLabels(a.owner.labels(inst, n, u.GetLabels()))
+	var hash uint64 // 0: applied every time
+	if !a.reads[n.ID] {
+		if hash, err = hashOf(u); err != nil {
+			return nil, err
+		}
+	}
 	cctx, cancel := a.rt.callCtx(ctx)
 	defer cancel()
 	if err := a.watches.ensure(cctx, name, cl, n.GVK); err != nil {
@@ -68,8 +90,17 @@ func (a *applier) apply(ctx context.Context, inst *unstructured.Unstructured, n 
 	if err := a.claim(cctx, inst, cl, u); err != nil {
 		return nil, err
 	}
-	if err := cl.GetClient().Apply(cctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(a.rt.opts.FieldManager), client.ForceOwnership); err != nil {
+	key, owner := childOf(name, n.GVK, u), keyOf(inst.GetNamespace(), inst.GetName())
+	if hash != 0 && a.memory.unchanged(key, cl, hash) {
+		return u, nil
+	}
+	a.memory.begin(key, cl, owner)
+	err = cl.GetClient().Apply(cctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(a.rt.opts.FieldManager), client.ForceOwnership)
+	if a.memory.end(key, hash, u, err) {
+		a.watches.enqueue(owner) // somebody else wrote it as we did
+	}
+	if err != nil {
 		return nil, err
 	}
 	u.SetManagedFields(nil)

@@ -35,12 +35,33 @@
 //
 // # Drift and values across clusters
 //
-// Each reconcile applies every child (server-side apply, forced) and hands
-// the API server's answer to the expressions that read it, whatever cluster
-// it came from, in DAG order. A metadata-only informer of each child kind
-// in each target cluster (the cluster's own cache, shared with the spoke
-// runtime) requeues the owning hub instance when one of its children
+// Each reconcile walks the DAG level by level; the nodes of one level do
+// not read each other and are evaluated and written at once, and so are
+// the iterations of one node, each in its own cluster (at most
+// maxNodesAtOnce writes in flight per reconcile): a copy in a cluster that
+// hangs holds neither its siblings nor the level's other nodes. A child
+// is written with server-side apply (forced) and the API server's answer
+// is handed to the expressions that read it, whatever cluster it came
+// from. A metadata-only informer of each child
+// kind in each target cluster (the cluster's own cache, shared with the
+// spoke runtime) requeues the owning hub instance when one of its children
 // changes or goes, which repairs drift and re-evaluates readyWhen.
+//
+// # Our own writes bring nothing back
+//
+// The echo of the hub's own writes would otherwise reconcile every
+// instance again and apply every child again. The hub remembers its last
+// write of each instance until the instance watch delivers it, and the
+// version each apply returned (apply_memory.go): those events requeue
+// nothing, while any other version, a deletion or a write racing ours
+// does. A child whose answer nothing reads (graph.Graph.Reads) and whose
+// desired form is unchanged since an apply that still stands is not sent
+// again, until Options.Resync has passed. So every path that must come
+// back asks for it: a wait (a child not ready, an unreachable cluster, a
+// refused target) with RequeueAfter, a conflict on our finalizer write
+// too; none relies on the event of its own write. A new instance costs one
+// write of its finalizer and clusters, one apply per child and one status
+// write, all in one reconcile.
 //
 // # Tenants
 //

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -47,9 +49,12 @@ type outcome struct {
 	// failed is the first failure in DAG order; waiting are the messages
 	// of the nodes not ready.
 	failed error
-	// reason is the first failure's; lastReason the last node's.
-	reason, lastReason string
-	waiting            []string
+	// reason is the first failure's.
+	reason  string
+	waiting []string
+	// writes bounds the writes in flight in this reconcile, whatever
+	// nodes and iterations they come from, to maxNodesAtOnce.
+	writes chan struct{}
 	// down holds the clusters found unreachable in this reconcile: their
 	// other resources wait without calling them again, and only what
 	// depends on them waits too.
@@ -74,28 +79,111 @@ type evaluator struct {
 	apply *applier
 }
 
+// maxNodesAtOnce bounds how many nodes of one level one reconcile
+// evaluates at once, how many iterations of one node, and how many writes
+// the reconcile has in flight in all.
+const maxNodesAtOnce = 8
+
+// nodeResult is what one node got to. The nodes of a level run at once
+// and only read the outcome; evaluate merges their results into it, in
+// DAG order, once the level is done.
+type nodeResult struct {
+	state nodeState
+	err   error
+	// reason is the failure's (a condition reason).
+	reason string
+	// value is what expressions see of the node, when set is true.
+	value any
+	set   bool
+	// desired are the children it wrote.
+	desired []childID
+	// down are the clusters found unreachable, with their errors.
+	down map[string]error
+}
+
 // evaluate walks the graph level by level for inst: a node runs once its
-// dependencies are ready, wherever they live.
+// dependencies are ready, wherever they live. The nodes of one level do
+// not read each other: they are evaluated and written at once (at most
+// maxNodesAtOnce).
 func (e *evaluator) evaluate(ctx context.Context, inst *unstructured.Unstructured, p *plan) *outcome {
 	budget := graph.NewBudget(e.g.Limits().WithDefaults())
 	o := &outcome{
 		ctx:    graph.WithBudget(ctx, budget),
 		vals:   maps.Clone(p.vals),
 		states: map[string]nodeState{}, desired: map[childID]bool{}, down: map[string]error{},
+		writes: make(chan struct{}, maxNodesAtOnce),
 	}
 	for _, level := range e.g.Levels {
-		for _, n := range level {
-			st, err := e.node(o, inst, p, n)
-			o.states[n.ID] = st
-			switch {
-			case st == nodeFailed && o.failed == nil:
-				o.failed, o.reason = err, o.lastReason
-			case st == nodeWaiting || st == nodeNotReady:
-				o.waiting = append(o.waiting, waitMessage(n, st, err))
-			}
+		results := e.level(o, inst, p, level)
+		for i, n := range level {
+			o.merge(n, &results[i])
 		}
 	}
 	return o
+}
+
+// level runs one level's nodes, at most maxNodesAtOnce at a time.
+func (e *evaluator) level(o *outcome, inst *unstructured.Unstructured, p *plan, level []*graph.Node) []nodeResult {
+	results := make([]nodeResult, len(level))
+	atOnce(len(level), func(i int) { results[i] = e.guarded(o, inst, p, level[i]) })
+	return results
+}
+
+// atOnce calls f(0) to f(n-1) on at most maxNodesAtOnce goroutines and
+// returns when every call has; a single call runs on the caller's.
+func atOnce(n int, f func(i int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(n, maxNodesAtOnce) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// guarded is node on a goroutine of its own: a panic there would end the
+// process (the controller recovers only its own goroutine's), so it
+// fails the node instead, for this instance only.
+func (e *evaluator) guarded(o *outcome, inst *unstructured.Unstructured, p *plan, n *graph.Node) (r nodeResult) {
+	defer func() {
+		if v := recover(); v != nil {
+			r = result(nodeFailed, fmt.Errorf("resource %q: %w: %v", n.ID, errPanic, v))
+			r.reason = reasonEvaluationFailed
+		}
+	}()
+	return e.node(o, inst, p, n)
+}
+
+// errPanic is wrapped by the error of a node whose evaluation panicked.
+var errPanic = errors.New("evaluation panicked")
+
+// merge records one node's result in the outcome.
+func (o *outcome) merge(n *graph.Node, r *nodeResult) {
+	o.states[n.ID] = r.state
+	if r.set {
+		o.vals[n.ID] = r.value
+	}
+	for _, id := range r.desired {
+		o.desired[id] = true
+	}
+	for name, err := range r.down {
+		if o.down[name] == nil {
+			o.down[name] = err
+		}
+	}
+	switch {
+	case r.state == nodeFailed && o.failed == nil:
+		o.failed, o.reason = r.err, r.reason
+	case r.state == nodeWaiting || r.state == nodeNotReady:
+		o.waiting = append(o.waiting, waitMessage(n, r.state, r.err))
+	}
 }
 
 func waitMessage(n *graph.Node, st nodeState, err error) string {
@@ -108,118 +196,194 @@ func waitMessage(n *graph.Node, st nodeState, err error) string {
 	return fmt.Sprintf("resource %q waits for its dependencies", n.ID)
 }
 
-// node evaluates and writes one node.
-func (e *evaluator) node(o *outcome, inst *unstructured.Unstructured, p *plan, n *graph.Node) (nodeState, error) {
+func result(st nodeState, err error) nodeResult { return nodeResult{state: st, err: err} }
+
+// unreachableAt is the result of a node that found cluster name
+// unreachable.
+func unreachableAt(name string, err error) nodeResult {
+	return nodeResult{state: nodeWaiting, err: unreachableError(name, err), down: map[string]error{name: err}}
+}
+
+// node evaluates and writes one node. It only reads o.
+func (e *evaluator) node(o *outcome, inst *unstructured.Unstructured, p *plan, n *graph.Node) nodeResult {
 	for _, dep := range n.Dependencies {
 		switch o.states[dep] {
 		case nodeReady:
 		case nodeExcluded:
-			return nodeExcluded, nil
+			return result(nodeExcluded, nil)
 		default:
-			return nodeWaiting, nil
+			return result(nodeWaiting, nil)
 		}
 	}
 	if ok, err := n.Included(o.ctx, o.vals); err != nil {
-		return e.evalFailure(o, err)
+		return evalFailure(err)
 	} else if !ok {
-		return nodeExcluded, nil
+		return result(nodeExcluded, nil)
 	}
 	if n.External {
 		name := p.clusterOf[n.ID]
 		if err := o.down[name]; err != nil {
-			return nodeWaiting, unreachableError(name, err)
+			return result(nodeWaiting, unreachableError(name, err))
 		}
 		return e.external(o, inst, n, name, p.clusters[name])
 	}
 	iterations, err := n.Iterations(o.ctx, o.vals)
 	if err != nil {
-		return e.evalFailure(o, err)
+		return evalFailure(err)
 	}
-	var observed []any
-	for i, it := range iterations {
-		name, err := p.clusterFor(n.ID, i)
-		if err != nil {
-			return e.evalFailure(o, err)
-		}
-		if err := o.down[name]; err != nil {
-			return nodeWaiting, unreachableError(name, err)
-		}
-		desired, err := n.Render(o.ctx, o.vals, it)
-		if err != nil {
-			return e.evalFailure(o, err)
-		}
-		got, err := e.apply.apply(o.ctx, inst, n, name, p.clusters[name], desired)
-		if err != nil {
-			var del *deletingError
-			if errors.As(err, &del) {
-				return nodeWaiting, err
-			}
-			if unreachable(err) {
-				o.down[name] = err
-				return nodeWaiting, unreachableError(name, err)
-			}
-			o.lastReason = reasonApplyFailed
-			if errors.Is(err, ErrOutsideNamespace) {
-				o.lastReason = reasonOutsideNamespace
-			}
-			return nodeFailed, fmt.Errorf("resource %q in %s: %w", n.ID, displayName(name), err)
-		}
-		o.desired[childID{cluster: name, gvk: n.GVK, namespace: got.GetNamespace(), name: got.GetName()}] = true
-		observed = append(observed, got.Object)
+	items := make([]item, len(iterations))
+	atOnce(len(iterations), func(i int) { items[i] = e.guardedItem(o, inst, p, n, i, iterations[i]) })
+	r, observed, problem := gather(items)
+	if problem != nil {
+		return *problem
 	}
 	if n.Collection {
-		o.vals[n.ID] = observed
+		r.value, r.set = observed, true
 	} else if len(observed) == 1 {
-		o.vals[n.ID] = observed[0]
+		r.value, r.set = observed[0], true
 	}
-	return e.readiness(o, n, observed)
+	rr := e.readiness(o, n, observed)
+	rr.value, rr.set, rr.desired = r.value, r.set, r.desired
+	return rr
 }
 
-// readiness evaluates readyWhen on every observed object.
-func (e *evaluator) readiness(o *outcome, n *graph.Node, observed []any) (nodeState, error) {
+// write applies one child, holding one of the reconcile's write slots.
+func (e *evaluator) write(o *outcome, inst *unstructured.Unstructured, n *graph.Node, name string, cl cluster.Cluster, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	o.writes <- struct{}{}
+	defer func() { <-o.writes }()
+	return e.apply.apply(o.ctx, inst, n, name, cl, desired)
+}
+
+// gather puts a node's iterations together, in order: the children
+// written and their answers, or the first problem, which carries every
+// cluster any iteration found unreachable.
+func gather(items []item) (r nodeResult, observed []any, problem *nodeResult) {
+	observed = make([]any, 0, len(items))
+	for _, it := range items {
+		if it.problem == nil {
+			r.desired = append(r.desired, it.child)
+			observed = append(observed, it.got.Object)
+			continue
+		}
+		for name, err := range it.problem.down {
+			if r.down == nil {
+				r.down = map[string]error{}
+			}
+			r.down[name] = err
+		}
+		if problem == nil {
+			problem = it.problem
+		}
+	}
+	if problem != nil {
+		problem.down = r.down
+	}
+	return r, observed, problem
+}
+
+// item is one iteration of a node written, or the problem that stopped it.
+type item struct {
+	got     *unstructured.Unstructured
+	child   childID
+	problem *nodeResult
+}
+
+// guardedItem renders and writes one iteration of n: the iterations of a
+// node, each in its own cluster, are written at once (see guarded for
+// the panic).
+func (e *evaluator) guardedItem(o *outcome, inst *unstructured.Unstructured, p *plan, n *graph.Node, i int, it map[string]any) (out item) {
+	defer func() {
+		if v := recover(); v != nil {
+			r := result(nodeFailed, fmt.Errorf("resource %q: %w: %v", n.ID, errPanic, v))
+			r.reason = reasonEvaluationFailed
+			out = item{problem: &r}
+		}
+	}()
+	stop := func(r nodeResult) item { return item{problem: &r} }
+	name, err := p.clusterFor(n.ID, i)
+	if err != nil {
+		return stop(evalFailure(err))
+	}
+	if err := o.down[name]; err != nil {
+		return stop(result(nodeWaiting, unreachableError(name, err)))
+	}
+	desired, err := n.Render(o.ctx, o.vals, it)
+	if err != nil {
+		return stop(evalFailure(err))
+	}
+	got, err := e.write(o, inst, n, name, p.clusters[name], desired)
+	if err != nil {
+		return stop(applyFailure(n, name, err))
+	}
+	return item{got: got, child: childID{cluster: name, gvk: n.GVK, namespace: got.GetNamespace(), name: got.GetName()}}
+}
+
+// applyFailure is the result of a node whose write into cluster name
+// failed.
+func applyFailure(n *graph.Node, name string, err error) nodeResult {
+	var del *deletingError
+	switch {
+	case errors.As(err, &del):
+		return result(nodeWaiting, err)
+	case unreachable(err):
+		return unreachableAt(name, err)
+	}
+	r := result(nodeFailed, fmt.Errorf("resource %q in %s: %w", n.ID, displayName(name), err))
+	r.reason = reasonApplyFailed
+	if errors.Is(err, ErrOutsideNamespace) {
+		r.reason = reasonOutsideNamespace
+	}
+	return r
+}
+
+// readiness evaluates readyWhen on every observed object (which
+// graph.Node.Ready shows under the node's own id).
+func (e *evaluator) readiness(o *outcome, n *graph.Node, observed []any) nodeResult {
 	for _, obj := range observed {
 		m, _ := obj.(map[string]any)
 		ok, err := n.Ready(o.ctx, o.vals, m)
 		if errors.Is(err, graph.ErrPending) {
-			return nodeNotReady, nil
+			return result(nodeNotReady, nil)
 		}
 		if err != nil {
-			return e.evalFailure(o, err)
+			return evalFailure(err)
 		}
 		if !ok {
-			return nodeNotReady, nil
+			return result(nodeNotReady, nil)
 		}
 	}
-	return nodeReady, nil
+	return result(nodeReady, nil)
 }
 
 // evalFailure is a node's evaluation error: a wait for data pending, a
 // failure otherwise.
-func (e *evaluator) evalFailure(o *outcome, err error) (nodeState, error) {
+func evalFailure(err error) nodeResult {
 	if errors.Is(err, graph.ErrPending) {
-		return nodeWaiting, err
+		return result(nodeWaiting, err)
 	}
-	o.lastReason = evalReason(err)
-	return nodeFailed, err
+	r := result(nodeFailed, err)
+	r.reason = evalReason(err)
+	return r
 }
 
 // external reads an externalRef in its cluster.
-func (e *evaluator) external(o *outcome, inst *unstructured.Unstructured, n *graph.Node, name string, cl cluster.Cluster) (nodeState, error) {
+func (e *evaluator) external(o *outcome, inst *unstructured.Unstructured, n *graph.Node, name string, cl cluster.Cluster) nodeResult {
 	ref, err := n.Ref(o.ctx, o.vals)
 	if err != nil {
-		return e.evalFailure(o, err)
+		return evalFailure(err)
 	}
 	ns := ref.Namespace
 	namespaced, err := namespaced(cl, ref.GVK)
 	if err != nil {
-		return nodeWaiting, fmt.Errorf("in %s: %w", displayName(name), err)
+		return result(nodeWaiting, fmt.Errorf("in %s: %w", displayName(name), err))
 	}
 	if namespaced && ns == "" {
 		ns = defaultNamespace(inst)
 	}
 	if err := e.apply.confined(inst, ref.GVK, ns, ref.Name, namespaced); err != nil {
-		o.lastReason = reasonOutsideNamespace
-		return nodeFailed, fmt.Errorf("resource %q in %s: %w", n.ID, displayName(name), err)
+		r := result(nodeFailed, fmt.Errorf("resource %q in %s: %w", n.ID, displayName(name), err))
+		r.reason = reasonOutsideNamespace
+		return r
 	}
 	cctx, cancel := e.rt.callCtx(o.ctx)
 	defer cancel()
@@ -230,13 +394,13 @@ func (e *evaluator) external(o *outcome, inst *unstructured.Unstructured, n *gra
 	u.SetGroupVersionKind(ref.GVK)
 	if err := cl.GetAPIReader().Get(cctx, keyOf(ns, ref.Name), u); err != nil {
 		if unreachable(err) {
-			o.down[name] = err
-			return nodeWaiting, unreachableError(name, err)
+			return unreachableAt(name, err)
 		}
-		return nodeWaiting, fmt.Errorf("externalRef %s %s in %s: %w", ref.GVK.Kind, ref.Name, displayName(name), err)
+		return result(nodeWaiting, fmt.Errorf("externalRef %s %s in %s: %w", ref.GVK.Kind, ref.Name, displayName(name), err))
 	}
-	o.vals[n.ID] = u.Object
-	return e.readiness(o, n, []any{u.Object})
+	r := e.readiness(o, n, []any{u.Object})
+	r.value, r.set = u.Object, true
+	return r
 }
 
 // namespaced reports whether gvk is namespaced in the cluster.
@@ -256,22 +420,23 @@ func defaultNamespace(inst *unstructured.Unstructured) string {
 }
 
 // externalList reads an externalRef by label selector.
-func (e *evaluator) externalList(ctx context.Context, o *outcome, n *graph.Node, name string, cl cluster.Cluster, ref graph.ExternalRef, ns string) (nodeState, error) {
+func (e *evaluator) externalList(ctx context.Context, o *outcome, n *graph.Node, name string, cl cluster.Cluster, ref graph.ExternalRef, ns string) nodeResult {
 	sel, err := metav1.LabelSelectorAsSelector(ref.Selector)
 	if err != nil {
-		return e.evalFailure(o, err)
+		return evalFailure(err)
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(ref.GVK.GroupVersion().WithKind(ref.GVK.Kind + "List"))
 	if err := cl.GetAPIReader().List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return nodeWaiting, fmt.Errorf("externalRef %s in %s: %w", ref.GVK.Kind, displayName(name), err)
+		return result(nodeWaiting, fmt.Errorf("externalRef %s in %s: %w", ref.GVK.Kind, displayName(name), err))
 	}
 	items := make([]any, 0, len(list.Items))
 	for i := range list.Items {
 		items = append(items, list.Items[i].Object)
 	}
-	o.vals[n.ID] = items
-	return e.readiness(o, n, items)
+	r := e.readiness(o, n, items)
+	r.value, r.set = items, true
+	return r
 }
 
 // unreachable reports whether err says that the cluster did not answer

@@ -26,6 +26,10 @@ const (
 	// unreachableRequeue is how soon a deletion held by a cluster that
 	// cannot be reached is tried again.
 	unreachableRequeue = 5 * time.Second
+	// conflictRequeue is how soon an instance whose finalizer write met a
+	// conflict is tried again: the echo of our own writes requeues
+	// nothing (instance_writes.go), so the retry is asked for here.
+	conflictRequeue = 200 * time.Millisecond
 )
 
 // Reconcile reconciles one hub instance: its targets first, then its
@@ -35,8 +39,12 @@ func (s *server) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	inst := &unstructured.Unstructured{}
 	inst.SetGroupVersionKind(s.g.Instance.GVK)
 	if err := s.rt.hub().GetCache().Get(ctx, req.NamespacedName, inst); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.watches.memory.forgetOwner(req.NamespacedName) // gone: nothing of it is applied again
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	inst = s.writes.fresher(inst)
 	if controllerutil.ContainsFinalizer(inst, contract.Finalizer) {
 		// Only an instance that may have children is looked up by its
 		// children's events; finalize forgets it.
@@ -55,8 +63,10 @@ func (s *server) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	if err != nil {
 		return s.status.refused(ctx, inst, err)
 	}
-	if done, err := s.record(ctx, inst, p); done || err != nil {
+	if retry, err := s.record(ctx, inst, p); err != nil {
 		return reconcile.Result{}, err
+	} else if retry {
+		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
 	}
 	o := s.eval.evaluate(ctx, inst, p)
 	pruneErr := s.pruner.prune(ctx, inst, p, o)
@@ -88,9 +98,12 @@ func recordedClusters(inst *unstructured.Unstructured) []string {
 }
 
 // record puts the finalizer and every cluster of p on the instance, in
-// one write, before anything is written to those clusters. It returns
-// done when it wrote: the write's event brings the instance back.
-func (s *server) record(ctx context.Context, inst *unstructured.Unstructured, p *plan) (bool, error) {
+// one write, before anything is written to those clusters. inst becomes
+// the API server's answer and the reconcile goes on with it: nothing waits
+// for the write's event, which requeues nothing (instance_writes.go). It
+// returns retry when the write met a conflict (somebody else wrote the
+// instance since our copy), for the caller to requeue.
+func (s *server) record(ctx context.Context, inst *unstructured.Unstructured, p *plan) (retry bool, err error) {
 	have := recordedClusters(inst)
 	want := slices.Clone(have)
 	for name := range p.clusters {
@@ -113,11 +126,16 @@ func (s *server) record(ctx context.Context, inst *unstructured.Unstructured, p 
 	inst.SetAnnotations(a)
 	cctx, cancel := s.rt.callCtx(ctx)
 	defer cancel()
-	err := s.rt.hub().GetClient().Patch(cctx, inst, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	if apierrors.IsConflict(err) {
-		return true, nil // the cache is behind our last write; its event comes
+	err = s.rt.hub().GetClient().Patch(cctx, inst, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case apierrors.IsConflict(err):
+		return true, nil
+	case err != nil:
+		return false, err
 	}
-	return true, err
+	s.writes.wrote(inst)
+	s.instances.Store(inst.GetUID(), keyOf(inst.GetNamespace(), inst.GetName()))
+	return false, nil
 }
 
 // toUnstructured converts a typed object.

@@ -100,7 +100,9 @@ type Options struct {
 	// (abandon.go). Defaults to 0: it waits until the cluster is back.
 	AbandonAfter time.Duration
 	// Resync is how often an ACTIVE instance is reconciled without an
-	// event. Defaults to DefaultResync.
+	// event, and how long an apply nothing contradicted is trusted: a
+	// child is applied again at least that often. Defaults to
+	// DefaultResync.
 	Resync time.Duration
 	// ConfineToNamespace keeps each instance's children and external
 	// references in its namespace, in every cluster, as the spoke runtime

@@ -51,6 +51,9 @@ type server struct {
 	// name labels were shortened. A sync.Map: reconciles store, the
 	// finalizer deletes, and the watches' handlers load concurrently.
 	instances sync.Map
+	// writes remembers our own latest write of each instance
+	// (instance_writes.go).
+	writes *ownWrites
 	// removal is set once the graph is being removed (removal.go).
 	removal atomic.Pointer[removalMode]
 	// retries are the controller's fair queue's (fair.go), set when the
@@ -72,12 +75,13 @@ func newServer(rt *Runtime, g *graph.Graph, seq int) *server {
 		log:    rt.opts.Logger.WithValues("graph", g.Name),
 		owner:  owner{graph: contract.LabelValue(g.Name)},
 		events: make(chan event.GenericEvent, 1024),
+		writes: newOwnWrites(),
 	}
-	s.watches = newWatchSet(&s.owner, &s.instances, s.enqueue)
+	s.watches = newWatchSet(&s.owner, newApplyMemory(rt.opts.Resync), &s.instances, s.enqueue)
 	s.targets = &targets{rt: rt, g: g}
-	s.eval = &evaluator{rt: rt, g: g, apply: &applier{rt: rt, g: g, owner: &s.owner, watches: s.watches}}
+	s.eval = &evaluator{rt: rt, g: g, apply: newApplier(rt, g, &s.owner, s.watches)}
 	s.pruner = &pruner{rt: rt, g: g, owner: &s.owner, watches: s.watches}
-	s.status = &reporter{rt: rt, g: g}
+	s.status = &reporter{rt: rt, g: g, writes: s.writes}
 	s.finalizer = &finalizer{rt: rt, g: g, prune: s.pruner, report: s.status, instances: &s.instances}
 	return s
 }
@@ -132,7 +136,7 @@ func (s *server) run(ctx context.Context) error {
 	}
 	inst := &unstructured.Unstructured{}
 	inst.SetGroupVersionKind(s.g.Instance.GVK)
-	if err := c.Watch(source.Kind[client.Object](s.rt.hub().GetCache(), inst, &handler.EnqueueRequestForObject{})); err != nil {
+	if err := c.Watch(source.Kind[client.Object](s.rt.hub().GetCache(), inst, instanceHandler{writes: s.writes})); err != nil {
 		return err
 	}
 	if err := c.Watch(source.Channel(s.events, &handler.EnqueueRequestForObject{})); err != nil {

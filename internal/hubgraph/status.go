@@ -34,6 +34,8 @@ const maxMessage = 1024
 type reporter struct {
 	rt *Runtime
 	g  *graph.Graph
+	// writes learns each status write, whose echo requeues nothing.
+	writes *ownWrites
 }
 
 // conditionsOf turns an outcome into the instance's state and conditions.
@@ -113,7 +115,11 @@ func (r *reporter) patchStatus(ctx context.Context, inst *unstructured.Unstructu
 	}
 	cctx, cancel := r.rt.callCtx(ctx)
 	defer cancel()
-	return client.IgnoreNotFound(r.rt.hub().GetClient().Status().Patch(cctx, inst, client.MergeFrom(orig)))
+	if err := r.rt.hub().GetClient().Status().Patch(cctx, inst, client.MergeFrom(orig)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.writes.wrote(inst)
+	return nil
 }
 
 // dated gives conditions their wire form, keeping the transition time of

@@ -20,6 +20,9 @@ import (
 // uses the same): only the handlers are ours.
 type watchSet struct {
 	owner *owner
+	// memory tells the echo of our own applies from other changes
+	// (apply_memory.go).
+	memory *applyMemory
 	// instances maps an instance's UID to its key (server.instances).
 	instances *sync.Map
 	// enqueue requeues a hub instance (server.enqueue).
@@ -47,8 +50,8 @@ type watch struct {
 	reg      toolscache.ResourceEventHandlerRegistration
 }
 
-func newWatchSet(o *owner, instances *sync.Map, enqueue func(types.NamespacedName)) *watchSet {
-	return &watchSet{owner: o, instances: instances, enqueue: enqueue, m: map[watchKey]*watch{}}
+func newWatchSet(o *owner, memory *applyMemory, instances *sync.Map, enqueue func(types.NamespacedName)) *watchSet {
+	return &watchSet{owner: o, memory: memory, instances: instances, enqueue: enqueue, m: map[watchKey]*watch{}}
 }
 
 // ensure watches gvk in the named cluster, once; it returns when the
@@ -76,9 +79,9 @@ func (w *watchSet) ensure(ctx context.Context, name string, cl cluster.Cluster, 
 		_ = cur.informer.RemoveEventHandler(cur.reg) // the old engagement's
 	}
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    w.changed,
-		UpdateFunc: func(_, obj any) { w.changed(obj) },
-		DeleteFunc: w.changed,
+		AddFunc:    func(obj any) { w.changed(name, gvk, obj, false) },
+		UpdateFunc: func(_, obj any) { w.changed(name, gvk, obj, false) },
+		DeleteFunc: func(obj any) { w.changed(name, gvk, obj, true) },
 	})
 	if err != nil {
 		return err
@@ -87,17 +90,33 @@ func (w *watchSet) ensure(ctx context.Context, name string, cl cluster.Cluster, 
 	return nil
 }
 
-// changed requeues the hub instance owning obj, if it is one of ours.
-func (w *watchSet) changed(obj any) {
+// changed requeues the hub instance owning obj, a child of kind gvk in the
+// named cluster that changed (or went), unless the change is the echo of
+// our own apply. An object is ours by its labels, or by our memory of
+// applying it (its labels may have been taken off since).
+func (w *watchSet) changed(cluster string, gvk schema.GroupVersionKind, obj any, gone bool) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
+		obj, gone = d.Obj, true
 	}
 	m, ok := obj.(metav1.Object)
 	if !ok {
 		return
 	}
+	id := childID{cluster: cluster, gvk: gvk, namespace: m.GetNamespace(), name: m.GetName()}
+	requeue, applier, known := true, types.NamespacedName{}, false
+	if gone {
+		applier, known = w.memory.deleted(id)
+	} else {
+		requeue, applier, known = w.memory.observed(id, m.GetResourceVersion())
+	}
+	if !requeue {
+		return
+	}
 	l := m.GetLabels()
 	if !w.owner.graphs(l) {
+		if known {
+			w.enqueue(applier)
+		}
 		return
 	}
 	key := types.NamespacedName{Namespace: l[contract.LabelInstanceNamespace], Name: l[contract.LabelInstanceName]}
