@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -149,9 +150,8 @@ func (c *Controller) Start(ctx context.Context) error {
 		if err == nil {
 			break
 		}
-		// Serve without rollouts meanwhile rather than not at all.
-		c.Planner.set(nil)
 		c.Logger.Error(err, "installing the GraphRollout CRD; retrying", "retry", delay)
+		c.loadUninstalled(ctx, err)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -169,6 +169,29 @@ func (c *Controller) Start(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
+	}
+}
+
+// loadUninstalled decides what the Planner knows while the GraphRollout
+// CRD cannot be installed (installErr). A CRD that an earlier run
+// installed still serves the GraphRollouts, and a restarted hub must
+// decide by their status from its first decision: the rollouts are read
+// and stepped as usual. Only when none can exist (the kind is not served)
+// or the CRD is not ours are graphs served without rollouts, rather than
+// not at all. Any other failure leaves the Planner unloaded: decisions
+// wait, as they do until the first look.
+func (c *Controller) loadUninstalled(ctx context.Context, installErr error) {
+	if errors.Is(installErr, crds.ErrNotOurs) {
+		c.Planner.set(nil)
+		return
+	}
+	err := c.tick(ctx)
+	switch {
+	case err == nil:
+	case meta.IsNoMatchError(err):
+		c.Planner.set(nil)
+	case ctx.Err() == nil:
+		c.Logger.Info("reading GraphRollouts without their CRD installed; decisions wait", "reason", err.Error())
 	}
 }
 
