@@ -163,3 +163,18 @@ func TestAHubThatCannotInstallTheCRDServesWithoutRolloutsOnlyWhenNoneCanExist(t 
 		})
 	}
 }
+
+// The fallback serves what a cluster's CRD was applied from, unless the
+// rollout refuses that revision there: the cluster that failed revision 2
+// keeps its CRD labelled 2 (the fallback does not re-apply it), and a
+// restarted hub offering that spec under another number, or unnumbered
+// when its revision record failed, must still serve it revision 1.
+func TestTheFallbackServesAFailedClusterTheRevisionItWentBackTo(t *testing.T) {
+	planner := NewPlanner(nil, func() []Cluster { return []Cluster{{Name: "a"}, {Name: "b"}, {Name: "c"}} })
+	planner.set(map[string]*plan{"g": planOf(failedCanary())})
+	assert.Equal(t, int64(1), planner.FallBackFrom("g", "b", 2), "the failed canary goes back to revision 1")
+	assert.Equal(t, int64(1), planner.FallBackFrom("g", "b", 1))
+	assert.Equal(t, int64(2), planner.FallBackFrom("g", "a", 2), "the canary that passed keeps revision 2")
+	assert.Equal(t, int64(1), planner.FallBackFrom("g", "c", 1), "the main wave keeps revision 1")
+	assert.Equal(t, int64(0), planner.FallBackFrom("g", "b", 0), "no CRD, nothing to fall back to")
+}
