@@ -51,6 +51,11 @@ type Observation struct {
 	Judged  bool
 	Passing int
 	Why     string
+
+	// Unengaged, when set, is when a restarted hub first looked at the
+	// rollout of a cluster its stored status lists in the wave in progress
+	// and that the hub has not engaged yet (restart.go): it is unhealthy.
+	Unengaged time.Time
 }
 
 // Hooks connect the Controller to the hub. Every one is required.
@@ -109,6 +114,9 @@ type Controller struct {
 	// rolledBack is, per graph, the revision a rollback made the runtime
 	// offer, until the latest is offered again.
 	rolledBack map[string]int64
+	// awaited is, per GraphRollout looked at, the clusters of its wave in
+	// progress not engaged since the first look (restart.go; nil: none).
+	awaited map[string]*awaiting
 }
 
 // Status returns the status of the named graph's rollout, if it has one.
@@ -247,9 +255,13 @@ func planOf(ro *fgv1alpha1.GraphRollout) *plan {
 func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 	before := ro.Status.DeepCopy()
 	latest := c.Hooks.Latest(ro.Spec.Graph)
-	placed, labelsOf := placedClusters(ro.Spec.Graph, ro.Spec.ClusterSelector, c.Planner.hook, c.Planner.clusters())
+	engaged := c.Planner.clusters()
+	placed, labelsOf := placedClusters(ro.Spec.Graph, ro.Spec.ClusterSelector, c.Planner.hook, engaged)
 	waves := assign(ro.Spec, placed, labelsOf)
 	obs := c.Hooks.Observe(ro.Spec.Graph)
+	// A restarted hub counts the wave's clusters it has not engaged yet
+	// as unhealthy (restart.go).
+	c.awaitUnengaged(ro, engaged, waves, obs)
 	// Held clusters keep their wave but the rollout moves without them
 	// (hold.go).
 	held := heldBy(ro.Spec, placed, labelsOf)
@@ -260,6 +272,7 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 	if !refused(ro.Status) || ro.Status.TargetRevision == 0 { // a first look only records what serves
 		c.judge(ctx, ro, moving, obs)
 		evs = append(evs, step(metaNow(), ro, latest, moving, obs)...)
+		c.forgetJudged(ro)
 	}
 	sayRefused(&ro.Status)
 	evs = append(evs, holdEvents(before.Clusters, held, pinned)...)

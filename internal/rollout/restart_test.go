@@ -178,3 +178,120 @@ func TestTheFallbackServesAFailedClusterTheRevisionItWentBackTo(t *testing.T) {
 	assert.Equal(t, int64(1), planner.FallBackFrom("g", "c", 1), "the main wave keeps revision 1")
 	assert.Equal(t, int64(0), planner.FallBackFrom("g", "b", 0), "no CRD, nothing to fall back to")
 }
+
+// midMainWave is a rollout a hub restarts into: revision 2 passed the
+// canary wave (a) and the main wave (b, c) is in progress, started
+// startedAgo ago, with maxFailures failures allowed.
+func midMainWave(startedAgo time.Duration, maxFailures int32) *fgv1alpha1.GraphRollout {
+	budget := intstr.FromInt32(maxFailures)
+	started := metav1.NewTime(time.Now().Add(-startedAgo).Truncate(time.Second))
+	return &fgv1alpha1.GraphRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: "g"},
+		Spec: fgv1alpha1.GraphRolloutSpec{Graph: "g", ProgressDeadlineSeconds: 60, Waves: []fgv1alpha1.Wave{
+			{Name: "canary", Clusters: 1},
+			{Name: "main", Percent: 100, MaxFailures: &budget},
+		}},
+		Status: fgv1alpha1.GraphRolloutStatus{Phase: fgv1alpha1.RolloutProgressing, TargetRevision: 2, StableRevision: 1,
+			Wave: 1, WaveStarted: &started, Clusters: []fgv1alpha1.RolloutCluster{
+				{Name: "a", Wave: 0, Revision: 2}, {Name: "b", Wave: 1, Revision: 2}, {Name: "c", Wave: 1, Revision: 1}}},
+	}
+}
+
+// restartedWith is a restarted hub's Controller over a fake API server
+// holding ro, with the clusters *engaged engaged, each serving revision 2
+// healthily.
+func restartedWith(t *testing.T, ro *fgv1alpha1.GraphRollout, engaged *[]string) *Controller {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, fgv1alpha1.AddToScheme(scheme))
+	// Stored as the Controller writes it (unstructured): the fake client
+	// lists an object seeded typed and updated unstructured no more.
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
+	require.NoError(t, err)
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(u).WithStatusSubresource(u).Build()
+	c := restartedController(cl)
+	c.Planner = NewPlanner(nil, func() []Cluster {
+		out := make([]Cluster, len(*engaged))
+		for i, name := range *engaged {
+			out[i].Name = name
+		}
+		return out
+	})
+	c.Hooks.Observe = func(string) map[string]Observation {
+		out := map[string]Observation{}
+		for _, name := range *engaged {
+			out[name] = Observation{Revision: 2, Established: true}
+		}
+		return out
+	}
+	return c
+}
+
+// A restarted hub that has engaged only some of the main wave's clusters
+// does not pass the wave on them: the one the stored status lists and the
+// hub has not engaged yet holds it back, and the wave passes once that one
+// is engaged and healthy. It used to pass at once.
+func TestARestartedHubDoesNotPassAWaveOnTheClustersEngagedFirst(t *testing.T) {
+	engaged := []string{"a", "b"}
+	c := restartedWith(t, midMainWave(time.Second, 0), &engaged)
+	ctx := context.Background()
+	require.NoError(t, c.tick(ctx))
+	st, _ := c.Status("g")
+	require.Equal(t, fgv1alpha1.RolloutProgressing, st.Phase, st.Message)
+	require.Len(t, st.HoldingBack, 1)
+	assert.Equal(t, "c", st.HoldingBack[0].Name)
+	assert.Equal(t, notEngaged, st.HoldingBack[0].Message)
+	assert.True(t, listed(st.Clusters, "c"), "still listed, for the next restart")
+	assert.ErrorIs(t, c.Planner.Decide("g", "c", 2), ErrNotPlaced, "not engaged: nothing is decided for it")
+
+	engaged = append(engaged, "c")
+	require.NoError(t, c.tick(ctx))
+	st, _ = c.Status("g")
+	assert.Equal(t, fgv1alpha1.RolloutComplete, st.Phase, st.Message)
+}
+
+// The wait for a cluster that really left is bounded: a progress deadline
+// after the restarted hub's first look (not after the wave started, which
+// may be long before), it is judged like any cluster unhealthy at its
+// deadline. Within maxFailures it is listed failed and the wave passes;
+// past them the wave fails, and a resume goes on without it.
+func TestARestartedHubJudgesAClusterThatNeverCameBackAtItsDeadline(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name        string
+		maxFailures int32
+		phase       string
+	}{
+		{"within maxFailures", 1, fgv1alpha1.RolloutComplete},
+		{"past maxFailures", 0, fgv1alpha1.RolloutFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			engaged := []string{"a", "b"}
+			c := restartedWith(t, midMainWave(time.Hour, tc.maxFailures), &engaged)
+			require.NoError(t, c.tick(ctx))
+			st, _ := c.Status("g")
+			require.Equal(t, fgv1alpha1.RolloutProgressing, st.Phase, "the wave's deadline passed long ago, but the hub just started: %s", st.Message)
+
+			c.mu.Lock()
+			c.awaited["g"].since = time.Now().Add(-61 * time.Second) // the deadline after the first look passed
+			c.mu.Unlock()
+			require.NoError(t, c.tick(ctx))
+			st, _ = c.Status("g")
+			require.Equal(t, tc.phase, st.Phase, st.Message)
+			if tc.phase == fgv1alpha1.RolloutComplete {
+				require.Len(t, st.Failed, 1)
+				assert.Equal(t, "c", st.Failed[0].Name)
+				assert.Equal(t, int64(1), st.Failed[0].Revision, "if it comes back it serves the stable revision")
+				assert.Contains(t, st.Failed[0].Message, notEngaged)
+				return
+			}
+			assert.Contains(t, st.Message, "c: "+notEngaged)
+			require.NoError(t, c.Patch(ctx, "g", []byte(`{"metadata":{"annotations":{"`+fgv1alpha1.AnnotationResume+`":"now"}}}`)))
+			require.NoError(t, c.tick(ctx))
+			st, _ = c.Status("g")
+			assert.Equal(t, fgv1alpha1.RolloutComplete, st.Phase, "resumed without it: %s", st.Message)
+		})
+	}
+}
