@@ -5,6 +5,7 @@ package sdk_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,6 +39,31 @@ func requireHeld(t *testing.T, h *sdk.Hub, hubClient client.Client, revs map[str
 	require.Never(t, func() bool {
 		return !want(rolloutStatus(t, hubClient, "brook")) || !assert.ObjectsAreEqual(revs, servedRevisions(h, "brook"))
 	}, holdWindow, tick, "the rollout moved: %+v", rolloutOf(h, "brook"))
+}
+
+// sampleServed samples, every 100 ms until the returned func is called,
+// the revision h serves the named cluster (as its rollout status shows
+// it), and that func returns the revisions seen there, in order, without
+// repeats.
+func sampleServed(h *sdk.Hub, graphName, cluster string) func() []int64 {
+	done, out := make(chan struct{}), make(chan []int64)
+	go func() {
+		var seen []int64
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if rev, ok := servedRevisions(h, graphName)[cluster]; ok && (len(seen) == 0 || seen[len(seen)-1] != rev) {
+				seen = append(seen, rev)
+			}
+			select {
+			case <-done:
+				out <- seen
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() []int64 { close(done); return <-out }
 }
 
 // failedOnly reports whether st lists exactly name as failed, on revision
@@ -85,9 +111,11 @@ func TestARestartedHubKeepsFailuresApprovalsAndMoves(t *testing.T) {
 	// First restart: the failure and the wait hold.
 	stop()
 	h2, stop2 := startStoppableHub(t, fleet.Hub.Config, newLabelledProvider(t, fleet, labels), opts)
+	spoke2 := sampleServed(h2, "brook", "spoke-2") // from the restarted hub's first look
 	require.NoError(t, h2.RegisterGraph(context.Background(), rev2))
 	requireHeld(t, h2, hubClient, waiting, failedAndAwaiting)
 	requireVersion(t, spokes["spoke-2"], "app", "1")
+	assert.NotContains(t, spoke2(), int64(2), "the restarted hub served the failed canary the revision it failed")
 
 	// Approved, with time for a restart while spoke-3 moves.
 	applyRollout(t, fleet.Hub.Config, "brook", restartWaves(120))
@@ -101,8 +129,10 @@ func TestARestartedHubKeepsFailuresApprovalsAndMoves(t *testing.T) {
 	// Second restart: spoke-3 keeps revision 2, the others wait their turn.
 	stop2()
 	h3, _ := startStoppableHub(t, fleet.Hub.Config, newLabelledProvider(t, fleet, labels), opts)
+	spoke4 := sampleServed(h3, "brook", "spoke-4") // the main wave must not pass on the clusters engaged first
 	require.NoError(t, h3.RegisterGraph(context.Background(), rev2))
 	requireHeld(t, h3, hubClient, moving, spoke3Moves)
+	assert.NotContains(t, spoke4(), int64(2), "spoke-4 took revision 2 before its turn")
 
 	for _, name := range []string{"spoke-3", "spoke-4", "spoke-5"} {
 		setColor(t, spokes[name], gvk, "app", "green")

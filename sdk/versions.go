@@ -62,8 +62,9 @@ func (v *versions) record(ctx context.Context, rgd *v1alpha1.ResourceGraphDefini
 
 // previous is the runtime's fallback: it reads which revision the
 // cluster's CRD was applied from and compiles that revision's record. A
-// cluster that failed the latest revision's rollout goes back to the
-// revision the rollout names instead.
+// cluster whose rollout refuses that revision there (it failed it, was
+// rolled back or is held) goes back to the revision the rollout names
+// instead, whatever revision the runtime offers.
 func (v *versions) previous(ctx context.Context, name multicluster.ClusterName, latest spoke.Version) (spoke.Version, error) {
 	h := v.h
 	e, revs := h.cluster(string(name)), h.revisionStore()
@@ -72,10 +73,10 @@ func (v *versions) previous(ctx context.Context, name multicluster.ClusterName, 
 		return spoke.Version{}, nil
 	}
 	rev, err := revisions.ServedRevision(ctx, e.cl.GetAPIReader(), g.CRD.Name)
-	if back := h.planner.FallBackTo(g.Name, string(name)); err == nil && rev == latest.Revision && back > 0 {
-		// The cluster failed the latest revision's rollout: back to the
-		// revision it served before.
-		rev = back
+	if err == nil {
+		// A cluster that failed the revision its CRD names (or was rolled
+		// back or held off it) goes back to the revision its rollout names.
+		rev = h.planner.FallBackFrom(g.Name, string(name), rev)
 	}
 	if err != nil || rev == 0 || rev == latest.Revision {
 		return spoke.Version{}, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -50,6 +51,11 @@ type Observation struct {
 	Judged  bool
 	Passing int
 	Why     string
+
+	// Unengaged, when set, is when a restarted hub first looked at the
+	// rollout of a cluster its stored status lists in the wave in progress
+	// and that the hub has not engaged yet (restart.go): it is unhealthy.
+	Unengaged time.Time
 }
 
 // Hooks connect the Controller to the hub. Every one is required.
@@ -108,6 +114,9 @@ type Controller struct {
 	// rolledBack is, per graph, the revision a rollback made the runtime
 	// offer, until the latest is offered again.
 	rolledBack map[string]int64
+	// awaited is, per GraphRollout looked at, the clusters of its wave in
+	// progress not engaged since the first look (restart.go; nil: none).
+	awaited map[string]*awaiting
 }
 
 // Status returns the status of the named graph's rollout, if it has one.
@@ -149,9 +158,8 @@ func (c *Controller) Start(ctx context.Context) error {
 		if err == nil {
 			break
 		}
-		// Serve without rollouts meanwhile rather than not at all.
-		c.Planner.set(nil)
 		c.Logger.Error(err, "installing the GraphRollout CRD; retrying", "retry", delay)
+		c.loadUninstalled(ctx, err)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -169,6 +177,29 @@ func (c *Controller) Start(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
+	}
+}
+
+// loadUninstalled decides what the Planner knows while the GraphRollout
+// CRD cannot be installed (installErr). A CRD that an earlier run
+// installed still serves the GraphRollouts, and a restarted hub must
+// decide by their status from its first decision: the rollouts are read
+// and stepped as usual. Only when none can exist (the kind is not served)
+// or the CRD is not ours are graphs served without rollouts, rather than
+// not at all. Any other failure leaves the Planner unloaded: decisions
+// wait, as they do until the first look.
+func (c *Controller) loadUninstalled(ctx context.Context, installErr error) {
+	if errors.Is(installErr, crds.ErrNotOurs) {
+		c.Planner.set(nil)
+		return
+	}
+	err := c.tick(ctx)
+	switch {
+	case err == nil:
+	case meta.IsNoMatchError(err):
+		c.Planner.set(nil)
+	case ctx.Err() == nil:
+		c.Logger.Info("reading GraphRollouts without their CRD installed; decisions wait", "reason", err.Error())
 	}
 }
 
@@ -224,9 +255,13 @@ func planOf(ro *fgv1alpha1.GraphRollout) *plan {
 func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 	before := ro.Status.DeepCopy()
 	latest := c.Hooks.Latest(ro.Spec.Graph)
-	placed, labelsOf := placedClusters(ro.Spec.Graph, ro.Spec.ClusterSelector, c.Planner.hook, c.Planner.clusters())
+	engaged := c.Planner.clusters()
+	placed, labelsOf := placedClusters(ro.Spec.Graph, ro.Spec.ClusterSelector, c.Planner.hook, engaged)
 	waves := assign(ro.Spec, placed, labelsOf)
 	obs := c.Hooks.Observe(ro.Spec.Graph)
+	// A restarted hub counts the wave's clusters it has not engaged yet
+	// as unhealthy (restart.go).
+	c.awaitUnengaged(ro, engaged, waves, obs)
 	// Held clusters keep their wave but the rollout moves without them
 	// (hold.go).
 	held := heldBy(ro.Spec, placed, labelsOf)
@@ -237,6 +272,7 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 	if !refused(ro.Status) || ro.Status.TargetRevision == 0 { // a first look only records what serves
 		c.judge(ctx, ro, moving, obs)
 		evs = append(evs, step(metaNow(), ro, latest, moving, obs)...)
+		c.forgetJudged(ro)
 	}
 	sayRefused(&ro.Status)
 	evs = append(evs, holdEvents(before.Clusters, held, pinned)...)

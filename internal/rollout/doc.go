@@ -41,4 +41,12 @@
 // hub type-checks against every revision and evaluates within the graph's
 // limits; one that does not compile refuses the rollout rather than
 // letting it pass or fail on an expression that can never be true.
+//
+// A restarted hub (restart.go) decides by the stored status from its first
+// decision: the Planner refuses every decision until the Controller has
+// read the GraphRollouts, even when their CRD cannot be installed again,
+// and the fallback serves a cluster the revision its CRD names only where
+// the plan allows it there. The wave in progress counts the clusters the
+// status lists and the hub has not engaged yet as unhealthy, for one
+// progress deadline at most.
 package rollout

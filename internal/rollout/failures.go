@@ -111,3 +111,19 @@ func (p *Planner) FallBackTo(graphName, cluster string) int64 {
 	}
 	return p.rolledBackTo(pl, graphName, cluster)
 }
+
+// FallBackFrom is the revision the hub's fallback may serve on the named
+// cluster, whose CRD was applied from revision found (0: none). The CRD's
+// revision is what the cluster served last, not what its rollout allows
+// now: a cluster that failed a revision, was rolled back from it or is
+// held elsewhere may still carry its label (the fallback does not
+// re-apply the CRD, and a restarted hub may see the revision it failed
+// offered under another number, or unnumbered). Where the Planner refuses
+// found and names a revision to go back to, that one serves.
+func (p *Planner) FallBackFrom(graphName, cluster string, found int64) int64 {
+	back := p.FallBackTo(graphName, cluster)
+	if found == 0 || back == 0 || back == found || p.Decide(graphName, cluster, found) == nil {
+		return found
+	}
+	return back
+}

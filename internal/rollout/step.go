@@ -118,7 +118,7 @@ func progress(now metav1.Time, ro *fgv1alpha1.GraphRollout, waves map[string]int
 		if len(bad) > 0 {
 			st.HealthySince = nil
 			st.Message = waitMessage(st, spec, bad)
-			late := overdue(now, st, spec, bad)
+			late := withinGrace(now.Time, spec, overdue(now, st, spec, bad), obs)
 			if len(late) == 0 {
 				return evs
 			}
@@ -173,6 +173,8 @@ func unhealthy(spec fgv1alpha1.GraphRolloutSpec, target int64, w int32, waves ma
 		o := obs[name]
 		why := ""
 		switch {
+		case !o.Unengaged.IsZero():
+			why = notEngaged
 		case !o.Established && o.Message != "":
 			why = o.Message
 		case !o.Established:
