@@ -8,10 +8,6 @@ import (
 	"strconv"
 	"testing"
 
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-
-	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -63,22 +59,15 @@ var stopSharedFleet func() error
 // cores fit. Each own fleet is 2 to 6 API servers of ~320 MB.
 const defaultParallel = 4
 
-// TestMain sets up logging, registers the RGD types in client-go's scheme,
-// runs defaultParallel parallel tests at once unless -parallel is given,
-// and stops the shared fleet at the end.
+// TestMain sets up logging, runs defaultParallel parallel tests at once
+// unless -parallel is given, and stops the shared fleet at the end.
 //
-// The registration is for tests, not for the Hub: Hub.SetupWithManager
-// adds the RGD types to its manager's scheme when it lacks them, and a
-// manager's scheme is client-go's process-wide one unless the embedder
-// gives another (Hub.Run's is). That write races with every manager and
-// discovery client of the process decoding with the same scheme, which the
-// race detector reported as soon as tests ran in parallel. Registered here,
-// before any test starts, no Hub writes it again. startStoppableHub gives
-// its managers schemes of their own, so the registration in
-// SetupWithManager is still exercised.
+// It registers nothing in client-go's process-wide scheme, and no Hub does
+// (TestHubsLeaveClientGosSchemeAlone): a test that reads or writes typed
+// RGDs or hub types gives its client a scheme of its own
+// (fgtesting.NewScheme()).
 func TestMain(m *testing.M) {
 	fgtesting.SetupLogs()
-	utilruntime.Must(v1alpha1.AddToScheme(clientgoscheme.Scheme))
 	flag.Parse()
 	parallelGiven := false
 	flag.Visit(func(f *flag.Flag) { parallelGiven = parallelGiven || f.Name == "test.parallel" })
