@@ -43,7 +43,18 @@ import (
 //     something happens (a probe's bound, a takeover within a lease), or
 //     when it checks process-wide state: every goroutine (goleak) or the
 //     metrics registry's series per cluster. Go runs such tests first, one
-//     at a time, before any parallel test starts.
+//     at a time, before any parallel test starts, so every second of them
+//     is a second of the package's wall time: today they are the fleet
+//     scenarios (hub_integration_test.go: goleak, metrics), the probe
+//     bounds (health_integration_test.go) and TestReplicas' takeover, about
+//     100 s in all on a loaded 2-core machine. Such a test does not
+//     wait out a default timer that is not its subject: it sets the option
+//     short (runFleetScenario's DepartureGrace).
+//
+// A test that needs a fleet of its own for any other reason (hub graphs,
+// a restart, a frozen spoke) is parallel. Check the split with
+// `go test -json`: a test whose "run" comes before the first "cont" ran
+// alone.
 //
 // Parallel tests must not set environment variables (t.Setenv panics
 // there) or package variables.
