@@ -143,6 +143,14 @@ func (f *FanOut) Status(graph string) GraphStatus {
 	return f.tracker.snapshot(graph)
 }
 
+// Unreachable says why the engaged cluster of that name stopped answering
+// the Prober, and false while it answers (or has no Prober). It is the
+// reachability Status shows as CRDUnreachable, for a cluster written to by
+// something other than the fan-out.
+func (f *FanOut) Unreachable(cluster string) (string, bool) {
+	return f.tracker.unreachableWhy(cluster)
+}
+
 // RemoveAdmission deletes g's admission policy and its binding from the
 // engaged cluster called cluster, after stopping any binding of it still
 // on its way there, so that the policy stays off until a later Ensure.

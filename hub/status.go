@@ -102,4 +102,27 @@ type GraphStatus struct {
 	// clusters for this one yet: those clusters are missing from Clusters
 	// until they do. Empty for a lone hub.
 	AwaitingReplicas []string
+	// Targets is, for a hub graph (one whose resources name a target
+	// cluster; its CRD and instances live on the hub), each cluster its
+	// instances may write to, the hub's own as "", sorted by name. Empty
+	// for other graphs.
+	Targets []TargetStatus `json:",omitempty"`
+}
+
+// TargetStatus is one cluster a hub graph's instances write to.
+type TargetStatus struct {
+	// Cluster is the provider's name for the cluster; "" is the hub's own.
+	Cluster string
+	// Instances is how many of the graph's instances may have children
+	// there: those whose targets named it at some point and that have not
+	// finished deleting what they wrote there.
+	Instances int
+	// ReadyInstances is how many of them are ACTIVE.
+	ReadyInstances int
+	// Engaged is false when the cluster has left the fleet (or was never
+	// engaged) while instances still name it: their deletion waits for it.
+	Engaged bool
+	// Unreachable, when set, says why the cluster stopped answering the
+	// hub's probe.
+	Unreachable string `json:",omitempty"`
 }

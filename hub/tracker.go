@@ -226,3 +226,12 @@ func (t *tracker) notify(graph string) {
 		t.onChange(graph)
 	}
 }
+
+// unreachableWhy says why the prober finds cluster unreachable, and false
+// while it answers.
+func (t *tracker) unreachableWhy(cluster string) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	why, ok := t.unreachable[cluster]
+	return why, ok
+}

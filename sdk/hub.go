@@ -192,9 +192,14 @@ func (h *Hub) UnregisterGraph(_ context.Context, name string) error {
 }
 
 // FleetStatus returns the named graph's state on every engaged cluster: CRD
-// state and instance counts. It is empty for a graph not registered.
+// state and instance counts. It is empty for a graph not registered. For a
+// hub graph (one with targets) it lists instead, in Targets, each cluster
+// its hub instances write to, with their counts and its reachability.
 func (h *Hub) FleetStatus(name string) GraphStatus {
 	st := h.fanOut.Status(name)
+	if h.hubGraphStatus(name, &st) {
+		return st
+	}
 	served := h.runtime.Served(name)
 	counts := h.runtime.Counts(name)
 	for i := range st.Clusters {

@@ -44,12 +44,29 @@ type TargetOptions struct {
 	// the rest of that reconcile, and only the resources on it and their
 	// dependents wait. Defaults to 30 seconds.
 	CallTimeout time.Duration
+	// AbandonAfter is how long the deletion of a hub instance waits for a
+	// target cluster it cannot reach (its API server does not answer, or
+	// it left the fleet) before going on without it: the finalizer is
+	// then removed once every other cluster is clean, and what the
+	// instance had on that cluster is left there, still labelled as its
+	// children (fleetgraph.dev/hub, fleetgraph.dev/instance-uid); an
+	// event (reason ChildrenAbandoned) on the instance and the log name
+	// the cluster, those labels and the children last seen there. The
+	// grace counts from the first time the deletion found the cluster
+	// unreachable (recorded on the instance, so a restart keeps it).
+	// Nothing is deleted that is not the instance's own. Defaults to 0:
+	// the deletion waits until the cluster is back.
+	AbandonAfter time.Duration
 }
 
 // SecretClusterMapper is implemented by providers that can say which
 // engaged cluster comes from a kubeconfig Secret: targets written in
 // KREP-012's form (kubeconfigSecretName, kubeconfigSecretNamespace) need
-// it, and are refused with any other provider.
+// it, and are refused with any other provider. SecretCluster returns the
+// cluster's name and true when it is engaged (or being engaged: the hub
+// checks it is, as for a named target); the name and false when the
+// Secret is known but its cluster is not engaged; "" and false for a
+// Secret the provider does not read. providers/secret implements it.
 type SecretClusterMapper interface {
 	SecretCluster(namespace, name string) (multicluster.ClusterName, bool)
 }
@@ -64,6 +81,7 @@ func (h *Hub) newHubGraphs() *hubgraph.Runtime {
 		},
 		HubName:      h.opts.Targets.HubName,
 		CallTimeout:  h.opts.Targets.CallTimeout,
+		AbandonAfter: h.opts.Targets.AbandonAfter,
 		FieldManager: h.opts.FieldManager,
 		Resync:       h.opts.InstanceResync,
 		Workers:      h.opts.Workers,

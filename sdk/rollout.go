@@ -2,6 +2,8 @@ package sdk
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -43,14 +45,33 @@ func (h *Hub) Rollout(graphName string) (RolloutStatus, bool) { return h.rollout
 // GraphRollout names; match it with errors.Is.
 var ErrNoRollout = rollout.ErrNoRollout
 
-// RollBack sets spec.rollbackTo of the named graph's GraphRollout: every
-// placed cluster serves revision rev (a GraphRevision number) at once, and
-// the rollout stops there. Revision 0 clears it: the latest revision is
-// rolled out again from the first wave. It returns ErrNoRollout when no
-// GraphRollout names the graph.
+// RollBack sets spec.rollbackTo of the named graph's GraphRollout (and
+// clears spec.rollbackStrategy): every placed cluster serves revision rev
+// (a GraphRevision number) at once, and the rollout stops there. Revision
+// 0 clears it: the latest revision is rolled out again from the first
+// wave. It returns ErrNoRollout when no GraphRollout names the graph.
 func (h *Hub) RollBack(ctx context.Context, graphName string, rev int64) error {
-	return h.rollouts.rollBack(ctx, graphName, rev)
+	return h.rollouts.rollBack(ctx, graphName, rev, "")
 }
+
+// RollBackInWaves sets spec.rollbackTo of the named graph's GraphRollout
+// to rev with spec.rollbackStrategy "Waves": revision rev goes through the
+// rollout's waves, first wave first, each behind its approval, its
+// maxConcurrency and its health gates judged on revision rev, while the
+// clusters of waves not reached keep what they serve. The rollout is
+// RollingBack meanwhile (status.manualRollback says which wave) and ends
+// RolledBack with reason "Manual". RollBack(ctx, graphName, 0) clears it.
+// It returns ErrNoRollout when no GraphRollout names the graph.
+func (h *Hub) RollBackInWaves(ctx context.Context, graphName string, rev int64) error {
+	if rev <= 0 {
+		return fmt.Errorf("rolling graph %s back in waves: revision %d: %w", graphName, rev, ErrInvalidRevision)
+	}
+	return h.rollouts.rollBack(ctx, graphName, rev, fgv1alpha1.RollbackInWaves)
+}
+
+// ErrInvalidRevision is returned by RollBackInWaves for a revision number
+// below 1; match it with errors.Is.
+var ErrInvalidRevision = errors.New("not a revision number")
 
 // ResumeRollout restarts the failed wave of the named graph's rollout: its
 // deadline counts from now (it sets the fleetgraph.dev/resume annotation).
@@ -102,13 +123,20 @@ func (r *rollouts) status(graphName string) (RolloutStatus, bool) {
 	return r.controller.Status(graphName)
 }
 
-func (r *rollouts) rollBack(ctx context.Context, graphName string, rev int64) error {
+func (r *rollouts) rollBack(ctx context.Context, graphName string, rev int64, strategy string) error {
 	if r.controller == nil {
 		return fmt.Errorf("%w: rollouts are disabled", ErrNoRollout)
 	}
-	patch := fmt.Appendf(nil, `{"spec":{"rollbackTo":%d}}`, rev)
-	if rev == 0 {
-		patch = []byte(`{"spec":{"rollbackTo":null}}`)
+	spec := map[string]any{"rollbackTo": nil, "rollbackStrategy": nil}
+	if rev > 0 {
+		spec["rollbackTo"] = rev
+	}
+	if strategy != "" {
+		spec["rollbackStrategy"] = strategy
+	}
+	patch, err := json.Marshal(map[string]any{"spec": spec})
+	if err != nil {
+		return fmt.Errorf("rolling graph %s back: %w", graphName, err)
 	}
 	return r.controller.Patch(ctx, graphName, patch)
 }

@@ -21,6 +21,8 @@ type (
 	// ClusterStatus is a graph's state on one cluster: the CRD of its
 	// latest version, the version serving there and the instance counts.
 	ClusterStatus = hub.ClusterStatus
+	// TargetStatus is one cluster a hub graph's instances write to.
+	TargetStatus = hub.TargetStatus
 	// CRDState is where a graph's generated CRD stands on one cluster.
 	CRDState = hub.CRDState
 	// ProberOptions configures how often, and how patiently, the hub asks

@@ -169,23 +169,27 @@ func resume(ctx context.Context, c client.Client, ro *fgv1alpha1.GraphRollout) (
 
 func newRolloutRollbackCommand(g *globals, name string) *cobra.Command {
 	var to int64
-	var clear bool
+	var clear, inWaves bool
 	cmd := &cobra.Command{
 		Use:   "rollback NAME",
-		Short: "Serve one revision on every placed cluster at once (spec.rollbackTo)",
+		Short: "Serve one revision on every placed cluster, at once or in waves (spec.rollbackTo)",
 		Long: `Set spec.rollbackTo: every cluster the rollout places serves that revision at
-once, and the rollout stops there. --to-revision defaults to the stable
-revision, the one the last complete rollout reached. --clear removes it: the
-latest revision is rolled out again from the first wave.`,
+once, and the rollout stops there. --in-waves sets spec.rollbackStrategy to
+Waves instead: the revision goes through the rollout's waves, first wave
+first, each behind its approval, maxConcurrency and health gates.
+--to-revision defaults to the stable revision, the one the last complete
+rollout reached. --clear removes it: the latest revision is rolled out again
+from the first wave.`,
 		Example: example(name, `  fleetgraph rollout rollback webapp
   fleetgraph rollout rollback webapp --to-revision 3
+  fleetgraph rollout rollback webapp --to-revision 3 --in-waves
   fleetgraph rollout rollback webapp --clear`),
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeRollouts(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAction(cmd.Context(), g, args[0], func(ctx context.Context, c client.Client, ro *fgv1alpha1.GraphRollout) (string, error) {
 				if clear {
-					return "rollback cleared", patchRollout(ctx, c, ro, map[string]any{"spec": map[string]any{"rollbackTo": nil}})
+					return "rollback cleared", patchRollout(ctx, c, ro, map[string]any{"spec": map[string]any{"rollbackTo": nil, "rollbackStrategy": nil}})
 				}
 				rev := to
 				if rev == 0 {
@@ -197,13 +201,21 @@ latest revision is rolled out again from the first wave.`,
 				if err := revisionExists(ctx, c, ro.Spec.Graph, rev); err != nil {
 					return "", err
 				}
-				return fmt.Sprintf("rolled back to revision %d", rev), patchRollout(ctx, c, ro, map[string]any{"spec": map[string]any{"rollbackTo": rev}})
+				spec := map[string]any{"rollbackTo": rev, "rollbackStrategy": nil}
+				what := fmt.Sprintf("rolled back to revision %d", rev)
+				if inWaves {
+					spec["rollbackStrategy"] = fgv1alpha1.RollbackInWaves
+					what = fmt.Sprintf("rolling back to revision %d in waves", rev)
+				}
+				return what, patchRollout(ctx, c, ro, map[string]any{"spec": spec})
 			})
 		},
 	}
 	cmd.Flags().Int64Var(&to, "to-revision", 0, "the revision to serve (default: the rollout's stable revision)")
 	cmd.Flags().BoolVar(&clear, "clear", false, "remove spec.rollbackTo and roll the latest revision out again")
+	cmd.Flags().BoolVar(&inWaves, "in-waves", false, "go through the rollout's waves, first wave first (spec.rollbackStrategy: Waves)")
 	cmd.MarkFlagsMutuallyExclusive("to-revision", "clear")
+	cmd.MarkFlagsMutuallyExclusive("in-waves", "clear")
 	return cmd
 }
 
@@ -368,7 +380,9 @@ func renderRollout(ro *fgv1alpha1.GraphRollout, output string) (string, error) {
 	if ro.Spec.Paused {
 		fmt.Fprintln(&b, "  paused (spec.paused)")
 	}
-	if ro.Spec.RollbackTo > 0 {
+	if mr := st.ManualRollback; ro.Spec.RollbackTo > 0 && ro.Spec.RollbackStrategy == fgv1alpha1.RollbackInWaves && mr != nil {
+		fmt.Fprintf(&b, "  rolling back to revision %d in waves (spec.rollbackTo), from revision %d: wave %q\n", mr.Revision, mr.From, mr.WaveName)
+	} else if ro.Spec.RollbackTo > 0 {
 		fmt.Fprintf(&b, "  rolled back to revision %d (spec.rollbackTo)\n", ro.Spec.RollbackTo)
 	}
 	if v := ro.Annotations[AnnotationApprove]; v != "" {

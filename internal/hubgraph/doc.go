@@ -22,7 +22,9 @@
 // and/or a hook; without one, computed targets are refused) and by the
 // RGD's spec.target.allowedClusters. A refused instance goes to ERROR
 // with a TargetsAllowed=False condition naming the resource, the cluster
-// and the rule, and nothing of it is written anywhere.
+// and the rule, and nothing of it is written anywhere. A target naming a
+// kubeconfig Secret (KREP-012) is mapped to its cluster by the provider
+// (Clusters.SecretCluster) and then checked as a named one.
 //
 // Before the first write to a cluster, the instance records that cluster
 // in its AnnotationClusters, in the same write as the finalizer: deletion
@@ -40,10 +42,20 @@
 // runtime) requeues the owning hub instance when one of its children
 // changes or goes, which repairs drift and re-evaluates readyWhen.
 //
+// # Tenants
+//
+// The graph's Limits bound each reconcile as on spokes (limits.go), and
+// the controller's queue is the spoke runtime's fair queue (fair.go):
+// namespaces take turns, and a reconcile stopped by a limit is retried at
+// its namespace's pace.
+//
 // # Deletion
 //
 // Behind contract.Finalizer, children are deleted in reverse DAG waves
 // across every cluster the instance recorded: a wave starts only when the
 // previous one is gone everywhere. An unreachable cluster holds the
-// deletion, and the instance says which cluster it waits for.
+// deletion, and the instance says which cluster it waits for; with
+// Options.AbandonAfter, only for that long (abandon.go): the deletion
+// then goes on without that cluster and leaves the instance's children
+// there, reported in an event and the log.
 package hubgraph

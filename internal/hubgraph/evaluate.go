@@ -199,7 +199,7 @@ func (e *evaluator) evalFailure(o *outcome, err error) (nodeState, error) {
 	if errors.Is(err, graph.ErrPending) {
 		return nodeWaiting, err
 	}
-	o.lastReason = reasonEvaluationFailed
+	o.lastReason = evalReason(err)
 	return nodeFailed, err
 }
 

@@ -3,8 +3,10 @@ package hubgraph
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,19 +33,31 @@ type finalizer struct {
 // finalize deletes inst's children in reverse DAG waves across every
 // cluster it recorded, then lets the instance go. A wave waits until its
 // children are gone everywhere; a cluster that cannot be reached holds
-// the deletion, and the instance says which.
+// the deletion, and the instance says which, until Options.AbandonAfter
+// (when set) has passed since it was first found unreachable: the
+// deletion then goes on without it (abandon.go).
 func (f *finalizer) finalize(ctx context.Context, inst *unstructured.Unstructured) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(inst, contract.Finalizer) {
 		return reconcile.Result{}, nil
 	}
-	clusters := recordedClusters(inst)
+	since := unreachableSince(inst)
+	abandoned := f.graceOver(since, time.Now())
+	var clusters []string
+	for _, name := range recordedClusters(inst) {
+		if !slices.Contains(abandoned, name) {
+			clusters = append(clusters, name)
+		}
+	}
 	for _, wave := range f.g.DeletionWaves {
-		left, unreachable := f.deleteWave(ctx, inst, clusters, wave)
-		if len(unreachable) > 0 {
-			msg := "deletion waits for unreachable clusters: " + strings.Join(unreachable, "; ")
-			return reconcile.Result{RequeueAfter: unreachableRequeue}, f.deleting(ctx, inst, reasonClusterWaiting, msg)
+		left, downs := f.deleteWave(ctx, inst, clusters, wave)
+		if len(downs) > 0 {
+			after, err := f.waitFor(ctx, inst, since, abandoned, downs)
+			return reconcile.Result{RequeueAfter: after}, err
 		}
 		if len(left) > 0 {
+			if err := f.recordSince(ctx, inst, since, onlyAbandoned(since, abandoned)); err != nil {
+				return reconcile.Result{}, err // every cluster was reached: none waits any more
+			}
 			msg := "deleting " + strings.Join(left, ", ")
 			return reconcile.Result{RequeueAfter: waitingRequeue}, f.deleting(ctx, inst, "Deleting", msg)
 		}
@@ -55,17 +69,22 @@ func (f *finalizer) finalize(ctx context.Context, inst *unstructured.Unstructure
 	if err := f.rt.hub().GetClient().Patch(cctx, inst, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if len(abandoned) > 0 {
+		// Once the finalizer is off, so that a write that failed (and is
+		// retried) does not report it twice.
+		f.reportAbandoned(ctx, orig, abandoned, since)
+	}
 	f.instances.Delete(inst.GetUID())
 	return reconcile.Result{}, nil
 }
 
 // deleteWave deletes the children of one wave's nodes in every cluster;
 // it returns those still there and the clusters it could not reach.
-func (f *finalizer) deleteWave(ctx context.Context, inst *unstructured.Unstructured, clusters []string, wave []*graph.Node) (left, unreachable []string) {
+func (f *finalizer) deleteWave(ctx context.Context, inst *unstructured.Unstructured, clusters []string, wave []*graph.Node) (left []string, downs []down) {
 	for _, name := range clusters {
 		cl, err := f.prune.clusterOf(ctx, nil, name)
 		if err != nil {
-			unreachable = append(unreachable, fmt.Sprintf("%s: %v", displayName(name), err))
+			downs = append(downs, down{cluster: name, err: err})
 			continue
 		}
 		for _, n := range wave {
@@ -74,13 +93,13 @@ func (f *finalizer) deleteWave(ctx context.Context, inst *unstructured.Unstructu
 			}
 			l, err := f.deleteNode(ctx, inst, name, cl, n)
 			if err != nil {
-				unreachable = append(unreachable, fmt.Sprintf("%s: %v", displayName(name), err))
+				downs = append(downs, down{cluster: name, err: err})
 				break
 			}
 			left = append(left, l...)
 		}
 	}
-	return left, unreachable
+	return left, downs
 }
 
 func (f *finalizer) deleteNode(ctx context.Context, inst *unstructured.Unstructured, name string, cl cluster.Cluster, n *graph.Node) ([]string, error) {

@@ -31,6 +31,7 @@ const (
 // Reconcile reconciles one hub instance: its targets first, then its
 // children in DAG order across clusters, then its status.
 func (s *server) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	start := time.Now()
 	inst := &unstructured.Unstructured{}
 	inst.SetGroupVersionKind(s.g.Instance.GVK)
 	if err := s.rt.hub().GetCache().Get(ctx, req.NamespacedName, inst); err != nil {
@@ -62,6 +63,9 @@ func (s *server) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	state, err := s.status.writeStatus(ctx, inst, o, pruneErr)
 	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if o.limited() {
+		return reconcile.Result{RequeueAfter: s.limitedRequeue(req, time.Since(start))}, nil // fair.go
 	}
 	if state != contract.StateActive {
 		return reconcile.Result{RequeueAfter: waitingRequeue}, nil

@@ -58,7 +58,9 @@ type Clusters interface {
 	// Labels returns the labels of an engaged cluster (nil when none).
 	Labels(name string) map[string]string
 	// SecretCluster returns the name of the cluster engaged from the
-	// kubeconfig Secret namespace/name, and false when none is.
+	// kubeconfig Secret namespace/name, and false when none is (with the
+	// name of its cluster when the Secret is known but its cluster is
+	// not engaged).
 	SecretCluster(namespace, name string) (string, bool)
 }
 
@@ -92,6 +94,11 @@ type Options struct {
 	// CallTimeout bounds each call to a cluster. Defaults to
 	// DefaultCallTimeout.
 	CallTimeout time.Duration
+	// AbandonAfter is how long the deletion of an instance waits for a
+	// target cluster it cannot reach (frozen, or gone from the fleet)
+	// before it goes on without it, leaving the instance's children there
+	// (abandon.go). Defaults to 0: it waits until the cluster is back.
+	AbandonAfter time.Duration
 	// Resync is how often an ACTIVE instance is reconciled without an
 	// event. Defaults to DefaultResync.
 	Resync time.Duration

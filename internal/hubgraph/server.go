@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/spoke/fair"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
@@ -52,6 +53,9 @@ type server struct {
 	instances sync.Map
 	// removal is set once the graph is being removed (removal.go).
 	removal atomic.Pointer[removalMode]
+	// retries are the controller's fair queue's (fair.go), set when the
+	// controller makes its queue.
+	retries atomic.Pointer[fair.Retries]
 
 	// The parts, made by newServer and never replaced.
 	watches   *watchSet
@@ -118,6 +122,7 @@ func (s *server) run(ctx context.Context) error {
 	c, err := controller.NewTypedUnmanaged(fmt.Sprintf("hubgraph-%s-%d", s.g.Name, s.seq), controller.Options{
 		Reconciler:              s,
 		MaxConcurrentReconciles: s.rt.opts.Workers,
+		NewQueue:                s.newQueue, // fair.go
 		SkipNameValidation:      ptr.To(true),
 		NeedLeaderElection:      ptr.To(false),
 		Logger:                  s.log,

@@ -69,7 +69,7 @@ func (r *reporter) writeStatus(ctx context.Context, inst *unstructured.Unstructu
 	fields, err := r.g.Status(o.ctx, o.vals)
 	if err != nil && !errors.Is(err, graph.ErrPending) {
 		state = contract.StateError
-		conds[len(conds)-1] = condition{Type: contract.ConditionReady, Status: "False", Reason: reasonEvaluationFailed, Message: err.Error()}
+		conds[len(conds)-1] = condition{Type: contract.ConditionReady, Status: "False", Reason: evalReason(err), Message: err.Error()}
 	}
 	return state, r.patchStatus(ctx, inst, state, conds, fields)
 }
@@ -78,7 +78,7 @@ func (r *reporter) writeStatus(ctx context.Context, inst *unstructured.Unstructu
 func (r *reporter) refused(ctx context.Context, inst *unstructured.Unstructured, err error) (reconcile.Result, error) {
 	reason := reasonTargetRefused
 	if !errors.Is(err, ErrTargetRefused) {
-		reason = reasonEvaluationFailed
+		reason = evalReason(err)
 	}
 	conds := []condition{
 		{Type: contract.ConditionInstanceManaged, Status: "True", Reason: "Managed"},

@@ -16,12 +16,19 @@ import (
 // ErrTargetRefused is wrapped by a refusal of an instance's target.
 var ErrTargetRefused = errors.New("target refused")
 
-// refusal names the resource, the cluster and the rule that refused it.
+// refusal names the resource, the cluster (and the kubeconfig Secret it
+// was named by, for a Secret target) and the rule that refused it.
 type refusal struct {
-	resource, cluster, rule string
+	resource, cluster, secret, rule string
 }
 
 func (e *refusal) Error() string {
+	switch {
+	case e.secret != "" && e.cluster != "":
+		return fmt.Sprintf("resource %q: kubeconfig Secret %q (cluster %q): %s: %v", e.resource, e.secret, e.cluster, e.rule, ErrTargetRefused)
+	case e.secret != "":
+		return fmt.Sprintf("resource %q: kubeconfig Secret %q: %s: %v", e.resource, e.secret, e.rule, ErrTargetRefused)
+	}
 	return fmt.Sprintf("resource %q: cluster %q: %s: %v", e.resource, e.cluster, e.rule, ErrTargetRefused)
 }
 
@@ -73,8 +80,11 @@ type targets struct {
 
 // resolve evaluates every target of inst and checks each against the
 // engaged clusters and the policy, before anything is written. The first
-// refusal (in topological order) is returned.
+// refusal (in topological order) is returned. Its evaluations share one
+// graph.Budget of the graph's Limits: a tenant's targets together, forEach
+// expansions included, are bounded before anything is written.
 func (t *targets) resolve(ctx context.Context, inst *unstructured.Unstructured) (*plan, error) {
+	ctx = graph.WithBudget(ctx, graph.NewBudget(t.g.Limits().WithDefaults()))
 	vals := graph.Values{"schema": inst.Object}
 	if t.g.UsesFleet() {
 		vals[graph.VarFleet] = fleetOf(t.rt.opts.Clusters)
@@ -126,18 +136,35 @@ func (t *targets) resolveOne(ctx context.Context, inst *unstructured.Unstructure
 	}
 	name := to.Cluster
 	if to.SecretName != "" {
-		var ok bool
-		if name, ok = t.rt.opts.Clusters.SecretCluster(to.SecretNamespace, to.SecretName); !ok {
-			return "", &refusal{resource: n.ID, cluster: to.SecretNamespace + "/" + to.SecretName,
-				rule: "no engaged cluster comes from that kubeconfig Secret"}
+		if name, err = t.secretCluster(n, to); err != nil {
+			return "", err
 		}
 	}
 	cl, err := t.allowed(ctx, n, inst, name, to.Computed)
 	if err != nil {
+		var r *refusal
+		if to.SecretName != "" && errors.As(err, &r) {
+			r.secret = to.SecretNamespace + "/" + to.SecretName
+		}
 		return "", err
 	}
 	p.clusters[name] = cl
 	return name, nil
+}
+
+// secretCluster maps a Secret target to the cluster engaged from that
+// kubeconfig Secret, through the provider (Clusters.SecretCluster).
+func (t *targets) secretCluster(n *graph.Node, to graph.ResolvedTarget) (string, error) {
+	secret := to.SecretNamespace + "/" + to.SecretName
+	name, ok := t.rt.opts.Clusters.SecretCluster(to.SecretNamespace, to.SecretName)
+	switch {
+	case ok:
+		return name, nil
+	case name != "":
+		return "", &refusal{resource: n.ID, cluster: name, secret: secret, rule: "the cluster of that kubeconfig Secret is not engaged"}
+	}
+	return "", &refusal{resource: n.ID, secret: secret,
+		rule: "no cluster comes from that Secret (not a kubeconfig Secret the provider reads, or the provider maps no Secrets)"}
 }
 
 // allowed checks one target and returns its cluster.

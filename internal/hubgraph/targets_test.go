@@ -43,7 +43,8 @@ func (f fakeClusters) Names() []string {
 }
 func (f fakeClusters) SecretCluster(ns, name string) (string, bool) {
 	c, ok := f.secrets[ns+"/"+name]
-	return c, ok
+	_, engaged := f.labels[c]
+	return c, ok && engaged
 }
 
 const policyRGD = `
@@ -73,13 +74,18 @@ spec:
 
 func policyServer(t *testing.T, rgdTarget string, pol Policy) *server {
 	t.Helper()
+	return secretServer(t, rgdTarget, pol, map[string]string{"fleet/west": "west"})
+}
+
+func secretServer(t *testing.T, rgdTarget string, pol Policy, secrets map[string]string) *server {
+	t.Helper()
 	rgd := &v1alpha1.ResourceGraphDefinition{}
 	require.NoError(t, yaml.UnmarshalStrict([]byte(fmt.Sprintf(policyRGD, rgdTarget)), rgd))
 	g, err := graph.Compile(rgd, graph.Options{})
 	require.NoError(t, err)
 	rt := New(Options{Policy: pol, Clusters: fakeClusters{
 		labels:  map[string]map[string]string{"east": {"mesh": "true"}, "west": {"mesh": "true", "tier": "prod"}, "other": {}},
-		secrets: map[string]string{"fleet/west": "west"},
+		secrets: secrets,
 	}})
 	return newServer(rt, g, 1)
 }
@@ -120,6 +126,42 @@ func TestResolveRefusals(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := policyServer(t, tc.rgdTarget, tc.policy)
 			_, err := s.targets.resolve(context.Background(), wantsTo(tc.to))
+			require.ErrorIs(t, err, ErrTargetRefused)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// A Secret target is mapped through the provider, and refused, naming the
+// resource, the Secret and the rule, when the Secret is unknown, when its
+// cluster is not engaged, or when the same rules as for a named cluster
+// refuse that cluster.
+func TestResolveSecretTargets(t *testing.T) {
+	mesh := &metav1.LabelSelector{MatchLabels: map[string]string{"mesh": "true"}}
+	hook := func(_ context.Context, _ *graph.Graph, _ *unstructured.Unstructured, c string) error {
+		if c == "other" {
+			return errors.New("not for tenants")
+		}
+		return nil
+	}
+	cases := map[string]struct {
+		secrets map[string]string
+		policy  Policy
+		want    string
+	}{
+		"unknown Secret": {map[string]string{}, Policy{Allow: hook},
+			`resource "bySecret": kubeconfig Secret "fleet/west": no cluster comes from that Secret`},
+		"cluster not engaged": {map[string]string{"fleet/west": "gone"}, Policy{Allow: hook},
+			`resource "bySecret": kubeconfig Secret "fleet/west" (cluster "gone"): the cluster of that kubeconfig Secret is not engaged`},
+		"outside the platform's selector": {map[string]string{"fleet/west": "other"}, Policy{Selector: mesh},
+			`resource "bySecret": kubeconfig Secret "fleet/west" (cluster "other"): outside the platform's allowed clusters (mesh=true)`},
+		"refused by the hook": {map[string]string{"fleet/west": "other"}, Policy{Allow: hook},
+			`resource "bySecret": kubeconfig Secret "fleet/west" (cluster "other"): refused by the platform's hook: not for tenants`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := secretServer(t, "", tc.policy, tc.secrets)
+			_, err := s.targets.resolve(context.Background(), wantsTo("west"))
 			require.ErrorIs(t, err, ErrTargetRefused)
 			assert.Contains(t, err.Error(), tc.want)
 		})

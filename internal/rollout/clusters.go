@@ -21,7 +21,7 @@ func describeClusters(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRo
 		switch {
 		case isHeld:
 			c.Held, c.HoldReason, c.Desired = true, reason, pinned[name]
-		case isFailed && spec.RollbackTo == 0:
+		case isFailed && !allAtOnce(spec):
 			c.Desired, c.FailedRevision, c.Message = f.Revision, st.TargetRevision, f.Message
 		case p.decideOn(name, st.TargetRevision, c.Wave) == nil:
 			c.Desired, c.Message = st.TargetRevision, waiting[name].Message

@@ -51,18 +51,26 @@ func pace(now metav1.Time, st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.Gr
 	}
 	moving := st.Moving[:0:0]
 	moved := st.Moved[:0:0]
+	// A cluster the status lists that is not among the wave's members now
+	// may be one a restarted hub has not engaged yet: a moved one stays
+	// moved, and a moving one keeps its turn until its progress deadline,
+	// so that the clusters engaged first do not start in its place.
 	for _, name := range st.Moved {
 		if listed(bad, name) {
 			// Unhealthy again: it moves (and counts) until it is healthy.
 			moving = append(moving, fgv1alpha1.RolloutMove{Name: name, Since: now})
-		} else if slices.Contains(members, name) {
+		} else {
 			moved = append(moved, name)
 		}
 	}
 	st.Moved = moved
 	for _, m := range st.Moving {
 		switch {
-		case !slices.Contains(members, m.Name) || listed(st.Failed, m.Name):
+		case listed(st.Failed, m.Name):
+		case !slices.Contains(members, m.Name):
+			if now.Sub(m.Since.Time) <= deadline(spec) {
+				moving = append(moving, m)
+			}
 		case !listed(bad, m.Name):
 			st.Moved = append(st.Moved, m.Name)
 		default:

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -226,4 +227,40 @@ func TestALimitSetMidWaveAdoptsTheClustersThatMoved(t *testing.T) {
 		assert.NoError(t, p.decideOn(name, 2, 0), "%s keeps the target", name)
 	}
 	assert.ErrorIs(t, p.decideOn("d", 2, 0), ErrHeldBack, "d waits its turn")
+}
+
+// A hub that restarts mid-wave engages its clusters one by one: a moving
+// (or moved) cluster that is not engaged yet keeps its turn, so the
+// clusters engaged first do not start in its place; once its deadline
+// passes unseen, the next one may start.
+func TestAMovingClusterNotEngagedYetKeepsItsTurn(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ro := oneLimitedWave(intstr.FromInt32(1))
+	f := newSimFleet(map[string]int32{"a": 0, "b": 0, "c": 0, "d": 0}, 1)
+	step(t0, ro, 1, f.waves, f.observe())
+	for i := 1; i < 20 && !slices.ContainsFunc(ro.Status.Moving, func(m fgv1alpha1.RolloutMove) bool { return m.Name == "b" }); i++ {
+		step(metav1.NewTime(t0.Add(time.Duration(i)*time.Second)), ro, 2, f.waves, f.observe())
+		f.apply(ro, 2)
+	}
+	require.Equal(t, []string{"a"}, ro.Status.Moved)
+
+	// Restarted: only c and d are engaged so far.
+	engaged := map[string]int32{"c": 0, "d": 0}
+	obs := f.observe()
+	now := metav1.NewTime(t0.Add(30 * time.Second))
+	step(now, ro, 2, engaged, obs)
+	assert.Equal(t, []string{"b"}, moveNames(ro.Status.Moving), "b keeps its turn")
+	assert.Equal(t, []string{"a"}, ro.Status.Moved)
+	assert.ErrorIs(t, planOf(ro).decideOn("c", 2, 0), ErrHeldBack, "c does not start in b's place")
+
+	step(metav1.NewTime(t0.Add(2*time.Minute)), ro, 2, engaged, obs)
+	assert.Equal(t, []string{"c"}, moveNames(ro.Status.Moving), "past b's deadline, the next starts")
+}
+
+func moveNames(ms []fgv1alpha1.RolloutMove) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Name
+	}
+	return out
 }

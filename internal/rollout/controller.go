@@ -102,7 +102,8 @@ type Controller struct {
 	statuses map[string]fgv1alpha1.GraphRolloutStatus // by graph
 	names    map[string]string                        // by graph: the GraphRollout that rules it
 	// decided is, per graph and cluster, the decision last seen for the
-	// latest revision ("" serves), to reconsider clusters whose changed.
+	// latest revision ("" serves), and for the offered one when it differs,
+	// to reconsider clusters whose changed.
 	decided map[string]map[string]string
 	// rolledBack is, per graph, the revision a rollback made the runtime
 	// offer, until the latest is offered again.
@@ -179,6 +180,7 @@ func (c *Controller) tick(ctx context.Context) error {
 	plans := map[string]*plan{}
 	statuses := map[string]fgv1alpha1.GraphRolloutStatus{}
 	names := map[string]string{}
+	var inWavesRollouts []*fgv1alpha1.GraphRollout
 	for _, ro := range rollouts {
 		if _, dup := plans[ro.Spec.Graph]; dup {
 			continue // the oldest one rules
@@ -187,8 +189,20 @@ func (c *Controller) tick(ctx context.Context) error {
 		plans[ro.Spec.Graph] = planOf(ro)
 		statuses[ro.Spec.Graph] = ro.Status
 		names[ro.Spec.Graph] = ro.Name
+		if inWaves(ro.Spec) {
+			inWavesRollouts = append(inWavesRollouts, ro)
+		}
 	}
 	c.Planner.set(plans)
+	// A rollback in waves is offered only once the plan that holds its
+	// revision off the waves not reached is in place: offered before, the
+	// previous plan (which lets any older revision go) would let every
+	// cluster take it at once.
+	for _, ro := range inWavesRollouts {
+		if err := c.offer(ctx, ro, c.Hooks.Latest(ro.Spec.Graph)); err != nil {
+			c.Logger.Info("offering the revision rolled back to; retrying", "rollout", ro.Name, "reason", err.Error())
+		}
+	}
 	c.mu.Lock()
 	c.statuses, c.names = statuses, names
 	c.mu.Unlock()
@@ -227,7 +241,11 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 	sayRefused(&ro.Status)
 	evs = append(evs, holdEvents(before.Clusters, held, pinned)...)
 	describeClusters(&ro.Status, ro.Spec, waves, obs, held, pinned)
-	c.offer(ctx, ro, latest)
+	if !inWaves(ro.Spec) { // a rollback in waves is offered after the plans are set (tick)
+		if err := c.offer(ctx, ro, latest); err != nil {
+			ro.Status.Message = err.Error()
+		}
+	}
 	for _, e := range evs {
 		c.event(ro, e)
 	}
@@ -259,7 +277,7 @@ func (c *Controller) clearApproval(ctx context.Context, ro *fgv1alpha1.GraphRoll
 
 // offer makes the runtime offer a rollback's revision, and the latest
 // again once the rollback is cleared.
-func (c *Controller) offer(ctx context.Context, ro *fgv1alpha1.GraphRollout, latest int64) {
+func (c *Controller) offer(ctx context.Context, ro *fgv1alpha1.GraphRollout, latest int64) error {
 	c.mu.Lock()
 	if c.rolledBack == nil {
 		c.rolledBack = map[string]int64{}
@@ -269,19 +287,19 @@ func (c *Controller) offer(ctx context.Context, ro *fgv1alpha1.GraphRollout, lat
 	want := ro.Spec.RollbackTo
 	if want == 0 {
 		if was == 0 {
-			return
+			return nil
 		}
 		want = latest
 	}
 	if want == 0 || c.Hooks.Offered(ro.Spec.Graph) == want {
 		c.setRolledBack(ro.Spec.Graph, ro.Spec.RollbackTo)
-		return
+		return nil
 	}
 	if err := c.Hooks.ServeRevision(ctx, ro.Spec.Graph, want); err != nil {
-		ro.Status.Message = fmt.Sprintf("offering revision %d: %v", want, err)
-		return
+		return fmt.Errorf("offering revision %d: %w", want, err)
 	}
 	c.setRolledBack(ro.Spec.Graph, ro.Spec.RollbackTo)
+	return nil
 }
 
 func (c *Controller) setRolledBack(graphName string, rev int64) {
@@ -310,6 +328,14 @@ func (c *Controller) reconsider() {
 	seen := map[string]map[string]string{}
 	for _, g := range c.Hooks.Graphs() {
 		decided, placed := c.Planner.decideAll(g, c.Hooks.Latest(g), clusters)
+		if offered := c.Hooks.Offered(g); offered != c.Hooks.Latest(g) {
+			// A rollback in waves opens its waves to the revision the
+			// runtime offers, not to the latest.
+			also, _ := c.Planner.decideAll(g, offered, clusters)
+			for name, d := range also {
+				decided[name] += "\x00" + d
+			}
+		}
 		seen[g] = decided
 		for _, cl := range clusters {
 			prev, known := c.decided[g][cl.Name]

@@ -24,7 +24,12 @@
 // budget does not stop the rollout but takes the target back, wave by
 // wave from the failed one to the first: the plan holds the target off
 // the waves gone back, and the hub's fallback serves them the stable
-// revision, as it does for a cluster that failed within its budget.
+// revision, as it does for a cluster that failed within its budget. A
+// manual rollback in waves (manual.go: spec.rollbackTo with
+// rollbackStrategy Waves) is a rollout of the older revision through the
+// same waves, first wave first, with its own cursor in
+// status.manualRollback; the runtime offers the older revision and the
+// plan lets it reach a wave once the wave has started.
 //
 // Two things narrow a wave further. Holds (hold.go) pin clusters to the
 // revision each served when the hold took it; the pin is kept in

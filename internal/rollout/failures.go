@@ -67,10 +67,14 @@ func failWithinBudget(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRo
 	}
 	evs := make([]event, 0, len(bad))
 	for _, b := range bad {
-		st.Failed = append(st.Failed, fgv1alpha1.RolloutCluster{Name: b.Name, Wave: st.Wave, Revision: st.StableRevision, Message: b.Message})
+		keeps, goes := failedKeeps(st), "goes back to"
+		if manual(st) {
+			goes = "keeps"
+		}
+		st.Failed = append(st.Failed, fgv1alpha1.RolloutCluster{Name: b.Name, Wave: st.Wave, Revision: keeps, Message: b.Message})
 		evs = append(evs, event{"Warning", "ClusterFailed", fmt.Sprintf(
-			"cluster %q failed wave %q (%d of %d failures allowed) and goes back to revision %d: %s",
-			b.Name, waveName(spec, st.Wave), used+len(evs)+1, allowed, st.StableRevision, b.Message)})
+			"cluster %q failed wave %q (%d of %d failures allowed) and %s revision %d: %s",
+			b.Name, waveName(spec, st.Wave), used+len(evs)+1, allowed, goes, keeps, b.Message)})
 	}
 	return evs, true
 }

@@ -143,6 +143,8 @@ func (p *plan) decide(rev int64, wave int32) error {
 	switch {
 	case p == nil || p.target == 0 || rev == 0:
 		return nil
+	case inWaves(p.spec):
+		return p.decideInWaves(rev, wave)
 	case p.spec.RollbackTo > 0:
 		if rev == p.spec.RollbackTo {
 			return nil
@@ -173,8 +175,8 @@ func (p *plan) decideOn(cluster string, rev int64, wave int32) error {
 	if err := p.decideRefused(rev); err != nil {
 		return err
 	}
-	if p != nil && p.spec.RollbackTo == 0 && rev == p.target {
-		if back, failed := p.failed[cluster]; failed {
+	if p != nil && !allAtOnce(p.spec) && rev == p.target {
+		if back, failed := p.failed[cluster]; failed && !inWaves(p.spec) {
 			return fmt.Errorf("%w: the cluster failed revision %d and serves revision %d", ErrHeldBack, rev, back)
 		}
 		if p.back > 0 && wave >= p.backFrom {

@@ -24,6 +24,11 @@ import (
 func failWave(now metav1.Time, st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRolloutSpec, why string) []event {
 	st.Message = fmt.Sprintf("wave %q not healthy within %s: %s", waveName(spec, st.Wave), deadline(spec), why)
 	evs := []event{{"Warning", "WaveFailed", st.Message}}
+	if manual(st) {
+		// A rollback is not rolled back: it stops where it is.
+		st.Phase = fgv1alpha1.RolloutFailed
+		return evs
+	}
 	if spec.OnFailure != fgv1alpha1.OnFailureRollback || st.StableRevision <= 0 || st.StableRevision == st.TargetRevision {
 		st.Phase = fgv1alpha1.RolloutFailed
 		return evs
@@ -99,10 +104,10 @@ func backTo(st fgv1alpha1.GraphRolloutStatus) (int64, int32) {
 	return st.StableRevision, *st.RollbackWave
 }
 
-// clearRollback forgets an automatic rollback (a new target, or a manual
-// rollbackTo, replaces it).
+// clearRollback forgets an automatic rollback or a manual one in waves (a
+// new target, or another manual rollback, replaces it).
 func clearRollback(st *fgv1alpha1.GraphRolloutStatus) {
-	st.RollbackWave, st.RollbackReason = nil, ""
+	st.RollbackWave, st.RollbackReason, st.ManualRollback = nil, "", nil
 	st.Moving, st.Moved = nil, nil
 }
 

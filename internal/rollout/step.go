@@ -30,7 +30,7 @@ func step(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64, waves map[
 	if spec.RollbackTo > 0 {
 		target = spec.RollbackTo
 	}
-	defer func() { fillClusters(st, spec, waves, obs) }()
+	defer func() { fillClusters(st, spec, waves, obs); recordManual(st) }()
 	ignoreEarlyResume(ro)
 	// An approval is for the target the approver saw: taken before a new
 	// one replaces it.
@@ -41,12 +41,18 @@ func step(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64, waves map[
 		return nil
 	case st.TargetRevision == 0:
 		// First sight: what serves now is taken as rolled out; the next
-		// revision goes in waves.
-		st.TargetRevision, st.StableRevision, st.Wave, st.Phase = target, target, n, fgv1alpha1.RolloutComplete
-		st.Approvals = approvalsFor(st.Approvals, target+1) // the first target is not rolled out
-		st.Message = fmt.Sprintf("revision %d serves every placed cluster", target)
+		// revision goes in waves (and so does a rollback in waves).
+		first := target
+		if inWaves(spec) && latest > 0 {
+			first = latest
+		}
+		st.TargetRevision, st.StableRevision, st.Wave, st.Phase = first, first, n, fgv1alpha1.RolloutComplete
+		st.Approvals = approvalsFor(st.Approvals, first+1) // the first target is not rolled out
+		st.Message = fmt.Sprintf("revision %d serves every placed cluster", first)
 		return nil
-	case spec.RollbackTo > 0:
+	case inWaves(spec) && !manualTo(st, target):
+		evs = append(evs, startManual(now, st, spec, target)...)
+	case allAtOnce(spec):
 		if st.Phase != fgv1alpha1.RolloutRolledBack || st.TargetRevision != target {
 			evs = append(evs, event{"Warning", "RolledBack", fmt.Sprintf("rolling back to revision %d on every placed cluster", target)})
 		}
@@ -69,24 +75,25 @@ func step(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64, waves map[
 		evs = append(evs, event{"Normal", "RolloutStarted", fmt.Sprintf("rolling revision %d out in %d wave(s), from revision %d", target, n, st.StableRevision)})
 	}
 	st.Wave = min(st.Wave, n)
+	manualCursor(st, n)
 	switch {
-	case st.Phase == fgv1alpha1.RolloutComplete, st.Phase == fgv1alpha1.RolloutRolledBack && rollingBack(st):
+	case st.Phase == fgv1alpha1.RolloutComplete, st.Phase == fgv1alpha1.RolloutRolledBack && (rollingBack(st) || manual(st)):
 		return evs
-	case st.Phase == fgv1alpha1.RolloutRollingBack:
+	case st.Phase == fgv1alpha1.RolloutRollingBack && !manual(st):
 		return append(evs, rollBack(now, st, spec, waves, obs)...)
 	case spec.Paused:
 		st.Phase, st.HealthySince = fgv1alpha1.RolloutPaused, nil
 		st.Message = fmt.Sprintf("paused at wave %q", waveName(spec, st.Wave))
 		return evs
 	case st.Phase == fgv1alpha1.RolloutPaused:
-		st.Phase, st.WaveStarted = fgv1alpha1.RolloutProgressing, &now
+		st.Phase, st.WaveStarted = movingPhase(st), &now
 		evs = append(evs, event{"Normal", "Resumed", fmt.Sprintf("resumed at wave %q", waveName(spec, st.Wave))})
 	case st.Phase == fgv1alpha1.RolloutFailed:
 		resume := ro.Annotations[fgv1alpha1.AnnotationResume]
 		if resume == "" || resume == st.Resumed {
 			return evs
 		}
-		st.Resumed, st.Phase, st.WaveStarted = resume, fgv1alpha1.RolloutProgressing, &now
+		st.Resumed, st.Phase, st.WaveStarted = resume, movingPhase(st), &now
 		evs = append(evs, event{"Normal", "Resumed", fmt.Sprintf("retrying wave %q", waveName(spec, st.Wave))})
 	}
 	return append(evs, progress(now, ro, waves, obs)...)
@@ -131,10 +138,13 @@ func progress(now metav1.Time, ro *fgv1alpha1.GraphRollout, waves map[string]int
 			st.Message = fmt.Sprintf("wave %q healthy, soaking for %s", waveName(spec, st.Wave), soak)
 			return evs
 		}
-		evs = append(evs, event{"Normal", "WaveComplete", fmt.Sprintf("wave %q serves revision %d", waveName(spec, st.Wave), st.TargetRevision)})
+		evs = append(evs, waveDone(st, spec))
 		st.Wave++
 		st.WaveStarted, st.HealthySince = &now, nil
 		st.Moving, st.Moved = nil, nil
+	}
+	if manual(st) {
+		return append(evs, finishManual(st)...)
 	}
 	st.Phase, st.StableRevision, st.WaveStarted, st.AwaitingApproval = fgv1alpha1.RolloutComplete, st.TargetRevision, nil, ""
 	st.Message = fmt.Sprintf("revision %d serves every placed cluster", st.TargetRevision)

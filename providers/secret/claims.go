@@ -57,3 +57,17 @@ func (c *claims) held(name multicluster.ClusterName) bool {
 	_, ok := c.byName[name]
 	return ok
 }
+
+// nameOf returns the cluster name secret holds, and false when it holds
+// none (it is not a kubeconfig Secret this provider reads, or its name is
+// held by another Secret).
+func (c *claims) nameOf(secret types.NamespacedName) (multicluster.ClusterName, bool) {
+	c.lock.Lock()
+	defer c.lock.Unlock()
+	for n, s := range c.byName {
+		if s == secret {
+			return n, true
+		}
+	}
+	return "", false
+}

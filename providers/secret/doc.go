@@ -100,6 +100,15 @@
 // backoff; the other problems wait for the Secret to change. Events, logs
 // and errors name the fields and entries concerned, never their values.
 //
+// # Secret targets
+//
+// Hub graphs may name a target cluster by its kubeconfig Secret
+// (KREP-012's kubeconfigSecretName and kubeconfigSecretNamespace).
+// SecretCluster answers which cluster came from a Secret, from the
+// provider's memory of the Secrets it reads: it never reads the Secret a
+// graph names, so naming one the provider does not read (another
+// namespace, not selected) reveals nothing and maps to nothing.
+//
 // # Wiring
 //
 // The provider is a multicluster-runtime provider that the multicluster

@@ -114,7 +114,7 @@ func (c *compilation) run() (*Graph, error) {
 func (c *compilation) checkIdentities(inst *instanceKind, resources []*resource, envs *celEnvs) {
 	scopes, _ := c.opts.Resolver.(ScopeResolver)
 	ic := &identityChecker{
-		name: c.rgd.Name, resources: resources, scopes: scopes,
+		name: c.rgd.Name, rgd: c.rgd, resources: resources, scopes: scopes,
 		namespaced: inst.namespaced(), env: envs.graph, diag: c.diag,
 	}
 	ic.check()

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph/expr"
 	"github.com/google/cel-go/cel"
 )
@@ -26,7 +27,10 @@ type ScopeResolver interface {
 // same object (samename.go).
 type identityChecker struct {
 	// name is the RGD's.
-	name      string
+	name string
+	// rgd gives each resource its target (targetOf): a target is part of
+	// an object's identity.
+	rgd       *v1alpha1.ResourceGraphDefinition
 	resources []*resource
 	// scopes knows which kinds are namespaced; nil when the resolver does
 	// not (no scope check then).
@@ -98,7 +102,9 @@ func (c *identityChecker) checkScope(r *resource) {
 
 // checkIteratorsInName refuses, as kro does, a forEach whose iterators do
 // not all appear in metadata.name or metadata.namespace: two iterations
-// would otherwise render the same object.
+// would otherwise render the same object. In a hub graph the target is
+// part of the object's identity too, so an iterator that picks the
+// cluster (one object per cluster of the fleet) may appear there instead.
 func (c *identityChecker) checkIteratorsInName(r *resource) {
 	if len(r.iterators) == 0 {
 		return
@@ -107,21 +113,31 @@ func (c *identityChecker) checkIteratorsInName(r *resource) {
 	for _, field := range []string{"name", "namespace"} {
 		v, _ := r.metadataField(field)
 		s, _ := v.(string)
-		segs, err := expr.Scan(s)
-		if err != nil {
-			continue
-		}
-		for _, seg := range segs {
-			if seg.Expr {
-				for _, id := range parsedIdentifiers(c.env, seg.Text) {
-					used[id] = true
-				}
-			}
-		}
+		c.markIdentifiers(s, used)
+	}
+	where := "metadata.name or metadata.namespace"
+	if t, _ := targetOf(c.rgd, r.src); t != nil && t.Cluster != nil {
+		c.markIdentifiers(t.Cluster.Name, used)
+		where = "metadata.name, metadata.namespace or the target"
 	}
 	for _, it := range r.iterators {
 		if !used[it.name] {
-			c.diag.fail(&Error{ResourceID: r.node.ID, Path: "metadata.name", Err: errorf(ErrInvalid, "forEach iterator %q must be used in metadata.name or metadata.namespace, or its iterations render the same object", it.name)})
+			c.diag.fail(&Error{ResourceID: r.node.ID, Path: "metadata.name", Err: errorf(ErrInvalid, "forEach iterator %q must be used in %s, or its iterations render the same object", it.name, where)})
+		}
+	}
+}
+
+// markIdentifiers marks in used every identifier that s's expressions read.
+func (c *identityChecker) markIdentifiers(s string, used map[string]bool) {
+	segs, err := expr.Scan(s)
+	if err != nil {
+		return
+	}
+	for _, seg := range segs {
+		if seg.Expr {
+			for _, id := range parsedIdentifiers(c.env, seg.Text) {
+				used[id] = true
+			}
 		}
 	}
 }

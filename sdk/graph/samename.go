@@ -58,9 +58,10 @@ func (c *identityChecker) checkSameObjects() {
 
 // objectKey is what identifies a template's object, as written: its
 // name, its namespace ("" for the instance's namespace, or none for a
-// cluster-scoped kind) and, for a collection, its forEach.
+// cluster-scoped kind), for a collection its forEach, and in a hub graph
+// the cluster it is written in ("" for the hub's own).
 type objectKey struct {
-	name, namespace, forEach string
+	name, namespace, forEach, target string
 }
 
 func (c *identityChecker) objectKey(r *resource) (objectKey, bool) {
@@ -82,7 +83,21 @@ func (c *identityChecker) objectKey(r *resource) (objectKey, bool) {
 		dims = append(dims, it.name+"="+normalizeTemplate(it.written))
 	}
 	key.forEach = strings.Join(dims, ";")
+	key.target = c.writtenTarget(r)
 	return key, true
+}
+
+// writtenTarget is r's target as written, normalized: two resources with
+// the same name in different clusters are different objects.
+func (c *identityChecker) writtenTarget(r *resource) string {
+	t, _ := targetOf(c.rgd, r.src)
+	if t == nil || t.Cluster == nil {
+		return ""
+	}
+	if ct := t.Cluster; ct.Name == "" {
+		return "secret:" + normalizeTemplate(ct.KubeconfigSecretNamespace) + "/" + normalizeTemplate(ct.KubeconfigSecretName)
+	}
+	return "name:" + normalizeTemplate(t.Cluster.Name)
 }
 
 // kindIsNamespaced reports whether r's kind lives in a namespace; true when
@@ -128,6 +143,9 @@ func (c *identityChecker) failSameObject(r, other *resource, key objectKey) {
 		where = "cluster-scoped"
 	case key.namespace != "":
 		where = fmt.Sprintf("in namespace %q", key.namespace)
+	}
+	if key.target != "" {
+		where += ", in the same target cluster"
 	}
 	why := ""
 	if len(r.src.IncludeWhen)+len(other.src.IncludeWhen) > 0 {

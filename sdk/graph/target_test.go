@@ -3,6 +3,8 @@ package graph_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -150,4 +152,59 @@ func TestFleetRefusals(t *testing.T) {
 	_, err = graph.Compile(parseRGD(t, rgdDoc(targetSchema, readsOther)), graph.Options{})
 	require.ErrorIs(t, err, graph.ErrReference)
 	assert.Contains(t, err.Error(), `not "other"`)
+}
+
+// sameName puts a ConfigMap called "gateway" under each given target.
+func sameName(targets ...string) string {
+	out := "resources:\n"
+	for i, t := range targets {
+		entry := ""
+		if t != "" {
+			entry = "target: {cluster: {name: '" + t + "'}}"
+		}
+		out += fmt.Sprintf("- id: gw%d\n", i)
+		if entry != "" {
+			out += "  " + entry + "\n"
+		}
+		out += "  template: {apiVersion: v1, kind: ConfigMap, metadata: {name: gateway}}\n"
+	}
+	return out
+}
+
+// The same name in two clusters is two objects; in one cluster, one.
+func TestSameNameInDifferentTargetsIsTwoObjects(t *testing.T) {
+	_, err := graph.Compile(parseRGD(t, rgdDoc(targetSchema, sameName("spoke-1", "spoke-2", ""))), graph.Options{})
+	require.NoError(t, err, "spoke-1, spoke-2 and the hub each hold their own gateway")
+
+	for name, targets := range map[string][]string{
+		"one literal cluster": {"spoke-1", "spoke-1"},
+		"the same expression": {"${schema.spec.egressCluster}", "${ schema.spec.egressCluster }"},
+		"both on the hub":     {"", ""},
+	} {
+		_, err := graph.Compile(parseRGD(t, rgdDoc(targetSchema, sameName(targets...))), graph.Options{})
+		require.ErrorIs(t, err, graph.ErrInvalid, name)
+		assert.Contains(t, err.Error(), "already renders the same object", name)
+		if targets[0] != "" {
+			assert.Contains(t, err.Error(), "in the same target cluster", name)
+		}
+	}
+}
+
+// An iterator that picks the cluster keeps a forEach's objects apart
+// even when the name does not use it: one "gateway" per cluster.
+func TestAnIteratorInTheTargetIdentifiesTheObject(t *testing.T) {
+	perCluster := `resources:
+- id: gateway
+  forEach:
+  - peer: ${fleet.clusters}
+  target: {cluster: {name: '${peer.name}'}}
+  template: {apiVersion: v1, kind: ConfigMap, metadata: {name: gateway}}
+`
+	_, err := graph.Compile(parseRGD(t, rgdDoc(targetSchema, perCluster)), graph.Options{})
+	require.NoError(t, err)
+
+	unused := strings.Replace(perCluster, "'${peer.name}'", "spoke-1", 1)
+	_, err = graph.Compile(parseRGD(t, rgdDoc(targetSchema, unused)), graph.Options{})
+	require.ErrorIs(t, err, graph.ErrInvalid)
+	assert.Contains(t, err.Error(), `forEach iterator "peer" must be used in metadata.name, metadata.namespace or the target`)
 }

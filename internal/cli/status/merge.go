@@ -121,8 +121,8 @@ func (s sources) fromRollout(row func(string, string) *Cluster) {
 func desired(ro *fgv1alpha1.GraphRollout, name string, w int32) int64 {
 	st := ro.Status
 	switch {
-	case ro.Spec.RollbackTo > 0:
-		return ro.Spec.RollbackTo
+	case ro.Spec.RollbackTo > 0 && ro.Spec.RollbackStrategy != fgv1alpha1.RollbackInWaves:
+		return ro.Spec.RollbackTo // at once; in waves it follows the waves below
 	case st.RollbackWave != nil && w >= *st.RollbackWave:
 		return st.StableRevision // onFailure: Rollback took the target back
 	case w == st.Wave && waitsItsTurn(ro, name):

@@ -137,3 +137,20 @@ func TestDesiredFollowsConcurrencyAndAutomaticRollback(t *testing.T) {
 	ro.Status.Phase, ro.Status.RollbackWave = fgv1alpha1.RolloutRolledBack, ptr.To(int32(0))
 	assert.Equal(t, int64(1), desired(ro, "spoke-1", 0))
 }
+
+// A manual rollback in waves wants the revision rolled back to only on the
+// waves it reached.
+func TestDesiredFollowsAManualRollbackInWaves(t *testing.T) {
+	ro := &fgv1alpha1.GraphRollout{
+		Spec: fgv1alpha1.GraphRolloutSpec{Graph: "webapp", RollbackTo: 1, RollbackStrategy: fgv1alpha1.RollbackInWaves,
+			Waves: []fgv1alpha1.Wave{{Name: "canary", Clusters: 1}, {Name: "rest", Percent: 100}}},
+		Status: fgv1alpha1.GraphRolloutStatus{
+			Phase: fgv1alpha1.RolloutRollingBack, TargetRevision: 1, StableRevision: 2, Wave: 0,
+			ManualRollback: &fgv1alpha1.ManualRollback{Revision: 1, From: 2},
+		},
+	}
+	assert.Equal(t, int64(1), desired(ro, "spoke-1", 0))
+	assert.Equal(t, int64(2), desired(ro, "spoke-2", 1), "the rest keeps what it serves until its wave")
+	ro.Spec.RollbackStrategy = ""
+	assert.Equal(t, int64(1), desired(ro, "spoke-2", 1), "at once")
+}

@@ -49,14 +49,32 @@ const (
 	// RolloutComplete: every placed cluster serves the target revision.
 	RolloutComplete = "Complete"
 	// RolloutRolledBack: spec.rollbackTo names the revision every placed
-	// cluster serves, or (onFailure: Rollback) a failed target revision
-	// went back to the stable one on every cluster it reached.
+	// cluster serves (at once, or, with rollbackStrategy Waves, once its
+	// last wave went back: status.rollbackReason is then "Manual"), or
+	// (onFailure: Rollback) a failed target revision went back to the
+	// stable one on every cluster it reached.
 	RolloutRolledBack = "RolledBack"
 	// RolloutRollingBack: with onFailure: Rollback, a wave failed past its
 	// budget and the clusters it and earlier waves moved go back to the
-	// stable revision, wave by wave, last wave first.
+	// stable revision, wave by wave, last wave first; or, with
+	// rollbackStrategy Waves, spec.rollbackTo goes through the waves, first
+	// wave first (status.manualRollback is set).
 	RolloutRollingBack = "RollingBack"
 )
+
+// How spec.rollbackTo reaches the clusters (GraphRolloutSpec.RollbackStrategy).
+const (
+	// RollbackAllAtOnce moves every placed cluster to spec.rollbackTo at
+	// once.
+	RollbackAllAtOnce = "AllAtOnce"
+	// RollbackInWaves moves the placed clusters to spec.rollbackTo wave by
+	// wave, first wave first, as a rollout of that revision would.
+	RollbackInWaves = "Waves"
+)
+
+// RollbackReasonManual is status.rollbackReason while and after
+// spec.rollbackTo goes back in waves.
+const RollbackReasonManual = "Manual"
 
 // What a rollout does when a wave fails past its maxFailures budget
 // (GraphRolloutSpec.OnFailure).
@@ -116,9 +134,35 @@ type GraphRolloutSpec struct {
 	// Paused holds the rollout at the wave it reached. Defaults to false.
 	Paused bool `json:"paused,omitempty"`
 	// RollbackTo, when set, is the revision number every placed cluster
-	// serves, at once; the rollout stops. Clear it to roll the latest
-	// revision out again from the first wave.
+	// serves: at once, or in waves (RollbackStrategy); the rollout of any
+	// other revision stops. Clear it to roll the latest revision out again
+	// from the first wave.
 	RollbackTo int64 `json:"rollbackTo,omitempty"`
+	// RollbackStrategy says how RollbackTo reaches the clusters.
+	// RollbackAllAtOnce ("AllAtOnce") moves every placed cluster at once
+	// and the rollout is RolledBack at once. RollbackInWaves ("Waves")
+	// rolls RollbackTo out through the waves above, first wave first, as a
+	// rollout of that revision: each wave waits for its approval, moves at
+	// most its maxConcurrency at a time, and must be healthy on RollbackTo
+	// itself (readyPercent, soakSeconds, maxErrorPercent,
+	// instanceCondition; status an older revision wrote never counts)
+	// before the next one goes; a wave that misses its deadline past its
+	// maxFailures stops the rollback (phase Failed; onFailure Rollback
+	// does not apply to a rollback). Meanwhile the phase is RollingBack,
+	// status.manualRollback is its cursor (it survives a hub restart), and
+	// status.stableRevision stays the revision the fleet stood on before
+	// (what clusters of waves not reached yet keep serving); a cluster
+	// that fails its wave within maxFailures keeps RollbackTo. Once the
+	// last wave is healthy the phase is RolledBack (rollbackReason
+	// "Manual") and RollbackTo becomes the stable revision. Paused holds
+	// the rollback at the wave it reached, as it holds a rollout. A
+	// revision published meanwhile reaches no cluster until RollbackTo is
+	// cleared; then it rolls out from the first wave. Changing RollbackTo
+	// starts the rollback again from the first wave; switching to
+	// AllAtOnce finishes it at once. While spec.health.instanceCondition
+	// is refused (HealthConditionValid False) a rollback in waves does not
+	// start; one at once does. Defaults to "AllAtOnce".
+	RollbackStrategy string `json:"rollbackStrategy,omitempty"`
 
 	// OnFailure is what happens when a wave fails past its maxFailures:
 	// OnFailurePause ("Pause") stops the rollout there (phase Failed);
@@ -235,8 +279,8 @@ type GraphRolloutStatus struct {
 	Phase string `json:"phase,omitempty"`
 	// TargetRevision is the revision being rolled out (or rolled back to).
 	TargetRevision int64 `json:"targetRevision,omitempty"`
-	// StableRevision is the revision the last complete rollout reached:
-	// what clusters not reached yet keep serving.
+	// StableRevision is the revision the last complete rollout (or manual
+	// rollback) reached: what clusters not reached yet keep serving.
 	StableRevision int64 `json:"stableRevision,omitempty"`
 	// Wave is the index of the wave in progress, from 0; it equals the
 	// number of waves once the rollout is complete.
@@ -285,8 +329,31 @@ type GraphRolloutStatus struct {
 	// clusters and those of later waves are held off the target revision
 	// and serve the stable one.
 	RollbackWave *int32 `json:"rollbackWave,omitempty"`
-	// RollbackReason says why the rollout is rolling (or was rolled) back.
+	// RollbackReason says why the rollout is rolling (or was rolled) back:
+	// the failure, or RollbackReasonManual for spec.rollbackTo in waves.
 	RollbackReason string `json:"rollbackReason,omitempty"`
+	// ManualRollback, set while spec.rollbackTo goes back in waves (and
+	// once it has, until a new target), is that rollback's own record and
+	// cursor.
+	ManualRollback *ManualRollback `json:"manualRollback,omitempty"`
+}
+
+// ManualRollback is the progress of spec.rollbackTo in waves.
+type ManualRollback struct {
+	// Revision is the revision rolled back to (spec.rollbackTo).
+	Revision int64 `json:"revision"`
+	// From is the stable revision when the rollback started: what the
+	// clusters of waves not reached yet keep serving.
+	From int64 `json:"from,omitempty"`
+	// Wave is the index of the wave going back now, from 0; it equals the
+	// number of waves once every wave went back. A restarted hub resumes
+	// the rollback here.
+	Wave int32 `json:"wave"`
+	// WaveName is the name of the wave going back now ("done" after the
+	// last).
+	WaveName string `json:"waveName,omitempty"`
+	// Started is when the rollback started.
+	Started metav1.Time `json:"started"`
 }
 
 // RolloutMove is a cluster moving to the target revision.
@@ -367,7 +434,10 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 		"progressDeadlineSeconds": nonNegative,
 		"paused":                  {Type: "boolean"},
 		"rollbackTo":              nonNegative,
-		"holds":                   holdsSchema(selector),
+		"rollbackStrategy": {Type: "string", Enum: []apiextensionsv1.JSON{
+			{Raw: []byte(`""`)}, {Raw: []byte(`"` + RollbackAllAtOnce + `"`)}, {Raw: []byte(`"` + RollbackInWaves + `"`)},
+		}},
+		"holds": holdsSchema(selector),
 		"onFailure": {Type: "string", Enum: []apiextensionsv1.JSON{
 			{Raw: []byte(`""`)}, {Raw: []byte(`"` + OnFailurePause + `"`)}, {Raw: []byte(`"` + OnFailureRollback + `"`)},
 		}},
@@ -393,6 +463,10 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 		"moved":          {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &str}},
 		"rollbackWave":   integer,
 		"rollbackReason": str,
+		"manualRollback": obj(map[string]apiextensionsv1.JSONSchemaProps{
+			"revision": integer, "from": integer, "wave": integer, "waveName": str,
+			"started": {Type: "string", Format: "date-time"},
+		}, "revision"),
 	})
 	return hubCRD(GraphRolloutKind, "graphrollouts", "fgro", apiextensionsv1.CustomResourceDefinitionVersion{
 		Name: GroupVersion.Version, Served: true, Storage: true,
@@ -412,6 +486,7 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 			{Name: "FAILED", Type: "string", JSONPath: ".status.failed[*].name"},
 			{Name: "MOVING", Type: "string", JSONPath: ".status.moving[*].name"},
 			{Name: "HELD", Type: "string", JSONPath: ".status.clusters[?(@.held)].name"},
+			{Name: "MANUAL-ROLLBACK", Type: "string", JSONPath: ".status.manualRollback.waveName"},
 			{Name: "AGE", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 		},
 	})
