@@ -79,10 +79,9 @@ func TestSetupWithManagerLeavesTheEmbeddersSchemeAlone(t *testing.T) {
 	t.Parallel()
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	// No API server is reached: neither NewHub, SetupWithManager nor
+	// No API server is needed: neither NewHub, SetupWithManager nor
 	// mcmanager.New does I/O.
-	cfg := sharedFleet(t).Hub.Config
-	mgr, err := mcmanager.New(cfg, nil, manager.Options{
+	mgr, err := mcmanager.New(unreachableHub, nil, manager.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
