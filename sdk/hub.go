@@ -222,9 +222,15 @@ func (h *Hub) Graphs() []string { return h.names() }
 // SetupWithManager(mcmanager.Manager) error method, as secret.Provider
 // does), sets the Hub up and runs it until ctx is cancelled. Metrics and
 // health endpoints are off; embed the Hub with SetupWithManager to choose
-// them.
+// them. The manager's scheme is its own (runScheme), never client-go's
+// process-wide one.
 func (h *Hub) Run(ctx context.Context, cfg *rest.Config) error {
+	scheme, err := runScheme()
+	if err != nil {
+		return err
+	}
 	mgr, err := mcmanager.New(cfg, h.provider, manager.Options{
+		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})

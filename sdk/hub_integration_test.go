@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -149,8 +150,14 @@ func TestHubServesAFleetFromGo(t *testing.T) {
 // runFleetScenario is the Done-when scenario shared by both ways in: three
 // spokes served, a fourth added and removed at run time, and a foreign CRD
 // left untouched. It returns the running Hub for more checks.
+//
+// The removed spoke's departure clean-up is among what must end before the
+// leak check passes; it starts after scenarioDepartureGrace rather than
+// DefaultDepartureGrace, which these serial tests would otherwise wait out
+// twice (departure_integration_test.go tests the grace itself).
 func runFleetScenario(t *testing.T, fleet *fgtesting.Fleet, opts sdk.Options, reg register) *sdk.Hub {
 	ctx := context.Background()
+	opts.DepartureGrace = scenarioDepartureGrace
 	spokes := map[string]client.Client{}
 	for _, s := range fleet.Spokes() {
 		spokes[s.Name] = newClient(t, s.Config)
@@ -238,6 +245,9 @@ func runFleetScenario(t *testing.T, fleet *fgtesting.Fleet, opts sdk.Options, re
 	})
 	return h
 }
+
+// scenarioDepartureGrace is runFleetScenario's DepartureGrace.
+const scenarioDepartureGrace = 2 * time.Second
 
 // upstreamWatchLeak ignores one known upstream leak: apimachinery's
 // watch.Filter (which controller-runtime's metadata-only informers use)

@@ -25,6 +25,7 @@ import (
 // hub and on the healthy spoke are deleted, the one on the frozen spoke
 // is left there (labelled, reported in an event), and the instance goes.
 func TestHubGraphAbandonsAnUnreachableTargetAfterItsGrace(t *testing.T) {
+	t.Parallel()
 	const grace = 8 * time.Second
 	opts := meshOnly()
 	opts.Targets.CallTimeout = 2 * time.Second
@@ -135,6 +136,7 @@ func TestHubGraphAbandonsAnUnreachableTargetAfterItsGrace(t *testing.T) {
 // unreachable, recorded on the instance: a hub restarted mid-deletion
 // keeps that time rather than starting the count again.
 func TestHubGraphAbandonGraceSurvivesARestart(t *testing.T) {
+	t.Parallel()
 	const grace = 15 * time.Second
 	opts := meshOnly()
 	opts.Targets.CallTimeout = 2 * time.Second

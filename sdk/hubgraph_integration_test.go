@@ -91,7 +91,7 @@ type hubGraphFleet struct {
 
 func startHubGraphFleet(t *testing.T, opts sdk.Options) (*hubGraphFleet, *sdk.Hub, func()) {
 	t.Helper()
-	fleet := fgtesting.StartFleet(t, 3)
+	fleet := fgtesting.StartFleet(t, 3) // its own: the secret provider engages every kubeconfig Secret on its hub cluster
 	ctx := context.Background()
 	f := &hubGraphFleet{fleet: fleet, hub: newClient(t, fleet.Hub.Config), spokes: map[string]client.Client{}, clients: map[string]client.Client{}}
 	h, stop := f.startHub(t, opts)
@@ -182,6 +182,7 @@ func condition(u *unstructured.Unstructured, typ string) map[string]any {
 // set writes nothing anywhere; deletion goes in reverse DAG order across
 // clusters.
 func TestHubGraphAcrossClusters(t *testing.T) {
+	t.Parallel()
 	f, h, _ := startHubGraphFleet(t, meshOnly())
 	ctx := context.Background()
 	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, linkRGD)))
@@ -383,6 +384,7 @@ func (f *hubGraphFleet) deleteLink(t *testing.T, name string) {
 
 // Under Strict, a graph with a target is refused, naming target.
 func TestStrictHubRefusesTargets(t *testing.T) {
+	t.Parallel()
 	h, err := sdk.NewHub(nil, sdk.Options{Strict: true, DisableRGDController: true})
 	require.NoError(t, err)
 	err = h.RegisterGraph(context.Background(), rgdFromString(t, linkRGD))
@@ -398,6 +400,7 @@ func TestStrictHubRefusesTargets(t *testing.T) {
 // them all leaves nothing anywhere. About 25 to 31 s under -race on 2
 // busy cores (load 16 to 19).
 func TestHubGraphResumesAfterARestart(t *testing.T) {
+	t.Parallel()
 	const n = 100
 	f, h, stop := startHubGraphFleet(t, meshOnly())
 	ctx := context.Background()
@@ -471,6 +474,7 @@ func TestHubGraphResumesAfterARestart(t *testing.T) {
 // reconciling, the instance names the frozen cluster, and after the
 // resume everything converges with each child once.
 func TestHubGraphFrozenTargetBlocksOnlyItsDependents(t *testing.T) {
+	t.Parallel()
 	opts := meshOnly()
 	opts.Targets.CallTimeout = 2 * time.Second
 	f, h, _ := startHubGraphFleet(t, opts)
@@ -561,6 +565,7 @@ spec:
 // cluster in adds one there, labelling one out prunes its gateway, and
 // every gateway's list of peers follows.
 func TestHubGraphForEachOverTheFleet(t *testing.T) {
+	t.Parallel()
 	f, h, _ := startHubGraphFleet(t, meshOnly())
 	ctx := context.Background()
 	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, meshRGD)))
@@ -608,6 +613,7 @@ func (f *hubGraphFleet) mesh(name string) *unstructured.Unstructured {
 // An RGD object with targets, claimed by the RGD controller, is served on
 // the hub like one registered from Go.
 func TestHubGraphFromAnRGDObject(t *testing.T) {
+	t.Parallel()
 	opts := meshOnly()
 	opts.DisableRGDController, opts.InstallRGDCRD = false, true
 	opts.ConfineToNamespace = true

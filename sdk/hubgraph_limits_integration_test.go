@@ -84,6 +84,7 @@ spec:
 // bytes goes to ERROR naming Limits.MaxRenderedBytes, and another
 // instance of each graph becomes ACTIVE all the same.
 func TestHubGraphTenantLimits(t *testing.T) {
+	t.Parallel()
 	opts := meshOnly()
 	opts.Limits = graph.Limits{MaxChildren: 50, MaxRenderedBytes: 1 << 20}
 	f, h, _ := startHubGraphFleet(t, opts)

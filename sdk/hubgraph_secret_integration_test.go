@@ -53,6 +53,7 @@ spec:
 // not read, or whose cluster the platform does not allow, is refused before
 // any write, naming the resource, the Secret and the rule.
 func TestHubGraphSecretTargets(t *testing.T) {
+	t.Parallel()
 	f, h, _ := startHubGraphFleet(t, meshOnly())
 	ctx := context.Background()
 	register := func(name, kind, secretName, secretNamespace string) schema.GroupVersionKind {

@@ -8,10 +8,6 @@ import (
 	"strconv"
 	"testing"
 
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-
-	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -47,7 +43,18 @@ import (
 //     something happens (a probe's bound, a takeover within a lease), or
 //     when it checks process-wide state: every goroutine (goleak) or the
 //     metrics registry's series per cluster. Go runs such tests first, one
-//     at a time, before any parallel test starts.
+//     at a time, before any parallel test starts, so every second of them
+//     is a second of the package's wall time: today they are the fleet
+//     scenarios (hub_integration_test.go: goleak, metrics), the probe
+//     bounds (health_integration_test.go) and TestReplicas' takeover, about
+//     100 s in all on a loaded 2-core machine. Such a test does not
+//     wait out a default timer that is not its subject: it sets the option
+//     short (runFleetScenario's DepartureGrace).
+//
+// A test that needs a fleet of its own for any other reason (hub graphs,
+// a restart, a frozen spoke) is parallel. Check the split with
+// `go test -json`: a test whose "run" comes before the first "cont" ran
+// alone.
 //
 // Parallel tests must not set environment variables (t.Setenv panics
 // there) or package variables.
@@ -63,22 +70,15 @@ var stopSharedFleet func() error
 // cores fit. Each own fleet is 2 to 6 API servers of ~320 MB.
 const defaultParallel = 4
 
-// TestMain sets up logging, registers the RGD types in client-go's scheme,
-// runs defaultParallel parallel tests at once unless -parallel is given,
-// and stops the shared fleet at the end.
+// TestMain sets up logging, runs defaultParallel parallel tests at once
+// unless -parallel is given, and stops the shared fleet at the end.
 //
-// The registration is for tests, not for the Hub: Hub.SetupWithManager
-// adds the RGD types to its manager's scheme when it lacks them, and a
-// manager's scheme is client-go's process-wide one unless the embedder
-// gives another (Hub.Run's is). That write races with every manager and
-// discovery client of the process decoding with the same scheme, which the
-// race detector reported as soon as tests ran in parallel. Registered here,
-// before any test starts, no Hub writes it again. startStoppableHub gives
-// its managers schemes of their own, so the registration in
-// SetupWithManager is still exercised.
+// It registers nothing in client-go's process-wide scheme, and no Hub does
+// (TestHubsLeaveClientGosSchemeAlone): a test that reads or writes typed
+// RGDs or hub types gives its client a scheme of its own
+// (fgtesting.NewScheme()).
 func TestMain(m *testing.M) {
 	fgtesting.SetupLogs()
-	utilruntime.Must(v1alpha1.AddToScheme(clientgoscheme.Scheme))
 	flag.Parse()
 	parallelGiven := false
 	flag.Visit(func(f *flag.Flag) { parallelGiven = parallelGiven || f.Name == "test.parallel" })

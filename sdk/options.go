@@ -22,6 +22,13 @@ type Options struct {
 	// the kro.run/v1alpha1 ResourceGraphDefinition kind (see InstallRGDCRD),
 	// and claims the RGDs RGDSelector picks. Graphs can always be registered
 	// from Go with RegisterGraph; the controller never removes those.
+	//
+	// The controller reads RGDs through the manager's client and cache when
+	// the manager's scheme knows the kro.run/v1alpha1 types (register them
+	// with v1alpha1.AddToScheme, as for any controller-runtime type), else
+	// through a client and cache of its own, with a scheme of its own, on
+	// the hub cluster. The Hub never adds types to a scheme it did not make:
+	// a manager given no scheme uses client-go's process-wide one.
 	DisableRGDController bool
 	// InstallRGDCRD applies the ResourceGraphDefinition CRD to the hub
 	// cluster when the manager starts (not in SetupWithManager, which does

@@ -3,13 +3,17 @@ package sdk
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -19,6 +23,7 @@ import (
 	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/internal/crds"
 	rgdctrl "github.com/fleetgraph/fleetgraph/internal/rgd"
+	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/spoke"
 )
@@ -96,24 +101,73 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	return setupRGDController(h, local)
 }
 
-// setupRGDController adds the RGD types to the manager's scheme and, unless
-// disabled, a runnable that starts the RGD controller once the manager runs:
-// deciding whether to run it needs the hub cluster (the CRD installed, the
-// kind served), and SetupWithManager does no I/O.
+// setupRGDController adds, unless disabled, a runnable that starts the RGD
+// controller once the manager runs: deciding whether to run it needs the
+// hub cluster (the CRD installed, the kind served), and SetupWithManager
+// does no I/O.
 func setupRGDController(h *Hub, local manager.Manager) error {
 	if h.opts.DisableRGDController {
 		return nil
 	}
-	scheme := local.GetScheme()
-	if !scheme.Recognizes(v1alpha1.GroupVersion.WithKind("ResourceGraphDefinition")) {
-		if err := v1alpha1.AddToScheme(scheme); err != nil {
-			return fmt.Errorf("adding the RGD types to the manager's scheme: %w", err)
-		}
+	rgds, err := rgdCluster(local)
+	if err != nil {
+		return err
 	}
-	if err := local.Add(rgdStarter{h: h, local: local}); err != nil {
+	if err := local.Add(rgdStarter{h: h, local: local, rgds: rgds}); err != nil {
 		return fmt.Errorf("adding the RGD controller's starter: %w", err)
 	}
 	return nil
+}
+
+// rgdCluster is what the RGD controller reads, watches and writes RGDs
+// through: the manager's own cluster when its scheme knows the RGD types
+// (the embedder registered them), else a cluster of its own on the hub with
+// a scheme of its own, added to the manager, which starts it with its caches.
+//
+// The manager's scheme is never written: it is client-go's process-wide
+// one unless the embedder gave another, and adding types to a scheme
+// races with every client decoding through it (any other manager in the
+// process).
+func rgdCluster(local manager.Manager) (cluster.Cluster, error) {
+	if local.GetScheme().Recognizes(v1alpha1.GroupVersion.WithKind("ResourceGraphDefinition")) {
+		return local, nil
+	}
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building the RGD controller's scheme: %w", err)
+	}
+	rgds, err := cluster.New(local.GetConfig(), func(o *cluster.Options) {
+		o.Scheme = scheme
+		o.Logger = local.GetLogger()
+		o.HTTPClient = local.GetHTTPClient()
+		o.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+			return local.GetRESTMapper(), nil
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("a client for the RGD controller: %w", err)
+	}
+	if err := local.Add(rgds); err != nil {
+		return nil, fmt.Errorf("adding the RGD controller's client: %w", err)
+	}
+	return rgds, nil
+}
+
+// runScheme is the scheme of the manager Hub.Run makes: client-go's types,
+// the RGD types and fleetgraph's hub types (GraphRevision, GraphRollout,
+// ClusterValues), in a scheme of its own.
+func runScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for name, add := range map[string]func(*runtime.Scheme) error{
+		"client-go's types": clientgoscheme.AddToScheme,
+		"the RGD types":     v1alpha1.AddToScheme,
+		"the hub types":     fgv1alpha1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("building the hub's scheme, %s: %w", name, err)
+		}
+	}
+	return scheme, nil
 }
 
 // rgdStarter installs the RGD CRD if asked, then adds the RGD controller to
@@ -122,6 +176,7 @@ func setupRGDController(h *Hub, local manager.Manager) error {
 type rgdStarter struct {
 	h     *Hub
 	local manager.Manager
+	rgds  cluster.Cluster // rgdCluster's
 }
 
 var (
@@ -150,13 +205,17 @@ func (s rgdStarter) Start(ctx context.Context) error {
 		return err
 	}
 	r := &rgdctrl.Reconciler{
-		Client:    s.local.GetClient(),
-		APIReader: s.local.GetAPIReader(),
+		Client:    s.rgds.GetClient(),
+		APIReader: s.rgds.GetAPIReader(),
 		Registry:  rgdRegistry{h},
 		Recorder:  h.recorder,
 		Selector:  h.opts.RGDSelector,
 		Resync:    h.opts.StatusResync,
 		Changed:   h.changed,
+	}
+	if s.rgds != cluster.Cluster(s.local) {
+		r.Cache = s.rgds.GetCache()
+		r.Recorder = s.rgds.GetEventRecorder("fleetgraph")
 	}
 	if err := r.SetupWithManager(s.local); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("starting the RGD controller: %w", err)

@@ -219,7 +219,8 @@ func TestRefusedUpdateKeepsPreviousVersionServing(t *testing.T) {
 // startStoppableHub is startHub with a function that stops the hub's
 // manager and waits for it, as a hub process that exits. The manager has a
 // scheme of its own with client-go's types only, as an embedder's often
-// has: the Hub adds what it needs (main_test.go says why not client-go's).
+// has: the Hub leaves it as it is, and its RGD controller reads through a
+// client of its own (TestSetupWithManagerLeavesTheEmbeddersSchemeAlone).
 func startStoppableHub(t testing.TB, cfg *rest.Config, provider multicluster.Provider, opts sdk.Options) (*sdk.Hub, func()) {
 	t.Helper()
 	h, err := sdk.NewHub(provider, opts)

@@ -22,7 +22,9 @@ import (
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
-// server is the one kcp every test of this package shares.
+// server is the one kcp every test of this package shares. Each test
+// creates workspaces of its own names and runs a hub of its own, so they
+// run in parallel.
 var server *fgtesting.KCP
 
 // kcpStart bounds kcp's start: it bootstraps its root workspace on the
@@ -72,6 +74,7 @@ spec:
 // workspace below root:tenants, and an instance's children stay in its own
 // workspace.
 func TestHubServesKCPWorkspaces(t *testing.T) {
+	t.Parallel() // workspaces of its own; its hub shares the process with the other test's
 	k := server
 	ctx := context.Background()
 	root := logicalcluster.NewPath("root")
@@ -118,6 +121,7 @@ func clientFor(t *testing.T, k *fgtesting.KCP, ws logicalcluster.Path) client.Cl
 // a workspace that binds the export and accepts its ConfigMap claim serves
 // Settings and gets its instance's ConfigMap, in that workspace only.
 func TestHubServesKCPConsumersThroughAnAPIExport(t *testing.T) {
+	t.Parallel() // workspaces of its own; its hub shares the process with the other test's
 	k := server
 	ctx := context.Background()
 	root := logicalcluster.NewPath("root")

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -103,6 +104,12 @@ type Reconciler struct {
 	// manager's MaxConcurrentReconciles (manager.Options.Controller) if
 	// set, else DefaultWorkers.
 	Workers int
+	// Cache is where the controller watches RGDs. Defaults to the
+	// manager's cache, whose scheme must then know the RGD types; a hub
+	// whose manager's scheme does not know them passes the cache of a
+	// cluster with a scheme of its own (and Client, APIReader and Recorder
+	// from that cluster too).
+	Cache cache.Cache
 }
 
 // SetupWithManager adds the controller, named "fleetgraph-rgd", to the hub's
@@ -127,8 +134,14 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("fleetgraph-rgd").
 		WithOptions(controller.Options{SkipNameValidation: &skip, MaxConcurrentReconciles: r.Workers}).
-		WithLogConstructor(rgdLogConstructor(mgr, "fleetgraph-rgd")). // rgd_log.go
-		For(&v1alpha1.ResourceGraphDefinition{})
+		WithLogConstructor(rgdLogConstructor(mgr, "fleetgraph-rgd")) // rgd_log.go
+	if r.Cache == nil {
+		b = b.For(&v1alpha1.ResourceGraphDefinition{})
+	} else {
+		// Not For: the builder would look the kind up in mgr's scheme.
+		b = b.WatchesRawSource(source.Kind(r.Cache, &v1alpha1.ResourceGraphDefinition{},
+			&handler.TypedEnqueueRequestForObject[*v1alpha1.ResourceGraphDefinition]{}))
+	}
 	if r.Changed != nil {
 		events := make(chan event.GenericEvent)
 		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
