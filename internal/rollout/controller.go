@@ -109,14 +109,15 @@ type Controller struct {
 	names    map[string]string                        // by graph: the GraphRollout that rules it
 	// decided is, per graph and cluster, the decision last seen for the
 	// latest revision ("" serves), and for the offered one when it differs,
-	// to reconsider clusters whose changed.
+	// to reconsider the clusters whose decision changed.
 	decided map[string]map[string]string
 	// rolledBack is, per graph, the revision a rollback made the runtime
 	// offer, until the latest is offered again.
 	rolledBack map[string]int64
+
 	// awaited is, per GraphRollout looked at, the clusters of its wave in
-	// progress not engaged since the first look (restart.go; nil: none).
-	awaited map[string]*awaiting
+	// progress not engaged since the first look (restart.go). Its own lock.
+	awaited restartMemory
 }
 
 // Status returns the status of the named graph's rollout, if it has one.
@@ -261,7 +262,7 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 	obs := c.Hooks.Observe(ro.Spec.Graph)
 	// A restarted hub counts the wave's clusters it has not engaged yet
 	// as unhealthy (restart.go).
-	c.awaitUnengaged(ro, engaged, waves, obs)
+	c.awaited.awaitUnengaged(ro, engaged, waves, obs)
 	// Held clusters keep their wave but the rollout moves without them
 	// (hold.go).
 	held := heldBy(ro.Spec, placed, labelsOf)
@@ -272,7 +273,7 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 	if !refused(ro.Status) || ro.Status.TargetRevision == 0 { // a first look only records what serves
 		c.judge(ctx, ro, moving, obs)
 		evs = append(evs, step(metaNow(), ro, latest, moving, obs)...)
-		c.forgetJudged(ro)
+		c.awaited.forgetJudged(ro)
 	}
 	sayRefused(&ro.Status)
 	evs = append(evs, holdEvents(before.Clusters, held, pinned)...)

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"sync"
 	"time"
 
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
@@ -35,29 +36,36 @@ type awaiting struct {
 	names  map[string]bool
 }
 
+// restartMemory is, per GraphRollout looked at, the clusters of its wave
+// in progress that a restarted hub awaits (nil once none: looked at).
+type restartMemory struct {
+	mu sync.Mutex
+	m  map[string]*awaiting
+}
+
 // notEngaged is why a cluster a restarted hub awaits is not healthy.
 const notEngaged = "not engaged since the hub restarted"
 
 // awaitUnengaged adds to waves and obs the clusters of ro's wave in
 // progress that the hub has not engaged since its first look at ro.
 // engaged lists the engaged clusters.
-func (c *Controller) awaitUnengaged(ro *fgv1alpha1.GraphRollout, engaged []Cluster, waves map[string]int32, obs map[string]Observation) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.awaited == nil {
-		c.awaited = map[string]*awaiting{}
+func (r *restartMemory) awaitUnengaged(ro *fgv1alpha1.GraphRollout, engaged []Cluster, waves map[string]int32, obs map[string]Observation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]*awaiting{}
 	}
 	st := &ro.Status
-	a, looked := c.awaited[ro.Name]
+	a, looked := r.m[ro.Name]
 	if !looked {
 		a = awaitedAtFirstLook(st, ro.Spec)
-		c.awaited[ro.Name] = a // nil too: looked at
+		r.m[ro.Name] = a // nil too: looked at
 	}
 	if a == nil {
 		return
 	}
 	if a.target != st.TargetRevision || a.wave != st.Wave || !judgingWave(st) {
-		c.awaited[ro.Name] = nil
+		r.m[ro.Name] = nil
 		return
 	}
 	for _, cl := range engaged {
@@ -76,15 +84,15 @@ func (c *Controller) awaitUnengaged(ro *fgv1alpha1.GraphRollout, engaged []Clust
 
 // forgetJudged drops, after a step, the awaited clusters the step judged at
 // their deadline: those now listed failed, or all once the rollout failed.
-func (c *Controller) forgetJudged(ro *fgv1alpha1.GraphRollout) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	a := c.awaited[ro.Name]
+func (r *restartMemory) forgetJudged(ro *fgv1alpha1.GraphRollout) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a := r.m[ro.Name]
 	if a == nil {
 		return
 	}
 	if ro.Status.Phase == fgv1alpha1.RolloutFailed {
-		c.awaited[ro.Name] = nil
+		r.m[ro.Name] = nil
 		return
 	}
 	for name := range a.names {

@@ -275,7 +275,7 @@ func TestARestartedHubJudgesAClusterThatNeverCameBackAtItsDeadline(t *testing.T)
 			require.Equal(t, fgv1alpha1.RolloutProgressing, st.Phase, "the wave's deadline passed long ago, but the hub just started: %s", st.Message)
 
 			c.mu.Lock()
-			c.awaited["g"].since = time.Now().Add(-61 * time.Second) // the deadline after the first look passed
+			c.awaited.m["g"].since = time.Now().Add(-61 * time.Second) // the deadline after the first look passed
 			c.mu.Unlock()
 			require.NoError(t, c.tick(ctx))
 			st, _ = c.Status("g")
