@@ -171,8 +171,10 @@ func (m *member) open() error {
 	if err := m.watches.instances(inst, m.newInstanceHandler()); err != nil {
 		return err
 	}
-	if err := m.watches.watchHeads(); err != nil {
-		return err
+	if m.c.opts.InstanceCatchUp > 0 {
+		if err := m.watches.watchHeads(); err != nil {
+			return err
+		}
 	}
 	m.crd.follow()
 	m.orphans.start()

@@ -77,7 +77,9 @@ type Options struct {
 	// whole instances and so may lag behind a tenant's large ones, to
 	// deliver the version it was started for; then it reads the instance
 	// from the API server (one request). Defaults to
-	// DefaultInstanceCatchUp.
+	// DefaultInstanceCatchUp; a negative value starts no metadata-only
+	// instance watch, and reconciles wait for the instance informer
+	// however late it is (one watch less per graph and cluster).
 	InstanceCatchUp time.Duration
 	// FieldManager is the field manager of every write: server-side apply
 	// of children, and patches of instances. Defaults to DefaultFieldManager.
@@ -188,7 +190,7 @@ func (o Options) withDefaults() Options {
 	if o.ClusterLabelsPoll == 0 {
 		o.ClusterLabelsPoll = DefaultClusterLabelsPoll
 	}
-	if o.InstanceCatchUp <= 0 {
+	if o.InstanceCatchUp == 0 {
 		o.InstanceCatchUp = DefaultInstanceCatchUp
 	}
 	if o.GateRetryMax <= 0 {
