@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
@@ -81,8 +82,27 @@ func (r reconciler) release(inst *unstructured.Unstructured) (time.Duration, err
 	return 0, nil
 }
 
-// instance reads the instance from the cache, or our own newer copy.
+// instance reads the instance from the cache, or our own newer copy, as
+// fresh as the metadata watch showed it (instance_heads.go).
 func (r reconciler) instance(key types.NamespacedName) (*unstructured.Unstructured, error) {
+	m := r.m
+	u, err := r.cached(key)
+	if err != nil {
+		return nil, err
+	}
+	if u, err = r.catchUp(key, u); err != nil {
+		return nil, err
+	}
+	if u == nil {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: m.g.Instance.GVK.Group, Resource: m.g.Instance.Plural}, key.Name)
+	}
+	return m.withDefaults(u), nil
+}
+
+// cached is the instance the full informer holds, or our own newer copy;
+// if the informer holds none, our own copy of an instance it has not
+// delivered yet while the metadata watch shows that instance, else nil.
+func (r reconciler) cached(key types.NamespacedName) (*unstructured.Unstructured, error) {
 	m := r.m
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(m.g.Instance.GVK)
@@ -90,11 +110,11 @@ func (r reconciler) instance(key types.NamespacedName) (*unstructured.Unstructur
 	defer cancel()
 	if err := m.cl.GetCache().Get(ctx, key, u); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, err
+			return m.heads.showing(m.instances.ours(key)), nil
 		}
 		return nil, fmt.Errorf("reading instance %s: %w", key, err)
 	}
-	return m.withDefaults(m.instances.fresher(u)), nil
+	return m.instances.fresher(u), nil
 }
 
 // suspended reports whether the instance asks not to be reconciled: either
