@@ -30,8 +30,7 @@ func (h instanceHandler) OnAdd(obj any, _ bool) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		h.tally.added(u)
 		h.m.observeInstance(u)
-		h.m.heads.arrived(keyOf(u))
-		if !h.m.heads.shown(u) {
+		if h.m.heads.arrived(keyOf(u)) || !h.m.heads.shown(u) {
 			h.m.enqueue(keyOf(u))
 		}
 	}
@@ -45,8 +44,7 @@ func (h instanceHandler) OnUpdate(oldObj, newObj any) {
 	}
 	h.tally.updated(o, n)
 	h.m.observeInstance(n)
-	h.m.heads.arrived(keyOf(n))
-	if metaChanged(o, n) && !h.m.heads.shown(n) {
+	if h.m.heads.arrived(keyOf(n)) || metaChanged(o, n) && !h.m.heads.shown(n) {
 		h.m.enqueue(keyOf(n))
 	}
 }

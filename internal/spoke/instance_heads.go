@@ -17,34 +17,33 @@ import (
 // writes many such instances held back every other instance of the kind,
 // in every namespace: by up to 3.2 s in the hostile corpus (issue 23),
 // while the API server showed the change at once to a watch of that one
-// instance. So the runtime
-// also watches each instance kind through a metadata-only informer, whose
-// events carry only the metadata whatever the body's size: its events
-// start reconciles, and a reconcile that finds the full informer behind
-// what the metadata showed waits for it at most
-// Options.InstanceCatchUp, then reads the instance from the API server
-// itself (the wait holds the reconcile's worker, out of its namespace's
-// share). A large instance then costs its own reconcile a read; a small
-// one on a quiet cluster costs nothing more, since the full informer is
-// not behind. The full informer still starts reconciles of changes the
+// instance. So the runtime also watches each instance kind through a
+// metadata-only informer, whose events carry only the metadata whatever
+// the body's size, and its events start reconciles. A reconcile that finds
+// the full informer behind what the metadata showed gives its worker back
+// and is started again when the full informer delivers the instance, or
+// after Options.InstanceCatchUp, when it reads the instance from the API
+// server itself. A large instance then costs its own reconcile a read; a
+// small one on a quiet cluster costs nothing more, since the full informer
+// is not behind. The full informer still starts reconciles of changes the
 // metadata informer did not show (a metadata watch that fails), so it
 // alone keeps everything working, as before.
 
 var _ toolscache.ResourceEventHandler = instanceHeadHandler{}
 
 // instanceHeads is what the metadata-only instance watch last showed of
-// each instance (its "head"), and the reconciles waiting for the full
-// informer to catch up with it.
+// each instance (its "head"), and since when a reconcile of each instance
+// has been waiting for the full informer to catch up with it.
 type instanceHeads struct {
 	mu      sync.Mutex
 	heads   map[types.NamespacedName]*metav1.PartialObjectMetadata
-	waiters map[types.NamespacedName]chan struct{}
+	pending map[types.NamespacedName]time.Time
 }
 
 func newInstanceHeads() *instanceHeads {
 	return &instanceHeads{
 		heads:   map[types.NamespacedName]*metav1.PartialObjectMetadata{},
-		waiters: map[types.NamespacedName]chan struct{}{},
+		pending: map[types.NamespacedName]time.Time{},
 	}
 }
 
@@ -61,6 +60,7 @@ func (x *instanceHeads) gone(key types.NamespacedName) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	delete(x.heads, key)
+	delete(x.pending, key)
 }
 
 // head is what the metadata watch last showed of key, nil if nothing.
@@ -89,36 +89,33 @@ func (x *instanceHeads) showing(u *unstructured.Unstructured) *unstructured.Unst
 	return u
 }
 
-// arrived wakes the reconciles waiting for the full informer to deliver
-// key.
-func (x *instanceHeads) arrived(key types.NamespacedName) {
+// arrived reports whether a reconcile of key waits for the full informer
+// to deliver it: its handler then starts that reconcile again.
+func (x *instanceHeads) arrived(key types.NamespacedName) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if ch, ok := x.waiters[key]; ok {
-		close(ch)
-		delete(x.waiters, key)
-	}
+	_, ok := x.pending[key]
+	return ok
 }
 
-// next returns a channel closed when the full informer next delivers key.
-func (x *instanceHeads) next(key types.NamespacedName) <-chan struct{} {
+// await notes that a reconcile of key found the full informer behind, and
+// returns since when one has.
+func (x *instanceHeads) await(key types.NamespacedName) time.Time {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	ch, ok := x.waiters[key]
+	since, ok := x.pending[key]
 	if !ok {
-		ch = make(chan struct{})
-		x.waiters[key] = ch
+		since = time.Now()
+		x.pending[key] = since
 	}
-	return ch
+	return since
 }
 
-// unwait drops ch, if it is still key's, when its reconcile stops waiting.
-func (x *instanceHeads) unwait(key types.NamespacedName, ch <-chan struct{}) {
+// settle ends key's wait: the reconcile has what it needs.
+func (x *instanceHeads) settle(key types.NamespacedName) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if cur, ok := x.waiters[key]; ok && (<-chan struct{})(cur) == ch {
-		delete(x.waiters, key)
-	}
+	delete(x.pending, key)
 }
 
 // behind reports whether u, what the full informer (or our own write)
@@ -176,37 +173,24 @@ func (h instanceHeadHandler) OnDelete(obj any) {
 
 // catchUp returns the instance under key as fresh as the metadata watch
 // showed it: cached (from the full informer, or our own newer write) if
-// it is not behind, else the full informer's copy once it arrives within
-// Options.InstanceCatchUp, else a read from the API server. A nil cached
-// means the full informer does not hold key; the result is then nil if
-// the metadata watch does not either.
-func (r reconciler) catchUp(key types.NamespacedName, cached *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// it is not behind. Else it asks, without holding the worker, to come
+// back after what is left of Options.InstanceCatchUp (the full
+// informer's delivery of key starts the reconcile sooner: handlers.go);
+// once that has passed, it reads the instance from the API server. A nil
+// cached means the full informer does not hold key; the result is then
+// nil if the metadata watch does not either.
+func (r reconciler) catchUp(key types.NamespacedName, cached *unstructured.Unstructured) (*unstructured.Unstructured, time.Duration, error) {
 	m := r.m
-	head := m.heads.head(key)
-	if !behind(cached, head) {
-		return cached, nil
+	if !behind(cached, m.heads.head(key)) {
+		m.heads.settle(key)
+		return cached, 0, nil
 	}
-	timer := time.NewTimer(m.c.opts.InstanceCatchUp)
-	defer timer.Stop()
-	for {
-		arrived := m.heads.next(key)
-		u, err := r.cached(key)
-		if err != nil {
-			return nil, err
-		}
-		if !behind(u, head) {
-			return u, nil
-		}
-		select {
-		case <-arrived:
-		case <-timer.C:
-			m.heads.unwait(key, arrived)
-			return r.live(key)
-		case <-m.ctx.Done():
-			m.heads.unwait(key, arrived)
-			return nil, m.ctx.Err()
-		}
+	if left := m.c.opts.InstanceCatchUp - time.Since(m.heads.await(key)); left > 0 {
+		return nil, left, nil
 	}
+	m.heads.settle(key)
+	u, err := r.live(key)
+	return u, 0, err
 }
 
 // live reads the instance from the API server. The copy is not kept: an

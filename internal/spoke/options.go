@@ -38,9 +38,10 @@ const (
 	// DefaultOrphanGrace is how long, by default, a child whose instance
 	// is gone is left before it is deleted (orphans.go).
 	DefaultOrphanGrace = 30 * time.Second
-	// DefaultInstanceCatchUp is how long, by default, a reconcile waits for
-	// the instance informer to deliver what the metadata-only instance
-	// watch already showed, before it reads the instance itself.
+	// DefaultInstanceCatchUp is how long, by default, a reconcile is put
+	// off waiting for the instance informer to deliver what the
+	// metadata-only instance watch already showed, before it reads the
+	// instance itself.
 	DefaultInstanceCatchUp = 100 * time.Millisecond
 )
 
@@ -73,10 +74,10 @@ type Options struct {
 	// after another.
 	ItemConcurrency int
 	// InstanceCatchUp is how long a reconcile started by the metadata-only
-	// instance watch waits for the instance informer, whose events carry
-	// whole instances and so may lag behind a tenant's large ones, to
-	// deliver the version it was started for; then it reads the instance
-	// from the API server (one request). Defaults to
+	// instance watch is put off (without holding a worker) waiting for the
+	// instance informer, whose events carry whole instances and so may lag
+	// behind a tenant's large ones, to deliver the version it was started
+	// for; then it reads the instance from the API server (one request). Defaults to
 	// DefaultInstanceCatchUp; a negative value starts no metadata-only
 	// instance watch, and reconciles wait for the instance informer
 	// however late it is (one watch less per graph and cluster).

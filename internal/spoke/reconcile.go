@@ -43,7 +43,10 @@ func (r reconciler) reconcile(key types.NamespacedName) (time.Duration, error) {
 	if m.ctx.Err() != nil {
 		return 0, nil
 	}
-	inst, err := r.instance(key)
+	inst, wait, err := r.instance(key)
+	if err == nil && inst == nil {
+		return wait, nil // the cache is catching up (instance_heads.go)
+	}
 	if apierrors.IsNotFound(err) {
 		m.forgetInstance(key, "")
 		return 0, nil
@@ -83,20 +86,24 @@ func (r reconciler) release(inst *unstructured.Unstructured) (time.Duration, err
 }
 
 // instance reads the instance from the cache, or our own newer copy, as
-// fresh as the metadata watch showed it (instance_heads.go).
-func (r reconciler) instance(key types.NamespacedName) (*unstructured.Unstructured, error) {
+// fresh as the metadata watch showed it (instance_heads.go). While the
+// cache catches up it returns no instance and how long to wait.
+func (r reconciler) instance(key types.NamespacedName) (*unstructured.Unstructured, time.Duration, error) {
 	m := r.m
 	u, err := r.cached(key)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if u, err = r.catchUp(key, u); err != nil {
-		return nil, err
+	u, wait, err := r.catchUp(key, u)
+	switch {
+	case err != nil:
+		return nil, 0, err
+	case wait > 0:
+		return nil, wait, nil
+	case u == nil:
+		return nil, 0, apierrors.NewNotFound(schema.GroupResource{Group: m.g.Instance.GVK.Group, Resource: m.g.Instance.Plural}, key.Name)
 	}
-	if u == nil {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Group: m.g.Instance.GVK.Group, Resource: m.g.Instance.Plural}, key.Name)
-	}
-	return m.withDefaults(u), nil
+	return m.withDefaults(u), 0, nil
 }
 
 // cached is the instance the full informer holds, or our own newer copy;
