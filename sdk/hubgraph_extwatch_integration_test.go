@@ -1,0 +1,124 @@
+//go:build integration
+
+package sdk_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var feedGVK = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "Feed"}
+
+// feedRGD reads, on spoke-1, one ConfigMap by name and the ConfigMaps
+// labelled for the instance by selector, and copies what it read into a
+// child on spoke-2.
+const feedRGD = `
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: feed
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Feed
+    spec:
+      source: string
+  resources:
+  - id: source
+    target:
+      cluster:
+        name: spoke-1
+    externalRef:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.spec.source}
+  - id: peers
+    target:
+      cluster:
+        name: spoke-1
+    externalRef:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        selector:
+          matchLabels:
+            feed: ${schema.metadata.name}
+  - id: copy
+    target:
+      cluster:
+        name: spoke-2
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name}-copy
+      data:
+        value: ${source.data.value}
+        peers: ${peers.map(p, p.metadata.name).join(",")}
+`
+
+// A hub instance reads externalRefs on spoke-1 (by name and by selector)
+// and writes what it read on spoke-2. With a resync of an hour, only a
+// watch of what the references read can bring a change on spoke-1 to
+// spoke-2 within the test's wait: an update of the object read by name,
+// an object joining, changing in, leaving (by its labels) and deleted
+// from the selection, and an object by name deleted then created again.
+func TestHubGraphWatchesExternalRefsInOtherClusters(t *testing.T) {
+	t.Parallel()
+	opts := meshOnly()
+	opts.InstanceResync = time.Hour
+	f, h, _ := startHubGraphFleet(t, opts)
+	ctx := context.Background()
+	spoke1 := f.spokes["spoke-1"]
+	source := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "source"}, Data: map[string]string{"value": "v1"}}
+	require.NoError(t, spoke1.Create(ctx, source))
+	peer := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{"feed": "reader"}}}
+	}
+	require.NoError(t, spoke1.Create(ctx, peer("peer-a")))
+	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, feedRGD)))
+	createWhenServed(t, f.hub, instance(feedGVK, "reader", map[string]any{"source": "source"}))
+	f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v1", "peers": "peer-a"})
+	requireState(t, f.hub, feedGVK, "reader", "ACTIVE")
+
+	update := func(name string, change func(cm *corev1.ConfigMap)) {
+		t.Helper()
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			cm, err := f.configMap("spoke-1", name)
+			require.NoError(ct, err)
+			change(cm)
+			require.NoError(ct, spoke1.Update(ctx, cm))
+		}, wait, tick)
+	}
+
+	t.Run("an update of the object read by name", func(t *testing.T) {
+		update("source", func(cm *corev1.ConfigMap) { cm.Data["value"] = "v2" })
+		f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v2", "peers": "peer-a"})
+	})
+
+	t.Run("objects joining, leaving and deleted from a selection", func(t *testing.T) {
+		require.NoError(t, spoke1.Create(ctx, peer("peer-b")))
+		f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v2", "peers": "peer-a,peer-b"})
+		update("peer-a", func(cm *corev1.ConfigMap) { cm.Labels = nil })
+		f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v2", "peers": "peer-b"})
+		require.NoError(t, spoke1.Delete(ctx, peer("peer-b")))
+		f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v2", "peers": ""})
+	})
+
+	t.Run("the object read by name deleted and created again", func(t *testing.T) {
+		require.NoError(t, spoke1.Delete(ctx, source.DeepCopy()))
+		requireState(t, f.hub, feedGVK, "reader", "IN_PROGRESS")
+		again := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "source"}, Data: map[string]string{"value": "v3"}}
+		require.NoError(t, spoke1.Create(ctx, again))
+		f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v3", "peers": ""})
+		requireState(t, f.hub, feedGVK, "reader", "ACTIVE")
+	})
+}
