@@ -1,6 +1,7 @@
 package hubgraph
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -9,8 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
-
 
 func byName(cluster, ns, name, rv string) extRef {
 	r := extRef{cluster: cluster, gvk: cmGVK, namespace: ns, name: name}
@@ -112,4 +115,64 @@ func TestExternalUsesFollowTheLastEvaluation(t *testing.T) {
 	assert.Empty(t, x.uses)
 	assert.Empty(t, x.index)
 	assert.Empty(t, x.refs)
+}
+
+// fakeInformer counts the handlers removed from it.
+type fakeInformer struct {
+	cache.Informer
+	removed int
+}
+
+func (f *fakeInformer) RemoveEventHandler(toolscache.ResourceEventHandlerRegistration) error {
+	f.removed++
+	return nil
+}
+
+// engagedClusters engages the clusters of its map (each told apart by
+// its address).
+type engagedClusters struct {
+	Clusters
+	engaged map[string]cluster.Cluster
+}
+
+func (f engagedClusters) Cluster(_ context.Context, name string) (cluster.Cluster, error) {
+	if cl := f.engaged[name]; cl != nil {
+		return cl, nil
+	}
+	return nil, fmt.Errorf("cluster %q is not engaged", name)
+}
+
+// A watch's handler is removed when no instance reads that (cluster,
+// kind) any more, and when its cluster leaves or is engaged anew: then
+// the instances that read there are requeued.
+func TestExternalWatchesGoWithTheirReadersAndClusters(t *testing.T) {
+	spoke1, spoke2, spoke2Again := &fakeCluster{}, &fakeCluster{}, &fakeCluster{}
+	fc := engagedClusters{engaged: map[string]cluster.Cluster{"spoke-1": spoke1, "spoke-2": spoke2}}
+	x := newExternals(fc, nil)
+	a, b := keyOf("ns", "a"), keyOf("ns", "b")
+	x.set(a, []extRef{byName("spoke-1", "ns", "cfg", "1"), byName("", "ns", "cfg", "1")})
+	x.set(b, []extRef{byName("spoke-2", "ns", "cfg", "1")})
+	infs := map[watchKey]*fakeInformer{}
+	for k, cl := range map[watchKey]cluster.Cluster{
+		{cluster: "spoke-1", gvk: cmGVK}: spoke1, {cluster: "spoke-2", gvk: cmGVK}: spoke2, {cluster: "", gvk: cmGVK}: &fakeCluster{},
+	} {
+		infs[k] = &fakeInformer{}
+		x.watches[k] = &extWatch{cl: cl, informer: infs[k]}
+	}
+
+	assert.Empty(t, x.departed(context.Background()), "every cluster is engaged as it was")
+
+	x.set(a, []extRef{byName("", "ns", "cfg", "1")}) // a reads spoke-1 no more
+	assert.Equal(t, 1, infs[watchKey{cluster: "spoke-1", gvk: cmGVK}].removed)
+	assert.NotContains(t, x.watches, watchKey{cluster: "spoke-1", gvk: cmGVK})
+
+	fc.engaged["spoke-2"] = spoke2Again // left and came back: a new cache
+	assert.Equal(t, []types.NamespacedName{b}, x.departed(context.Background()))
+	assert.Equal(t, 1, infs[watchKey{cluster: "spoke-2", gvk: cmGVK}].removed)
+	assert.NotContains(t, x.watches, watchKey{cluster: "spoke-2", gvk: cmGVK})
+
+	delete(fc.engaged, "spoke-2")
+	assert.Empty(t, x.departed(context.Background()), "nothing is watched there any more")
+	assert.Contains(t, x.watches, watchKey{cluster: "", gvk: cmGVK}, "the hub's own never leaves")
+	assert.Equal(t, 0, infs[watchKey{cluster: "", gvk: cmGVK}].removed)
 }
