@@ -10,8 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 var feedGVK = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "Feed"}
@@ -30,6 +33,7 @@ spec:
     kind: Feed
     spec:
       source: string
+      sourceNamespace: string | default="default"
   resources:
   - id: source
     target:
@@ -40,6 +44,7 @@ spec:
       kind: ConfigMap
       metadata:
         name: ${schema.spec.source}
+        namespace: ${schema.spec.sourceNamespace}
   - id: peers
     target:
       cluster:
@@ -71,10 +76,12 @@ spec:
 // spoke-2 within the test's wait: an update of the object read by name,
 // an object joining, changing in, leaving (by its labels) and deleted
 // from the selection, and an object by name deleted then created again.
+// ConfineToNamespace still refuses a reference into another namespace.
 func TestHubGraphWatchesExternalRefsInOtherClusters(t *testing.T) {
 	t.Parallel()
 	opts := meshOnly()
 	opts.InstanceResync = time.Hour
+	opts.ConfineToNamespace = true
 	f, h, _ := startHubGraphFleet(t, opts)
 	ctx := context.Background()
 	spoke1 := f.spokes["spoke-1"]
@@ -120,5 +127,20 @@ func TestHubGraphWatchesExternalRefsInOtherClusters(t *testing.T) {
 		require.NoError(t, spoke1.Create(ctx, again))
 		f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v3", "peers": ""})
 		requireState(t, f.hub, feedGVK, "reader", "ACTIVE")
+	})
+
+	t.Run("a reference outside the instance's namespace is still refused", func(t *testing.T) {
+		createWhenServed(t, f.hub, instance(feedGVK, "outsider", map[string]any{"source": "source", "sourceNamespace": "kube-system"}))
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(feedGVK)
+			require.NoError(ct, f.hub.Get(ctx, client.ObjectKey{Namespace: "default", Name: "outsider"}, u))
+			c := condition(u, "ResourcesReady")
+			require.NotNil(ct, c)
+			assert.Equal(ct, "OutsideNamespace", c["reason"])
+			assert.Contains(ct, c["message"], "kube-system")
+		}, wait, tick)
+		_, err := f.configMap("spoke-2", "outsider-copy")
+		assert.True(t, apierrors.IsNotFound(err), "nothing written from a refused reference: %v", err)
 	})
 }
