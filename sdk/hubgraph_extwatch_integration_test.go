@@ -4,6 +4,8 @@ package sdk_test
 
 import (
 	"context"
+	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/sdk"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 var feedGVK = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "Feed"}
@@ -143,4 +149,98 @@ func TestHubGraphWatchesExternalRefsInOtherClusters(t *testing.T) {
 		_, err := f.configMap("spoke-2", "outsider-copy")
 		assert.True(t, apierrors.IsNotFound(err), "nothing written from a refused reference: %v", err)
 	})
+}
+
+// readCounts counts the GETs made through the configs it wraps, by cluster
+// and URL path.
+type readCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *readCounts) config(cfg *rest.Config, cluster string) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodGet {
+				r.mu.Lock()
+				r.n[cluster+" "+req.URL.Path]++
+				r.mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	return cfg
+}
+
+func (r *readCounts) get(cluster, path string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[cluster+" "+path]
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Watching what an externalRef read brings nothing back by itself: an
+// ACTIVE reader reads its reference no more until the object changes (no
+// loop through its own watch); then it reads it again and follows it.
+// That the watch's first list and the version read requeue nothing is
+// TestExternalReadersByName's (internal/hubgraph): here the instance's
+// first reconciles hide it.
+func TestHubGraphExternalRefWatchEchoesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fleet := sharedFleet(t)
+	reads := &readCounts{n: map[string]int{}}
+	provider := fgtesting.NewProvider()
+	spokes := map[string]client.Client{}
+	for _, s := range fleet.Spokes() {
+		require.NoError(t, provider.AddConfig(ctx, s.Name, reads.config(s.Config, s.Name)))
+		spokes[s.Name] = newClient(t, s.Config)
+	}
+	rgd, gvk := renamedRGD(rgdFromString(t, feedRGD), "quiet-feed", "QuietFeed")
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, InstanceResync: time.Hour})
+	hub := newClient(t, fleet.Hub.Config)
+	ns := "quiet-feeds"
+	for _, c := range append([]client.Client{hub}, spokes["spoke-1"], spokes["spoke-2"]) {
+		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
+	}
+	source := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "quiet-source"}, Data: map[string]string{"value": "v1"}}
+	require.NoError(t, spokes["spoke-1"].Create(ctx, source))
+	require.NoError(t, h.RegisterGraph(ctx, rgd))
+	reader := instance(gvk, "quiet", map[string]any{"source": "quiet-source", "sourceNamespace": ns})
+	reader.SetNamespace(ns)
+	createWhenServed(t, hub, reader)
+	copyData := func(ct *assert.CollectT) map[string]string {
+		cm := &corev1.ConfigMap{}
+		require.NoError(ct, spokes["spoke-2"].Get(ctx, client.ObjectKey{Namespace: ns, Name: "quiet-copy"}, cm))
+		return cm.Data
+	}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, map[string]string{"value": "v1", "peers": ""}, copyData(ct))
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		require.NoError(ct, hub.Get(ctx, client.ObjectKey{Namespace: ns, Name: "quiet"}, u))
+		state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+		assert.Equal(ct, "ACTIVE", state)
+	}, wait, tick)
+
+	path := "/api/v1/namespaces/" + ns + "/configmaps/quiet-source"
+	before := reads.get("spoke-1", path)
+	require.Positive(t, before, "the reference is read live")
+	assert.Never(t, func() bool { return reads.get("spoke-1", path) != before }, 3*time.Second, tick,
+		"an ACTIVE reader is not brought back by its own watch")
+
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		cm := &corev1.ConfigMap{}
+		require.NoError(ct, spokes["spoke-1"].Get(ctx, client.ObjectKeyFromObject(source), cm))
+		cm.Data["value"] = "v2"
+		require.NoError(ct, spokes["spoke-1"].Update(ctx, cm))
+	}, wait, tick)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, map[string]string{"value": "v2", "peers": ""}, copyData(ct))
+	}, wait, tick)
+	assert.Greater(t, reads.get("spoke-1", path), before, "the change was read")
 }
