@@ -47,6 +47,14 @@
 // spoke runtime) requeues the owning hub instance when one of its children
 // changes or goes, which repairs drift and re-evaluates readyWhen.
 //
+// External references are read live, and what they read is watched
+// (external_refs.go, external_watch.go): each instance's last evaluation
+// records its references and the versions it saw, and a handler per
+// (cluster, kind) on the same metadata informers requeues the instances
+// whose view of an object changed. Memory follows the instances (one entry
+// per externalRef node, a bounded number of versions each), and a handler
+// goes when nothing reads there or its cluster leaves the fleet.
+//
 // # Our own writes bring nothing back
 //
 // The echo of the hub's own writes would otherwise reconcile every

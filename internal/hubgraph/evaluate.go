@@ -59,6 +59,9 @@ type outcome struct {
 	// other resources wait without calling them again, and only what
 	// depends on them waits too.
 	down map[string]error
+	// refs are the external references read (or looked for), for the
+	// watches (externals.set).
+	refs []extRef
 }
 
 // Reasons in conditions.
@@ -77,6 +80,8 @@ type evaluator struct {
 	rt    *Runtime
 	g     *graph.Graph
 	apply *applier
+	// refs watches what external references read (external_refs.go).
+	refs *externals
 }
 
 // maxNodesAtOnce bounds how many nodes of one level one reconcile
@@ -99,6 +104,8 @@ type nodeResult struct {
 	desired []childID
 	// down are the clusters found unreachable, with their errors.
 	down map[string]error
+	// refs are the external references it read.
+	refs []extRef
 }
 
 // evaluate walks the graph level by level for inst: a node runs once its
@@ -173,6 +180,7 @@ func (o *outcome) merge(n *graph.Node, r *nodeResult) {
 	for _, id := range r.desired {
 		o.desired[id] = true
 	}
+	o.refs = append(o.refs, r.refs...)
 	for name, err := range r.down {
 		if o.down[name] == nil {
 			o.down[name] = err
@@ -366,7 +374,8 @@ func evalFailure(err error) nodeResult {
 	return r
 }
 
-// external reads an externalRef in its cluster.
+// external reads an externalRef in its cluster, live, and watches what
+// it read (external_watch.go): a change there requeues the instance.
 func (e *evaluator) external(o *outcome, inst *unstructured.Unstructured, n *graph.Node, name string, cl cluster.Cluster) nodeResult {
 	ref, err := n.Ref(o.ctx, o.vals)
 	if err != nil {
@@ -385,19 +394,48 @@ func (e *evaluator) external(o *outcome, inst *unstructured.Unstructured, n *gra
 		r.reason = reasonOutsideNamespace
 		return r
 	}
+	read := extRef{cluster: name, gvk: ref.GVK, namespace: ns, name: ref.Name}
+	if ref.Selector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(ref.Selector)
+		if err != nil {
+			return evalFailure(err)
+		}
+		read.name, read.selector = "", sel
+	}
 	cctx, cancel := e.rt.callCtx(o.ctx)
 	defer cancel()
-	if ref.Selector != nil {
-		return e.externalList(cctx, o, n, name, cl, ref, ns)
+	var r nodeResult
+	if read.selector != nil {
+		r = e.externalList(cctx, o, n, name, cl, &read)
+	} else {
+		r = e.externalGet(cctx, o, n, name, cl, &read)
 	}
+	if _, down := r.down[name]; down {
+		return r // not watched: its next evaluation, when it answers, is
+	}
+	key := keyOf(inst.GetNamespace(), inst.GetName())
+	e.refs.note(key, read)
+	r.refs = []extRef{read}
+	if err := e.refs.ensure(cctx, name, cl, ref.GVK); err != nil && r.state == nodeReady {
+		return result(nodeWaiting, fmt.Errorf("externalRef %s: %w", ref.GVK.Kind, err))
+	}
+	return r
+}
+
+// externalGet reads an externalRef by name, and notes in read what it saw.
+func (e *evaluator) externalGet(ctx context.Context, o *outcome, n *graph.Node, name string, cl cluster.Cluster, read *extRef) nodeResult {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(ref.GVK)
-	if err := cl.GetAPIReader().Get(cctx, keyOf(ns, ref.Name), u); err != nil {
+	u.SetGroupVersionKind(read.gvk)
+	if err := cl.GetAPIReader().Get(ctx, keyOf(read.namespace, read.name), u); err != nil {
 		if unreachable(err) {
 			return unreachableAt(name, err)
 		}
-		return result(nodeWaiting, fmt.Errorf("externalRef %s %s in %s: %w", ref.GVK.Kind, ref.Name, displayName(name), err))
+		if !apierrors.IsNotFound(err) {
+			read.partial = true
+		}
+		return result(nodeWaiting, fmt.Errorf("externalRef %s %s in %s: %w", read.gvk.Kind, read.name, displayName(name), err))
 	}
+	read.sawObject(keyOf(u.GetNamespace(), u.GetName()), u.GetResourceVersion())
 	r := e.readiness(o, n, []any{u.Object})
 	r.value, r.set = u.Object, true
 	return r
@@ -419,20 +457,22 @@ func defaultNamespace(inst *unstructured.Unstructured) string {
 	return "default"
 }
 
-// externalList reads an externalRef by label selector.
-func (e *evaluator) externalList(ctx context.Context, o *outcome, n *graph.Node, name string, cl cluster.Cluster, ref graph.ExternalRef, ns string) nodeResult {
-	sel, err := metav1.LabelSelectorAsSelector(ref.Selector)
-	if err != nil {
-		return evalFailure(err)
-	}
+// externalList reads an externalRef by label selector, and notes in read
+// what it saw.
+func (e *evaluator) externalList(ctx context.Context, o *outcome, n *graph.Node, name string, cl cluster.Cluster, read *extRef) nodeResult {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(ref.GVK.GroupVersion().WithKind(ref.GVK.Kind + "List"))
-	if err := cl.GetAPIReader().List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return result(nodeWaiting, fmt.Errorf("externalRef %s in %s: %w", ref.GVK.Kind, displayName(name), err))
+	list.SetGroupVersionKind(read.gvk.GroupVersion().WithKind(read.gvk.Kind + "List"))
+	if err := cl.GetAPIReader().List(ctx, list, client.InNamespace(read.namespace), client.MatchingLabelsSelector{Selector: read.selector}); err != nil {
+		if unreachable(err) {
+			return unreachableAt(name, err)
+		}
+		read.partial = true
+		return result(nodeWaiting, fmt.Errorf("externalRef %s in %s: %w", read.gvk.Kind, displayName(name), err))
 	}
 	items := make([]any, 0, len(list.Items))
 	for i := range list.Items {
 		items = append(items, list.Items[i].Object)
+		read.sawObject(keyOf(list.Items[i].GetNamespace(), list.Items[i].GetName()), list.Items[i].GetResourceVersion())
 	}
 	r := e.readiness(o, n, items)
 	r.value, r.set = items, true

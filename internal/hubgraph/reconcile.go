@@ -41,6 +41,7 @@ func (s *server) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	if err := s.rt.hub().GetCache().Get(ctx, req.NamespacedName, inst); err != nil {
 		if apierrors.IsNotFound(err) {
 			s.watches.memory.forgetOwner(req.NamespacedName) // gone: nothing of it is applied again
+			s.externals.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -54,6 +55,7 @@ func (s *server) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		return s.removingReconcile(ctx, inst, mode) // removal.go
 	}
 	if inst.GetDeletionTimestamp() != nil {
+		s.externals.forget(req.NamespacedName) // nothing it reads matters any more
 		return s.finalizer.finalize(ctx, inst)
 	}
 	if suspended(inst) {
@@ -69,6 +71,7 @@ func (s *server) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
 	}
 	o := s.eval.evaluate(ctx, inst, p)
+	s.externals.set(req.NamespacedName, o.refs)
 	pruneErr := s.pruner.prune(ctx, inst, p, o)
 	state, err := s.status.writeStatus(ctx, inst, o, pruneErr)
 	if err != nil {

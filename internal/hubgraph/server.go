@@ -29,8 +29,9 @@ import (
 // of its instances. Each concern of a reconcile is a part of its own, made
 // once by newServer: targets (targets.go), evaluation (evaluate.go),
 // writes (apply.go), pruning (prune.go), deletion (finalize.go), status
-// (status.go) and the watches of the children in the target clusters
-// (watches.go).
+// (status.go), the watches of the children in the target clusters
+// (watches.go) and those of what external references read
+// (external_refs.go).
 type server struct {
 	rt  *Runtime
 	g   *graph.Graph
@@ -62,6 +63,7 @@ type server struct {
 
 	// The parts, made by newServer and never replaced.
 	watches   *watchSet
+	externals *externals
 	targets   *targets
 	eval      *evaluator
 	pruner    *pruner
@@ -79,7 +81,8 @@ func newServer(rt *Runtime, g *graph.Graph, seq int) *server {
 	}
 	s.watches = newWatchSet(&s.owner, newApplyMemory(rt.opts.Resync), &s.instances, s.enqueue)
 	s.targets = &targets{rt: rt, g: g}
-	s.eval = &evaluator{rt: rt, g: g, apply: newApplier(rt, g, &s.owner, s.watches)}
+	s.externals = newExternals(rt.opts.Clusters, s.enqueue)
+	s.eval = &evaluator{rt: rt, g: g, apply: newApplier(rt, g, &s.owner, s.watches), refs: s.externals}
 	s.pruner = &pruner{rt: rt, g: g, owner: &s.owner, watches: s.watches}
 	s.status = &reporter{rt: rt, g: g, writes: s.writes}
 	s.finalizer = &finalizer{rt: rt, g: g, prune: s.pruner, report: s.status, instances: &s.instances}
@@ -90,6 +93,7 @@ func newServer(rt *Runtime, g *graph.Graph, seq int) *server {
 func (s *server) start(ctx context.Context) {
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.watches.ctx = s.ctx
+	s.externals.ctx = s.ctx
 	s.done = make(chan struct{})
 	go func() {
 		defer close(s.done)
@@ -106,6 +110,7 @@ func (s *server) stop() {
 	}
 	s.cancel()
 	s.watches.removeAll()
+	s.externals.removeAll()
 }
 
 // run applies the CRD on the hub, then runs the instances' controller.
@@ -142,6 +147,7 @@ func (s *server) run(ctx context.Context) error {
 	if err := c.Watch(source.Channel(s.events, &handler.EnqueueRequestForObject{})); err != nil {
 		return err
 	}
+	go s.externals.sweep(ctx) // external_watch.go
 	if s.g.UsesFleet() {
 		go watchFleet(ctx, s.rt.opts.Clusters, s.requeueAll) // fleet.go
 	}

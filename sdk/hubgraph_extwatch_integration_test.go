@@ -1,0 +1,246 @@
+//go:build integration
+
+package sdk_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/sdk"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+var feedGVK = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "Feed"}
+
+// feedRGD reads, on spoke-1, one ConfigMap by name and the ConfigMaps
+// labelled for the instance by selector, and copies what it read into a
+// child on spoke-2.
+const feedRGD = `
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: feed
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Feed
+    spec:
+      source: string
+      sourceNamespace: string | default="default"
+  resources:
+  - id: source
+    target:
+      cluster:
+        name: spoke-1
+    externalRef:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.spec.source}
+        namespace: ${schema.spec.sourceNamespace}
+  - id: peers
+    target:
+      cluster:
+        name: spoke-1
+    externalRef:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        selector:
+          matchLabels:
+            feed: ${schema.metadata.name}
+  - id: copy
+    target:
+      cluster:
+        name: spoke-2
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ${schema.metadata.name}-copy
+      data:
+        value: ${source.data.value}
+        peers: ${peers.map(p, p.metadata.name).join(",")}
+`
+
+// A hub instance reads externalRefs on spoke-1 (by name and by selector)
+// and writes what it read on spoke-2. With a resync of an hour, only a
+// watch of what the references read can bring a change on spoke-1 to
+// spoke-2 within the test's wait: an update of the object read by name,
+// an object joining, changing in, leaving (by its labels) and deleted
+// from the selection, and an object by name deleted then created again.
+// ConfineToNamespace still refuses a reference into another namespace.
+func TestHubGraphWatchesExternalRefsInOtherClusters(t *testing.T) {
+	t.Parallel()
+	opts := meshOnly()
+	opts.InstanceResync = time.Hour
+	opts.ConfineToNamespace = true
+	f, h, _ := startHubGraphFleet(t, opts)
+	ctx := context.Background()
+	spoke1 := f.spokes["spoke-1"]
+	source := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "source"}, Data: map[string]string{"value": "v1"}}
+	require.NoError(t, spoke1.Create(ctx, source))
+	peer := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{"feed": "reader"}}}
+	}
+	require.NoError(t, spoke1.Create(ctx, peer("peer-a")))
+	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, feedRGD)))
+	createWhenServed(t, f.hub, instance(feedGVK, "reader", map[string]any{"source": "source"}))
+	f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v1", "peers": "peer-a"})
+	requireState(t, f.hub, feedGVK, "reader", "ACTIVE")
+
+	update := func(name string, change func(cm *corev1.ConfigMap)) {
+		t.Helper()
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			cm, err := f.configMap("spoke-1", name)
+			require.NoError(ct, err)
+			change(cm)
+			require.NoError(ct, spoke1.Update(ctx, cm))
+		}, wait, tick)
+	}
+
+	t.Run("an update of the object read by name", func(t *testing.T) {
+		update("source", func(cm *corev1.ConfigMap) { cm.Data["value"] = "v2" })
+		f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v2", "peers": "peer-a"})
+	})
+
+	t.Run("objects joining, leaving and deleted from a selection", func(t *testing.T) {
+		require.NoError(t, spoke1.Create(ctx, peer("peer-b")))
+		f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v2", "peers": "peer-a,peer-b"})
+		update("peer-a", func(cm *corev1.ConfigMap) { cm.Labels = nil })
+		f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v2", "peers": "peer-b"})
+		require.NoError(t, spoke1.Delete(ctx, peer("peer-b")))
+		f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v2", "peers": ""})
+	})
+
+	t.Run("the object read by name deleted and created again", func(t *testing.T) {
+		require.NoError(t, spoke1.Delete(ctx, source.DeepCopy()))
+		requireState(t, f.hub, feedGVK, "reader", "IN_PROGRESS")
+		again := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "source"}, Data: map[string]string{"value": "v3"}}
+		require.NoError(t, spoke1.Create(ctx, again))
+		f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v3", "peers": ""})
+		requireState(t, f.hub, feedGVK, "reader", "ACTIVE")
+	})
+
+	t.Run("a reference outside the instance's namespace is still refused", func(t *testing.T) {
+		createWhenServed(t, f.hub, instance(feedGVK, "outsider", map[string]any{"source": "source", "sourceNamespace": "kube-system"}))
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(feedGVK)
+			require.NoError(ct, f.hub.Get(ctx, client.ObjectKey{Namespace: "default", Name: "outsider"}, u))
+			c := condition(u, "ResourcesReady")
+			require.NotNil(ct, c)
+			assert.Equal(ct, "OutsideNamespace", c["reason"])
+			assert.Contains(ct, c["message"], "kube-system")
+		}, wait, tick)
+		_, err := f.configMap("spoke-2", "outsider-copy")
+		assert.True(t, apierrors.IsNotFound(err), "nothing written from a refused reference: %v", err)
+	})
+}
+
+// readCounts counts the GETs made through the configs it wraps, by cluster
+// and URL path.
+type readCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *readCounts) config(cfg *rest.Config, cluster string) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodGet {
+				r.mu.Lock()
+				r.n[cluster+" "+req.URL.Path]++
+				r.mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	return cfg
+}
+
+func (r *readCounts) get(cluster, path string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[cluster+" "+path]
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Watching what an externalRef read brings nothing back by itself: an
+// ACTIVE reader reads its reference no more until the object changes (no
+// loop through its own watch); then it reads it again and follows it.
+// That the watch's first list and the version read requeue nothing is
+// TestExternalReadersByName's (internal/hubgraph): here the instance's
+// first reconciles hide it.
+func TestHubGraphExternalRefWatchEchoesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fleet := sharedFleet(t)
+	reads := &readCounts{n: map[string]int{}}
+	provider := fgtesting.NewProvider()
+	spokes := map[string]client.Client{}
+	for _, s := range fleet.Spokes() {
+		require.NoError(t, provider.AddConfig(ctx, s.Name, reads.config(s.Config, s.Name)))
+		spokes[s.Name] = newClient(t, s.Config)
+	}
+	rgd, gvk := renamedRGD(rgdFromString(t, feedRGD), "quiet-feed", "QuietFeed")
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, InstanceResync: time.Hour})
+	hub := newClient(t, fleet.Hub.Config)
+	ns := "quiet-feeds"
+	for _, c := range append([]client.Client{hub}, spokes["spoke-1"], spokes["spoke-2"]) {
+		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
+	}
+	source := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "quiet-source"}, Data: map[string]string{"value": "v1"}}
+	require.NoError(t, spokes["spoke-1"].Create(ctx, source))
+	require.NoError(t, h.RegisterGraph(ctx, rgd))
+	reader := instance(gvk, "quiet", map[string]any{"source": "quiet-source", "sourceNamespace": ns})
+	reader.SetNamespace(ns)
+	createWhenServed(t, hub, reader)
+	copyData := func(ct *assert.CollectT) map[string]string {
+		cm := &corev1.ConfigMap{}
+		require.NoError(ct, spokes["spoke-2"].Get(ctx, client.ObjectKey{Namespace: ns, Name: "quiet-copy"}, cm))
+		return cm.Data
+	}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, map[string]string{"value": "v1", "peers": ""}, copyData(ct))
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		require.NoError(ct, hub.Get(ctx, client.ObjectKey{Namespace: ns, Name: "quiet"}, u))
+		state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+		assert.Equal(ct, "ACTIVE", state)
+	}, wait, tick)
+
+	path := "/api/v1/namespaces/" + ns + "/configmaps/quiet-source"
+	before := reads.get("spoke-1", path)
+	require.Positive(t, before, "the reference is read live")
+	assert.Never(t, func() bool { return reads.get("spoke-1", path) != before }, 3*time.Second, tick,
+		"an ACTIVE reader is not brought back by its own watch")
+
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		cm := &corev1.ConfigMap{}
+		require.NoError(ct, spokes["spoke-1"].Get(ctx, client.ObjectKeyFromObject(source), cm))
+		cm.Data["value"] = "v2"
+		require.NoError(ct, spokes["spoke-1"].Update(ctx, cm))
+	}, wait, tick)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, map[string]string{"value": "v2", "peers": ""}, copyData(ct))
+	}, wait, tick)
+	assert.Greater(t, reads.get("spoke-1", path), before, "the change was read")
+}
