@@ -89,6 +89,7 @@ func startFakeFleetWith(t *testing.T, opts sdk.Options) *sdk.Hub {
 		t.Cleanup(cl.Close)
 	}
 	opts.DisableRGDController = true
+	opts.DisableRollouts = true // the hub cluster is never contacted
 	h, err := sdk.NewHub(provider, opts)
 	require.NoError(t, err)
 	mgr, err := mcmanager.New(&rest.Config{Host: "https://127.0.0.1:1"}, provider, manager.Options{

@@ -34,8 +34,10 @@ const fakeWait = 10 * time.Second
 var fakeWebAppGVK = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "WebApp"}
 
 // startFakeFleet runs a Hub over two fake clusters, a and b, in a
-// multicluster manager whose own cluster is never contacted (the RGD
-// controller is off; graphs are registered from Go).
+// multicluster manager whose own cluster is never contacted: the RGD
+// controller is off (graphs are registered from Go), and so are rollouts,
+// whose GraphRollouts live on the hub cluster (a hub that cannot read them
+// serves no revision until it can).
 func startFakeFleet(t *testing.T) (*sdk.Hub, map[string]*fgtesting.FakeCluster) {
 	t.Helper()
 	h, clusters, _ := startStoppableFakeFleet(t)
@@ -54,7 +56,7 @@ func startStoppableFakeFleet(t *testing.T) (*sdk.Hub, map[string]*fgtesting.Fake
 		t.Cleanup(cl.Close)
 		clusters[name] = cl
 	}
-	h, err := sdk.NewHub(provider, sdk.Options{DisableRGDController: true, DisableSchemaResolver: true})
+	h, err := sdk.NewHub(provider, sdk.Options{DisableRGDController: true, DisableRollouts: true, DisableSchemaResolver: true})
 	require.NoError(t, err)
 	mgr, err := mcmanager.New(&rest.Config{Host: "https://127.0.0.1:1"}, provider, manager.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",

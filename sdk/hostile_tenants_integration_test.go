@@ -768,13 +768,16 @@ func procStatus(field string) (uint64, error) {
 // latencyProbe touches one benign instance's spec every interval and
 // measures, through a watch, the time until its status says that
 // generation was reconciled (the Ready condition's observedGeneration).
-// Every state it sees must be ACTIVE.
+// Every state it sees must be ACTIVE. It also keeps how long the API
+// server took to answer each touch, which is part of every sample and
+// none of the hub's doing: on a loaded machine it is most of the p99.
 type latencyProbe struct {
 	c        client.WithWatch
 	gvk      schema.GroupVersionKind
 	key      types.NamespacedName
 	mu       sync.Mutex
 	samples  []time.Duration
+	writes   []time.Duration
 	inactive []string
 }
 
@@ -814,6 +817,9 @@ func (p *latencyProbe) sample(ctx context.Context, i int) error {
 	if err := p.c.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("touching %s: %w", p.key, err)
 	}
+	p.mu.Lock()
+	p.writes = append(p.writes, time.Since(start))
+	p.mu.Unlock()
 	gen := u.GetGeneration()
 	deadline := time.After(30 * time.Second)
 	for {
@@ -1107,10 +1113,12 @@ func TestHostileTenantsAreStoppedAndOthersKeepWorking(t *testing.T) {
 	for _, p := range benign {
 		p.mu.Lock()
 		n, p50, p99, worst := len(p.samples), percentile(p.samples, 50), percentile(p.samples, 99), percentile(p.samples, 100)
+		w50, w99 := percentile(p.writes, 50), percentile(p.writes, 99)
 		inactive := p.inactive
 		p.mu.Unlock()
-		t.Logf("benign %s %s: %d reconciles after a spec change, p50 %v, p99 %v, max %v",
-			p.gvk.Kind, p.key, n, p50.Round(time.Millisecond), p99.Round(time.Millisecond), worst.Round(time.Millisecond))
+		t.Logf("benign %s %s: %d reconciles after a spec change, p50 %v, p99 %v, max %v; the API server's answer to the change alone: p50 %v, p99 %v",
+			p.gvk.Kind, p.key, n, p50.Round(time.Millisecond), p99.Round(time.Millisecond), worst.Round(time.Millisecond),
+			w50.Round(time.Millisecond), w99.Round(time.Millisecond))
 		assert.Empty(t, inactive, "benign %s must stay ACTIVE and reconciled", p.key)
 		assert.Greater(t, n, 20, "benign %s was measured throughout", p.key)
 		if !raceDetector {

@@ -183,7 +183,9 @@ type Options struct {
 	// DisableRollouts turns off the GraphRollout controller, which installs
 	// the fleetgraph.dev GraphRollout CRD on the hub and rolls revisions out
 	// in waves. Defaults to false: it runs, and a graph without a
-	// GraphRollout reaches every placed cluster at once.
+	// GraphRollout reaches every placed cluster at once. While it cannot
+	// read the GraphRollouts (the hub cluster does not answer), no revision
+	// is served anywhere: set it for a hub with no hub cluster to read.
 	DisableRollouts bool
 	// DisableClusterValues turns off the ClusterValues controller, which
 	// installs the fleetgraph.dev ClusterValues CRD on the hub and gives

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -197,7 +198,9 @@ func (c *Controller) loadUninstalled(ctx context.Context, installErr error) {
 	err := c.tick(ctx)
 	switch {
 	case err == nil:
-	case meta.IsNoMatchError(err):
+	case meta.IsNoMatchError(err), apierrors.IsNotFound(err):
+		// The kind is not served (a list of a resource the server does
+		// not serve is answered 404): no GraphRollout can exist.
 		c.Planner.set(nil)
 	case ctx.Err() == nil:
 		c.Logger.Info("reading GraphRollouts without their CRD installed; decisions wait", "reason", err.Error())

@@ -30,7 +30,9 @@ func (h instanceHandler) OnAdd(obj any, _ bool) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		h.tally.added(u)
 		h.m.observeInstance(u)
-		h.m.enqueue(keyOf(u))
+		if h.m.heads.arrived(keyOf(u)) || !h.m.heads.shown(u) {
+			h.m.enqueue(keyOf(u))
+		}
 	}
 }
 
@@ -42,7 +44,7 @@ func (h instanceHandler) OnUpdate(oldObj, newObj any) {
 	}
 	h.tally.updated(o, n)
 	h.m.observeInstance(n)
-	if instanceChanged(o, n) {
+	if h.m.heads.arrived(keyOf(n)) || metaChanged(o, n) && !h.m.heads.shown(n) {
 		h.m.enqueue(keyOf(n))
 	}
 }
@@ -55,8 +57,8 @@ func (h instanceHandler) OnDelete(obj any) {
 	}
 }
 
-// instanceChanged reports whether an update is one the reconciler must see.
-func instanceChanged(o, n *unstructured.Unstructured) bool {
+// metaChanged reports whether an update is one the reconciler must see.
+func metaChanged(o, n metav1.Object) bool {
 	if o.GetGeneration() != n.GetGeneration() || o.GetUID() != n.GetUID() {
 		return true
 	}

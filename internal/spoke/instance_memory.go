@@ -97,6 +97,18 @@ func (x *instanceMemory) fresher(cached *unstructured.Unstructured) *unstructure
 	return w.obj.DeepCopy()
 }
 
+// ours returns our own last write of the instance under key while it is
+// remembered (the cache has not shown it yet), else nil.
+func (x *instanceMemory) ours(key types.NamespacedName) *unstructured.Unstructured {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	w := x.written[key]
+	if w == nil || time.Since(w.at) > writtenTTL {
+		return nil
+	}
+	return w.obj.DeepCopy()
+}
+
 // ownerOf maps a child's labels to its instance: by UID first (names may be
 // too long for a label value), then by the name labels.
 func (x *instanceMemory) ownerOf(l map[string]string) (types.NamespacedName, bool) {

@@ -35,6 +35,7 @@ import (
 //	                    (shared_handlers.go), watch health (watch_errors.go)
 //	handlers.go         what the watches' events do
 //	instance_memory.go  instanceMemory: UIDs, what the watch delivered, our own writes
+//	instance_heads.go   instanceHeads: what the metadata-only instance watch showed
 //	states.go           instanceStates: each instance's state, for the gauge and the slots
 //	counts.go           the instance tally behind Runtime.Counts
 //	crd.go              crdFollower: the instance watch back soon after the CRD is re-created
@@ -82,6 +83,7 @@ type member struct {
 
 	watches   *watches
 	instances *instanceMemory
+	heads     *instanceHeads
 	states    *instanceStates
 	// tally counts the instances the instance cache holds (counts.go).
 	tally   atomic.Pointer[instanceTally]
@@ -119,6 +121,7 @@ func newMember(c *controller, e *engagement) *member {
 		kinds:      contract.GraphKinds(c.g),
 		graphLabel: contract.LabelValue(c.g.Name),
 		instances:  newInstanceMemory(),
+		heads:      newInstanceHeads(),
 		states:     newInstanceStates(ctx, c.g.Name, e.name.String()),
 		memory:     newApplyMemory(),
 		owned:      newOwnedIndex(),
@@ -167,6 +170,11 @@ func (m *member) open() error {
 	inst.SetGroupVersionKind(m.g.Instance.GVK)
 	if err := m.watches.instances(inst, m.newInstanceHandler()); err != nil {
 		return err
+	}
+	if m.c.opts.InstanceCatchUp > 0 {
+		if err := m.watches.watchHeads(); err != nil {
+			return err
+		}
 	}
 	m.crd.follow()
 	m.orphans.start()

@@ -111,12 +111,12 @@ func TestOurOwnInstanceWritesDoNotRequeue(t *testing.T) {
 	n.SetFinalizers([]string{contract.Finalizer})
 	n.SetAnnotations(map[string]string{contract.AnnotationChildKinds: "v1/ConfigMap"})
 	n.Object["status"] = map[string]any{"state": contract.StateActive}
-	assert.False(t, instanceChanged(o, n))
+	assert.False(t, metaChanged(o, n))
 	n.SetAnnotations(map[string]string{contract.AnnotationReconcile: contract.ReconcileSuspended})
-	assert.True(t, instanceChanged(o, n))
+	assert.True(t, metaChanged(o, n))
 	n = o.DeepCopy()
 	n.SetGeneration(2)
-	assert.True(t, instanceChanged(o, n))
+	assert.True(t, metaChanged(o, n))
 }
 
 func TestOwnedIndexFollowsOwnerChanges(t *testing.T) {

@@ -38,6 +38,11 @@ const (
 	// DefaultOrphanGrace is how long, by default, a child whose instance
 	// is gone is left before it is deleted (orphans.go).
 	DefaultOrphanGrace = 30 * time.Second
+	// DefaultInstanceCatchUp is how long, by default, a reconcile is put
+	// off waiting for the instance informer to deliver what the
+	// metadata-only instance watch already showed, before it reads the
+	// instance itself.
+	DefaultInstanceCatchUp = 100 * time.Millisecond
 )
 
 // GateFunc decides whether a version of a graph may be served on a cluster
@@ -68,6 +73,15 @@ type Options struct {
 	// applies at once. Defaults to DefaultItemConcurrency; 1 applies them one
 	// after another.
 	ItemConcurrency int
+	// InstanceCatchUp is how long a reconcile started by the metadata-only
+	// instance watch is put off (without holding a worker) waiting for the
+	// instance informer, whose events carry whole instances and so may lag
+	// behind a tenant's large ones, to deliver the version it was started
+	// for; then it reads the instance from the API server (one request). Defaults to
+	// DefaultInstanceCatchUp; a negative value starts no metadata-only
+	// instance watch, and reconciles wait for the instance informer
+	// however late it is (one watch less per graph and cluster).
+	InstanceCatchUp time.Duration
 	// FieldManager is the field manager of every write: server-side apply
 	// of children, and patches of instances. Defaults to DefaultFieldManager.
 	FieldManager string
@@ -176,6 +190,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ClusterLabelsPoll == 0 {
 		o.ClusterLabelsPoll = DefaultClusterLabelsPoll
+	}
+	if o.InstanceCatchUp == 0 {
+		o.InstanceCatchUp = DefaultInstanceCatchUp
 	}
 	if o.GateRetryMax <= 0 {
 		o.GateRetryMax = DefaultGateRetryMax

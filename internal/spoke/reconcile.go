@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
@@ -42,7 +43,10 @@ func (r reconciler) reconcile(key types.NamespacedName) (time.Duration, error) {
 	if m.ctx.Err() != nil {
 		return 0, nil
 	}
-	inst, err := r.instance(key)
+	inst, wait, err := r.instance(key)
+	if err == nil && inst == nil {
+		return wait, nil // the cache is catching up (instance_heads.go)
+	}
 	if apierrors.IsNotFound(err) {
 		m.forgetInstance(key, "")
 		return 0, nil
@@ -81,8 +85,31 @@ func (r reconciler) release(inst *unstructured.Unstructured) (time.Duration, err
 	return 0, nil
 }
 
-// instance reads the instance from the cache, or our own newer copy.
-func (r reconciler) instance(key types.NamespacedName) (*unstructured.Unstructured, error) {
+// instance reads the instance from the cache, or our own newer copy, as
+// fresh as the metadata watch showed it (instance_heads.go). While the
+// cache catches up it returns no instance and how long to wait.
+func (r reconciler) instance(key types.NamespacedName) (*unstructured.Unstructured, time.Duration, error) {
+	m := r.m
+	u, err := r.cached(key)
+	if err != nil {
+		return nil, 0, err
+	}
+	u, wait, err := r.catchUp(key, u)
+	switch {
+	case err != nil:
+		return nil, 0, err
+	case wait > 0:
+		return nil, wait, nil
+	case u == nil:
+		return nil, 0, apierrors.NewNotFound(schema.GroupResource{Group: m.g.Instance.GVK.Group, Resource: m.g.Instance.Plural}, key.Name)
+	}
+	return m.withDefaults(u), 0, nil
+}
+
+// cached is the instance the full informer holds, or our own newer copy;
+// if the informer holds none, our own copy of an instance it has not
+// delivered yet while the metadata watch shows that instance, else nil.
+func (r reconciler) cached(key types.NamespacedName) (*unstructured.Unstructured, error) {
 	m := r.m
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(m.g.Instance.GVK)
@@ -90,11 +117,11 @@ func (r reconciler) instance(key types.NamespacedName) (*unstructured.Unstructur
 	defer cancel()
 	if err := m.cl.GetCache().Get(ctx, key, u); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, err
+			return m.heads.showing(m.instances.ours(key)), nil
 		}
 		return nil, fmt.Errorf("reading instance %s: %w", key, err)
 	}
-	return m.withDefaults(m.instances.fresher(u)), nil
+	return m.instances.fresher(u), nil
 }
 
 // suspended reports whether the instance asks not to be reconciled: either
