@@ -92,10 +92,10 @@ func (v *versions) recordLater(rgd *v1alpha1.ResourceGraphDefinition, reg *regis
 	}()
 }
 
-// numbered makes reg, still the registration served under its name, the
-// revision rev, and has the runtime offer it numbered, unless a rollback
-// made it offer another revision (the rollout offers the latest again when
-// the rollback ends).
+// numbered registers reg again as revision rev, if it is still the
+// registration served under its name, and has the runtime offer it
+// numbered, unless a rollback made it offer another revision (the rollout
+// offers the latest again when the rollback ends).
 func (v *versions) numbered(reg *registration, rev int64) {
 	h := v.h
 	name := reg.graph.Name
@@ -103,7 +103,11 @@ func (v *versions) numbered(reg *registration, rev int64) {
 	h.mu.Lock()
 	current := h.graphs[name] == reg
 	if current {
-		reg.revision = rev
+		// A new registration, not a write to reg: others read a
+		// registration's fields after they let go of the lock.
+		numbered := *reg
+		numbered.revision = rev
+		h.graphs[name] = &numbered
 	}
 	h.mu.Unlock()
 	if !current {
