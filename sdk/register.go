@@ -42,11 +42,14 @@ func (r *registrar) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDef
 		return nil, err
 	}
 	start = r.stepSince(rgd.Name, steps.Compile, start)
-	rev := h.versions.record(ctx, rgd)
+	rev, recordErr := h.versions.record(ctx, rgd)
 	start = r.stepSince(rgd.Name, steps.Revision, start)
 	reg := &registration{graph: g, revision: rev, spec: *rgd.Spec.DeepCopy(), allowBreaking: allow, rgd: eventTarget(rgd), source: src}
 	if err := h.add(reg); err != nil {
 		return nil, err
+	}
+	if recordErr != nil {
+		h.versions.recordLater(rgd, reg, recordErr) // numbering.go
 	}
 	if g.IsHubGraph() {
 		return g, h.serveHubGraph(g) // hubgraphs.go

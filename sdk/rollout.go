@@ -181,8 +181,35 @@ func (r *rollouts) gate(ctx context.Context, cluster multicluster.ClusterName, v
 	if err := r.planner.Ready(ctx); err != nil {
 		return err
 	}
-	if err := r.planner.Decide(v.Graph.Name, string(cluster), v.Revision); err != nil {
+	err := r.planner.Decide(v.Graph.Name, string(cluster), v.Revision)
+	if errors.Is(err, rollout.ErrUnnumbered) {
+		err = r.servesNoNumbered(ctx, cluster, v.Graph)
+	}
+	if err != nil {
 		return fmt.Errorf("graph %s revision %d on cluster %q: %w", v.Graph.Name, v.Revision, cluster, err)
+	}
+	return nil
+}
+
+// servesNoNumbered returns nil when the cluster serves no numbered revision
+// of g: neither a version the runtime serves there nor the CRD on the
+// cluster names one. Only such a cluster may take an unnumbered spec that
+// a rollout governs (internal/rollout/unnumbered.go): one on a numbered
+// revision keeps it.
+func (r *rollouts) servesNoNumbered(ctx context.Context, cluster multicluster.ClusterName, g *graph.Graph) error {
+	if v, ok := r.h.runtime.Served(g.Name)[cluster]; ok && v.Revision > 0 {
+		return fmt.Errorf("%w: the cluster serves revision %d", rollout.ErrHeldBack, v.Revision)
+	}
+	e := r.h.cluster(string(cluster))
+	if e == nil {
+		return fmt.Errorf("%w: cluster %q is not engaged", rollout.ErrHeldBack, cluster)
+	}
+	rev, err := revisions.ServedRevision(ctx, e.cl.GetAPIReader(), g.CRD.Name)
+	switch {
+	case err != nil:
+		return fmt.Errorf("reading the revision cluster %q serves: %w", cluster, err)
+	case rev > 0:
+		return fmt.Errorf("%w: the cluster's CRD %s is revision %d", rollout.ErrHeldBack, g.CRD.Name, rev)
 	}
 	return nil
 }
@@ -296,7 +323,14 @@ func (r *rollouts) reconsider(graphName, cluster string, placed bool) {
 		if !placed {
 			return false
 		}
-		return latest.Graph == nil || v != latest || r.planner.Decide(graphName, cluster, v.Revision) == nil
+		if latest.Graph == nil || v != latest {
+			return true
+		}
+		// An unnumbered latest serves a cluster only where it served no
+		// numbered revision (gate): it keeps it while the plan lets a new
+		// revision go there.
+		err := r.planner.Decide(graphName, cluster, v.Revision)
+		return err == nil || errors.Is(err, rollout.ErrUnnumbered)
 	})
 	if placed || latest.Graph == nil {
 		return

@@ -16,8 +16,12 @@ import (
 
 // versions keeps the GraphRevision records of the served specs, through
 // the store the registry holds (registry.revisions, under its lock, which
-// the rollout hooks read too), and is the spoke runtime's fallback.
-type versions struct{ h *Hub }
+// the rollout hooks read too), and is the spoke runtime's fallback. A
+// registration the store failed to number is numbered later (numbering.go).
+type versions struct {
+	h         *Hub
+	numbering numbering
+}
 
 // setup keeps GraphRevision records on the hub cluster, for RGD
 // objects and Go graphs alike, and lets the runtime serve the revision a
@@ -38,26 +42,28 @@ func (v *versions) setup(local manager.Manager) error {
 		if err := revs.Install(ctx); err != nil && ctx.Err() == nil {
 			h.opts.Logger.Info("GraphRevision CRD not installed yet; the first graph tries again", "reason", err.Error())
 		}
+		v.numberUnnumbered() // graphs registered before the store was set (numbering.go)
 		return nil
 	}))
 }
 
-// record returns the revision the hub records for rgd's spec.
-// Without a record (the Hub is not set up yet, or the hub cluster refuses)
-// it is 0: the graph is served unnumbered and a restart cannot find it
-// again.
-func (v *versions) record(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) int64 {
+// record returns the revision the hub records for rgd's spec, and the
+// store's error when it could not record one. Without a record (the Hub is
+// not set up yet, or the hub cluster refuses) it is 0: the graph is served
+// unnumbered, a restart cannot find it again, and a GraphRollout holds it
+// back (internal/rollout/unnumbered.go) until recordLater numbers it.
+func (v *versions) record(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition) (int64, error) {
 	h := v.h
 	revs := h.revisionStore()
 	if revs == nil {
-		return 0
+		return 0, nil
 	}
 	rev, err := revs.Issue(ctx, rgd)
 	if err != nil {
-		h.opts.Logger.Error(err, "graph served without a revision record", "graph", rgd.Name)
-		return 0
+		h.opts.Logger.Error(err, "graph served without a revision record; retrying", "graph", rgd.Name)
+		return 0, err
 	}
-	return rev
+	return rev, nil
 }
 
 // previous is the runtime's fallback: it reads which revision the

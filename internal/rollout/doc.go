@@ -49,4 +49,10 @@
 // the plan allows it there. The wave in progress counts the clusters the
 // status lists and the hub has not engaged yet as unhealthy, for one
 // progress deadline at most.
+//
+// A spec the hub could not number (its revision store failed) is one the
+// rollout can neither judge nor roll back (unnumbered.go): under a
+// GraphRollout it reaches no cluster on a numbered revision, and only the
+// clusters where a new revision may go at once, until the hub records its
+// number and it is rolled out like any other.
 package rollout

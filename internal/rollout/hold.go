@@ -117,9 +117,9 @@ func heldPins(st fgv1alpha1.GraphRolloutStatus) map[string]int64 {
 }
 
 // decideHeld is the decision for revision rev on a held cluster; held is
-// false when no hold pins the cluster (or rev is unnumbered).
+// false when no hold pins the cluster.
 func (p *plan) decideHeld(cluster string, rev int64) (err error, held bool) {
-	if p == nil || rev == 0 {
+	if p == nil {
 		return nil, false
 	}
 	pin, ok := p.held[cluster]

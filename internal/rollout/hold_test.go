@@ -21,7 +21,8 @@ func TestAHoldPinsAClusterWhateverTheRolloutSays(t *testing.T) {
 	p.spec.RollbackTo = 3
 	assert.ErrorIs(t, p.decideOn("c", 3, 0), ErrHeldBack, "a hold wins over a rollback")
 	assert.NoError(t, p.decideOn("a", 3, 1))
-	assert.NoError(t, p.decideOn("c", 0, 0), "unnumbered graphs are only placed")
+	assert.ErrorIs(t, p.decideOn("c", 0, 0), ErrHeldBack, "an unnumbered revision does not pass a hold either")
+	assert.NoError(t, (*plan)(nil).decideOn("c", 0, 0), "unnumbered graphs without a rollout are only placed")
 }
 
 // A hold takes clusters by name or by labels; the pin is what the cluster

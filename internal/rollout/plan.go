@@ -137,11 +137,12 @@ func placedClusters(graphName string, sel *metav1.LabelSelector, hook PlacementF
 	return placed, labelsOf
 }
 
-// decide is the decision for revision rev of a graph on one cluster, given
-// its rollout p (nil: none) and the cluster's wave (placed clusters only).
+// decide is the decision for revision rev (numbered) of a graph on one
+// cluster, given its rollout p (nil: none) and the cluster's wave (placed
+// clusters only).
 func (p *plan) decide(rev int64, wave int32) error {
 	switch {
-	case p == nil || p.target == 0 || rev == 0:
+	case p == nil || p.target == 0:
 		return nil
 	case inWaves(p.spec):
 		return p.decideInWaves(rev, wave)
@@ -169,6 +170,9 @@ func (p *plan) decide(rev int64, wave int32) error {
 // decideOn is decide for the named cluster: one that failed the target
 // does not take it again.
 func (p *plan) decideOn(cluster string, rev int64, wave int32) error {
+	if rev == 0 {
+		return p.decideUnnumbered(cluster, wave) // unnumbered.go
+	}
 	if err, held := p.decideHeld(cluster, rev); held {
 		return err
 	}

@@ -59,7 +59,10 @@ func (p *Planner) Ready(ctx context.Context) error {
 
 // Decide returns nil when revision rev of the named graph may be served on
 // the named cluster now, else ErrNotPlaced, ErrHeldBack or ErrNotLoaded
-// (wrapped, with the reason). Revision 0 (unnumbered) is only placed.
+// (wrapped, with the reason). Revision 0 (unnumbered) is only placed when
+// no GraphRollout governs the graph; under one it is ErrHeldBack, or
+// ErrUnnumbered where it may reach a cluster that serves no numbered
+// revision (unnumbered.go).
 func (p *Planner) Decide(graphName, cluster string, rev int64) error {
 	pl, wave, err := p.locate(graphName, cluster)
 	if err != nil {

@@ -37,7 +37,7 @@ func step(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64, waves map[
 	evs := takeApproval(now, ro)
 	switch {
 	case target == 0:
-		st.Message = fmt.Sprintf("graph %q is not registered", spec.Graph)
+		st.Message = fmt.Sprintf("graph %q is not registered, or its latest spec has no revision number yet (the hub retries recording it)", spec.Graph)
 		return nil
 	case st.TargetRevision == 0:
 		// First sight: what serves now is taken as rolled out; the next
