@@ -46,11 +46,17 @@ func TestValidateAgreesWithTheCompilerOnTheCorpus(t *testing.T) {
 	require.NoError(t, err)
 	ext, err := apiextensionsclient.NewForConfig(fleet.Hub.Config)
 	require.NoError(t, err)
-	for _, crd := range crds {
+	// The RGD CRD too: admission is the first step of every verdict, and
+	// no other test may have installed it yet (they run in any order).
+	rgdCRD, err := v1alpha1.CRD()
+	require.NoError(t, err)
+	for _, crd := range append(crds, rgdCRD) {
 		_, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{})
 		require.NoError(t, client0(err))
 	}
 	res, err := resolver.NewForConfig(fleet.Hub.Config, resolver.Options{})
+	require.NoError(t, err)
+	dyn, err := dynamic.NewForConfig(fleet.Hub.Config)
 	require.NoError(t, err)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		res.Reset()
@@ -58,9 +64,9 @@ func TestValidateAgreesWithTheCompilerOnTheCorpus(t *testing.T) {
 			_, err := res.ResolveSchema(schema.GroupVersionKind{Group: crd.Spec.Group, Version: crd.Spec.Versions[0].Name, Kind: crd.Spec.Names.Kind})
 			assert.NoError(ct, err)
 		}
-	}, wait, tick, "the corpus's custom kinds are in the hub's OpenAPI")
-	dyn, err := dynamic.NewForConfig(fleet.Hub.Config)
-	require.NoError(t, err)
+		_, err := dyn.Resource(rgdResource).List(ctx, metav1.ListOptions{Limit: 1})
+		assert.NoError(ct, err, "the hub serves ResourceGraphDefinitions")
+	}, wait, tick, "the corpus's custom kinds are in the hub's OpenAPI, and RGDs are served")
 	ref := reference{dyn: dyn, ext: ext, res: res}
 
 	files, err := filepath.Glob(filepath.Join(corpusDir, "*.yaml"))
