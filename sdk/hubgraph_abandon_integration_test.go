@@ -69,14 +69,7 @@ func TestHubGraphAbandonsAnUnreachableTargetAfterItsGrace(t *testing.T) {
 	_, err = f.configMap("spoke-1", "gone-db")
 	assert.True(t, apierrors.IsNotFound(err), "db on the healthy spoke is deleted: %v", err)
 
-	events := &corev1.EventList{}
-	require.NoError(t, f.hub.List(ctx, events, client.InNamespace("default")))
-	var abandoned []string
-	for _, e := range events.Items {
-		if e.Reason == "ChildrenAbandoned" && e.InvolvedObject.Name == "gone" {
-			abandoned = append(abandoned, e.Message)
-		}
-	}
+	abandoned := f.abandonEvents(t, "gone")
 	require.Len(t, abandoned, 1, "one event per abandoned cluster")
 	t.Logf("event: %s", abandoned[0])
 	assert.Contains(t, abandoned[0], `cluster "spoke-2"`)
@@ -118,17 +111,10 @@ func TestHubGraphAbandonsAnUnreachableTargetAfterItsGrace(t *testing.T) {
 		cm, err := f.configMap("spoke-2", "left-egress")
 		require.NoError(t, err, "what was on the departed spoke is left there")
 		assert.Nil(t, cm.DeletionTimestamp)
-		events := &corev1.EventList{}
-		require.NoError(t, f.hub.List(ctx, events, client.InNamespace("default")))
-		found := false
-		for _, e := range events.Items {
-			if e.Reason == "ChildrenAbandoned" && e.InvolvedObject.Name == "left" {
-				found = true
-				assert.Contains(t, e.Message, `cluster "spoke-2"`)
-				assert.Contains(t, e.Message, "fleetgraph.dev/instance-uid=")
-			}
+		for _, msg := range f.abandonEvents(t, "left") {
+			assert.Contains(t, msg, `cluster "spoke-2"`)
+			assert.Contains(t, msg, "fleetgraph.dev/instance-uid=")
 		}
-		assert.True(t, found, "the abandon is reported")
 	})
 }
 
@@ -168,16 +154,30 @@ func TestHubGraphAbandonGraceSurvivesARestart(t *testing.T) {
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		assert.Nil(ct, f.link("kept"))
 	}, wait+grace, tick)
-	events := &corev1.EventList{}
-	require.NoError(t, f.hub.List(ctx, events, client.InNamespace("default")))
-	var msgs []string
-	for _, e := range events.Items {
-		if e.Reason == "ChildrenAbandoned" && e.InvolvedObject.Name == "kept" {
-			msgs = append(msgs, e.Message)
-		}
-	}
+	msgs := f.abandonEvents(t, "kept")
 	require.Len(t, msgs, 1)
 	assert.Contains(t, msgs[0], "unreachable since "+since["spoke-2"], "the restarted hub kept the first hub's count")
 	_, err := f.configMap("spoke-1", "kept-db")
 	assert.True(t, apierrors.IsNotFound(err), "db on the healthy spoke is deleted: %v", err)
+}
+
+// abandonEvents waits until the hub has recorded a ChildrenAbandoned event
+// for the named instance, and returns the messages of every such event.
+// Events are written by the recorder's own goroutine, after the finalizer
+// came off: the instance may be gone before its event is stored.
+func (f *hubGraphFleet) abandonEvents(t *testing.T, instance string) []string {
+	t.Helper()
+	var msgs []string
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		events := &corev1.EventList{}
+		require.NoError(ct, f.hub.List(context.Background(), events, client.InNamespace("default")))
+		msgs = nil
+		for _, e := range events.Items {
+			if e.Reason == "ChildrenAbandoned" && e.InvolvedObject.Name == instance {
+				msgs = append(msgs, e.Message)
+			}
+		}
+		assert.NotEmpty(ct, msgs, "the abandon of %s is reported", instance)
+	}, wait, tick)
+	return msgs
 }
