@@ -200,6 +200,22 @@ func (h *Hub) FleetStatus(name string) GraphStatus {
 	if h.hubGraphStatus(name, &st) {
 		return st
 	}
+	h.countInstances(name, &st)
+	return st
+}
+
+// clusterStatus is FleetStatus without a hub graph's Targets, which cost a
+// list of its instances: what the hub's own loops (servability, rollouts,
+// the RGD's status) read, every tick, for every graph.
+func (h *Hub) clusterStatus(name string) GraphStatus {
+	st := h.fanOut.Status(name)
+	h.countInstances(name, &st)
+	return st
+}
+
+// countInstances fills in the instance fields of st's clusters from the
+// spoke runtime.
+func (h *Hub) countInstances(name string, st *GraphStatus) {
 	served := h.runtime.Served(name)
 	counts := h.runtime.Counts(name)
 	for i := range st.Clusters {
@@ -210,7 +226,6 @@ func (h *Hub) FleetStatus(name string) GraphStatus {
 			cs.Serving, cs.ServedGeneration = true, v.Graph.Generation
 		}
 	}
-	return st
 }
 
 // Graphs returns the names of the registered graphs.

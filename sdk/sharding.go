@@ -111,7 +111,7 @@ func (s *sharding) setup(local manager.Manager) error {
 // merged with the other replicas' when there are several.
 func (s *sharding) fleetStatus(name string) GraphStatus {
 	h := s.h
-	own := h.FleetStatus(name)
+	own := h.clusterStatus(name)
 	if s.replicas == nil {
 		return own
 	}
