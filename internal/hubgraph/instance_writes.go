@@ -2,6 +2,7 @@ package hubgraph
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,17 +20,22 @@ import (
 // relist can skip it).
 const ownWriteTTL = 30 * time.Second
 
-// ownWrites remembers the hub's latest write of each instance (its
-// finalizer and clusters, its status) as the API server answered it, until
-// the instance watch delivers that version. It serves two purposes:
+// ownWrites remembers the hub's writes of each instance (its finalizer and
+// clusters, its status) as the API server answered them, until the
+// instance watch delivers those versions. It serves two purposes:
 //
-//   - the watch event of our own write does not requeue the instance: the
-//     reconcile that wrote already acted on everything that write holds,
+//   - the watch events of our own writes do not requeue the instance: the
+//     reconcile that wrote already acted on everything those writes hold,
 //     and a path that must come back asks for it (RequeueAfter) rather
 //     than relying on the echo of its own write;
-//   - a reconcile that starts before the cache caught up with our write
-//     works from our copy, never from an older one (which would write the
-//     same status again or meet a conflict on the finalizer).
+//   - a reconcile that starts before the cache caught up with our latest
+//     write works from our copy, never from an older one (which would
+//     write the same status again or meet a conflict on the finalizer).
+//
+// One reconcile may write twice (the finalizer, then the status), and a
+// slow watch may deliver the first write after the second was made, so
+// every version not yet delivered is remembered, not only the latest (at
+// most maxOwnVersions of them).
 //
 // Any other change, even one made between our read and our write, has a
 // resourceVersion of its own, and its event requeues the instance.
@@ -38,9 +44,15 @@ type ownWrites struct {
 	m  map[types.NamespacedName]ownWrite
 }
 
+// maxOwnVersions bounds the versions remembered per instance; a reconcile
+// writes at most two, so more than a few pending means the watch is far
+// behind, and the oldest are then treated as foreign (one extra reconcile).
+const maxOwnVersions = 4
+
 type ownWrite struct {
-	obj *unstructured.Unstructured
-	at  time.Time
+	obj      *unstructured.Unstructured // the latest write
+	versions []string                   // every write not yet delivered, oldest first
+	at       time.Time
 }
 
 func newOwnWrites() *ownWrites {
@@ -52,22 +64,42 @@ func (w *ownWrites) wrote(u *unstructured.Unstructured) {
 	if u.GetResourceVersion() == "" {
 		return
 	}
+	key := keyOf(u.GetNamespace(), u.GetName())
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.m[keyOf(u.GetNamespace(), u.GetName())] = ownWrite{obj: u.DeepCopy(), at: time.Now()}
+	ow := w.m[key]
+	if ow.obj == nil || ow.obj.GetUID() != u.GetUID() {
+		ow.versions = nil
+	}
+	ow.versions = append(ow.versions, u.GetResourceVersion())
+	if len(ow.versions) > maxOwnVersions {
+		ow.versions = ow.versions[len(ow.versions)-maxOwnVersions:]
+	}
+	ow.obj, ow.at = u.DeepCopy(), time.Now()
+	w.m[key] = ow
 }
 
-// echo reports whether u, delivered by the instance watch, is our latest
-// write coming back; the cache has it from then on.
+// echo reports whether u, delivered by the instance watch, is one of our
+// writes coming back. The versions up to it are delivered; our copy is
+// kept until the latest is.
 func (w *ownWrites) echo(u client.Object) bool {
 	key := keyOf(u.GetNamespace(), u.GetName())
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ow, ok := w.m[key]
-	if !ok || ow.obj.GetUID() != u.GetUID() || ow.obj.GetResourceVersion() != u.GetResourceVersion() {
+	if !ok || ow.obj.GetUID() != u.GetUID() {
 		return false
 	}
-	delete(w.m, key)
+	i := slices.Index(ow.versions, u.GetResourceVersion())
+	if i < 0 {
+		return false
+	}
+	ow.versions = ow.versions[i+1:]
+	if len(ow.versions) == 0 {
+		delete(w.m, key)
+		return true
+	}
+	w.m[key] = ow
 	return true
 }
 
@@ -78,8 +110,8 @@ func (w *ownWrites) forget(key types.NamespacedName) {
 	delete(w.m, key)
 }
 
-// fresher returns our own copy of the instance when the cache has not yet
-// delivered it, else cached.
+// fresher returns our own latest copy of the instance when the cache has
+// not yet delivered it, else cached.
 func (w *ownWrites) fresher(cached *unstructured.Unstructured) *unstructured.Unstructured {
 	key := keyOf(cached.GetNamespace(), cached.GetName())
 	w.mu.Lock()
