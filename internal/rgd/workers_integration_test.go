@@ -59,7 +59,15 @@ func (r hangingRegistry) Register(ctx context.Context, rgd *v1alpha1.ResourceGra
 	if !strings.HasPrefix(rgd.Name, "hung-") {
 		return nil, &graph.Error{Path: "spec", Err: errors.New("refused at once")}
 	}
-	r.started <- rgd.Name
+	// Once released, the hung RGDs are requeued and come back at once; a
+	// send that nobody reads any more must not hold the manager's stop.
+	select {
+	case r.started <- rgd.Name:
+	case <-r.release:
+		return nil, fmt.Errorf("%w: graph %s", ErrCompiling, rgd.Name)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	select {
 	case <-r.release:
 	case <-ctx.Done():
