@@ -21,6 +21,9 @@ import (
 type admissions struct {
 	opts  *Options
 	fence fence
+	// refresh applies the policy and binding again when the binding is
+	// found bound (Admissions); a FanOut leaves a bound policy as it is.
+	refresh bool
 }
 
 // bound reports whether g's admission policy binding exists on cl.

@@ -54,6 +54,9 @@ func (a *admissions) activate(ctx context.Context, clusterName string, cl cluste
 		return
 	}
 	if bound, err := a.bound(ctx, cl, g); err != nil || bound {
+		if bound && a.refresh {
+			a.install(ctx, clusterName, cl, g)
+		}
 		return
 	}
 	probe := g.Admission

@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/hubgraph"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -73,7 +75,15 @@ type SecretClusterMapper interface {
 
 // newHubGraphs makes the runtime of hub graphs.
 func (h *Hub) newHubGraphs() *hubgraph.Runtime {
+	var stamp hubgraph.Stamp
+	if !h.opts.DisableAdmissionPolicy {
+		stamp = hubStamp{h: h, admissions: hub.NewAdmissions(hub.Options{
+			FieldManager: h.opts.FieldManager,
+			Logger:       h.opts.Logger.WithName("hubgraph-admission"),
+		})}
+	}
 	return hubgraph.New(hubgraph.Options{
+		Stamp:    stamp,
 		Clusters: hubClusters{h},
 		Policy: hubgraph.Policy{
 			Selector: h.opts.Targets.AllowedClusters,
@@ -107,6 +117,13 @@ func (h *Hub) serveHubGraph(g *graph.Graph) error {
 // on the hub only, so it waits until none holds the finalizer, then stops
 // the graph there.
 func (h *Hub) hubGraphRemovalStep(ctx context.Context, name string) error {
+	off, err := h.hubGraphs.Unstamp(ctx, name) // no new instance is held
+	if err != nil {
+		return fmt.Errorf("removing the admission policy of hub graph %s: %w", name, err)
+	}
+	if time.Since(off) < policySettle {
+		return fmt.Errorf("%w: hub graph %s's admission policy removed %s ago", errHeld, name, time.Since(off).Round(time.Millisecond))
+	}
 	held, err := h.hubGraphs.Held(ctx, name)
 	if err != nil {
 		return err
@@ -160,4 +177,37 @@ func (c hubClusters) SecretCluster(namespace, name string) (string, bool) {
 	}
 	n, ok := m.SecretCluster(namespace, name)
 	return string(n), ok
+}
+
+// hubStamp installs hub graphs' admission policies on the hub cluster
+// (hubgraph.Stamp), with hub.Admissions: the same activation as spokes',
+// under a name of its own (hubgraph.StampPolicyName).
+type hubStamp struct {
+	h          *Hub
+	admissions *hub.Admissions
+}
+
+var _ hubgraph.Stamp = hubStamp{}
+
+func (s hubStamp) Install(ctx context.Context, g *graph.Graph) {
+	s.admissions.Activate(ctx, s.cluster(), g.Name, hubAdmissionOf(g))
+}
+
+func (s hubStamp) Remove(ctx context.Context, g *graph.Graph) error {
+	return s.admissions.Remove(ctx, s.cluster(), g.Name, hubAdmissionOf(g))
+}
+
+// cluster is the hub cluster, named as hub graphs name it ("").
+func (s hubStamp) cluster() hub.Cluster {
+	return hub.Cluster{Name: "", Cluster: hubClusters{s.h}.Hub()}
+}
+
+// hubAdmissionOf is the hub graph g's admission policy and its probe.
+func hubAdmissionOf(g *graph.Graph) *hub.Admission {
+	policy, probe := hubgraph.StampPolicy(g)
+	return &hub.Admission{
+		Policy: policy[0], Binding: policy[1],
+		ProbePolicy: probe[0], ProbeBinding: probe[1],
+		ProbeObject: contract.AdmissionProbeObject(g),
+	}
 }

@@ -61,3 +61,33 @@ func decodeAll(t *testing.T, file string) []*unstructured.Unstructured {
 		}
 	}
 }
+
+// The hub's role lets it install, bind and remove hub graphs' admission
+// policies on the hub (hubgraph.StampPolicy).
+func TestHubRoleAllowsHubGraphAdmissionPolicies(t *testing.T) {
+	granted := map[string]bool{}
+	for _, obj := range decodeAll(t, "../../config/rbac/hub.yaml") {
+		if obj.GetKind() != "ClusterRole" || obj.GetName() != "fleetgraph-hub" {
+			continue
+		}
+		rules, _, _ := unstructured.NestedSlice(obj.Object, "rules")
+		for _, r := range rules {
+			rule := r.(map[string]any)
+			groups, _, _ := unstructured.NestedStringSlice(rule, "apiGroups")
+			resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+			verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+			for _, g := range groups {
+				for _, res := range resources {
+					for _, v := range verbs {
+						granted[g+"/"+res+"/"+v] = true
+					}
+				}
+			}
+		}
+	}
+	for _, res := range []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"} {
+		for _, v := range []string{"get", "create", "patch", "delete"} {
+			assert.True(t, granted["admissionregistration.k8s.io/"+res+"/"+v], "fleetgraph-hub must allow %s on %s", v, res)
+		}
+	}
+}

@@ -2,6 +2,9 @@ package contract
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,9 +34,22 @@ func AdmissionPolicyName(g *graph.Graph) string {
 // it makes the API server refuse creates (see AdmissionProbe), so
 // hub.FanOut binds it only once a probe shows that it refuses none.
 func AdmissionPolicy(g *graph.Graph) []client.Object {
-	stamp := fmt.Sprintf(`Object{metadata: Object.metadata{finalizers: [%q], annotations: {%q: %q}}}`,
-		Finalizer, AnnotationChildKinds, EncodeChildKinds(GraphKinds(g)))
-	return policyAndBinding(g, AdmissionPolicyName(g), stamp, admissionv1.Ignore, nil)
+	return StampPolicy(g, AdmissionPolicyName(g), map[string]string{AnnotationChildKinds: EncodeChildKinds(GraphKinds(g))})
+}
+
+// StampPolicy returns a MutatingAdmissionPolicy named name, and its
+// binding, that add Finalizer and annotations to every new instance of g
+// in the request that creates it, ignoring their own failures.
+// AdmissionPolicy is the spoke runtime's; hub graphs have their own
+// (internal/hubgraph).
+func StampPolicy(g *graph.Graph, name string, annotations map[string]string) []client.Object {
+	entries := make([]string, 0, len(annotations))
+	for _, k := range slices.Sorted(maps.Keys(annotations)) {
+		entries = append(entries, fmt.Sprintf("%q: %q", k, annotations[k]))
+	}
+	stamp := fmt.Sprintf(`Object{metadata: Object.metadata{finalizers: [%q], annotations: {%s}}}`,
+		Finalizer, strings.Join(entries, ", "))
+	return policyAndBinding(g, name, stamp, admissionv1.Ignore, nil)
 }
 
 // LabelAdmissionProbe marks the dry-run objects that AdmissionProbe's
@@ -59,12 +75,18 @@ func AdmissionProbeName(g *graph.Graph) string {
 // that 503 while the API server is not ready, and with the probe's own
 // error (so the schema was found) once it is.
 func AdmissionProbe(g *graph.Graph) []client.Object {
+	return ProbePolicy(g, AdmissionProbeName(g))
+}
+
+// ProbePolicy is AdmissionProbe under another name, for a policy of
+// StampPolicy's under another name.
+func ProbePolicy(g *graph.Graph, name string) []client.Object {
 	// Fails at evaluation, after the schema lookup that 503s.
 	fail := `Object{metadata: Object.metadata{labels: {"probe": string(int(object.metadata.name))}}}`
 	probes := &admissionv1.MatchResources{
 		ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelAdmissionProbe: "true"}},
 	}
-	return policyAndBinding(g, AdmissionProbeName(g), fail, admissionv1.Fail, probes)
+	return policyAndBinding(g, name, fail, admissionv1.Fail, probes)
 }
 
 // policyAndBinding returns a MutatingAdmissionPolicy named name that applies

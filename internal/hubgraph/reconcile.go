@@ -101,7 +101,10 @@ func recordedClusters(inst *unstructured.Unstructured) []string {
 }
 
 // record puts the finalizer and every cluster of p on the instance, in
-// one write, before anything is written to those clusters. inst becomes
+// one write, before anything is written to those clusters. An instance
+// the hub's admission policy stamped (stamp.go) has both already, unless
+// a computed or Secret target names another cluster: nothing is written
+// then. Otherwise inst becomes
 // the API server's answer and the reconcile goes on with it: nothing waits
 // for the write's event, which requeues nothing (instance_writes.go). It
 // returns retry when the write met a conflict (somebody else wrote the

@@ -111,6 +111,12 @@ type Options struct {
 	// ClusterScopedGraphs names the graphs whose cluster-scoped instances
 	// ConfineToNamespace lets through. Defaults to none.
 	ClusterScopedGraphs []string
+	// Stamp, when set, installs each graph's admission policy on the hub
+	// once its CRD is Established there, and removes it when the graph is
+	// removed or stops being served here (stamp.go). Defaults to nil: the
+	// runtime writes the finalizer and clusters of every new instance
+	// itself, one request more each.
+	Stamp Stamp
 	// Workers is how many instances of one graph reconcile at once.
 	// Defaults to DefaultWorkers.
 	Workers int
@@ -228,13 +234,18 @@ func (r *Runtime) Serve(g *graph.Graph) error {
 }
 
 // Stop stops serving the named graph; its instances and children stay as
-// they are.
+// they are. Its admission policy goes from the hub in the background
+// (stamp.go), so new instances are no longer stamped with a finalizer
+// nothing would release.
 func (r *Runtime) Stop(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s := r.graphs[name]; s != nil {
 		s.stop()
 		delete(r.graphs, name)
+		if r.ctx != nil && r.ctx.Err() == nil {
+			s.unstampLater(r.ctx)
+		}
 	}
 }
 

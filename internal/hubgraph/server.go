@@ -60,6 +60,9 @@ type server struct {
 	// retries are the controller's fair queue's (fair.go), set when the
 	// controller makes its queue.
 	retries atomic.Pointer[fair.Retries]
+	// stamp is when the graph's admission policy went off the hub
+	// (stamp.go).
+	stamp stamping
 
 	// The parts, made by newServer and never replaced.
 	watches   *watchSet
@@ -113,7 +116,8 @@ func (s *server) stop() {
 	s.externals.removeAll()
 }
 
-// run applies the CRD on the hub, then runs the instances' controller.
+// run applies the CRD on the hub, has its admission policy bound there
+// (stamp.go), then runs the instances' controller.
 func (s *server) run(ctx context.Context) error {
 	if err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		name, err := s.rt.identity(ctx)
@@ -128,6 +132,7 @@ func (s *server) run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	s.install(ctx) // stamp.go
 	c, err := controller.NewTypedUnmanaged(fmt.Sprintf("hubgraph-%s-%d", s.g.Name, s.seq), controller.Options{
 		Reconciler:              s,
 		MaxConcurrentReconciles: s.rt.opts.Workers,

@@ -1,0 +1,137 @@
+package hubgraph
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
+)
+
+// New hub instances are stamped in the request that creates them: a
+// MutatingAdmissionPolicy on the hub (Options.Stamp installs it) adds the
+// finalizer and, in AnnotationClusters, every cluster the graph's literal
+// targets name, the hub's own included. An instance that arrives with
+// both, and whose targets name no other cluster, is not written before
+// its children (record in reconcile.go): a new instance costs its applies
+// and its status write. Without the policy (the hub's API server lacks the
+// API, the policy is not bound yet, or it is disabled), and for clusters a
+// computed or Secret target names, record writes them before anything is
+// written there, as before.
+
+// Stamp installs and removes a hub graph's admission policy on the hub
+// cluster (the sdk implements it with hub.Admissions). Install is called
+// once the graph's CRD is Established on the hub, with the server's
+// context; it must return at once and bind the policy (StampPolicy) in the
+// background, only where the API server can run it. Remove must stop
+// that, and delete the policy; it is retried on error.
+type Stamp interface {
+	Install(ctx context.Context, g *graph.Graph)
+	Remove(ctx context.Context, g *graph.Graph) error
+}
+
+// StampPolicyName is the name of the policy and binding StampPolicy
+// returns for g: not the spoke runtime's, so that a hub cluster that is a
+// spoke too, and a graph that gains or loses targets, never confuse the
+// two.
+func StampPolicyName(g *graph.Graph) string {
+	return "fleetgraph-hub." + g.Instance.Plural + "." + g.Instance.GVK.Group
+}
+
+// StampPolicy returns the MutatingAdmissionPolicy, and its binding, that
+// stamp new instances of the hub graph g, and the probe policy and binding
+// that tell when it can be bound (contract.AdmissionProbe).
+func StampPolicy(g *graph.Graph) (policy, probe []client.Object) {
+	b, _ := json.Marshal(LiteralClusters(g))
+	policy = contract.StampPolicy(g, StampPolicyName(g), map[string]string{AnnotationClusters: string(b)})
+	probe = contract.ProbePolicy(g, "fleetgraph-hub-probe."+g.Instance.Plural+"."+g.Instance.GVK.Group)
+	return policy, probe
+}
+
+// LiteralClusters are the clusters every instance of g writes to whatever
+// its spec, sorted: the hub's own ("", where untargeted resources go) and
+// every cluster a literal target names.
+func LiteralClusters(g *graph.Graph) []string {
+	out := []string{""}
+	for _, n := range g.Targets() {
+		if t := n.Target(); !t.Computed() && t.SecretName == "" && !slices.Contains(out, t.Name) {
+			out = append(out, t.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Stamp retries.
+const (
+	// unstampRetry is the first wait before removing a policy again.
+	unstampRetry = 500 * time.Millisecond
+	// unstampRetryMax caps that wait.
+	unstampRetryMax = 30 * time.Second
+)
+
+// stamping is one server's side of its policy: the time it went off the
+// hub, once it did.
+type stamping struct {
+	mu  sync.Mutex
+	off time.Time
+}
+
+// install binds s's policy on the hub, if a Stamp is set.
+func (s *server) install(ctx context.Context) {
+	if st := s.rt.opts.Stamp; st != nil {
+		st.Install(ctx, s.g)
+	}
+}
+
+// unstamp removes s's policy from the hub, once; it returns when the
+// policy went off (now when no Stamp is set).
+func (s *server) unstamp(ctx context.Context) (time.Time, error) {
+	s.stamp.mu.Lock()
+	defer s.stamp.mu.Unlock()
+	if !s.stamp.off.IsZero() {
+		return s.stamp.off, nil
+	}
+	if st := s.rt.opts.Stamp; st != nil {
+		if err := st.Remove(ctx, s.g); err != nil {
+			return time.Time{}, err
+		}
+	}
+	s.stamp.off = time.Now()
+	return s.stamp.off, nil
+}
+
+// unstampLater removes s's policy in the background, retrying with
+// backoff until it is off or ctx ends.
+func (s *server) unstampLater(ctx context.Context) {
+	backoff := wait.Backoff{Duration: unstampRetry, Factor: 2, Steps: 1 << 30, Cap: unstampRetryMax}
+	go func() {
+		_ = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+			_, err := s.unstamp(ctx)
+			if err != nil {
+				s.log.Info("removing the hub graph's admission policy; retrying", "error", err.Error())
+			}
+			return err == nil, nil
+		})
+	}()
+}
+
+// Unstamp takes the named graph's admission policy off the hub (once) and
+// returns since when it has been off: the API server may still stamp an
+// instance for a moment after, which a removal waits out. A graph not
+// served has nothing to remove.
+func (r *Runtime) Unstamp(ctx context.Context, name string) (time.Time, error) {
+	r.mu.Lock()
+	s := r.graphs[name]
+	r.mu.Unlock()
+	if s == nil {
+		return time.Time{}, nil
+	}
+	return s.unstamp(ctx)
+}
