@@ -33,7 +33,7 @@ func hubStampName(gvk schema.GroupVersionKind) string {
 // requireStamping waits until a dry-run create of an instance of gvk on
 // the hub comes back stamped: the policy is bound and the API server runs
 // it.
-func requireStamping(t *testing.T, hub client.Client, gvk schema.GroupVersionKind, ns string) {
+func requireStamping(t testing.TB, hub client.Client, gvk schema.GroupVersionKind, ns string) {
 	t.Helper()
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		probe := instance(gvk, "stamp-probe", map[string]any{})
