@@ -27,8 +27,28 @@
 // (Clusters.SecretCluster) and then checked as a named one.
 //
 // Before the first write to a cluster, the instance records that cluster
-// in its AnnotationClusters, in the same write as the finalizer: deletion
-// and pruning look there, so a restart never forgets a cluster it wrote to.
+// in its AnnotationClusters, with the finalizer: deletion and pruning look
+// there, so a restart never forgets a cluster it wrote to.
+//
+// # Stamped at admission
+//
+// Writing the finalizer and clusters is a round trip of its own before any
+// child, so the hub has them written by the API server instead, in the
+// request that creates the instance (stamp.go): a MutatingAdmissionPolicy
+// on the hub (Options.Stamp; the sdk binds it with hub.Admissions, behind
+// the same probe as spokes') adds the finalizer and the clusters every
+// instance writes to whatever its spec, the hub's own and the literal
+// targets'. An instance that arrives with both is not written before its
+// children. The policy is an optimisation only: where it is missing (an API
+// server without the API, a policy not bound yet or disabled, a graph
+// updated since), and for the clusters that computed and Secret targets
+// name, the reconcile writes them itself first, as before. The stamp names
+// clusters before any check, so an instance refused for a literal target
+// still holds the finalizer and names that cluster: its deletion looks
+// there and waits for it if it is not engaged, like that of any instance
+// whose recorded cluster went away (Options.AbandonAfter ends the wait).
+// The policy goes before a removal counts the instances that hold the
+// finalizer, and when the graph stops being a hub graph.
 // Every child carries the spoke runtime's ownership labels plus LabelHub
 // (the identity of the hub that wrote it); an existing object without
 // those labels naming this instance is never written or deleted.
@@ -68,8 +88,8 @@
 // back asks for it: a wait (a child not ready, an unreachable cluster, a
 // refused target) with RequeueAfter, a conflict on our finalizer write
 // too; none relies on the event of its own write. A new instance costs one
-// write of its finalizer and clusters, one apply per child and one status
-// write, all in one reconcile.
+// apply per child and one status write, all in one reconcile (one write
+// more, of its finalizer and clusters, where it was not stamped).
 //
 // # Tenants
 //
