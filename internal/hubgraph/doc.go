@@ -43,10 +43,13 @@
 // server without the API, a policy not bound yet or disabled, a graph
 // updated since), and for the clusters that computed and Secret targets
 // name, the reconcile writes them itself first, as before. The stamp names
-// clusters before any check, so an instance refused for a literal target
-// still holds the finalizer and names that cluster: its deletion looks
-// there and waits for it if it is not engaged, like that of any instance
-// whose recorded cluster went away (Options.AbandonAfter ends the wait).
+// clusters before any check, so a new instance that is refused holds the
+// finalizer: the reconcile takes it off once every cluster the instance
+// names answers, live, that it holds none of its children. While one is
+// not engaged or does not answer (a literal target naming a cluster
+// outside the fleet), it stays, and the deletion waits for that cluster
+// like that of any instance whose recorded cluster went away
+// (Options.AbandonAfter ends the wait).
 // The policy goes before a removal counts the instances that hold the
 // finalizer, and when the graph stops being a hub graph.
 // Every child carries the spoke runtime's ownership labels plus LabelHub

@@ -63,6 +63,7 @@ func (s *server) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	}
 	p, err := s.targets.resolve(ctx, inst)
 	if err != nil {
+		s.releaseRefused(ctx, inst) // stamp.go
 		return s.status.refused(ctx, inst, err)
 	}
 	if retry, err := s.record(ctx, inst, p); err != nil {

@@ -7,8 +7,14 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -66,6 +72,55 @@ func LiteralClusters(g *graph.Graph) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// releaseRefused takes the stamped finalizer off a new instance refused
+// before the hub wrote anything (it has no status yet), so that a refused
+// instance holds nothing, as without the policy: only when every cluster
+// it records answers, live, that it holds none of the instance's children.
+// On any doubt (a cluster not engaged or not answering, a child found, a
+// conflict) the finalizer stays, and the deletion looks there.
+func (s *server) releaseRefused(ctx context.Context, inst *unstructured.Unstructured) {
+	if !controllerutil.ContainsFinalizer(inst, contract.Finalizer) || inst.GetDeletionTimestamp() != nil {
+		return
+	}
+	if status, _, _ := unstructured.NestedMap(inst.Object, "status"); len(status) > 0 {
+		return // reconciled before: it may have children
+	}
+	for _, name := range recordedClusters(inst) {
+		cl, err := s.pruner.clusterOf(ctx, nil, name)
+		if err != nil {
+			return
+		}
+		for _, gvk := range contract.GraphKinds(s.g) {
+			if has, err := s.holdsChildren(ctx, inst, cl, gvk); err != nil || has {
+				return
+			}
+		}
+	}
+	orig := inst.DeepCopy()
+	controllerutil.RemoveFinalizer(inst, contract.Finalizer)
+	cctx, cancel := s.rt.callCtx(ctx)
+	defer cancel()
+	if err := s.rt.hub().GetClient().Patch(cctx, inst, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		*inst = *orig
+		return
+	}
+	s.writes.wrote(inst)
+	s.instances.Delete(inst.GetUID())
+}
+
+// holdsChildren asks cl, live, whether it holds any child of inst of gvk.
+func (s *server) holdsChildren(ctx context.Context, inst *unstructured.Unstructured, cl cluster.Cluster, gvk schema.GroupVersionKind) (bool, error) {
+	cctx, cancel := s.rt.callCtx(ctx)
+	defer cancel()
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	err := cl.GetAPIReader().List(cctx, list, s.owner.selector(inst, ""), client.Limit(1))
+	if meta.IsNoMatchError(err) {
+		return false, nil // the kind is not served there
+	}
+	return len(list.Items) > 0, err
 }
 
 // Stamp retries.
