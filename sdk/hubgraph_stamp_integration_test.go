@@ -167,10 +167,11 @@ func TestHubGraphWithoutTheStampWritesTheFinalizerItself(t *testing.T) {
 	assert.True(t, policyGone(hub, gvk), "no policy is installed when disabled")
 }
 
-// A graph that loses its targets stops being a hub graph: its policy goes
-// from the hub, so new instances there are no longer stamped with a
-// finalizer that nothing would release.
-func TestHubGraphLosingItsTargetsRemovesItsStamp(t *testing.T) {
+// An update that changes a hub graph's literal targets changes what new
+// instances are stamped with; one that removes its targets makes it a
+// graph like any other: its policy goes from the hub, so new instances
+// there are no longer stamped with a finalizer that nothing would release.
+func TestHubGraphStampFollowsItsTargets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fleet := sharedFleet(t)
@@ -180,14 +181,27 @@ func TestHubGraphLosingItsTargetsRemovesItsStamp(t *testing.T) {
 	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
 	require.NoError(t, h.RegisterGraph(ctx, rgd))
 	hub := newClient(t, fleet.Hub.Config)
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		probe := instance(gvk, "stamp-probe", map[string]any{})
-		require.NoError(ct, hub.Create(ctx, probe, client.DryRunAll))
-		assert.Contains(ct, probe.GetFinalizers(), contract.Finalizer)
-	}, wait, tick, "stamped while a hub graph")
+	stampedWith := func(clusters string) {
+		t.Helper()
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			probe := instance(gvk, "stamp-probe", map[string]any{})
+			require.NoError(ct, hub.Create(ctx, probe, client.DryRunAll))
+			assert.Contains(ct, probe.GetFinalizers(), contract.Finalizer)
+			assert.Equal(ct, clusters, probe.GetAnnotations()[hubgraph.AnnotationClusters])
+		}, wait, tick, "stamped with %s", clusters)
+	}
+	stampedWith(`["","spoke-1","spoke-2"]`)
+
+	moved := rgd.DeepCopy()
+	moved.Generation = 2
+	for i := range moved.Spec.Resources {
+		moved.Spec.Resources[i].Target.Cluster.Name = "spoke-1"
+	}
+	require.NoError(t, h.RegisterGraph(ctx, moved))
+	stampedWith(`["","spoke-1"]`)
 
 	plain := rgd.DeepCopy()
-	plain.Generation = 2
+	plain.Generation = 3
 	for i := range plain.Spec.Resources {
 		plain.Spec.Resources[i].Target = nil
 	}
