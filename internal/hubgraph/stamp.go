@@ -131,11 +131,12 @@ const (
 	unstampRetryMax = 30 * time.Second
 )
 
-// stamping is one server's side of its policy: the time it went off the
-// hub, once it did.
+// stamping is one server's side of its policy: whether it went off the
+// hub, and when (zero when there was none to remove).
 type stamping struct {
-	mu  sync.Mutex
-	off time.Time
+	mu   sync.Mutex
+	done bool
+	off  time.Time
 }
 
 // install binds s's policy on the hub, if a Stamp is set.
@@ -146,19 +147,20 @@ func (s *server) install(ctx context.Context) {
 }
 
 // unstamp removes s's policy from the hub, once; it returns when the
-// policy went off (now when no Stamp is set).
+// policy went off (the zero time when no Stamp is set: nothing stamps).
 func (s *server) unstamp(ctx context.Context) (time.Time, error) {
 	s.stamp.mu.Lock()
 	defer s.stamp.mu.Unlock()
-	if !s.stamp.off.IsZero() {
+	if s.stamp.done {
 		return s.stamp.off, nil
 	}
 	if st := s.rt.opts.Stamp; st != nil {
 		if err := st.Remove(ctx, s.g); err != nil {
 			return time.Time{}, err
 		}
+		s.stamp.off = time.Now()
 	}
-	s.stamp.off = time.Now()
+	s.stamp.done = true
 	return s.stamp.off, nil
 }
 
@@ -179,8 +181,9 @@ func (s *server) unstampLater(ctx context.Context) {
 
 // Unstamp takes the named graph's admission policy off the hub (once) and
 // returns since when it has been off: the API server may still stamp an
-// instance for a moment after, which a removal waits out. A graph not
-// served has nothing to remove.
+// instance for a moment after, which a removal waits out. It returns the
+// zero time when there is nothing to wait for: no Stamp is set, or the
+// graph is not served.
 func (r *Runtime) Unstamp(ctx context.Context, name string) (time.Time, error) {
 	r.mu.Lock()
 	s := r.graphs[name]
