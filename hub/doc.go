@@ -34,6 +34,12 @@
 // runtime's gate, so that instances are watched only where the CRD is
 // established.
 //
+// A Graph's Admission, a MutatingAdmissionPolicy that stamps new
+// instances, is bound with the CRD only once a dry-run probe shows the API
+// server can run it (admission_activate.go). Admissions does the same for
+// a CRD something else applies: fleetgraph's hub graphs stamp their
+// instances on the hub with it.
+//
 // # Providers
 //
 // The interfaces a multicluster-runtime provider may implement to tell the

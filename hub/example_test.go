@@ -7,6 +7,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -57,4 +58,25 @@ type labelledProvider struct{}
 
 func (labelledProvider) Labels(name multicluster.ClusterName) map[string]string {
 	return map[string]string{"region": "eu"}
+}
+
+// Something other than a FanOut applies a CRD on one cluster (fleetgraph's
+// hub graphs apply theirs on the hub) and wants its new instances stamped
+// at admission as a FanOut's are: once the CRD is Established, Activate
+// binds the policy in the background, only once a probe shows the API
+// server can run it; Remove takes it off and stops any binding on its way.
+// cl is that cluster (a manager is one); adm holds the policy, its binding
+// and the probe (fleetgraph makes its own from each compiled graph).
+func ExampleAdmissions() {
+	var cl cluster.Cluster
+	var adm *hub.Admission
+	ctx := context.Background()
+
+	admissions := hub.NewAdmissions(hub.Options{})
+	local := hub.Cluster{Name: "", Cluster: cl}
+	admissions.Activate(ctx, local, "webapp", adm)
+	// ... later, when the graph goes:
+	if err := admissions.Remove(ctx, local, "webapp", adm); err != nil {
+		fmt.Println("retry:", err)
+	}
 }
