@@ -82,7 +82,9 @@
 //
 // The echo of the hub's own writes would otherwise reconcile every
 // instance again and apply every child again. The hub remembers its last
-// write of each instance until the instance watch delivers it, and the
+// write of each instance until the instance watch delivers it (an event
+// delivered while a write of that instance is in flight waits for the
+// write's answer, for the watch may be faster than the answer), and the
 // version each apply returned (apply_memory.go): those events requeue
 // nothing, while any other version, a deletion or a write racing ours
 // does. A child whose answer nothing reads (graph.Graph.Reads) and whose

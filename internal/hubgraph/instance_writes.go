@@ -37,11 +37,25 @@ const ownWriteTTL = 30 * time.Second
 // every version not yet delivered is remembered, not only the latest (at
 // most maxOwnVersions of them).
 //
+// The watch may also deliver our write before its answer reaches us: an
+// event that arrives while a write of that instance is in flight (begin,
+// end) is held until the write ends, and requeues the instance then only
+// if it was not that write.
+//
 // Any other change, even one made between our read and our write, has a
 // resourceVersion of its own, and its event requeues the instance.
 type ownWrites struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]ownWrite
+	mu     sync.Mutex
+	m      map[types.NamespacedName]ownWrite
+	flight map[types.NamespacedName]*inFlight
+}
+
+// inFlight is the writes of one instance under way, and the versions the
+// watch delivered meanwhile, with the queue to requeue it on.
+type inFlight struct {
+	n     int
+	early []string
+	q     queue
 }
 
 // maxOwnVersions bounds the versions remembered per instance; a reconcile
@@ -56,17 +70,81 @@ type ownWrite struct {
 }
 
 func newOwnWrites() *ownWrites {
-	return &ownWrites{m: map[types.NamespacedName]ownWrite{}}
+	return &ownWrites{m: map[types.NamespacedName]ownWrite{}, flight: map[types.NamespacedName]*inFlight{}}
+}
+
+// begin says a write of the instance key is about to be sent.
+func (w *ownWrites) begin(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.flight[key]
+	if f == nil {
+		f = &inFlight{}
+		w.flight[key] = f
+	}
+	f.n++
+}
+
+// end says the write begin announced is over: written is the API server's
+// answer, nil when the write failed. Once no write of key is in flight,
+// the events held meanwhile that were not ours requeue the instance.
+func (w *ownWrites) end(key types.NamespacedName, written *unstructured.Unstructured) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.flight[key]
+	if f == nil {
+		if written != nil {
+			w.wroteLocked(written)
+		}
+		return
+	}
+	delivered := false
+	if written != nil {
+		if i := slices.Index(f.early, written.GetResourceVersion()); i >= 0 && written.GetResourceVersion() != "" {
+			f.early = slices.Delete(f.early, i, i+1)
+			delivered = true
+		}
+		if !delivered {
+			w.wroteLocked(written)
+		}
+	}
+	if f.n--; f.n > 0 {
+		return
+	}
+	delete(w.flight, key)
+	if len(f.early) > 0 && f.q != nil {
+		delete(w.m, key) // the cache may hold a newer version than ours
+		f.q.Add(reconcile.Request{NamespacedName: key})
+	}
+}
+
+// hold keeps u, delivered by the instance watch, until the write of its
+// instance now in flight ends; it reports false when none is.
+func (w *ownWrites) hold(u client.Object, q queue) bool {
+	key := keyOf(u.GetNamespace(), u.GetName())
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.flight[key]
+	if f == nil {
+		return false
+	}
+	f.early = append(f.early, u.GetResourceVersion())
+	f.q = q
+	return true
 }
 
 // wrote records u as one of our writes returned it.
 func (w *ownWrites) wrote(u *unstructured.Unstructured) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.wroteLocked(u)
+}
+
+func (w *ownWrites) wroteLocked(u *unstructured.Unstructured) {
 	if u.GetResourceVersion() == "" {
 		return
 	}
 	key := keyOf(u.GetNamespace(), u.GetName())
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	ow := w.m[key]
 	if ow.obj == nil || ow.obj.GetUID() != u.GetUID() {
 		ow.versions = nil
@@ -150,7 +228,7 @@ func (h instanceHandler) Create(_ context.Context, e event.CreateEvent, q queue)
 }
 
 func (h instanceHandler) Update(_ context.Context, e event.UpdateEvent, q queue) {
-	if h.writes.echo(e.ObjectNew) {
+	if h.writes.echo(e.ObjectNew) || h.writes.hold(e.ObjectNew, q) {
 		return
 	}
 	h.writes.forget(keyOf(e.ObjectNew.GetNamespace(), e.ObjectNew.GetName()))

@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 func TestOwnWritesEchoAndFresher(t *testing.T) {
@@ -62,4 +64,47 @@ func TestOwnWritesEchoEveryPendingWrite(t *testing.T) {
 	last := base.DeepCopy()
 	last.SetResourceVersion(string(rune('a' + maxOwnVersions + 1)))
 	assert.True(t, w.echo(last))
+}
+
+// The watch may deliver our write before its answer reaches us: an event
+// that arrives while the write is in flight is held, and requeues the
+// instance once the write ends only if it was not that write (or the write
+// failed).
+func TestOwnWritesHoldEventsDeliveredBeforeTheAnswer(t *testing.T) {
+	newQueue := func() queue {
+		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+		t.Cleanup(q.ShutDown)
+		return q
+	}
+	version := func(rv string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetNamespace("ns")
+		u.SetName("pair-1")
+		u.SetUID("u1")
+		u.SetResourceVersion(rv)
+		return u
+	}
+	key := keyOf("ns", "pair-1")
+
+	w, q := newOwnWrites(), newQueue()
+	assert.False(t, w.hold(version("6"), q), "no write in flight: nothing held")
+	w.begin(key)
+	assert.True(t, w.hold(version("7"), q), "delivered while our write is in flight")
+	w.end(key, version("7"))
+	assert.Zero(t, q.Len(), "it was our write: nothing requeued")
+	assert.False(t, w.echo(version("7")), "already delivered: not awaited again")
+	assert.Equal(t, "7", w.fresher(version("7")).GetResourceVersion())
+
+	w, q = newOwnWrites(), newQueue()
+	w.begin(key)
+	assert.True(t, w.hold(version("8"), q))
+	w.end(key, version("9"))
+	assert.Equal(t, 1, q.Len(), "somebody else's write: requeued once ours ended")
+	assert.False(t, w.echo(version("9")), "as after any foreign event, our copy is dropped: the cache may be newer")
+
+	w, q = newOwnWrites(), newQueue()
+	w.begin(key)
+	assert.True(t, w.hold(version("10"), q))
+	w.end(key, nil)
+	assert.Equal(t, 1, q.Len(), "our write failed: what came is somebody else's")
 }
