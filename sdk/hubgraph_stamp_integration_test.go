@@ -124,14 +124,16 @@ func TestHubGraphInstancesStampedAtAdmission(t *testing.T) {
 	require.Eventually(t, func() bool { return policyGone(hub, gvk) }, wait, tick, "the policy leaves the hub with the graph")
 }
 
-// stampPairPaths are pairPaths for any kind of Pair.
+// stampPairPaths are the paths the hub writes for n Pairs of kind gvk:
+// each Pair's metadata and status on the hub, and its two children.
 func stampPairPaths(gvk schema.GroupVersionKind, ns string, n int) []clusterPath {
 	var out []clusterPath
-	for _, p := range pairPaths(gvk, ns, n) {
-		if p.cluster == "hub" {
-			p.path = strings.Replace(p.path, "/echopairs/", "/"+strings.ToLower(gvk.Kind)+"s/", 1)
-		}
-		out = append(out, p)
+	for i := range n {
+		pair := fmt.Sprintf("/apis/%s/%s/namespaces/%s/%ss/p%d", gvk.Group, gvk.Version, ns, strings.ToLower(gvk.Kind), i)
+		out = append(out,
+			clusterPath{"hub", pair}, clusterPath{"hub", pair + "/status"},
+			clusterPath{"spoke-1", childPath(ns, fmt.Sprintf("p%d-left", i))},
+			clusterPath{"spoke-2", childPath(ns, fmt.Sprintf("p%d-right", i))})
 	}
 	return out
 }
