@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -75,13 +76,10 @@ type SecretClusterMapper interface {
 
 // newHubGraphs makes the runtime of hub graphs.
 func (h *Hub) newHubGraphs() *hubgraph.Runtime {
-	var stamp hubgraph.Stamp
-	if !h.opts.DisableAdmissionPolicy {
-		stamp = hubStamp{h: h, admissions: hub.NewAdmissions(hub.Options{
-			FieldManager: h.opts.FieldManager,
-			Logger:       h.opts.Logger.WithName("hubgraph-admission"),
-		})}
-	}
+	stamp := hubStamp{h: h, disabled: h.opts.DisableAdmissionPolicy, admissions: hub.NewAdmissions(hub.Options{
+		FieldManager: h.opts.FieldManager,
+		Logger:       h.opts.Logger.WithName("hubgraph-admission"),
+	})}
 	return hubgraph.New(hubgraph.Options{
 		Stamp:    stamp,
 		Clusters: hubClusters{h},
@@ -181,20 +179,32 @@ func (c hubClusters) SecretCluster(namespace, name string) (string, bool) {
 
 // hubStamp installs hub graphs' admission policies on the hub cluster
 // (hubgraph.Stamp), with hub.Admissions: the same activation as spokes',
-// under a name of its own (hubgraph.StampPolicyName).
+// under a name of its own (hubgraph.StampPolicyName). With
+// DisableAdmissionPolicy it installs none, but still removes the policy an
+// earlier configuration may have installed.
 type hubStamp struct {
 	h          *Hub
+	disabled   bool
 	admissions *hub.Admissions
 }
 
 var _ hubgraph.Stamp = hubStamp{}
 
 func (s hubStamp) Install(ctx context.Context, g *graph.Graph) {
-	s.admissions.Activate(ctx, s.cluster(), g.Name, hubAdmissionOf(g))
+	if !s.disabled {
+		s.admissions.Activate(ctx, s.cluster(), g.Name, hubAdmissionOf(g))
+	}
 }
 
+// Remove takes the policy off. With the policy disabled, a hub that may
+// not delete policies could not have installed one either: a refusal is
+// not an error then, lest it hold the graph's removal forever.
 func (s hubStamp) Remove(ctx context.Context, g *graph.Graph) error {
-	return s.admissions.Remove(ctx, s.cluster(), g.Name, hubAdmissionOf(g))
+	err := s.admissions.Remove(ctx, s.cluster(), g.Name, hubAdmissionOf(g))
+	if s.disabled && apierrors.IsForbidden(err) {
+		return nil
+	}
+	return err
 }
 
 // cluster is the hub cluster, named as hub graphs name it ("").
