@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetgraph/fleetgraph/internal/cli"
+	"github.com/fleetgraph/fleetgraph/internal/rollout"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 )
 
@@ -23,7 +24,13 @@ func holdAndRelease(t *testing.T) {
 	assert.Equal(t, "graphrollout.fleetgraph.dev/webapp held spoke-2\n", r.out, r.String())
 	r = hub(t, "rollout", "hold", "webapp", "--cluster", "spoke-2", "--reason", "twice is once")
 	assert.Equal(t, "graphrollout.fleetgraph.dev/webapp already held spoke-2\n", r.out, r.String())
-	assert.Equal(t, []fgv1alpha1.Hold{{Clusters: []string{"spoke-2"}, Reason: "customer freeze"}}, readRollout(t).Spec.Holds)
+	ro := readRollout(t)
+	assert.Equal(t, []fgv1alpha1.Hold{{Clusters: []string{"spoke-2"}, Reason: "customer freeze"}}, ro.Spec.Holds)
+	var managers []string
+	for _, m := range ro.ManagedFields {
+		managers = append(managers, m.Manager)
+	}
+	assert.Contains(t, managers, rollout.HoldFieldManager, "written as Hub.Hold writes")
 	held := requireHeld(t, "spoke-2")
 	r = hub(t, "rollout", "status", "webapp")
 	assert.Contains(t, r.out, "\n  hold: spoke-2: customer freeze (spec.holds)\n", r.String())
