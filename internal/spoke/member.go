@@ -171,10 +171,12 @@ func (m *member) open() error {
 	if err := m.watches.instances(inst, m.newInstanceHandler()); err != nil {
 		return err
 	}
-	if m.c.opts.InstanceCatchUp > 0 {
+	if m.c.opts.InstanceCatchUp > 0 && m.c.opts.InstanceHeadsAbove < 0 {
+		// Always on; else the first large instance starts it (weigh).
 		if err := m.watches.watchHeads(); err != nil {
 			return err
 		}
+		m.heads.watched.Store(true)
 	}
 	m.crd.follow()
 	m.orphans.start()
