@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
@@ -116,46 +117,55 @@ func lateInstanceWatch(t *testing.T, name string, opts spoke.Options, large bool
 }
 
 // TestOnlyALargeInstanceStartsTheMetadataWatch counts the metadata-only
-// watches a runtime asks the spoke for on a graph's instance kind: none
+// watches a runtime asks two spokes for on a graph's instance kind: none
 // while the kind holds only small instances (they are reconciled through
 // the instance informer alone, as before the metadata watch existed), one
-// once an instance larger than Options.InstanceHeadsAbove is created, and
-// still one after a second.
+// on the spoke where an instance larger than Options.InstanceHeadsAbove is
+// created, still one after a second there, and none on the other spoke.
 func TestOnlyALargeInstanceStartsTheMetadataWatch(t *testing.T) {
 	t.Parallel()
 	const name, above = "heads-lazy", 16 << 10
 	g := compileAs(t, pairRGD, name)
-	cfg := rest.CopyConfig(sharedFleet(t).Spokes()[0].Config)
-	c := newClient(t, cfg)
-	installCRD(t, c, g)
-	createNamespace(t, c, name)
-	watches := &metadataWatches{}
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { watches.next = rt; return watches }
-	cl, err := cluster.New(cfg, cacheopts.TrimCache)
-	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	wg.Go(func() { _ = cl.Start(ctx) })
-	require.True(t, cl.GetCache().WaitForCacheSync(ctx))
 	rt := spoke.New(spoke.Options{InstanceHeadsAbove: above})
 	wg.Go(func() { _ = rt.Start(ctx) })
 	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
-	require.NoError(t, rt.Engage(ctx, "", cl))
+	var clients []client.Client
+	var watches []*metadataWatches
+	for i, s := range sharedFleet(t).Spokes() {
+		c, w := newClient(t, s.Config), &metadataWatches{}
+		installCRD(t, c, g)
+		createNamespace(t, c, name)
+		cfg := rest.CopyConfig(s.Config)
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { w.next = rt; return w }
+		cl, err := cluster.New(cfg, cacheopts.TrimCache)
+		require.NoError(t, err)
+		wg.Go(func() { _ = cl.Start(ctx) })
+		require.True(t, cl.GetCache().WaitForCacheSync(ctx))
+		require.NoError(t, rt.Engage(ctx, multicluster.ClusterName(fmt.Sprintf("spoke-%d", i)), cl))
+		clients, watches = append(clients, c), append(watches, w)
+	}
+	plural := g.Instance.Plural
 
-	timeToActive(t, c, g, name, "small", 3)
-	assert.Zero(t, watches.of(g.Instance.Plural), "metadata-only watches of a kind with only small instances")
+	for i, c := range clients {
+		timeToActive(t, c, g, name, "small", 3)
+		assert.Zero(t, watches[i].of(plural), "metadata-only watches of a kind with only small instances on spoke %d", i)
+	}
 
 	big := map[string]any{"value": strings.Repeat("x", above)}
-	require.NoError(t, c.Create(ctx, newInstance(g, name, "large-0", big)))
+	require.NoError(t, clients[0].Create(ctx, newInstance(g, name, "large-0", big)))
 	eventually(t, func() (bool, string) {
-		n := watches.of(g.Instance.Plural)
+		n := watches[0].of(plural)
 		return n > 0, fmt.Sprintf("%d metadata-only watches of the kind", n)
 	})
-	stateIs(t, c, g, name, "large-0", contract.StateActive)
-	require.NoError(t, c.Create(ctx, newInstance(g, name, "large-1", big)))
-	stateIs(t, c, g, name, "large-1", contract.StateActive)
-	assert.Equal(t, 1, watches.of(g.Instance.Plural), "metadata-only watches of the kind after a second large instance")
+	stateIs(t, clients[0], g, name, "large-0", contract.StateActive)
+	require.NoError(t, clients[0].Create(ctx, newInstance(g, name, "large-1", big)))
+	stateIs(t, clients[0], g, name, "large-1", contract.StateActive)
+	assert.Equal(t, 1, watches[0].of(plural), "metadata-only watches of the kind after a second large instance")
+	timeToActive(t, clients[1], g, name, "later", 1)
+	assert.Zero(t, watches[1].of(plural), "metadata-only watches of the kind on the spoke without a large instance")
 }
 
 // metadataWatches counts the metadata-only watch requests one client
