@@ -76,7 +76,7 @@ type Hub struct {
 	clusterSource *clusterSource    // provider.go: what engages the clusters
 	values        *clusterValues    // cluster_values.go: the platform's per-cluster values
 	hubGraphs     *hubgraph.Runtime // hubgraphs.go: graphs with targets, served on the hub
-	changed       statusChanges     // setup.go: graphs whose RGD status is to be rewritten soon
+	changed       *statusChanges    // setup.go: graphs whose RGD status is to be rewritten soon
 
 	// planner decides placement and rollout waves (rollouts.planner);
 	// rollouts connects it and the GraphRollout controller to the hub.
@@ -111,7 +111,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		provider: provider,
 		opts:     opts,
 		registry: newRegistry(opts),
-		changed:  make(statusChanges, 64),
+		changed:  newStatusChanges(),
 		ctx:      ctx,
 		stop:     stop,
 
