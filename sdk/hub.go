@@ -179,7 +179,7 @@ func (h *Hub) RegisterGraph(ctx context.Context, rgd *v1alpha1.ResourceGraphDefi
 // else is reconciled) until none is left; with Options.OrphanInstances they
 // are released instead (the finalizer is taken off, children stay). With
 // Options.DeleteCRDsOnUnregister, the CRD is then deleted from every spoke
-// that has no instance left. A spoke that cannot be reached is retried
+// that has no instance left (from the hub, for a hub graph). A spoke that cannot be reached is retried
 // with backoff until it is done or the manager stops.
 //
 // UnregisterGraph returns once the removal has started. Removals live in

@@ -105,17 +105,21 @@ func (h *Hub) serveHubGraph(g *graph.Graph) error {
 
 // hubGraphRemovalStep is a removal step of a hub graph: its instances are
 // on the hub only, so it waits until none holds the finalizer, then stops
-// the graph there.
-func (h *Hub) hubGraphRemovalStep(ctx context.Context, name string) error {
-	held, err := h.hubGraphs.Held(ctx, name)
+// the graph there and, with Options.DeleteCRDsOnUnregister, deletes its
+// CRD from the hub if no instance is left.
+func (h *Hub) hubGraphRemovalStep(ctx context.Context, g *graph.Graph) error {
+	held, err := h.hubGraphs.Held(ctx, g.Name)
 	if err != nil {
 		return err
 	}
 	if held > 0 {
-		return fmt.Errorf("%w: %d instances of hub graph %s", errHeld, held, name)
+		return fmt.Errorf("%w: %d instances of hub graph %s", errHeld, held, g.Name)
 	}
-	h.hubGraphs.Stop(name)
-	return nil
+	h.hubGraphs.Stop(g.Name)
+	if !h.opts.DeleteCRDsOnUnregister {
+		return nil
+	}
+	return h.hubGraphs.DeleteCRD(ctx, g)
 }
 
 // hubClusters gives the hub graphs' runtime the hub cluster and the

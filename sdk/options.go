@@ -148,7 +148,8 @@ type Options struct {
 	CompileTimeout time.Duration
 	// DeleteCRDsOnUnregister removes a graph's CRD from every spoke that has
 	// no instance of it left once the graph's removal is otherwise done
-	// (see UnregisterGraph); a spoke that cannot be reached is retried.
+	// (see UnregisterGraph); a spoke that cannot be reached is retried. A
+	// hub graph's CRD is removed from the hub the same way.
 	// Defaults to false: CRDs stay, so no instance can be lost by accident.
 	DeleteCRDsOnUnregister bool
 	// EstablishTimeout bounds one wait for a CRD to become established on a
