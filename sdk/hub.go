@@ -143,6 +143,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		ClusterScopedGraphs: opts.ClusterScopedGraphs,
 		ClusterLabels:       h.clusterSource.labels, // cluster_labels.go
 		ClusterValues:       h.values.forCluster,    // cluster_values.go
+		LocalClusterName:    opts.LocalClusterName,
 	})
 	return h, nil
 }

@@ -34,6 +34,12 @@ type TargetOptions struct {
 	// instance (ERROR, condition TargetsAllowed=False naming the resource,
 	// the cluster and the error). Defaults to nil.
 	Allow func(ctx context.Context, g *graph.Graph, instance *unstructured.Unstructured, cluster string) error
+	// FleetPoll is how often hub graphs that read fleet.clusters look for
+	// a cluster that joined, left or was relabelled. A provider that says
+	// when labels change (hub.ClusterLabelNotifier, as providers/secret
+	// does) has relabels followed at once, and the poll is the fallback.
+	// Defaults to 2 seconds.
+	FleetPoll time.Duration
 	// HubName is written on every child of a hub instance (label
 	// fleetgraph.dev/hub), so that hubs sharing clusters never take each
 	// other's children. Defaults to the UID of the hub cluster's
@@ -82,6 +88,7 @@ func (h *Hub) newHubGraphs() *hubgraph.Runtime {
 		HubName:      h.opts.Targets.HubName,
 		CallTimeout:  h.opts.Targets.CallTimeout,
 		AbandonAfter: h.opts.Targets.AbandonAfter,
+		FleetPoll:    h.opts.Targets.FleetPoll,
 		FieldManager: h.opts.FieldManager,
 		Resync:       h.opts.InstanceResync,
 		Workers:      h.opts.Workers,

@@ -111,6 +111,11 @@ type Options struct {
 	// ClusterScopedGraphs names the graphs whose cluster-scoped instances
 	// ConfineToNamespace lets through. Defaults to none.
 	ClusterScopedGraphs []string
+	// FleetPoll is how often a graph that reads the fleet variable
+	// (fleet.clusters) looks for a cluster that joined, left or was
+	// relabelled; a relabel told through Runtime.ClusterLabelsChanged is
+	// followed at once. Defaults to DefaultFleetPoll.
+	FleetPoll time.Duration
 	// Workers is how many instances of one graph reconcile at once.
 	// Defaults to DefaultWorkers.
 	Workers int
@@ -130,6 +135,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
+	}
+	if o.FleetPoll <= 0 {
+		o.FleetPoll = DefaultFleetPoll
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = logr.Discard()

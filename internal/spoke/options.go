@@ -158,6 +158,9 @@ type Options struct {
 	// again when a cluster's labels change (ClusterLabelsPoll). Defaults
 	// to nil: no values.
 	ClusterValues func(cluster multicluster.ClusterName, graphName string) map[string]any
+	// LocalClusterName is what cluster.name holds on the cluster engaged
+	// as "" (the manager's own, in single-cluster mode). Defaults to "".
+	LocalClusterName string
 	// Logger is the logger. Defaults to controller-runtime's log.Log named
 	// "spoke".
 	Logger logr.Logger
