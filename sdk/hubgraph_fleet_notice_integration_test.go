@@ -3,14 +3,11 @@
 package sdk_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 )
@@ -27,9 +24,7 @@ func TestHubGraphFollowsRelabelsAtOnce(t *testing.T) {
 	opts := meshOnly()
 	opts.Targets.FleetPoll = never
 	opts.InstanceResync = never
-	f, h, _ := startHubGraphFleet(t, opts)
-	ctx := context.Background()
-	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, meshRGD)))
+	f, _, _ := startHubGraphFleet(t, opts, meshRGD)
 	createWhenServed(t, f.hub, instance(meshGVK, "m", map[string]any{}))
 	gatewaysIn := func(within time.Duration, want ...string) time.Duration {
 		t.Helper()
@@ -37,9 +32,7 @@ func TestHubGraphFollowsRelabelsAtOnce(t *testing.T) {
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
 			var got []string
 			for _, c := range []string{"spoke-1", "spoke-2", "spoke-3"} {
-				list := &corev1.ConfigMapList{}
-				require.NoError(ct, f.spokes[c].List(ctx, list, client.MatchingLabels{"fleetgraph.dev/graph": "mesh"}))
-				for range list.Items {
+				for range f.children(ct, c, "mesh") {
 					got = append(got, c)
 				}
 			}

@@ -4,7 +4,6 @@ package sdk_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,46 +12,32 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
-	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 // leavingPairs is a hub graph of Pairs (one child on each of spoke-1 and
 // spoke-2) served by its own hub on the shared fleet, with one ACTIVE
 // instance.
 type leavingPairs struct {
-	h      *sdk.Hub
-	hub    client.Client
-	spokes map[string]client.Client
-	gvk    schema.GroupVersionKind
-	ns     string
+	*sharedHubGraph
+	gvk schema.GroupVersionKind
+	ns  string
 }
 
 func startLeavingPairs(t *testing.T, name, kind string, opts sdk.Options) *leavingPairs {
 	t.Helper()
-	ctx := context.Background()
-	fleet := sharedFleet(t)
-	provider := fgtesting.NewProvider()
-	l := &leavingPairs{hub: newClient(t, fleet.Hub.Config), spokes: map[string]client.Client{}, ns: name}
-	for _, s := range fleet.Spokes() {
-		require.NoError(t, provider.AddConfig(ctx, s.Name, s.Config))
-		l.spokes[s.Name] = newClient(t, s.Config)
-	}
 	opts.DisableRGDController = true
 	opts.DeleteCRDsOnUnregister = true
-	l.h = startHub(t, fleet.Hub.Config, provider, opts)
+	l := &leavingPairs{sharedHubGraph: startSharedHubGraph(t, opts, nil), ns: name}
 	rgd, gvk := renamedRGD(rgdFromString(t, pairRGD), name, kind)
 	l.gvk = gvk
-	require.NoError(t, l.h.RegisterGraph(ctx, rgd))
-	for _, c := range append([]client.Client{l.hub}, l.spokes["spoke-1"], l.spokes["spoke-2"]) {
-		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l.ns}})))
-	}
+	require.NoError(t, l.h.RegisterGraph(context.Background(), rgd))
+	l.createNamespace(t, l.ns)
 	p := instance(l.gvk, "p0", map[string]any{"value": "v"})
 	p.SetNamespace(l.ns)
 	createWhenServed(t, l.hub, p)
@@ -64,16 +49,12 @@ func startLeavingPairs(t *testing.T, name, kind string, opts sdk.Options) *leavi
 func (l *leavingPairs) crdOnHub(t *testing.T) bool {
 	t.Helper()
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	err := l.hub.Get(context.Background(), client.ObjectKey{Name: l.crdName()}, crd)
+	err := l.hub.Get(context.Background(), client.ObjectKey{Name: crdName(l.gvk)}, crd)
 	if apierrors.IsNotFound(err) {
 		return false
 	}
 	require.NoError(t, err)
 	return true
-}
-
-func (l *leavingPairs) crdName() string {
-	return strings.ToLower(l.gvk.Kind) + "s." + l.gvk.Group
 }
 
 func (l *leavingPairs) pair() (*unstructured.Unstructured, error) {
