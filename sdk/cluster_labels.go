@@ -19,8 +19,10 @@ func (s *clusterSource) labels(name multicluster.ClusterName) map[string]string 
 
 // followLabelNotices makes relabels reach graphs at once, rather than at
 // the spoke runtime's next poll of the labels, when the provider says when
-// labels change (hub.ClusterLabelNotifier, as providers/secret does); the
-// ClusterValues statuses are looked at again too.
+// labels change (hub.ClusterLabelNotifier, as providers/secret does); hub
+// graphs that read fleet.clusters look at the fleet again, rather than at
+// their next poll (TargetOptions.FleetPoll), and the ClusterValues
+// statuses are looked at again too.
 func (s *clusterSource) followLabelNotices() {
 	notifier, ok := s.h.provider.(hub.ClusterLabelNotifier)
 	if !ok {
@@ -28,6 +30,7 @@ func (s *clusterSource) followLabelNotices() {
 	}
 	notifier.NotifyLabelsChanged(func(name multicluster.ClusterName) {
 		s.h.runtime.ClusterLabelsChanged(name)
+		s.h.hubGraphs.ClusterLabelsChanged(string(name))
 		s.h.values.changed()
 	})
 }

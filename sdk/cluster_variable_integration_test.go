@@ -335,3 +335,24 @@ func relabel(t *testing.T, hub client.Client, name string, labels map[string]str
 		require.NoError(ct, hub.Update(context.Background(), s))
 	}, wait, tick)
 }
+
+// In single-cluster mode (no provider) cluster.name is the name the
+// platform gives the hub's own cluster (Options.LocalClusterName), not
+// multicluster-runtime's "" for it, and the cluster has no labels.
+func TestClusterNameInSingleClusterMode(t *testing.T) {
+	t.Parallel()
+	fleet := fgtesting.StartFleet(t, 0) // its own: the hub cluster is the only spoke
+	h, err := sdk.NewHub(nil, sdk.Options{DisableRGDController: true, LocalClusterName: "hub-east"})
+	require.NoError(t, err)
+	fgtesting.Start(t, func(ctx context.Context) error { return h.Run(ctx, fleet.Hub.Config) })
+	c := newClient(t, fleet.Hub.Config)
+	require.NoError(t, h.RegisterGraph(context.Background(), rgdFromString(t, localeRGD)))
+	createWhenServed(t, c, instance(localeGVK, "web", map[string]any{}))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, localeChildren{
+			settings: map[string]string{"cluster": "hub-east", "tier": "none", "bucket": "none"},
+			replicas: 1,
+			servedBy: "hub-east",
+		}, readLocale(ct, c))
+	}, wait, tick)
+}

@@ -118,9 +118,15 @@ func createWhenServed(t *testing.T, c client.Client, obj *unstructured.Unstructu
 }
 
 func state(c client.Client, gvk schema.GroupVersionKind, name string) string {
+	return stateIn(c, gvk, "default", name)
+}
+
+// stateIn is the status.state of the instance ns/name of kind gvk, or the
+// error reading it.
+func stateIn(c client.Client, gvk schema.GroupVersionKind, ns, name string) string {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, u); err != nil {
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
 		return "get: " + err.Error()
 	}
 	s, _, _ := unstructured.NestedString(u.Object, "status", "state")

@@ -76,7 +76,7 @@ type Hub struct {
 	clusterSource *clusterSource    // provider.go: what engages the clusters
 	values        *clusterValues    // cluster_values.go: the platform's per-cluster values
 	hubGraphs     *hubgraph.Runtime // hubgraphs.go: graphs with targets, served on the hub
-	changed       statusChanges     // setup.go: graphs whose RGD status is to be rewritten soon
+	changed       *statusChanges    // setup.go: graphs whose RGD status is to be rewritten soon
 
 	// planner decides placement and rollout waves (rollouts.planner);
 	// rollouts connects it and the GraphRollout controller to the hub.
@@ -111,7 +111,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		provider: provider,
 		opts:     opts,
 		registry: newRegistry(opts),
-		changed:  make(statusChanges, 64),
+		changed:  newStatusChanges(),
 		ctx:      ctx,
 		stop:     stop,
 
@@ -143,6 +143,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		ClusterScopedGraphs: opts.ClusterScopedGraphs,
 		ClusterLabels:       h.clusterSource.labels, // cluster_labels.go
 		ClusterValues:       h.values.forCluster,    // cluster_values.go
+		LocalClusterName:    opts.LocalClusterName,
 	})
 	return h, nil
 }
@@ -179,7 +180,7 @@ func (h *Hub) RegisterGraph(ctx context.Context, rgd *v1alpha1.ResourceGraphDefi
 // else is reconciled) until none is left; with Options.OrphanInstances they
 // are released instead (the finalizer is taken off, children stay). With
 // Options.DeleteCRDsOnUnregister, the CRD is then deleted from every spoke
-// that has no instance left. A spoke that cannot be reached is retried
+// that has no instance left (from the hub, for a hub graph). A spoke that cannot be reached is retried
 // with backoff until it is done or the manager stops.
 //
 // UnregisterGraph returns once the removal has started. Removals live in

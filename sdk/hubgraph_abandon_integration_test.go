@@ -9,14 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/fleetgraph/fleetgraph/providers/secret"
 )
 
 // With Options.Targets.AbandonAfter set, the deletion of a hub instance
@@ -27,47 +24,29 @@ import (
 func TestHubGraphAbandonsAnUnreachableTargetAfterItsGrace(t *testing.T) {
 	t.Parallel()
 	const grace = 8 * time.Second
-	opts := meshOnly()
-	opts.Targets.CallTimeout = 2 * time.Second
-	opts.Targets.AbandonAfter = grace
-	f, h, _ := startHubGraphFleet(t, opts)
+	f, _, _ := startHubGraphFleet(t, abandoning(grace), linkRGD)
 	ctx := context.Background()
-	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, linkRGD)))
-	createWhenServed(t, f.hub, instance(linkGVK, "gone", map[string]any{"egressCluster": "spoke-2"}))
-	requireState(t, f.hub, linkGVK, "gone", "ACTIVE")
+	f.activeLink(t, "gone", "spoke-2")
 	f.requireData(t, "spoke-2", "gone-egress", map[string]string{"upstream": "db.default:5432"})
 
-	frozen := f.fleet.Spoke("spoke-2")
-	require.NoError(t, frozen.Pause())
-	t.Cleanup(func() { _ = frozen.Resume() })
+	frozen := f.freeze(t, "spoke-2")
 	deleted := time.Now()
 	require.NoError(t, f.hub.Delete(ctx, f.link("gone")))
 
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		u := f.link("gone")
-		require.NotNil(ct, u, "the instance waits for spoke-2")
-		s, _, _ := unstructured.NestedString(u.Object, "status", "state")
-		assert.Equal(ct, "DELETING", s)
-		c := condition(u, "Ready")
-		require.NotNil(ct, c)
-		assert.Equal(ct, "ClusterUnreachable", c["reason"])
-		assert.Contains(ct, c["message"], "spoke-2")
-		assert.Contains(ct, c["message"], "abandoned at")
-	}, wait, tick)
-	_, err := f.configMap("hub", "gone-record")
-	assert.True(t, apierrors.IsNotFound(err), "the wave before spoke-2's went: %v", err)
+	requireSays(t, f.hub, linkGVK, "gone", instanceSays{
+		State: "DELETING", Condition: "Ready", Reason: "ClusterUnreachable",
+		Message: []string{"spoke-2", "abandoned at"},
+	}, "the instance waits for spoke-2")
+	f.assertNoConfigMap(t, "hub", "gone-record", "the wave before spoke-2's went")
 	db, err := f.configMap("spoke-1", "gone-db")
 	require.NoError(t, err, "the wave after spoke-2's waits for it")
 	assert.Nil(t, db.DeletionTimestamp)
 
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.Nil(ct, f.link("gone"), "the instance goes once the grace is over")
-	}, wait+grace, tick)
+	f.requireLinkGone(t, "gone", wait+grace, "the instance goes once the grace is over")
 	took := time.Since(deleted)
 	t.Logf("the deletion finished %v after it started (grace %v)", took.Round(time.Millisecond), grace)
 	assert.GreaterOrEqual(t, took, grace, "the deletion waited at least the grace")
-	_, err = f.configMap("spoke-1", "gone-db")
-	assert.True(t, apierrors.IsNotFound(err), "db on the healthy spoke is deleted: %v", err)
+	f.assertNoConfigMap(t, "spoke-1", "gone-db", "db on the healthy spoke is deleted")
 
 	abandoned := f.abandonEvents(t, "gone")
 	require.Len(t, abandoned, 1, "one event per abandoned cluster")
@@ -87,27 +66,14 @@ func TestHubGraphAbandonsAnUnreachableTargetAfterItsGrace(t *testing.T) {
 	}, wait, tick)
 
 	t.Run("a target that left the fleet is abandoned the same way", func(t *testing.T) {
-		createWhenServed(t, f.hub, instance(linkGVK, "left", map[string]any{"egressCluster": "spoke-2"}))
-		requireState(t, f.hub, linkGVK, "left", "ACTIVE")
-		kubeconfig := &corev1.Secret{}
-		require.NoError(t, f.hub.Get(ctx, client.ObjectKey{Namespace: secret.DefaultNamespace, Name: "spoke-2"}, kubeconfig))
-		require.NoError(t, f.hub.Delete(ctx, kubeconfig))
+		f.activeLink(t, "left", "spoke-2")
+		f.removeKubeconfig(t, "spoke-2")
 		deleted := time.Now()
 		require.NoError(t, f.hub.Delete(ctx, f.link("left")))
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			u := f.link("left")
-			require.NotNil(ct, u)
-			c := condition(u, "Ready")
-			require.NotNil(ct, c)
-			assert.Equal(ct, "ClusterUnreachable", c["reason"])
-			assert.Contains(ct, c["message"], `"spoke-2"`)
-		}, wait, tick)
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			assert.Nil(ct, f.link("left"))
-		}, wait+grace, tick)
+		requireSays(t, f.hub, linkGVK, "left", instanceSays{Condition: "Ready", Reason: "ClusterUnreachable", Message: []string{`"spoke-2"`}})
+		f.requireLinkGone(t, "left", wait+grace)
 		assert.GreaterOrEqual(t, time.Since(deleted), grace)
-		_, err := f.configMap("spoke-1", "left-db")
-		assert.True(t, apierrors.IsNotFound(err), "db on the healthy spoke is deleted: %v", err)
+		f.assertNoConfigMap(t, "spoke-1", "left-db", "db on the healthy spoke is deleted")
 		cm, err := f.configMap("spoke-2", "left-egress")
 		require.NoError(t, err, "what was on the departed spoke is left there")
 		assert.Nil(t, cm.DeletionTimestamp)
@@ -124,18 +90,12 @@ func TestHubGraphAbandonsAnUnreachableTargetAfterItsGrace(t *testing.T) {
 func TestHubGraphAbandonGraceSurvivesARestart(t *testing.T) {
 	t.Parallel()
 	const grace = 15 * time.Second
-	opts := meshOnly()
-	opts.Targets.CallTimeout = 2 * time.Second
-	opts.Targets.AbandonAfter = grace
-	f, h, stop := startHubGraphFleet(t, opts)
+	opts := abandoning(grace)
+	f, _, stop := startHubGraphFleet(t, opts, linkRGD)
 	ctx := context.Background()
-	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, linkRGD)))
-	createWhenServed(t, f.hub, instance(linkGVK, "kept", map[string]any{"egressCluster": "spoke-2"}))
-	requireState(t, f.hub, linkGVK, "kept", "ACTIVE")
+	f.activeLink(t, "kept", "spoke-2")
 
-	frozen := f.fleet.Spoke("spoke-2")
-	require.NoError(t, frozen.Pause())
-	t.Cleanup(func() { _ = frozen.Resume() })
+	f.freeze(t, "spoke-2")
 	require.NoError(t, f.hub.Delete(ctx, f.link("kept")))
 	var since map[string]string
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -150,15 +110,21 @@ func TestHubGraphAbandonGraceSurvivesARestart(t *testing.T) {
 	stop()
 
 	h2, _ := f.startHub(t, opts)
-	require.NoError(t, h2.RegisterGraph(ctx, rgdFromString(t, linkRGD)))
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.Nil(ct, f.link("kept"))
-	}, wait+grace, tick)
+	registerGraphs(t, h2, linkRGD)
+	f.requireLinkGone(t, "kept", wait+grace)
 	msgs := f.abandonEvents(t, "kept")
 	require.Len(t, msgs, 1)
 	assert.Contains(t, msgs[0], "unreachable since "+since["spoke-2"], "the restarted hub kept the first hub's count")
-	_, err := f.configMap("spoke-1", "kept-db")
-	assert.True(t, apierrors.IsNotFound(err), "db on the healthy spoke is deleted: %v", err)
+	f.assertNoConfigMap(t, "spoke-1", "kept-db", "db on the healthy spoke is deleted")
+}
+
+// abandoning are meshOnly's options with calls to a cluster timing out
+// after 2 s and the children left on an unreachable target after grace.
+func abandoning(grace time.Duration) sdk.Options {
+	opts := meshOnly()
+	opts.Targets.CallTimeout = 2 * time.Second
+	opts.Targets.AbandonAfter = grace
+	return opts
 }
 
 // abandonEvents waits until the hub has recorded a ChildrenAbandoned event

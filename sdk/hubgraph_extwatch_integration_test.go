@@ -4,23 +4,17 @@ package sdk_test
 
 import (
 	"context"
-	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
-	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 var feedGVK = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "Feed"}
@@ -102,25 +96,15 @@ func TestHubGraphWatchesExternalRefsInOtherClusters(t *testing.T) {
 	f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v1", "peers": "peer-a"})
 	requireState(t, f.hub, feedGVK, "reader", "ACTIVE")
 
-	update := func(name string, change func(cm *corev1.ConfigMap)) {
-		t.Helper()
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			cm, err := f.configMap("spoke-1", name)
-			require.NoError(ct, err)
-			change(cm)
-			require.NoError(ct, spoke1.Update(ctx, cm))
-		}, wait, tick)
-	}
-
 	t.Run("an update of the object read by name", func(t *testing.T) {
-		update("source", func(cm *corev1.ConfigMap) { cm.Data["value"] = "v2" })
+		f.updateConfigMap(t, "spoke-1", "source", func(cm *corev1.ConfigMap) { cm.Data["value"] = "v2" })
 		f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v2", "peers": "peer-a"})
 	})
 
 	t.Run("objects joining, leaving and deleted from a selection", func(t *testing.T) {
 		require.NoError(t, spoke1.Create(ctx, peer("peer-b")))
 		f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v2", "peers": "peer-a,peer-b"})
-		update("peer-a", func(cm *corev1.ConfigMap) { cm.Labels = nil })
+		f.updateConfigMap(t, "spoke-1", "peer-a", func(cm *corev1.ConfigMap) { cm.Labels = nil })
 		f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v2", "peers": "peer-b"})
 		require.NoError(t, spoke1.Delete(ctx, peer("peer-b")))
 		f.requireData(t, "spoke-2", "reader-copy", map[string]string{"value": "v2", "peers": ""})
@@ -137,51 +121,10 @@ func TestHubGraphWatchesExternalRefsInOtherClusters(t *testing.T) {
 
 	t.Run("a reference outside the instance's namespace is still refused", func(t *testing.T) {
 		createWhenServed(t, f.hub, instance(feedGVK, "outsider", map[string]any{"source": "source", "sourceNamespace": "kube-system"}))
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(feedGVK)
-			require.NoError(ct, f.hub.Get(ctx, client.ObjectKey{Namespace: "default", Name: "outsider"}, u))
-			c := condition(u, "ResourcesReady")
-			require.NotNil(ct, c)
-			assert.Equal(ct, "OutsideNamespace", c["reason"])
-			assert.Contains(ct, c["message"], "kube-system")
-		}, wait, tick)
-		_, err := f.configMap("spoke-2", "outsider-copy")
-		assert.True(t, apierrors.IsNotFound(err), "nothing written from a refused reference: %v", err)
+		requireSays(t, f.hub, feedGVK, "outsider", instanceSays{Condition: "ResourcesReady", Reason: "OutsideNamespace", Message: []string{"kube-system"}})
+		f.assertNoConfigMap(t, "spoke-2", "outsider-copy", "nothing written from a refused reference")
 	})
 }
-
-// readCounts counts the GETs made through the configs it wraps, by cluster
-// and URL path.
-type readCounts struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (r *readCounts) config(cfg *rest.Config, cluster string) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if req.Method == http.MethodGet {
-				r.mu.Lock()
-				r.n[cluster+" "+req.URL.Path]++
-				r.mu.Unlock()
-			}
-			return rt.RoundTrip(req)
-		})
-	}
-	return cfg
-}
-
-func (r *readCounts) get(cluster, path string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.n[cluster+" "+path]
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // Watching what an externalRef read brings nothing back by itself: an
 // ACTIVE reader reads its reference no more until the object changes (no
@@ -192,24 +135,15 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 func TestHubGraphExternalRefWatchEchoesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	fleet := sharedFleet(t)
-	reads := &readCounts{n: map[string]int{}}
-	provider := fgtesting.NewProvider()
-	spokes := map[string]client.Client{}
-	for _, s := range fleet.Spokes() {
-		require.NoError(t, provider.AddConfig(ctx, s.Name, reads.config(s.Config, s.Name)))
-		spokes[s.Name] = newClient(t, s.Config)
-	}
+	reads := countReads()
+	s := startSharedHubGraph(t, sdk.Options{DisableRGDController: true, InstanceResync: time.Hour}, reads.config)
+	hub, spokes := s.hub, s.spokes
 	rgd, gvk := renamedRGD(rgdFromString(t, feedRGD), "quiet-feed", "QuietFeed")
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, InstanceResync: time.Hour})
-	hub := newClient(t, fleet.Hub.Config)
 	ns := "quiet-feeds"
-	for _, c := range append([]client.Client{hub}, spokes["spoke-1"], spokes["spoke-2"]) {
-		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
-	}
+	s.createNamespace(t, ns)
 	source := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "quiet-source"}, Data: map[string]string{"value": "v1"}}
 	require.NoError(t, spokes["spoke-1"].Create(ctx, source))
-	require.NoError(t, h.RegisterGraph(ctx, rgd))
+	require.NoError(t, s.h.RegisterGraph(ctx, rgd))
 	reader := instance(gvk, "quiet", map[string]any{"source": "quiet-source", "sourceNamespace": ns})
 	reader.SetNamespace(ns)
 	createWhenServed(t, hub, reader)
@@ -220,11 +154,7 @@ func TestHubGraphExternalRefWatchEchoesNothing(t *testing.T) {
 	}
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		assert.Equal(ct, map[string]string{"value": "v1", "peers": ""}, copyData(ct))
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		require.NoError(ct, hub.Get(ctx, client.ObjectKey{Namespace: ns, Name: "quiet"}, u))
-		state, _, _ := unstructured.NestedString(u.Object, "status", "state")
-		assert.Equal(ct, "ACTIVE", state)
+		assert.Equal(ct, "ACTIVE", stateIn(hub, gvk, ns, "quiet"))
 	}, wait, tick)
 
 	path := "/api/v1/namespaces/" + ns + "/configmaps/quiet-source"

@@ -21,7 +21,6 @@ import (
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
-	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 var linkGVK = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "Link"}
@@ -79,103 +78,6 @@ spec:
         egress: ${egress.metadata.name}
 `
 
-// hubGraphFleet is a hub and three spokes engaged from kubeconfig Secrets;
-// spoke-1 and spoke-2 are labelled mesh=true, which is the platform's
-// allowed set, and spoke-3 is not.
-type hubGraphFleet struct {
-	fleet   *fgtesting.Fleet
-	hub     client.Client
-	spokes  map[string]client.Client
-	clients map[string]client.Client // spokes and "hub"
-}
-
-func startHubGraphFleet(t *testing.T, opts sdk.Options) (*hubGraphFleet, *sdk.Hub, func()) {
-	t.Helper()
-	fleet := fgtesting.StartFleet(t, 3) // its own: the secret provider engages every kubeconfig Secret on its hub cluster
-	ctx := context.Background()
-	f := &hubGraphFleet{fleet: fleet, hub: newClient(t, fleet.Hub.Config), spokes: map[string]client.Client{}, clients: map[string]client.Client{}}
-	h, stop := f.startHub(t, opts)
-	require.NoError(t, f.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secret.DefaultNamespace}}))
-	for _, s := range fleet.Spokes() {
-		l := map[string]string{secret.DefaultSecretLabel: "true"}
-		if s.Name != "spoke-3" {
-			l[secret.LabelPrefix+"mesh"] = "true"
-		}
-		require.NoError(t, f.hub.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: secret.DefaultNamespace, Name: s.Name, Labels: l},
-			Data:       map[string][]byte{secret.DefaultDataKey: s.Kubeconfig},
-		}))
-		f.spokes[s.Name] = newClient(t, s.Config)
-		f.clients[s.Name] = f.spokes[s.Name]
-	}
-	f.clients["hub"] = f.hub
-	return f, h, stop
-}
-
-// startHub runs a new Hub with the secret provider on the fleet's hub
-// cluster until stop or the end of the test.
-func (f *hubGraphFleet) startHub(t *testing.T, opts sdk.Options) (h *sdk.Hub, stop func()) {
-	t.Helper()
-	h, err := sdk.NewHub(secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}), opts)
-	require.NoError(t, err)
-	return h, fgtesting.StartStoppable(t, func(ctx context.Context) error { return h.Run(ctx, f.fleet.Hub.Config) })
-}
-
-func meshOnly() sdk.Options {
-	return sdk.Options{
-		DisableRGDController: true,
-		Targets:              sdk.TargetOptions{AllowedClusters: &metav1.LabelSelector{MatchLabels: map[string]string{"mesh": "true"}}},
-	}
-}
-
-func (f *hubGraphFleet) configMap(cluster, name string) (*corev1.ConfigMap, error) {
-	cm := &corev1.ConfigMap{}
-	err := f.clients[cluster].Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, cm)
-	return cm, err
-}
-
-func (f *hubGraphFleet) link(name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(linkGVK)
-	if err := f.hub.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, u); err != nil {
-		return nil
-	}
-	return u
-}
-
-// requireData waits until the named ConfigMap in cluster has data.
-func (f *hubGraphFleet) requireData(t *testing.T, cluster, name string, data map[string]string) {
-	t.Helper()
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		cm, err := f.configMap(cluster, name)
-		require.NoError(ct, err)
-		assert.Equal(ct, data, cm.Data)
-	}, wait, tick, "%s in %s", name, cluster)
-}
-
-// requireNowhere checks that no ConfigMap named after the instance exists
-// in any cluster.
-func (f *hubGraphFleet) requireNowhere(t *testing.T, instance string) {
-	t.Helper()
-	for cluster, c := range f.clients {
-		list := &corev1.ConfigMapList{}
-		require.NoError(t, c.List(context.Background(), list))
-		for _, cm := range list.Items {
-			assert.False(t, strings.HasPrefix(cm.Name, instance+"-"), "%s/%s was written in %s", cm.Namespace, cm.Name, cluster)
-		}
-	}
-}
-
-func condition(u *unstructured.Unstructured, typ string) map[string]any {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == typ {
-			return m
-		}
-	}
-	return nil
-}
-
 // A hub instance whose resources live on two spokes and the hub: a value
 // read on spoke-1 is written on spoke-2, an update reaches both, drift on
 // spoke-2 is put back; an instance naming a cluster outside the allowed
@@ -183,10 +85,9 @@ func condition(u *unstructured.Unstructured, typ string) map[string]any {
 // clusters.
 func TestHubGraphAcrossClusters(t *testing.T) {
 	t.Parallel()
-	f, h, _ := startHubGraphFleet(t, meshOnly())
+	f, h, _ := startHubGraphFleet(t, meshOnly(), linkRGD)
 	ctx := context.Background()
-	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, linkRGD)))
-	createWhenServed(t, f.hub, instance(linkGVK, "web", map[string]any{"egressCluster": "spoke-2"}))
+	f.createLink(t, "web", "spoke-2")
 
 	t.Run("values flow across clusters and the instance is ACTIVE on the hub", func(t *testing.T) {
 		f.requireData(t, "spoke-1", "web-db", map[string]string{"port": "5432"})
@@ -196,8 +97,7 @@ func TestHubGraphAcrossClusters(t *testing.T) {
 		inst := f.link("web")
 		upstream, _, _ := unstructured.NestedString(inst.Object, "status", "upstream")
 		assert.Equal(t, "db.default:5432", upstream, "status projects a value read on spoke-2")
-		_, err := f.configMap("spoke-3", "web-egress")
-		assert.True(t, apierrors.IsNotFound(err), "nothing on spoke-3: %v", err)
+		f.assertNoConfigMap(t, "spoke-3", "web-egress", "nothing on spoke-3")
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
 			assert.Equal(ct, []sdk.TargetStatus{
 				{Cluster: "", Instances: 1, ReadyInstances: 1, Engaged: true},
@@ -215,39 +115,23 @@ func TestHubGraphAcrossClusters(t *testing.T) {
 	})
 
 	t.Run("an update reaches both spokes", func(t *testing.T) {
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			u := f.link("web")
-			require.NotNil(ct, u)
-			require.NoError(ct, unstructured.SetNestedField(u.Object, "6000", "spec", "port"))
-			require.NoError(ct, f.hub.Update(ctx, u))
-		}, wait, tick)
+		f.setLinkSpec(t, "web", "port", "6000")
 		f.requireData(t, "spoke-1", "web-db", map[string]string{"port": "6000"})
 		f.requireData(t, "spoke-2", "web-egress", map[string]string{"upstream": "db.default:6000"})
 	})
 
 	t.Run("drift on spoke-2 is repaired", func(t *testing.T) {
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			cm, err := f.configMap("spoke-2", "web-egress")
-			require.NoError(ct, err)
-			cm.Data["upstream"] = "somewhere-else"
-			require.NoError(ct, f.spokes["spoke-2"].Update(ctx, cm))
-		}, wait, tick)
+		f.updateConfigMap(t, "spoke-2", "web-egress", func(cm *corev1.ConfigMap) { cm.Data["upstream"] = "somewhere-else" })
 		f.requireData(t, "spoke-2", "web-egress", map[string]string{"upstream": "db.default:6000"})
 	})
 
 	t.Run("a retargeted resource moves and its old child is pruned", func(t *testing.T) {
-		createWhenServed(t, f.hub, instance(linkGVK, "move", map[string]any{"egressCluster": "spoke-2"}))
+		f.createLink(t, "move", "spoke-2")
 		f.requireData(t, "spoke-2", "move-egress", map[string]string{"upstream": "db.default:5432"})
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			u := f.link("move")
-			require.NotNil(ct, u)
-			require.NoError(ct, unstructured.SetNestedField(u.Object, "spoke-1", "spec", "egressCluster"))
-			require.NoError(ct, f.hub.Update(ctx, u))
-		}, wait, tick)
+		f.setLinkSpec(t, "move", "egressCluster", "spoke-1")
 		f.requireData(t, "spoke-1", "move-egress", map[string]string{"upstream": "db.default:5432"})
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			_, err := f.configMap("spoke-2", "move-egress")
-			assert.True(ct, apierrors.IsNotFound(err), "the child left behind on spoke-2 is pruned: %v", err)
+			f.assertNoConfigMap(ct, "spoke-2", "move-egress", "the child left behind on spoke-2 is pruned")
 		}, wait, tick)
 		f.deleteLink(t, "move")
 	})
@@ -255,40 +139,24 @@ func TestHubGraphAcrossClusters(t *testing.T) {
 	t.Run("what is not ours is never written or deleted", func(t *testing.T) {
 		squat := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "squat-egress"}, Data: map[string]string{"owner": "someone"}}
 		require.NoError(t, f.spokes["spoke-2"].Create(ctx, squat))
-		createWhenServed(t, f.hub, instance(linkGVK, "squat", map[string]any{"egressCluster": "spoke-2"}))
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			u := f.link("squat")
-			require.NotNil(ct, u)
-			c := condition(u, "Ready")
-			require.NotNil(ct, c)
-			assert.Contains(ct, c["message"], "squat-egress")
-			assert.Contains(ct, c["message"], "not ours")
-		}, wait, tick)
+		f.createLink(t, "squat", "spoke-2")
+		requireSays(t, f.hub, linkGVK, "squat", instanceSays{Condition: "Ready", Message: []string{"squat-egress", "not ours"}})
 		f.deleteLink(t, "squat")
 		cm, err := f.configMap("spoke-2", "squat-egress")
 		require.NoError(t, err, "deleting the instance leaves the object it did not own")
 		assert.Equal(t, map[string]string{"owner": "someone"}, cm.Data)
 		assert.Empty(t, cm.Labels)
-		_, err = f.configMap("spoke-1", "squat-db")
-		assert.True(t, apierrors.IsNotFound(err), "its own child is deleted: %v", err)
+		f.assertNoConfigMap(t, "spoke-1", "squat-db", "its own child is deleted")
 	})
 
 	t.Run("a cluster outside the allowed set is refused before any write", func(t *testing.T) {
 		for name, egress := range map[string]string{"evil": "spoke-3", "lost": "no-such-cluster"} {
-			createWhenServed(t, f.hub, instance(linkGVK, name, map[string]any{"egressCluster": egress}))
-			require.EventuallyWithT(t, func(ct *assert.CollectT) {
-				u := f.link(name)
-				require.NotNil(ct, u)
-				c := condition(u, "TargetsAllowed")
-				require.NotNil(ct, c)
-				assert.Equal(ct, "False", c["status"])
-				msg, _ := c["message"].(string)
-				assert.Contains(ct, msg, `resource "egress"`)
-				assert.Contains(ct, msg, fmt.Sprintf("cluster %q", egress))
-				state, _, _ := unstructured.NestedString(u.Object, "status", "state")
-				assert.Equal(ct, "ERROR", state)
-			}, wait, tick)
-			t.Logf("%s: %v", name, condition(f.link(name), "TargetsAllowed")["message"])
+			f.createLink(t, name, egress)
+			u := requireSays(t, f.hub, linkGVK, name, instanceSays{
+				State: "ERROR", Condition: "TargetsAllowed", Status: "False",
+				Message: []string{`resource "egress"`, fmt.Sprintf("cluster %q", egress)},
+			})
+			t.Logf("%s: %v", name, condition(u, "TargetsAllowed")["message"])
 			f.requireNowhere(t, name)
 			assert.Empty(t, f.link(name).GetFinalizers(), "a refused instance holds no finalizer")
 		}
@@ -298,17 +166,11 @@ func TestHubGraphAcrossClusters(t *testing.T) {
 		// Hold egress (spoke-2) with a finalizer of our own: record (hub)
 		// must go first, and db (spoke-1) only once egress is gone.
 		const hold = "test.fleetgraph.dev/hold"
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			cm, err := f.configMap("spoke-2", "web-egress")
-			require.NoError(ct, err)
-			cm.Finalizers = append(cm.Finalizers, hold)
-			require.NoError(ct, f.spokes["spoke-2"].Update(ctx, cm))
-		}, wait, tick)
+		f.updateConfigMap(t, "spoke-2", "web-egress", func(cm *corev1.ConfigMap) { cm.Finalizers = append(cm.Finalizers, hold) })
 		require.NoError(t, f.hub.Delete(ctx, f.link("web")))
 
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			_, err := f.configMap("hub", "web-record")
-			assert.True(ct, apierrors.IsNotFound(err), "record on the hub goes first: %v", err)
+			f.assertNoConfigMap(ct, "hub", "web-record", "record on the hub goes first")
 			cm, err := f.configMap("spoke-2", "web-egress")
 			require.NoError(ct, err)
 			assert.NotNil(ct, cm.DeletionTimestamp, "egress on spoke-2 is being deleted")
@@ -322,41 +184,23 @@ func TestHubGraphAcrossClusters(t *testing.T) {
 		require.NoError(t, err)
 		assert.Nil(t, db.DeletionTimestamp, "db on spoke-1 waits for egress on spoke-2")
 
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			cm, err := f.configMap("spoke-2", "web-egress")
-			require.NoError(ct, err)
-			cm.Finalizers = nil
-			require.NoError(ct, f.spokes["spoke-2"].Update(ctx, cm))
-		}, wait, tick)
+		f.updateConfigMap(t, "spoke-2", "web-egress", func(cm *corev1.ConfigMap) { cm.Finalizers = nil })
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
 			assert.Nil(ct, f.link("web"), "the instance is gone once its children are")
-			_, err := f.configMap("spoke-1", "web-db")
-			assert.True(ct, apierrors.IsNotFound(err), "db on spoke-1 deleted last: %v", err)
+			f.assertNoConfigMap(ct, "spoke-1", "web-db", "db on spoke-1 deleted last")
 		}, wait, tick)
 		f.requireNowhere(t, "web")
 	})
 
 	t.Run("deletion waits for a target that left the fleet and says so", func(t *testing.T) {
-		createWhenServed(t, f.hub, instance(linkGVK, "far", map[string]any{"egressCluster": "spoke-2"}))
+		f.createLink(t, "far", "spoke-2")
 		f.requireData(t, "spoke-2", "far-egress", map[string]string{"upstream": "db.default:5432"})
 		requireState(t, f.hub, linkGVK, "far", "ACTIVE")
-		kubeconfig := &corev1.Secret{}
-		require.NoError(t, f.hub.Get(ctx, client.ObjectKey{Namespace: secret.DefaultNamespace, Name: "spoke-2"}, kubeconfig))
-		require.NoError(t, f.hub.Delete(ctx, kubeconfig))
+		kubeconfig := f.removeKubeconfig(t, "spoke-2")
 		require.NoError(t, f.hub.Delete(ctx, f.link("far")))
 
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			u := f.link("far")
-			require.NotNil(ct, u)
-			state, _, _ := unstructured.NestedString(u.Object, "status", "state")
-			assert.Equal(ct, "DELETING", state)
-			c := condition(u, "Ready")
-			require.NotNil(ct, c)
-			assert.Contains(ct, c["message"], "unreachable")
-			assert.Contains(ct, c["message"], `"spoke-2"`)
-		}, wait, tick)
-		_, err := f.configMap("hub", "far-record")
-		assert.True(t, apierrors.IsNotFound(err), "the wave before spoke-2's went: %v", err)
+		requireSays(t, f.hub, linkGVK, "far", instanceSays{State: "DELETING", Condition: "Ready", Message: []string{"unreachable", `"spoke-2"`}})
+		f.assertNoConfigMap(t, "hub", "far-record", "the wave before spoke-2's went")
 		db, err := f.configMap("spoke-1", "far-db")
 		require.NoError(t, err, "the wave after spoke-2's waits")
 		assert.Nil(t, db.DeletionTimestamp)
@@ -364,22 +208,9 @@ func TestHubGraphAcrossClusters(t *testing.T) {
 		// spoke-2 comes back: the deletion finishes there and on spoke-1.
 		kubeconfig.ResourceVersion, kubeconfig.UID = "", ""
 		require.NoError(t, f.hub.Create(ctx, kubeconfig))
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			assert.Nil(ct, f.link("far"))
-		}, wait, tick)
+		f.requireLinkGone(t, "far", wait)
 		f.requireNowhere(t, "far")
 	})
-}
-
-// deleteLink deletes a hub instance and waits until it is gone.
-func (f *hubGraphFleet) deleteLink(t *testing.T, name string) {
-	t.Helper()
-	u := f.link(name)
-	require.NotNil(t, u)
-	require.NoError(t, client.IgnoreNotFound(f.hub.Delete(context.Background(), u)))
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.Nil(ct, f.link(name))
-	}, wait, tick, "deleting %s", name)
 }
 
 // Under Strict, a graph with a target is refused, naming target.
@@ -402,10 +233,9 @@ func TestStrictHubRefusesTargets(t *testing.T) {
 func TestHubGraphResumesAfterARestart(t *testing.T) {
 	t.Parallel()
 	const n = 100
-	f, h, stop := startHubGraphFleet(t, meshOnly())
+	f, _, stop := startHubGraphFleet(t, meshOnly(), linkRGD)
 	ctx := context.Background()
-	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, linkRGD)))
-	createWhenServed(t, f.hub, instance(linkGVK, "r0", map[string]any{"egressCluster": "spoke-2"}))
+	f.createLink(t, "r0", "spoke-2")
 	for i := 1; i < n; i++ {
 		require.NoError(t, f.hub.Create(ctx, instance(linkGVK, fmt.Sprintf("r%d", i), map[string]any{"egressCluster": "spoke-2"})))
 	}
@@ -425,15 +255,11 @@ func TestHubGraphResumesAfterARestart(t *testing.T) {
 	t.Logf("%d of %d instances were ACTIVE when the hub stopped", active, n)
 
 	h2, _ := f.startHub(t, meshOnly())
-	require.NoError(t, h2.RegisterGraph(ctx, rgdFromString(t, linkRGD)))
+	registerGraphs(t, h2, linkRGD)
 	for i := range n {
 		requireState(t, f.hub, linkGVK, fmt.Sprintf("r%d", i), "ACTIVE")
 	}
-	count := func(cluster string) int {
-		list := &corev1.ConfigMapList{}
-		require.NoError(t, f.clients[cluster].List(ctx, list, client.MatchingLabels{"fleetgraph.dev/graph": "link"}))
-		return len(list.Items)
-	}
+	count := func(cluster string) int { return len(f.children(t, cluster, "link")) }
 	for _, c := range []string{"hub", "spoke-1", "spoke-2", "spoke-3"} {
 		want := n
 		if c == "spoke-3" {
@@ -444,10 +270,8 @@ func TestHubGraphResumesAfterARestart(t *testing.T) {
 	// Each instance has its own child once in each of its clusters: no
 	// duplicate, and none missing.
 	for _, c := range []string{"hub", "spoke-1", "spoke-2"} {
-		list := &corev1.ConfigMapList{}
-		require.NoError(t, f.clients[c].List(ctx, list, client.MatchingLabels{"fleetgraph.dev/graph": "link"}))
 		perUID := map[string]int{}
-		for _, cm := range list.Items {
+		for _, cm := range f.children(t, c, "link") {
 			perUID[cm.Labels["fleetgraph.dev/instance-uid"]]++
 		}
 		for i := range n {
@@ -477,34 +301,16 @@ func TestHubGraphFrozenTargetBlocksOnlyItsDependents(t *testing.T) {
 	t.Parallel()
 	opts := meshOnly()
 	opts.Targets.CallTimeout = 2 * time.Second
-	f, h, _ := startHubGraphFleet(t, opts)
-	ctx := context.Background()
-	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, linkRGD)))
-	createWhenServed(t, f.hub, instance(linkGVK, "web", map[string]any{"egressCluster": "spoke-2"}))
-	requireState(t, f.hub, linkGVK, "web", "ACTIVE")
-
-	frozen := f.fleet.Spoke("spoke-2")
-	require.NoError(t, frozen.Pause())
-	t.Cleanup(func() { _ = frozen.Resume() })
+	f, h, _ := startHubGraphFleet(t, opts, linkRGD)
+	f.activeLink(t, "web", "spoke-2")
+	frozen := f.freeze(t, "spoke-2")
 
 	// The instance's resource on spoke-1 follows an update.
 	start := time.Now()
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		u := f.link("web")
-		require.NotNil(ct, u)
-		require.NoError(ct, unstructured.SetNestedField(u.Object, "7000", "spec", "port"))
-		require.NoError(ct, f.hub.Update(ctx, u))
-	}, wait, tick)
+	f.setLinkSpec(t, "web", "port", "7000")
 	f.requireData(t, "spoke-1", "web-db", map[string]string{"port": "7000"})
 	t.Logf("spoke-1's child followed the update %v after it, spoke-2 frozen (call timeout %v)", time.Since(start).Round(time.Millisecond), opts.Targets.CallTimeout)
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		u := f.link("web")
-		require.NotNil(ct, u)
-		c := condition(u, "ResourcesReady")
-		require.NotNil(ct, c)
-		assert.Equal(ct, "ClusterUnreachable", c["reason"])
-		assert.Contains(ct, c["message"], `cluster "spoke-2" is unreachable`)
-	}, wait, tick)
+	requireSays(t, f.hub, linkGVK, "web", instanceSays{Condition: "ResourcesReady", Reason: "ClusterUnreachable", Message: []string{`cluster "spoke-2" is unreachable`}})
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		byName := map[string]sdk.TargetStatus{}
 		for _, ts := range h.FleetStatus("link").Targets {
@@ -517,16 +323,13 @@ func TestHubGraphFrozenTargetBlocksOnlyItsDependents(t *testing.T) {
 
 	// Another instance that does not touch spoke-2 becomes ACTIVE.
 	start = time.Now()
-	createWhenServed(t, f.hub, instance(linkGVK, "calm", map[string]any{"egressCluster": "spoke-1"}))
-	requireState(t, f.hub, linkGVK, "calm", "ACTIVE")
+	f.activeLink(t, "calm", "spoke-1")
 	t.Logf("an instance on spoke-1 and the hub became ACTIVE in %v while spoke-2 was frozen", time.Since(start).Round(time.Millisecond))
 
 	require.NoError(t, frozen.Resume())
 	f.requireData(t, "spoke-2", "web-egress", map[string]string{"upstream": "db.default:7000"})
 	requireState(t, f.hub, linkGVK, "web", "ACTIVE")
-	list := &corev1.ConfigMapList{}
-	require.NoError(t, f.spokes["spoke-2"].List(ctx, list, client.MatchingLabels{"fleetgraph.dev/graph": "link"}))
-	assert.Len(t, list.Items, 1, "spoke-2 holds web's egress once")
+	assert.Len(t, f.children(t, "spoke-2", "link"), 1, "spoke-2 holds web's egress once")
 }
 
 var meshGVK = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "Mesh"}
@@ -566,24 +369,22 @@ spec:
 // every gateway's list of peers follows.
 func TestHubGraphForEachOverTheFleet(t *testing.T) {
 	t.Parallel()
-	f, h, _ := startHubGraphFleet(t, meshOnly())
+	f, _, _ := startHubGraphFleet(t, meshOnly(), meshRGD)
 	ctx := context.Background()
-	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, meshRGD)))
 	createWhenServed(t, f.hub, instance(meshGVK, "m", map[string]any{}))
 	gateways := func(want map[string]string) {
 		t.Helper()
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
 			for _, c := range []string{"spoke-1", "spoke-2", "spoke-3"} {
-				list := &corev1.ConfigMapList{}
-				require.NoError(ct, f.spokes[c].List(ctx, list, client.MatchingLabels{"fleetgraph.dev/graph": "mesh"}))
+				items := f.children(ct, c, "mesh")
 				peers, ok := want[c]
 				if !ok {
-					assert.Empty(ct, list.Items, "no gateway in %s", c)
+					assert.Empty(ct, items, "no gateway in %s", c)
 					continue
 				}
-				if assert.Len(ct, list.Items, 1, "one gateway in %s", c) {
-					assert.Equal(ct, "m-gateway-"+c, list.Items[0].Name)
-					assert.Equal(ct, peers, list.Items[0].Data["peers"], "peers of %s", c)
+				if assert.Len(ct, items, 1, "one gateway in %s", c) {
+					assert.Equal(ct, "m-gateway-"+c, items[0].Name)
+					assert.Equal(ct, peers, items[0].Data["peers"], "peers of %s", c)
 				}
 			}
 		}, wait, tick)
@@ -627,22 +428,14 @@ func TestHubGraphFromAnRGDObject(t *testing.T) {
 	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, escape)))
 	escapeGVK := schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "Escape"}
 	createWhenServed(t, f.hub, instance(escapeGVK, "out", map[string]any{"egressCluster": "spoke-2"}))
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(escapeGVK)
-		require.NoError(ct, f.hub.Get(ctx, client.ObjectKey{Namespace: "default", Name: "out"}, u))
-		c := condition(u, "ResourcesReady")
-		require.NotNil(ct, c)
-		assert.Equal(ct, "OutsideNamespace", c["reason"])
-		assert.Contains(ct, c["message"], "kube-system")
-	}, wait, tick)
+	requireSays(t, f.hub, escapeGVK, "out", instanceSays{Condition: "ResourcesReady", Reason: "OutsideNamespace", Message: []string{"kube-system"}})
 	err := f.spokes["spoke-2"].Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "out-egress"}, &corev1.ConfigMap{})
 	assert.True(t, apierrors.IsNotFound(err), "nothing written outside the namespace: %v", err)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		rgd := rgdFromString(t, linkRGD)
 		assert.NoError(ct, client.IgnoreAlreadyExists(f.hub.Create(ctx, rgd)))
 	}, wait, tick, "the hub serves RGDs")
-	createWhenServed(t, f.hub, instance(linkGVK, "obj", map[string]any{"egressCluster": "spoke-2"}))
+	f.createLink(t, "obj", "spoke-2")
 	f.requireData(t, "spoke-2", "obj-egress", map[string]string{"upstream": "db.default:5432"})
 	requireState(t, f.hub, linkGVK, "obj", "ACTIVE")
 	accepted := rgdCondition(f.hub, "link", "GraphAccepted")
@@ -678,8 +471,7 @@ func TestHubGraphFromAnRGDObject(t *testing.T) {
 	orphan := rgdFromString(t, linkRGD)
 	orphan.Annotations = map[string]string{v1alpha1.AnnotationOrphanInstances: "true"}
 	require.NoError(t, f.hub.Create(ctx, orphan))
-	createWhenServed(t, f.hub, instance(linkGVK, "kept", map[string]any{"egressCluster": "spoke-2"}))
-	requireState(t, f.hub, linkGVK, "kept", "ACTIVE")
+	f.activeLink(t, "kept", "spoke-2")
 	require.NoError(t, f.hub.Delete(ctx, orphan))
 	rgdGone()
 	u := f.link("kept")

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -87,10 +86,8 @@ func TestHubGraphTenantLimits(t *testing.T) {
 	t.Parallel()
 	opts := meshOnly()
 	opts.Limits = graph.Limits{MaxChildren: 50, MaxRenderedBytes: 1 << 20}
-	f, h, _ := startHubGraphFleet(t, opts)
+	f, _, _ := startHubGraphFleet(t, opts, fanRGD, blobRGD)
 	ctx := context.Background()
-	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, fanRGD)))
-	require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, blobRGD)))
 
 	createWhenServed(t, f.hub, instance(fanGVK, "wide", map[string]any{"count": int64(900)}))
 	createWhenServed(t, f.hub, instance(blobGVK, "huge", map[string]any{"count": int64(10), "blob": strings.Repeat("x", 300_000)}))
@@ -99,22 +96,8 @@ func TestHubGraphTenantLimits(t *testing.T) {
 
 	requireLimit := func(gvk schema.GroupVersionKind, name string, says ...string) {
 		t.Helper()
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(gvk)
-			require.NoError(ct, f.hub.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, u))
-			state, _, _ := unstructured.NestedString(u.Object, "status", "state")
-			assert.Equal(ct, "ERROR", state)
-			c := condition(u, "Ready")
-			require.NotNil(ct, c)
-			assert.Equal(ct, "LimitExceeded", c["reason"])
-			for _, s := range says {
-				assert.Contains(ct, c["message"], s)
-			}
-		}, wait, tick, "%s goes to ERROR naming the limit", name)
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		require.NoError(t, f.hub.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, u))
+		u := requireSays(t, f.hub, gvk, name, instanceSays{State: "ERROR", Condition: "Ready", Reason: "LimitExceeded", Message: says},
+			"%s goes to ERROR naming the limit", name)
 		t.Logf("%s: %v", name, condition(u, "Ready")["message"])
 	}
 	requireLimit(fanGVK, "wide", "Limits.MaxChildren", "over the limit of 50")

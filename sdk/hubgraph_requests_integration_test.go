@@ -5,8 +5,6 @@ package sdk_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,78 +15,30 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
-	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
-
-// writeCounts counts the writes (PATCH, PUT, POST, DELETE) made through
-// the configs it wraps, by cluster and URL path: one path per object (and
-// one per status subresource).
-type writeCounts struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (w *writeCounts) config(cfg *rest.Config, cluster string) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return writeCounter{next: rt, cluster: cluster, w: w}
-	}
-	return cfg
-}
-
-func (w *writeCounts) get(cluster, path string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.n[cluster+" "+path]
-}
-
-type writeCounter struct {
-	next    http.RoundTripper
-	cluster string
-	w       *writeCounts
-}
-
-func (c writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != http.MethodGet {
-		c.w.mu.Lock()
-		c.w.n[c.cluster+" "+r.URL.Path]++
-		c.w.mu.Unlock()
-	}
-	return c.next.RoundTrip(r)
-}
 
 // The hub's own writes do not bring an instance back: the echo of its
 // finalizer and status writes on the hub and of its applies on the spokes
 // requeue nothing, and a child that did not change is not applied again.
-// Each new Pair costs one apply per child, one metadata write (finalizer
-// and clusters) and one status write, and nothing more while it stays
-// ACTIVE. Drift, a deleted child and an update are still followed, each
+// Each new Pair costs one apply per child, at most one metadata write
+// (finalizer and clusters; none once the hub's admission policy stamps
+// them, TestHubGraphInstancesStampedAtAdmission) and one status write, and
+// nothing more while it stays ACTIVE. Drift, a deleted child and an update are still followed, each
 // with one apply per child it concerns.
 func TestHubGraphOwnWritesRequeueNothing(t *testing.T) {
 	t.Parallel()
 	const pairs = 10
 	ctx := context.Background()
-	fleet := sharedFleet(t)
-	writes := &writeCounts{n: map[string]int{}}
-	provider := fgtesting.NewProvider()
-	spokes := map[string]client.Client{}
-	for _, s := range fleet.Spokes() {
-		require.NoError(t, provider.AddConfig(ctx, s.Name, writes.config(s.Config, s.Name)))
-		spokes[s.Name] = newClient(t, s.Config)
-	}
+	writes := countWrites()
+	s := startSharedHubGraph(t, sdk.Options{DisableRGDController: true}, writes.config)
+	hub, spokes := s.hub, s.spokes
 	rgd, gvk := renamedRGD(rgdFromString(t, pairRGD), "echo-pair", "EchoPair")
-	h := startHub(t, writes.config(fleet.Hub.Config, "hub"), provider, sdk.Options{DisableRGDController: true})
-	require.NoError(t, h.RegisterGraph(ctx, rgd))
-	hub := newClient(t, fleet.Hub.Config)
+	require.NoError(t, s.h.RegisterGraph(ctx, rgd))
 	ns := "echo-pairs"
-	require.NoError(t, client.IgnoreAlreadyExists(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
-	for _, c := range spokes {
-		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
-	}
+	s.createNamespace(t, ns)
 	for i := range pairs {
 		p := instance(gvk, fmt.Sprintf("p%d", i), map[string]any{"value": "v"})
 		p.SetNamespace(ns)
@@ -234,17 +184,10 @@ spec:
 func TestHubGraphWaitsOnARemoteDependency(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	fleet := sharedFleet(t)
-	provider, err := fleet.NewProvider(ctx)
-	require.NoError(t, err)
-	spokes := map[string]client.Client{}
-	for _, s := range fleet.Spokes() {
-		spokes[s.Name] = newClient(t, s.Config)
-	}
+	s := startSharedHubGraph(t, sdk.Options{DisableRGDController: true}, nil)
+	hub, spokes := s.hub, s.spokes
 	rgd, gvk := renamedRGD(rgdFromString(t, gateRGD), "wait-gate", "WaitGate")
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
-	require.NoError(t, h.RegisterGraph(ctx, rgd))
-	hub := newClient(t, fleet.Hub.Config)
+	require.NoError(t, s.h.RegisterGraph(ctx, rgd))
 	createWhenServed(t, hub, instance(gvk, "waitg", map[string]any{}))
 
 	gate := &corev1.ConfigMap{}
@@ -252,7 +195,7 @@ func TestHubGraphWaitsOnARemoteDependency(t *testing.T) {
 		return spokes["spoke-1"].Get(ctx, client.ObjectKey{Namespace: "default", Name: "waitg-gate"}, gate) == nil
 	}, wait, tick, "the gate written on spoke-1")
 	requireState(t, hub, gvk, "waitg", "IN_PROGRESS")
-	err = spokes["spoke-2"].Get(ctx, client.ObjectKey{Namespace: "default", Name: "waitg-after"}, &corev1.ConfigMap{})
+	err := spokes["spoke-2"].Get(ctx, client.ObjectKey{Namespace: "default", Name: "waitg-after"}, &corev1.ConfigMap{})
 	require.True(t, apierrors.IsNotFound(err), "after waits for the gate: %v", err)
 
 	gate.Annotations = map[string]string{"ready": "yes"}

@@ -3,16 +3,12 @@
 package sdk_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
@@ -55,9 +51,8 @@ spec:
 func TestHubGraphSecretTargets(t *testing.T) {
 	t.Parallel()
 	f, h, _ := startHubGraphFleet(t, meshOnly())
-	ctx := context.Background()
 	register := func(name, kind, secretName, secretNamespace string) schema.GroupVersionKind {
-		require.NoError(t, h.RegisterGraph(ctx, rgdFromString(t, fmt.Sprintf(secretRGD, name, kind, secretName, secretNamespace))))
+		registerGraphs(t, h, fmt.Sprintf(secretRGD, name, kind, secretName, secretNamespace))
 		return schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: kind}
 	}
 
@@ -67,28 +62,19 @@ func TestHubGraphSecretTargets(t *testing.T) {
 		requireState(t, f.hub, gvk, "v1", "ACTIVE")
 		f.requireData(t, "spoke-1", "v1-store", map[string]string{"value": "x"})
 		for _, c := range []string{"hub", "spoke-2", "spoke-3"} {
-			_, err := f.configMap(c, "v1-store")
-			assert.True(t, apierrors.IsNotFound(err), "nothing in %s: %v", c, err)
+			f.assertNoConfigMap(t, c, "v1-store", "nothing in "+c)
 		}
 	})
 
 	refused := func(t *testing.T, gvk schema.GroupVersionKind, name string, want ...string) {
 		t.Helper()
 		createWhenServed(t, f.hub, instance(gvk, name, nil))
-		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(gvk)
-			require.NoError(ct, f.hub.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, u))
-			state, _, _ := unstructured.NestedString(u.Object, "status", "state")
-			assert.Equal(ct, "ERROR", state)
-			c := condition(u, "TargetsAllowed")
-			require.NotNil(ct, c)
-			assert.Equal(ct, "False", c["status"])
-			for _, w := range want {
-				assert.Contains(ct, c["message"], w)
-			}
-			assert.Empty(ct, u.GetFinalizers(), "a refused instance holds no finalizer")
-		}, wait, tick)
+		requireSays(t, f.hub, gvk, name, instanceSays{
+			State: "ERROR", Condition: "TargetsAllowed", Status: "False", Message: want,
+			Also: func(ct *assert.CollectT, u *unstructured.Unstructured) {
+				assert.Empty(ct, u.GetFinalizers(), "a refused instance holds no finalizer")
+			},
+		})
 		f.requireNowhere(t, name)
 	}
 

@@ -64,7 +64,7 @@ func TestHubGraphInstancesStampedAtAdmission(t *testing.T) {
 	const pairs = 6
 	ctx := context.Background()
 	fleet := sharedFleet(t)
-	writes := &writeCounts{n: map[string]int{}}
+	writes := countWrites()
 	provider := fgtesting.NewProvider()
 	spokes := map[string]client.Client{}
 	for _, s := range fleet.Spokes() {
@@ -146,7 +146,7 @@ func TestHubGraphWithoutTheStampWritesTheFinalizerItself(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fleet := sharedFleet(t)
-	writes := &writeCounts{n: map[string]int{}}
+	writes := countWrites()
 	provider := fgtesting.NewProvider()
 	for _, s := range fleet.Spokes() {
 		require.NoError(t, provider.AddConfig(ctx, s.Name, writes.config(s.Config, s.Name)))

@@ -37,6 +37,12 @@ type TargetOptions struct {
 	// instance (ERROR, condition TargetsAllowed=False naming the resource,
 	// the cluster and the error). Defaults to nil.
 	Allow func(ctx context.Context, g *graph.Graph, instance *unstructured.Unstructured, cluster string) error
+	// FleetPoll is how often hub graphs that read fleet.clusters look for
+	// a cluster that joined, left or was relabelled. A provider that says
+	// when labels change (hub.ClusterLabelNotifier, as providers/secret
+	// does) has relabels followed at once, and the poll is the fallback.
+	// Defaults to 2 seconds.
+	FleetPoll time.Duration
 	// HubName is written on every child of a hub instance (label
 	// fleetgraph.dev/hub), so that hubs sharing clusters never take each
 	// other's children. Defaults to the UID of the hub cluster's
@@ -90,6 +96,7 @@ func (h *Hub) newHubGraphs() *hubgraph.Runtime {
 		HubName:      h.opts.Targets.HubName,
 		CallTimeout:  h.opts.Targets.CallTimeout,
 		AbandonAfter: h.opts.Targets.AbandonAfter,
+		FleetPoll:    h.opts.Targets.FleetPoll,
 		FieldManager: h.opts.FieldManager,
 		Resync:       h.opts.InstanceResync,
 		Workers:      h.opts.Workers,
@@ -113,24 +120,30 @@ func (h *Hub) serveHubGraph(g *graph.Graph) error {
 
 // hubGraphRemovalStep is a removal step of a hub graph: its instances are
 // on the hub only, so it waits until none holds the finalizer, then stops
-// the graph there.
-func (h *Hub) hubGraphRemovalStep(ctx context.Context, name string) error {
-	off, err := h.hubGraphs.Unstamp(ctx, name) // no new instance is held
+// the graph there and, with Options.DeleteCRDsOnUnregister, deletes its
+// CRD from the hub if no instance is left. The graph's admission policy
+// goes from the hub first, and is waited out, so that no new instance is
+// held.
+func (h *Hub) hubGraphRemovalStep(ctx context.Context, g *graph.Graph) error {
+	off, err := h.hubGraphs.Unstamp(ctx, g.Name)
 	if err != nil {
-		return fmt.Errorf("removing the admission policy of hub graph %s: %w", name, err)
+		return fmt.Errorf("removing the admission policy of hub graph %s: %w", g.Name, err)
 	}
 	if time.Since(off) < policySettle {
-		return fmt.Errorf("%w: hub graph %s's admission policy removed %s ago", errHeld, name, time.Since(off).Round(time.Millisecond))
+		return fmt.Errorf("%w: hub graph %s's admission policy removed %s ago", errHeld, g.Name, time.Since(off).Round(time.Millisecond))
 	}
-	held, err := h.hubGraphs.Held(ctx, name)
+	held, err := h.hubGraphs.Held(ctx, g.Name)
 	if err != nil {
 		return err
 	}
 	if held > 0 {
-		return fmt.Errorf("%w: %d instances of hub graph %s", errHeld, held, name)
+		return fmt.Errorf("%w: %d instances of hub graph %s", errHeld, held, g.Name)
 	}
-	h.hubGraphs.Stop(name)
-	return nil
+	h.hubGraphs.Stop(g.Name)
+	if !h.opts.DeleteCRDsOnUnregister {
+		return nil
+	}
+	return h.hubGraphs.DeleteCRD(ctx, g)
 }
 
 // hubClusters gives the hub graphs' runtime the hub cluster and the

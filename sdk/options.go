@@ -148,7 +148,8 @@ type Options struct {
 	CompileTimeout time.Duration
 	// DeleteCRDsOnUnregister removes a graph's CRD from every spoke that has
 	// no instance of it left once the graph's removal is otherwise done
-	// (see UnregisterGraph); a spoke that cannot be reached is retried.
+	// (see UnregisterGraph); a spoke that cannot be reached is retried. A
+	// hub graph's CRD is removed from the hub the same way.
 	// Defaults to false: CRDs stay, so no instance can be lost by accident.
 	DeleteCRDsOnUnregister bool
 	// EstablishTimeout bounds one wait for a CRD to become established on a
@@ -194,6 +195,12 @@ type Options struct {
 	// cluster.values is served on a cluster only once the objects were
 	// read. Disabled, cluster.values is empty everywhere.
 	DisableClusterValues bool
+	// LocalClusterName is what cluster.name holds in graphs served on the
+	// manager's own cluster, the cluster multicluster-runtime names ""
+	// (single-cluster mode: a nil provider); FleetStatus, metrics and
+	// events keep calling it "". Set it to the name the platform knows the
+	// hub cluster by. Defaults to DefaultLocalClusterName.
+	LocalClusterName string
 	// RolloutResync is how often every GraphRollout is looked at (and
 	// cluster labels re-read). Defaults to 1 second.
 	RolloutResync time.Duration
@@ -226,12 +233,21 @@ const DefaultStatusResync = rgdctrl.DefaultResync
 // DefaultDepartureGrace is Options.DepartureGrace's default.
 const DefaultDepartureGrace = 30 * time.Second
 
+// DefaultLocalClusterName is the default of Options.LocalClusterName: a
+// name an expression can join and compare like any other, where the
+// manager's own name for its cluster, "", would leave "web-" or an empty
+// label value behind.
+const DefaultLocalClusterName = "local"
+
 func (o Options) withDefaults() Options {
 	if o.Workers == 0 {
 		o.Workers = spoke.DefaultWorkers
 	}
 	if o.FieldManager == "" {
 		o.FieldManager = hub.DefaultFieldManager
+	}
+	if o.LocalClusterName == "" {
+		o.LocalClusterName = DefaultLocalClusterName
 	}
 	if o.EstablishTimeout == 0 {
 		o.EstablishTimeout = hub.DefaultEstablishTimeout

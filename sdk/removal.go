@@ -208,7 +208,7 @@ func (r *remover) step(ctx context.Context, name string, rm *removal, cleaned ma
 	h := r.h
 	g := rm.reg.graph
 	if g.IsHubGraph() {
-		return h.hubGraphRemovalStep(ctx, name) // hubgraphs.go
+		return h.hubGraphRemovalStep(ctx, g) // hubgraphs.go
 	}
 	clusters := h.engagedClusters()
 	errs := make([]error, len(clusters))

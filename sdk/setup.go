@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -348,17 +349,50 @@ func (c *crdFanOut) onTransition(graphName, clusterName string, state hub.CRDSta
 	rec.Eventf(target, nil, "Warning", "CRD"+string(state), "FanOut", "cluster %q: %s", clusterName, msg)
 }
 
+var _ rgdctrl.Changes = &statusChanges{}
+
 // statusChanges are the graphs whose RGD status the RGD controller is to
-// rewrite soon (its Changed channel).
-type statusChanges chan string
+// rewrite soon (its Changed). Each graph waits once, however often it
+// changes before the controller takes it, in the order of its first
+// change: a burst of changes to every graph loses none, and holds one
+// entry per graph.
+type statusChanges struct {
+	mu      sync.Mutex
+	waiting map[string]struct{}
+	order   []string
+	ready   chan struct{} // one slot: the controller is to take
+}
+
+func newStatusChanges() *statusChanges {
+	return &statusChanges{waiting: map[string]struct{}{}, ready: make(chan struct{}, 1)}
+}
 
 // notify asks the RGD controller to rewrite a graph's status soon. It
-// never blocks: if the queue is full, the periodic resync catches up.
-func (c statusChanges) notify(graphName string) {
-	select {
-	case c <- graphName:
-	default:
+// never blocks.
+func (c *statusChanges) notify(graphName string) {
+	c.mu.Lock()
+	if _, ok := c.waiting[graphName]; !ok {
+		c.waiting[graphName] = struct{}{}
+		c.order = append(c.order, graphName)
 	}
+	c.mu.Unlock()
+	select {
+	case c.ready <- struct{}{}:
+	default: // a signal is pending already
+	}
+}
+
+// Ready implements rgdctrl.Changes.
+func (c *statusChanges) Ready() <-chan struct{} { return c.ready }
+
+// Take implements rgdctrl.Changes.
+func (c *statusChanges) Take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := c.order
+	c.order = nil
+	clear(c.waiting)
+	return names
 }
 
 // clusterTracker records the clusters the manager engages, for the

@@ -122,7 +122,8 @@ type Options struct {
 	// ClusterLabels gives the labels of a cluster to the expressions of
 	// graphs that read cluster.labels (see graph.ClusterLabels); the
 	// cluster variable's name is the name the cluster is engaged under
-	// ("" for a manager's own cluster). It is called once per reconcile
+	// (LocalClusterName for a manager's own cluster). It is called once
+	// per reconcile
 	// of such a graph's instance, so it must be quick and safe for
 	// concurrent use. Defaults to nil: every cluster has no labels.
 	ClusterLabels func(multicluster.ClusterName) map[string]string
@@ -146,6 +147,11 @@ type Options struct {
 	// ClusterLabelsPoll). Defaults to nil: no values. The sdk's Hub sets it
 	// from the hub's ClusterValues objects.
 	ClusterValues func(cluster multicluster.ClusterName, graphName string) map[string]any
+	// LocalClusterName is what cluster.name holds in graphs served on the
+	// cluster engaged as "" (a manager's own, as in the sdk's
+	// single-cluster mode). Defaults to "". The sdk's Hub sets it from its
+	// Options.LocalClusterName.
+	LocalClusterName string
 	// Logger is the logger. Defaults to controller-runtime's log.Log named
 	// "spoke".
 	Logger logr.Logger
@@ -167,6 +173,7 @@ func (o Options) runtimeOptions() internal.Options {
 		ClusterLabels:       o.ClusterLabels,
 		ClusterLabelsPoll:   o.ClusterLabelsPoll,
 		ClusterValues:       o.ClusterValues,
+		LocalClusterName:    o.LocalClusterName,
 		Logger:              o.Logger,
 	}
 	if gate := o.Gate; gate != nil {

@@ -211,6 +211,10 @@ func TestCommandsAgainstAHub(t *testing.T) {
 	t.Run("rollout status, pause, resume, approve and rollback", func(t *testing.T) {
 		steerRollout(t, hc)
 	})
+
+	t.Run("rollout hold and release", func(t *testing.T) {
+		holdAndRelease(t) // rollout_hold_integration_test.go
+	})
 }
 
 // ansi matches the escape codes of colours and of clearing the screen.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,7 +30,7 @@ const AnnotationApprove = "fleetgraph.dev/approve"
 func newRolloutCommand(g *globals, name string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollout",
-		Short: "Show and steer GraphRollouts: status, pause, resume, rollback, approve",
+		Short: "Show and steer GraphRollouts: status, pause, resume, rollback, approve, hold, release",
 		Long: `Show and steer the GraphRollout that rolls a graph's revisions out in waves.
 NAME is the GraphRollout's name or the graph's (the RGD's) name; for a graph,
 the oldest GraphRollout naming it is the one the hub follows.
@@ -37,10 +38,12 @@ the oldest GraphRollout naming it is the one the hub follows.
 Each subcommand makes the change the README documents, on the hub cluster:
 pause and resume set spec.paused (resume also sets the fleetgraph.dev/resume
 annotation when the rollout failed, which retries the failed wave), rollback
-sets spec.rollbackTo, approve sets the fleetgraph.dev/approve annotation.`,
+sets spec.rollbackTo, approve sets the fleetgraph.dev/approve annotation,
+hold and release edit spec.holds.`,
 		Example: example(name, `  fleetgraph rollout status webapp --watch --timeout 10m
   fleetgraph rollout pause webapp
-  fleetgraph rollout rollback webapp --to-revision 1`),
+  fleetgraph rollout rollback webapp --to-revision 1
+  fleetgraph rollout hold webapp --cluster eu-1 --reason "customer freeze"`),
 	}
 	cmd.AddCommand(
 		newRolloutStatusCommand(g, name),
@@ -48,6 +51,8 @@ sets spec.rollbackTo, approve sets the fleetgraph.dev/approve annotation.`,
 		rolloutAction(g, name, "resume", "Go on from where the rollout was paused, or retry its failed wave", `  fleetgraph rollout resume webapp`, resume),
 		newRolloutRollbackCommand(g, name),
 		newRolloutApproveCommand(g, name),
+		newRolloutHoldCommand(g, name),    // rollout_hold_cmd.go
+		newRolloutReleaseCommand(g, name), // rollout_hold_cmd.go
 	)
 	return cmd
 }
@@ -276,8 +281,9 @@ func newRolloutStatusCommand(g *globals, name string) *cobra.Command {
 		Use:   "status NAME",
 		Short: "Show a rollout's phase, waves and clusters; --watch waits until it ends",
 		Long: `Show the rollout: its phase, target and stable revisions, the wave in
-progress, every placed cluster (its wave and the revision it serves) and the
-clusters holding the wave back, with why.
+progress, the holds, every placed cluster (its wave and the revision it
+serves), the clusters holding the wave back, with why, and the clusters a
+hold pins, at which revision and why.
 
 With --watch it shows each change and ends when the rollout does: exit code
 0 when it is Complete or RolledBack, 1 when it Failed or --timeout passed.`,
@@ -395,6 +401,9 @@ func renderRollout(ro *fgv1alpha1.GraphRollout, output string) (string, error) {
 		}
 		fmt.Fprintf(&b, "  approved: %s by %s\n", what, dashIfEmpty(a.By))
 	}
+	for _, h := range ro.Spec.Holds {
+		fmt.Fprintf(&b, "  hold: %s%s (spec.holds)\n", holdLabel(h), reasonSuffix(h.Reason))
+	}
 	if st.AwaitingApproval != "" {
 		fmt.Fprintf(&b, "  wave %q awaits approval (fleetgraph rollout approve)\n", st.AwaitingApproval)
 	}
@@ -414,6 +423,11 @@ func renderRollout(ro *fgv1alpha1.GraphRollout, output string) (string, error) {
 	}
 	for _, h := range st.HoldingBack {
 		fmt.Fprintf(&b, "holding back: %s: %s\n", h.Name, h.Message)
+	}
+	for _, c := range st.Clusters {
+		if c.Held {
+			fmt.Fprintf(&b, "held: %s at revision %s%s\n", c.Name, revisionLabel(c.Desired), reasonSuffix(c.HoldReason))
+		}
 	}
 	return b.String(), nil
 }
@@ -458,6 +472,21 @@ func revisionLabel(r int64) string {
 		return "none"
 	}
 	return strconv.FormatInt(r, 10)
+}
+
+// holdLabel names what a hold takes.
+func holdLabel(h fgv1alpha1.Hold) string {
+	if h.ClusterSelector != nil {
+		return fmt.Sprintf("clusters matching %q", metav1.FormatLabelSelector(h.ClusterSelector))
+	}
+	return strings.Join(h.Clusters, ", ")
+}
+
+func reasonSuffix(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return ": " + reason
 }
 
 func dashIfEmpty(s string) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -74,25 +73,18 @@ func (x *externals) ensure(ctx context.Context, name string, cl cluster.Cluster,
 }
 
 // sweepEvery is how often the watches of clusters that left are removed.
-const sweepEvery = fleetPoll
+const sweepEvery = DefaultFleetPoll
 
 // sweep removes, until ctx ends, the handlers on clusters that left the
 // fleet or were engaged anew, and requeues the instances that read there:
 // their next evaluation finds the cluster gone, or watches its new
 // engagement.
 func (x *externals) sweep(ctx context.Context) {
-	t := time.NewTicker(sweepEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, sweepEvery, nil, func() { // fleet.go
 		for _, key := range x.departed(ctx) {
 			x.enqueue(key)
 		}
-	}
+	})
 }
 
 // departed removes the watches of clusters no longer engaged as they

@@ -8,9 +8,8 @@ import (
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
-// fleetPoll is how often a graph that reads the fleet variable looks for
-// a cluster that joined, left or was relabelled.
-const fleetPoll = 2 * time.Second
+// DefaultFleetPoll is the default of Options.FleetPoll.
+const DefaultFleetPoll = 2 * time.Second
 
 // fleetOf is the fleet variable's value now.
 func fleetOf(c Clusters) map[string]any {
@@ -22,22 +21,52 @@ func fleetOf(c Clusters) map[string]any {
 	return graph.FleetValue(clusters)
 }
 
-// watchFleet calls requeue when the fleet changes, until ctx ends.
-func watchFleet(ctx context.Context, c Clusters, requeue func()) {
+// watchFleet calls requeue when the fleet changes, until ctx ends: it
+// looks every poll, and at once when notice receives (a cluster was
+// relabelled: see Runtime.ClusterLabelsChanged). A notice that changed
+// nothing the fleet variable shows requeues nothing.
+func watchFleet(ctx context.Context, c Clusters, poll time.Duration, notice <-chan struct{}, requeue func()) {
 	last, _ := json.Marshal(fleetOf(c))
-	t := time.NewTicker(fleetPoll)
+	every(ctx, poll, notice, func() {
+		now, _ := json.Marshal(fleetOf(c))
+		if string(now) == string(last) {
+			return
+		}
+		last = now
+		requeue()
+	})
+}
+
+// ClusterLabelsChanged tells the Runtime that the named cluster's labels
+// (Clusters.Labels) changed: every graph that reads the fleet variable
+// looks at the fleet again at once, instead of at its next poll
+// (Options.FleetPoll). It does not wait, and a graph already told and
+// not yet looking is told once.
+func (r *Runtime) ClusterLabelsChanged(string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.graphs {
+		if s.g.UsesFleet() {
+			select {
+			case s.fleetNotices <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// every calls f every period and each time nudge receives (nil: never),
+// one call at a time, until ctx ends.
+func every(ctx context.Context, period time.Duration, nudge <-chan struct{}, f func()) {
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-nudge:
 		}
-		now, _ := json.Marshal(fleetOf(c))
-		if string(now) == string(last) {
-			continue
-		}
-		last = now
-		requeue()
+		f()
 	}
 }

@@ -117,6 +117,11 @@ type Options struct {
 	// runtime writes the finalizer and clusters of every new instance
 	// itself, one request more each.
 	Stamp Stamp
+	// FleetPoll is how often a graph that reads the fleet variable
+	// (fleet.clusters) looks for a cluster that joined, left or was
+	// relabelled; a relabel told through Runtime.ClusterLabelsChanged is
+	// followed at once. Defaults to DefaultFleetPoll.
+	FleetPoll time.Duration
 	// Workers is how many instances of one graph reconcile at once.
 	// Defaults to DefaultWorkers.
 	Workers int
@@ -136,6 +141,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
+	}
+	if o.FleetPoll <= 0 {
+		o.FleetPoll = DefaultFleetPoll
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = logr.Discard()

@@ -63,6 +63,9 @@ type server struct {
 	// stamp is when the graph's admission policy went off the hub
 	// (stamp.go).
 	stamp stamping
+	// fleetNotices tells a graph that reads the fleet variable to look at
+	// the fleet now (fleet.go); it holds one notice at most.
+	fleetNotices chan struct{}
 
 	// The parts, made by newServer and never replaced.
 	watches   *watchSet
@@ -81,6 +84,8 @@ func newServer(rt *Runtime, g *graph.Graph, seq int) *server {
 		owner:  owner{graph: contract.LabelValue(g.Name)},
 		events: make(chan event.GenericEvent, 1024),
 		writes: newOwnWrites(),
+
+		fleetNotices: make(chan struct{}, 1),
 	}
 	s.watches = newWatchSet(&s.owner, newApplyMemory(rt.opts.Resync), &s.instances, s.enqueue)
 	s.targets = &targets{rt: rt, g: g}
@@ -154,7 +159,7 @@ func (s *server) run(ctx context.Context) error {
 	}
 	go s.externals.sweep(ctx) // external_watch.go
 	if s.g.UsesFleet() {
-		go watchFleet(ctx, s.rt.opts.Clusters, s.requeueAll) // fleet.go
+		go watchFleet(ctx, s.rt.opts.Clusters, s.rt.opts.FleetPoll, s.fleetNotices, s.requeueAll) // fleet.go
 	}
 	return c.Start(ctx)
 }

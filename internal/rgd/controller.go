@@ -93,10 +93,10 @@ type Reconciler struct {
 	// Resync is how often the fleet status is refreshed. Defaults to
 	// DefaultResync.
 	Resync time.Duration
-	// Changed, if set, carries the names of graphs whose fleet status
-	// changed, so their status is written at once rather than at the next
-	// resync. Names of graphs that do not belong to an RGD are ignored.
-	Changed <-chan string
+	// Changed, if set, tells of graphs whose fleet status changed, so
+	// their status is written at once rather than at the next resync.
+	// Names of graphs that do not belong to an RGD are ignored.
+	Changed Changes
 	// APIReader reads an RGD from the API server when the cached copy
 	// proved stale (adding the finalizer conflicted). Defaults to Client.
 	APIReader client.Reader
@@ -155,6 +155,20 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	return b.Complete(forgetting{r})
 }
 
+// Changes are the names of graphs whose fleet status changed since they
+// were last taken. Their producer must not block nor lose a name when the
+// controller is slow: an implementation keeps each name once until it is
+// taken, however often it changes meanwhile (which also bounds it by the
+// number of graphs), and wakes the controller through a channel of one
+// slot.
+type Changes interface {
+	// Ready receives once names wait to be taken (one signal for any
+	// number of names).
+	Ready() <-chan struct{}
+	// Take returns the names waiting, and forgets them.
+	Take() []string
+}
+
 // forward turns the names on Changed into the events a channel source
 // wants, until ctx ends.
 func (r *Reconciler) forward(ctx context.Context, out chan<- event.GenericEvent) {
@@ -162,7 +176,9 @@ func (r *Reconciler) forward(ctx context.Context, out chan<- event.GenericEvent)
 		select {
 		case <-ctx.Done():
 			return
-		case name := <-r.Changed:
+		case <-r.Changed.Ready():
+		}
+		for _, name := range r.Changed.Take() {
 			obj := &v1alpha1.ResourceGraphDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
 			select {
 			case out <- event.GenericEvent{Object: obj}:

@@ -12,8 +12,8 @@ import (
 )
 
 // bindCluster puts the cluster variable in vals for a graph that reads it:
-// the member's cluster name ("" in single-cluster mode, the name the
-// manager engages its own cluster under), for a graph that reads labels
+// the member's cluster name (Options.LocalClusterName for the cluster
+// engaged as "", the manager's own), for a graph that reads labels
 // the labels Options.ClusterLabels gives it now, and for one that reads
 // values the values Options.ClusterValues gives it now. A graph that does
 // not read cluster costs nothing here.
@@ -23,6 +23,9 @@ func (m *member) bindCluster(vals graph.Values) {
 		return
 	}
 	c := graph.Cluster{Name: string(m.cluster)}
+	if c.Name == "" {
+		c.Name = m.c.opts.LocalClusterName
+	}
 	if use&graph.ClusterLabels != 0 && m.c.opts.ClusterLabels != nil {
 		c.Labels = m.c.opts.ClusterLabels(m.cluster)
 	}

@@ -48,10 +48,12 @@
 //
 // Reconciling is shaped by the API server's cost, not by convenience:
 //
-//   - Instances are read from the cluster's informer cache. Their
-//     reconciles are started by a metadata-only watch of the kind, which
-//     no tenant's large instances can hold back; a reconcile that finds
-//     the cache behind it waits briefly, then reads the instance itself
+//   - Instances are read from the cluster's informer cache. Once a kind
+//     holds a large instance (Options.InstanceHeadsAbove), its reconciles
+//     are also started by a metadata-only watch of the kind, which no
+//     tenant's large instances can hold back; a reconcile that finds the
+//     cache behind it waits briefly, then reads the instance itself. A
+//     kind of small instances is spared that second watch
 //     (instance_heads.go).
 //   - Children are written with one server-side apply each (field manager
 //     "fleetgraph", forced), and the apply response is what dependents and

@@ -3,6 +3,7 @@ package spoke
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +18,7 @@ import (
 // writes many such instances held back every other instance of the kind,
 // in every namespace: by up to 3.2 s in the hostile corpus (issue 23),
 // while the API server showed the change at once to a watch of that one
-// instance. So the runtime also watches each instance kind through a
+// instance. So the runtime also watches such a kind through a
 // metadata-only informer, whose events carry only the metadata whatever
 // the body's size, and its events start reconciles. A reconcile that finds
 // the full informer behind what the metadata showed gives its worker back
@@ -28,6 +29,21 @@ import (
 // is not behind. The full informer still starts reconciles of changes the
 // metadata informer did not show (a metadata watch that fails), so it
 // alone keeps everything working, as before.
+//
+// That second watch is not free: it doubles the watch events the API
+// server encodes and the hub decodes for the kind, which cost the
+// reference benchmark about 5% (BenchmarkWebApp500), while small instances
+// cannot hold the full informer back by much. So a kind is watched by the
+// full informer alone until it delivers an instance whose estimated size
+// passes Options.InstanceHeadsAbove (the walk stops there: it costs a small
+// instance a walk over its fields, and a large one no more than the
+// threshold); the metadata watch of the kind starts then, on that cluster,
+// and runs until the member ends. Until it has shown anything, heads is
+// empty and nothing waits for it: the runtime behaves as with the full
+// informer alone. Its initial list starts a reconcile of every instance
+// whose version the full informer has not delivered yet, since the full
+// informer's handler leaves an instance to the metadata watch once that
+// watch has shown its version.
 
 var _ toolscache.ResourceEventHandler = instanceHeadHandler{}
 
@@ -35,6 +51,9 @@ var _ toolscache.ResourceEventHandler = instanceHeadHandler{}
 // each instance (its "head"), and since when a reconcile of each instance
 // has been waiting for the full informer to catch up with it.
 type instanceHeads struct {
+	// watched is set once the metadata-only watch is asked for.
+	watched atomic.Bool
+
 	mu      sync.Mutex
 	heads   map[types.NamespacedName]*metav1.PartialObjectMetadata
 	pending map[types.NamespacedName]time.Time
@@ -142,14 +161,19 @@ func behind(u *unstructured.Unstructured, head *metav1.PartialObjectMetadata) bo
 // starts reconciles as instanceHandler does, without waiting for the body.
 type instanceHeadHandler struct{ m *member }
 
-// OnAdd does not start a reconcile for the informer's initial objects: the
-// full informer, started first, did.
+// OnAdd starts a reconcile of a new instance. Of the informer's initial
+// objects, it starts those of the instances whose version the full
+// informer, started first, has not delivered: the full informer's handler
+// leaves those to this watch once it has shown them.
 func (h instanceHeadHandler) OnAdd(obj any, initial bool) {
-	if meta, ok := obj.(*metav1.PartialObjectMetadata); ok {
-		h.m.heads.saw(meta)
-		if !initial {
-			h.m.enqueue(types.NamespacedName{Namespace: meta.Namespace, Name: meta.Name})
-		}
+	meta, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return
+	}
+	h.m.heads.saw(meta)
+	key := types.NamespacedName{Namespace: meta.Namespace, Name: meta.Name}
+	if !initial || !h.m.instances.delivered(key, meta.UID, meta.ResourceVersion) {
+		h.m.enqueue(key)
 	}
 }
 
@@ -206,6 +230,28 @@ func (r reconciler) live(key types.NamespacedName) (*unstructured.Unstructured, 
 		return nil, fmt.Errorf("reading instance %s: %w", key, err)
 	}
 	return u, nil
+}
+
+// weigh starts the metadata-only instance watch in the background once
+// the instance watch delivers an instance at least
+// Options.InstanceHeadsAbove large; when InstanceHeadsAbove is negative,
+// member.open starts it instead. A start that fails is tried again by the
+// next large instance.
+func (m *member) weigh(u *unstructured.Unstructured) {
+	opts := &m.c.opts
+	if opts.InstanceCatchUp < 0 || opts.InstanceHeadsAbove < 0 || m.heads.watched.Load() {
+		return
+	}
+	if !atLeast(u.Object, opts.InstanceHeadsAbove) || !m.heads.watched.CompareAndSwap(false, true) {
+		return
+	}
+	m.log.V(1).Info("a large instance starts the metadata-only instance watch", "instance", keyOf(u).String())
+	go func() {
+		if err := m.watches.watchHeads(); err != nil && m.ctx.Err() == nil {
+			m.log.V(1).Info("metadata-only instance watch not started", "reason", err.Error())
+			m.heads.watched.Store(false)
+		}
+	}()
 }
 
 // watchHeads starts the metadata-only instance watch, until the member

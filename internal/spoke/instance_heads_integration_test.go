@@ -5,6 +5,9 @@ package spoke_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"path"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,8 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
+	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
@@ -39,20 +44,24 @@ const instanceLag = 10 * time.Second
 // instance and a change to one must still be reconciled in a fraction of
 // the lag: the reconciles start from the metadata-only watch of the kind,
 // and read an instance the cache does not have yet from the API server.
-// The same runtime without the metadata-only watch (InstanceCatchUp
-// negative, as every runtime was before) is the control: it waits out the
-// lag, which shows the lag is real.
+// That watch runs from the start ("lagged"), or from the first large
+// instance, here one already stored when the runtime starts
+// ("lagged-large"). The same runtime without the metadata-only watch
+// (InstanceCatchUp negative, as every runtime was before) is the control:
+// it waits out the lag, which shows the lag is real.
 func TestAnInstanceWatchBehindDelaysNoReconcile(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		catchUp time.Duration
-		fast    bool
+		name  string
+		opts  spoke.Options
+		large bool
+		fast  bool
 	}{
-		{name: "lagged", fast: true},
-		{name: "lagged-unwatched", catchUp: -1},
+		{name: "lagged", opts: spoke.Options{InstanceHeadsAbove: -1}, fast: true},
+		{name: "lagged-large", large: true, fast: true},
+		{name: "lagged-unwatched", opts: spoke.Options{InstanceCatchUp: -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			took, change := lateInstanceWatch(t, tc.name, spoke.Options{InstanceCatchUp: tc.catchUp})
+			took, change := lateInstanceWatch(t, tc.name, tc.opts, tc.large)
 			t.Logf("3 new instances ACTIVE in %v, a change on the children in %v, behind an instance watch %v late",
 				took.Round(time.Millisecond), change.Round(time.Millisecond), instanceLag)
 			if tc.fast {
@@ -65,11 +74,16 @@ func TestAnInstanceWatchBehindDelaysNoReconcile(t *testing.T) {
 	}
 }
 
+// largeValue is a spec.value that makes a Pair instance larger than
+// spoke.DefaultInstanceHeadsAbove.
+var largeValue = strings.Repeat("x", spoke.DefaultInstanceHeadsAbove+1)
+
 // lateInstanceWatch serves a pair graph named name, with opts, through a
 // cache whose instance view is instanceLag late, and returns how long
 // three new instances took to become ACTIVE and how long a change of one
-// took to reach its children.
-func lateInstanceWatch(t *testing.T, name string, opts spoke.Options) (took, change time.Duration) {
+// took to reach its children. With large, an instance larger than
+// spoke.DefaultInstanceHeadsAbove is stored before the runtime starts.
+func lateInstanceWatch(t *testing.T, name string, opts spoke.Options, large bool) (took, change time.Duration) {
 	fleet := sharedFleet(t)
 	g := compileAs(t, pairRGD, name)
 	ns := name
@@ -77,6 +91,9 @@ func lateInstanceWatch(t *testing.T, name string, opts spoke.Options) (took, cha
 	c := newClient(t, s.Config)
 	installCRD(t, c, g)
 	createNamespace(t, c, ns)
+	if large {
+		require.NoError(t, c.Create(context.Background(), newInstance(g, ns, "large", map[string]any{"value": largeValue})))
+	}
 	lagging := lagInstances(t, g.Instance.GVK, instanceLag)
 	provider, _ := providerFor(t, name, []*fgtesting.Cluster{s}, cacheopts.TrimCache, lagging)
 	rt := startRuntime(t, fleet, provider, opts)
@@ -97,6 +114,85 @@ func lateInstanceWatch(t *testing.T, name string, opts spoke.Options) (took, cha
 		return got == "b", fmt.Sprintf("new-0-right has value %q", got)
 	})
 	return took, time.Since(start)
+}
+
+// TestOnlyALargeInstanceStartsTheMetadataWatch counts the metadata-only
+// watches a runtime asks two spokes for on a graph's instance kind: none
+// while the kind holds only small instances (they are reconciled through
+// the instance informer alone, as before the metadata watch existed), one
+// on the spoke where an instance larger than Options.InstanceHeadsAbove is
+// created, still one after a second there, and none on the other spoke.
+func TestOnlyALargeInstanceStartsTheMetadataWatch(t *testing.T) {
+	t.Parallel()
+	const name, above = "heads-lazy", 16 << 10
+	g := compileAs(t, pairRGD, name)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	rt := spoke.New(spoke.Options{InstanceHeadsAbove: above})
+	wg.Go(func() { _ = rt.Start(ctx) })
+	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
+	var clients []client.Client
+	var watches []*metadataWatches
+	for i, s := range sharedFleet(t).Spokes() {
+		c, w := newClient(t, s.Config), &metadataWatches{}
+		installCRD(t, c, g)
+		createNamespace(t, c, name)
+		cfg := rest.CopyConfig(s.Config)
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { w.next = rt; return w }
+		cl, err := cluster.New(cfg, cacheopts.TrimCache)
+		require.NoError(t, err)
+		wg.Go(func() { _ = cl.Start(ctx) })
+		require.True(t, cl.GetCache().WaitForCacheSync(ctx))
+		require.NoError(t, rt.Engage(ctx, multicluster.ClusterName(fmt.Sprintf("spoke-%d", i)), cl))
+		clients, watches = append(clients, c), append(watches, w)
+	}
+	plural := g.Instance.Plural
+
+	for i, c := range clients {
+		timeToActive(t, c, g, name, "small", 3)
+		assert.Zero(t, watches[i].of(plural), "metadata-only watches of a kind with only small instances on spoke %d", i)
+	}
+
+	big := map[string]any{"value": strings.Repeat("x", above)}
+	require.NoError(t, clients[0].Create(ctx, newInstance(g, name, "large-0", big)))
+	eventually(t, func() (bool, string) {
+		n := watches[0].of(plural)
+		return n > 0, fmt.Sprintf("%d metadata-only watches of the kind", n)
+	})
+	stateIs(t, clients[0], g, name, "large-0", contract.StateActive)
+	require.NoError(t, clients[0].Create(ctx, newInstance(g, name, "large-1", big)))
+	stateIs(t, clients[0], g, name, "large-1", contract.StateActive)
+	assert.Equal(t, 1, watches[0].of(plural), "metadata-only watches of the kind after a second large instance")
+	timeToActive(t, clients[1], g, name, "later", 1)
+	assert.Zero(t, watches[1].of(plural), "metadata-only watches of the kind on the spoke without a large instance")
+}
+
+// metadataWatches counts the metadata-only watch requests one client
+// sends, by resource.
+type metadataWatches struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	n    map[string]int
+}
+
+func (w *metadataWatches) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Query().Get("watch") == "true" && strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadata") {
+		w.mu.Lock()
+		if w.n == nil {
+			w.n = map[string]int{}
+		}
+		w.n[path.Base(r.URL.Path)]++
+		w.mu.Unlock()
+	}
+	return w.next.RoundTrip(r)
+}
+
+// of is how many metadata-only watches of resource were sent.
+func (w *metadataWatches) of(resource string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n[resource]
 }
 
 // lagInstances is a cluster option whose cache hands on the events of the

@@ -66,6 +66,16 @@ func (x *instanceMemory) observe(u *unstructured.Unstructured) (replaced types.U
 	return replaced
 }
 
+// delivered reports whether what the instance watch last delivered under
+// key is the instance uid at version rv exactly. A caller that starts a
+// reconcile when it is not starts at worst one too many.
+func (x *instanceMemory) delivered(key types.NamespacedName, uid types.UID, rv string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	seen, ok := x.lastSeen[key]
+	return ok && seen.uid == uid && seen.rv == rv
+}
+
 // remember keeps our latest write of an instance until the cache has it
 // (which may already be the case: the watch can beat the response).
 func (x *instanceMemory) remember(u *unstructured.Unstructured) {

@@ -35,7 +35,8 @@ import (
 //	                    (shared_handlers.go), watch health (watch_errors.go)
 //	handlers.go         what the watches' events do
 //	instance_memory.go  instanceMemory: UIDs, what the watch delivered, our own writes
-//	instance_heads.go   instanceHeads: what the metadata-only instance watch showed
+//	instance_heads.go   instanceHeads: what the metadata-only instance watch showed, started
+//	                    by the first large instance (instance_size.go)
 //	states.go           instanceStates: each instance's state, for the gauge and the slots
 //	counts.go           the instance tally behind Runtime.Counts
 //	crd.go              crdFollower: the instance watch back soon after the CRD is re-created
@@ -171,10 +172,12 @@ func (m *member) open() error {
 	if err := m.watches.instances(inst, m.newInstanceHandler()); err != nil {
 		return err
 	}
-	if m.c.opts.InstanceCatchUp > 0 {
+	if m.c.opts.InstanceCatchUp > 0 && m.c.opts.InstanceHeadsAbove < 0 {
+		// Always on; else the first large instance starts it (weigh).
 		if err := m.watches.watchHeads(); err != nil {
 			return err
 		}
+		m.heads.watched.Store(true)
 	}
 	m.crd.follow()
 	m.orphans.start()

@@ -43,6 +43,12 @@ const (
 	// metadata-only instance watch already showed, before it reads the
 	// instance itself.
 	DefaultInstanceCatchUp = 100 * time.Millisecond
+	// DefaultInstanceHeadsAbove is the estimated size (bytes of JSON) of
+	// an instance from which, by default, its kind is also watched through
+	// a metadata-only watch: an instance watch decodes 64 KiB of instance
+	// in about a millisecond, so smaller instances cannot hold it back by
+	// much, and ordinary instances are a few KiB.
+	DefaultInstanceHeadsAbove = 64 << 10
 )
 
 // GateFunc decides whether a version of a graph may be served on a cluster
@@ -82,6 +88,15 @@ type Options struct {
 	// instance watch, and reconciles wait for the instance informer
 	// however late it is (one watch less per graph and cluster).
 	InstanceCatchUp time.Duration
+	// InstanceHeadsAbove is the estimated size, in bytes of JSON, from
+	// which an instance starts the metadata-only watch of its kind: on
+	// each cluster, a graph's instances are watched by the instance
+	// informer alone until it delivers one at least this large; from then
+	// on the metadata-only watch runs too, as long as the graph is served
+	// there. Defaults to DefaultInstanceHeadsAbove; a negative value starts
+	// the metadata-only watch with the instance watch, whatever the
+	// instances' size. A negative InstanceCatchUp starts none.
+	InstanceHeadsAbove int
 	// FieldManager is the field manager of every write: server-side apply
 	// of children, and patches of instances. Defaults to DefaultFieldManager.
 	FieldManager string
@@ -158,6 +173,9 @@ type Options struct {
 	// again when a cluster's labels change (ClusterLabelsPoll). Defaults
 	// to nil: no values.
 	ClusterValues func(cluster multicluster.ClusterName, graphName string) map[string]any
+	// LocalClusterName is what cluster.name holds on the cluster engaged
+	// as "" (the manager's own, in single-cluster mode). Defaults to "".
+	LocalClusterName string
 	// Logger is the logger. Defaults to controller-runtime's log.Log named
 	// "spoke".
 	Logger logr.Logger
@@ -193,6 +211,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.InstanceCatchUp == 0 {
 		o.InstanceCatchUp = DefaultInstanceCatchUp
+	}
+	if o.InstanceHeadsAbove == 0 {
+		o.InstanceHeadsAbove = DefaultInstanceHeadsAbove
 	}
 	if o.GateRetryMax <= 0 {
 		o.GateRetryMax = DefaultGateRetryMax
