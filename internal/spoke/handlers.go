@@ -30,7 +30,7 @@ func (h instanceHandler) OnAdd(obj any, _ bool) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		h.tally.added(u)
 		h.m.observeInstance(u)
-		h.m.weigh(u) // instance_heads.go
+		h.m.watches.weigh(u) // instance_heads.go
 		if h.m.heads.arrived(keyOf(u)) || !h.m.heads.shown(u) {
 			h.m.enqueue(keyOf(u))
 		}
@@ -45,7 +45,7 @@ func (h instanceHandler) OnUpdate(oldObj, newObj any) {
 	}
 	h.tally.updated(o, n)
 	h.m.observeInstance(n)
-	h.m.weigh(n)
+	h.m.watches.weigh(n)
 	if h.m.heads.arrived(keyOf(n)) || metaChanged(o, n) && !h.m.heads.shown(n) {
 		h.m.enqueue(keyOf(n))
 	}

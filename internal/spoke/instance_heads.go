@@ -237,7 +237,8 @@ func (r reconciler) live(key types.NamespacedName) (*unstructured.Unstructured, 
 // Options.InstanceHeadsAbove large; when InstanceHeadsAbove is negative,
 // member.open starts it instead. A start that fails is tried again by the
 // next large instance.
-func (m *member) weigh(u *unstructured.Unstructured) {
+func (w *watches) weigh(u *unstructured.Unstructured) {
+	m := w.m
 	opts := &m.c.opts
 	if opts.InstanceCatchUp < 0 || opts.InstanceHeadsAbove < 0 || m.heads.watched.Load() {
 		return
@@ -247,7 +248,7 @@ func (m *member) weigh(u *unstructured.Unstructured) {
 	}
 	m.log.V(1).Info("a large instance starts the metadata-only instance watch", "instance", keyOf(u).String())
 	go func() {
-		if err := m.watches.watchHeads(); err != nil && m.ctx.Err() == nil {
+		if err := w.watchHeads(); err != nil && m.ctx.Err() == nil {
 			m.log.V(1).Info("metadata-only instance watch not started", "reason", err.Error())
 			m.heads.watched.Store(false)
 		}
