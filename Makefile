@@ -62,7 +62,7 @@ test: check ## Everything CI runs: check, then test-integration and test-kro at 
 	@$(MAKE) --no-print-directory -j2 -Oline test-integration test-kro
 
 .PHONY: test-hostile
-test-hostile: envtest-assets ## Issue 23's hostile corpus end to end without the race detector, which would inflate RSS about 3x: 68 cases, a restart, peak RSS < 512 MiB, a benign tenant's p99 < 1 s.
+test-hostile: envtest-assets ## Issue 23's hostile corpus end to end without the race detector, which would inflate RSS about 3x: 68 cases, a restart, peak RSS < 512 MiB, a benign tenant's p99 < 1 s (or 2x a plain controller's on the same kind, measured alongside, where that floor is over 1 s).
 	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
 		$(GO) test -tags 'integration hostile' -count=1 -timeout 20m -run TestHostileTenantsAreStoppedAndOthersKeepWorking -v ./sdk/
 

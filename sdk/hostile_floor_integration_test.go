@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,18 +23,31 @@ import (
 // object, which the probe sees through its own watch. Every request and
 // watch hop of a benign reconcile is in it; the hub's informers, queue,
 // evaluation and bookkeeping are not.
+//
+// On a ConfigMap it is the floor for any kind. On an instance of the
+// hostile graph's own kind (which the hub also serves, as a benign
+// instance) both watch hops go through the API server's event stream of
+// that kind, behind the hostile instances' large events, as a benign
+// instance of that graph does.
 type floorProbe struct {
-	c       client.WithWatch
-	ns      string
+	c        client.WithWatch
+	gvk      schema.GroupVersionKind
+	ns, name string
+	// note is the path of the field the probe changes.
+	note    []string
 	mu      sync.Mutex
 	samples []time.Duration
 }
 
-const floorObject = "floor-note"
+// floorObserved is the annotation the plain controller writes back.
+const floorObserved = "fleetgraph-test/observed"
 
 // run writes the change every interval and answers it, until ctx ends.
 func (p *floorProbe) run(ctx context.Context, interval time.Duration) error {
-	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: floorObject}, Data: map[string]string{"note": "0"}}
+	obj := p.object()
+	if err := unstructured.SetNestedField(obj.Object, "0", p.note...); err != nil {
+		return err
+	}
 	if err := client.IgnoreAlreadyExists(p.c.Create(ctx, obj)); err != nil {
 		return err
 	}
@@ -57,6 +70,23 @@ func (p *floorProbe) run(ctx context.Context, interval time.Duration) error {
 	return nil
 }
 
+func (p *floorProbe) object() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(p.gvk)
+	u.SetNamespace(p.ns)
+	u.SetName(p.name)
+	return u
+}
+
+// mergePatch is a merge patch setting value at path.
+func mergePatch(path []string, value string) []byte {
+	patch := fmt.Sprintf("%q", value)
+	for i := len(path) - 1; i >= 0; i-- {
+		patch = fmt.Sprintf("{%q:%s}", path[i], patch)
+	}
+	return []byte(patch)
+}
+
 // sample writes note i and waits until the answer for it shows.
 func (p *floorProbe) sample(ctx context.Context, i int) (time.Duration, error) {
 	w, err := p.watch(ctx)
@@ -65,8 +95,7 @@ func (p *floorProbe) sample(ctx context.Context, i int) (time.Duration, error) {
 	}
 	defer w.Stop()
 	start := time.Now()
-	patch := fmt.Appendf(nil, `{"data":{"note":"%d"}}`, i)
-	if err := p.c.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: floorObject}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	if err := p.c.Patch(ctx, p.object(), client.RawPatch(types.MergePatchType, mergePatch(p.note, fmt.Sprint(i)))); err != nil {
 		return 0, err
 	}
 	deadline := time.After(30 * time.Second)
@@ -80,7 +109,7 @@ func (p *floorProbe) sample(ctx context.Context, i int) (time.Duration, error) {
 			if !ok {
 				return 0, fmt.Errorf("the floor's watch closed")
 			}
-			if cm, isCM := ev.Object.(*corev1.ConfigMap); isCM && cm.Data["observed"] == fmt.Sprint(i) {
+			if u, isU := ev.Object.(*unstructured.Unstructured); isU && u.GetAnnotations()[floorObserved] == fmt.Sprint(i) {
 				return time.Since(start), nil
 			}
 		}
@@ -88,7 +117,7 @@ func (p *floorProbe) sample(ctx context.Context, i int) (time.Duration, error) {
 }
 
 // answer is the plain controller: for each new note it applies a child
-// and writes back that it saw the note.
+// ConfigMap and writes back that it saw the note.
 func (p *floorProbe) answer(ctx context.Context) {
 	for ctx.Err() == nil {
 		w, err := p.watch(ctx)
@@ -100,28 +129,36 @@ func (p *floorProbe) answer(ctx context.Context) {
 			continue
 		}
 		for ev := range w.ResultChan() {
-			cm, ok := ev.Object.(*corev1.ConfigMap)
-			if !ok || cm.Data["note"] == cm.Data["observed"] {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
 				continue
 			}
-			note := cm.Data["note"]
-			child := &corev1.ConfigMap{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-				ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: floorObject + "-child"},
-				Data:       map[string]string{"note": note},
-			}
-			if err := p.c.Patch(ctx, child, client.Apply, client.FieldOwner("floor"), client.ForceOwnership); err != nil { //nolint:staticcheck // the same apply the hub makes
+			note, _, _ := unstructured.NestedString(u.Object, p.note...)
+			if note == u.GetAnnotations()[floorObserved] {
 				continue
 			}
-			back := fmt.Appendf(nil, `{"data":{"observed":%q}}`, note)
-			_ = p.c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, back))
+			if p.applyChild(ctx, note) != nil {
+				continue
+			}
+			back := mergePatch([]string{"metadata", "annotations", floorObserved}, note)
+			_ = p.c.Patch(ctx, p.object(), client.RawPatch(types.MergePatchType, back))
 		}
 		w.Stop()
 	}
 }
 
+func (p *floorProbe) applyChild(ctx context.Context, note string) error {
+	child := &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"note": note}}}
+	child.SetGroupVersionKind(configMapKind)
+	child.SetNamespace(p.ns)
+	child.SetName(p.name + "-floor-child")
+	return p.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(child), client.FieldOwner("floor"), client.ForceOwnership)
+}
+
 func (p *floorProbe) watch(ctx context.Context) (watch.Interface, error) {
-	return p.c.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(p.ns), client.MatchingFields{"metadata.name": floorObject})
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(p.gvk.GroupVersion().WithKind(p.gvk.Kind + "List"))
+	return p.c.Watch(ctx, list, client.InNamespace(p.ns), client.MatchingFields{"metadata.name": p.name})
 }
 
 // percentiles returns the floor's p50 and p99, and how many samples.
