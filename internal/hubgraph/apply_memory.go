@@ -220,3 +220,17 @@ func (a *applyMemory) size() int {
 	defer a.mu.Unlock()
 	return len(a.m)
 }
+
+// holds reports whether we applied, for owner, a child of gvk in the
+// named cluster whose deletion has not been seen: one the cluster's cache
+// may not show yet.
+func (a *applyMemory) holds(owner types.NamespacedName, cluster string, gvk schema.GroupVersionKind) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for key := range a.byOwner[owner] {
+		if key.cluster == cluster && key.gvk == gvk {
+			return true
+		}
+	}
+	return false
+}

@@ -96,3 +96,18 @@ func TestApplyMemoryForgets(t *testing.T) {
 	now = now.Add(time.Hour)
 	assert.False(t, a.unchanged(left, cl, 7), "an apply as old as the resync is made again")
 }
+
+// holds says what a deletion must ask a cluster about live: a child we
+// applied there for the owner whose deletion we have not seen.
+func TestApplyMemoryHolds(t *testing.T) {
+	a := newApplyMemory(time.Hour)
+	key := childID{cluster: "spoke-2", gvk: cmGVK, namespace: "ns", name: "pair-1-right"}
+	assert.False(t, a.holds(owner1, "spoke-2", cmGVK), "nothing applied")
+	applyOnce(a, key, nil, 1, "7")
+	assert.True(t, a.holds(owner1, "spoke-2", cmGVK))
+	assert.False(t, a.holds(owner1, "spoke-1", cmGVK), "another cluster")
+	assert.False(t, a.holds(owner1, "spoke-2", schema.GroupVersionKind{Version: "v1", Kind: "Secret"}), "another kind")
+	assert.False(t, a.holds(types.NamespacedName{Namespace: "ns", Name: "pair-2"}, "spoke-2", cmGVK), "another owner")
+	a.deleted(key)
+	assert.False(t, a.holds(owner1, "spoke-2", cmGVK), "its deletion was seen")
+}

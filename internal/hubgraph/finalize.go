@@ -105,7 +105,7 @@ func (f *finalizer) deleteWave(ctx context.Context, inst *unstructured.Unstructu
 func (f *finalizer) deleteNode(ctx context.Context, inst *unstructured.Unstructured, name string, cl cluster.Cluster, n *graph.Node) ([]string, error) {
 	cctx, cancel := f.rt.callCtx(ctx)
 	defer cancel()
-	items, err := f.prune.children(cctx, inst, name, cl, n.GVK, n.ID)
+	items, err := f.prune.childrenToDelete(cctx, inst, name, cl, n.GVK, n.ID)
 	if err != nil {
 		return nil, err
 	}

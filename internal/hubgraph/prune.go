@@ -44,6 +44,24 @@ func (pr *pruner) children(ctx context.Context, inst *unstructured.Unstructured,
 	return list.Items, nil
 }
 
+// childrenToDelete is children for a deletion, which must not take a
+// cache that has not caught up for a clean cluster: when the cache shows
+// none of inst's children of gvk there but we applied one that we have not
+// seen deleted (its create may still be on its way to the cache, or never
+// arrive before the cluster stops answering), the cluster is asked live.
+func (pr *pruner) childrenToDelete(ctx context.Context, inst *unstructured.Unstructured, name string, cl cluster.Cluster, gvk schema.GroupVersionKind, nodeID string) ([]metav1.PartialObjectMetadata, error) {
+	items, err := pr.children(ctx, inst, name, cl, gvk, nodeID)
+	if err != nil || len(items) > 0 || !pr.watches.memory.holds(keyOf(inst.GetNamespace(), inst.GetName()), name, gvk) {
+		return items, err
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := cl.GetAPIReader().List(ctx, list, pr.owner.selector(inst, nodeID)); err != nil {
+		return nil, fmt.Errorf("listing %s children live: %w", gvk.Kind, err)
+	}
+	return list.Items, nil
+}
+
 // remove deletes one child, with its UID as a precondition.
 func remove(ctx context.Context, cl cluster.Cluster, gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) error {
 	if o.DeletionTimestamp != nil {
