@@ -73,6 +73,32 @@ func newOwnWrites() *ownWrites {
 	return &ownWrites{m: map[types.NamespacedName]ownWrite{}, flight: map[types.NamespacedName]*inFlight{}}
 }
 
+// maxEarly bounds the events held for one instance while its write is in
+// flight (a tenant may write its instance as fast as it likes meanwhile);
+// past it, the instance is simply requeued when the write ends.
+const maxEarly = 16
+
+// writing runs write, which writes inst (the instance under key) and leaves
+// the API server's answer in it, between begin and end, whatever becomes of
+// it: a write that fails or panics ends as failed, so no instance's events
+// are held for ever.
+func (w *ownWrites) writing(key types.NamespacedName, inst *unstructured.Unstructured, write func() error) error {
+	w.begin(key)
+	done := false
+	defer func() {
+		if done {
+			w.end(key, inst)
+		} else {
+			w.end(key, nil)
+		}
+	}()
+	if err := write(); err != nil {
+		return err
+	}
+	done = true
+	return nil
+}
+
 // begin says a write of the instance key is about to be sent.
 func (w *ownWrites) begin(key types.NamespacedName) {
 	w.mu.Lock()
@@ -128,7 +154,11 @@ func (w *ownWrites) hold(u client.Object, q queue) bool {
 	if f == nil {
 		return false
 	}
-	f.early = append(f.early, u.GetResourceVersion())
+	if len(f.early) < maxEarly {
+		f.early = append(f.early, u.GetResourceVersion())
+	} else {
+		f.early[maxEarly-1] = "" // not ours whatever the write answers: requeue
+	}
 	f.q = q
 	return true
 }

@@ -1,6 +1,8 @@
 package hubgraph
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -107,4 +109,26 @@ func TestOwnWritesHoldEventsDeliveredBeforeTheAnswer(t *testing.T) {
 	assert.True(t, w.hold(version("10"), q))
 	w.end(key, nil)
 	assert.Equal(t, 1, q.Len(), "our write failed: what came is somebody else's")
+
+	// A tenant writing its instance fast while our write hangs: the held
+	// events are bounded, and the instance is requeued even when our
+	// write's own version was among those past the bound.
+	w, q = newOwnWrites(), newQueue()
+	w.begin(key)
+	for i := range 1000 {
+		assert.True(t, w.hold(version(fmt.Sprint(100+i)), q))
+	}
+	assert.LessOrEqual(t, len(w.flight[key].early), maxEarly)
+	w.end(key, version("100"))
+	assert.Equal(t, 1, q.Len(), "the foreign writes past the bound still requeue")
+
+	// A write that fails or panics ends: later events are not held.
+	w, q = newOwnWrites(), newQueue()
+	assert.Error(t, w.writing(key, version("11"), func() error { return errors.New("refused") }))
+	assert.False(t, w.hold(version("12"), q), "a failed write is no longer in flight")
+	assert.Panics(t, func() { _ = w.writing(key, version("13"), func() error { panic("boom") }) })
+	assert.False(t, w.hold(version("14"), q), "a write that panicked is no longer in flight")
+	assert.False(t, w.echo(version("13")), "nor taken for ours")
+	assert.NoError(t, w.writing(key, version("15"), func() error { return nil }))
+	assert.True(t, w.echo(version("15")), "a write that succeeded is ours")
 }

@@ -133,19 +133,15 @@ func (s *server) record(ctx context.Context, inst *unstructured.Unstructured, p 
 	inst.SetAnnotations(a)
 	cctx, cancel := s.rt.callCtx(ctx)
 	defer cancel()
-	key := keyOf(inst.GetNamespace(), inst.GetName())
-	s.writes.begin(key)
-	err = s.rt.hub().GetClient().Patch(cctx, inst, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	if err != nil {
-		s.writes.end(key, nil)
-	}
+	err = s.writes.writing(keyOf(inst.GetNamespace(), inst.GetName()), inst, func() error {
+		return s.rt.hub().GetClient().Patch(cctx, inst, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	})
 	switch {
 	case apierrors.IsConflict(err):
 		return true, nil
 	case err != nil:
 		return false, err
 	}
-	s.writes.end(key, inst)
 	s.instances.Store(inst.GetUID(), keyOf(inst.GetNamespace(), inst.GetName()))
 	return false, nil
 }

@@ -102,14 +102,13 @@ func (s *server) releaseRefused(ctx context.Context, inst *unstructured.Unstruct
 	controllerutil.RemoveFinalizer(inst, contract.Finalizer)
 	cctx, cancel := s.rt.callCtx(ctx)
 	defer cancel()
-	key := keyOf(inst.GetNamespace(), inst.GetName())
-	s.writes.begin(key)
-	if err := s.rt.hub().GetClient().Patch(cctx, inst, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		s.writes.end(key, nil)
+	err := s.writes.writing(keyOf(inst.GetNamespace(), inst.GetName()), inst, func() error {
+		return s.rt.hub().GetClient().Patch(cctx, inst, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	})
+	if err != nil {
 		*inst = *orig
 		return
 	}
-	s.writes.end(key, inst)
 	s.instances.Delete(inst.GetUID())
 }
 

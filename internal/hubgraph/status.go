@@ -115,14 +115,10 @@ func (r *reporter) patchStatus(ctx context.Context, inst *unstructured.Unstructu
 	}
 	cctx, cancel := r.rt.callCtx(ctx)
 	defer cancel()
-	key := keyOf(inst.GetNamespace(), inst.GetName())
-	r.writes.begin(key)
-	if err := r.rt.hub().GetClient().Status().Patch(cctx, inst, client.MergeFrom(orig)); err != nil {
-		r.writes.end(key, nil)
-		return client.IgnoreNotFound(err)
-	}
-	r.writes.end(key, inst)
-	return nil
+	err := r.writes.writing(keyOf(inst.GetNamespace(), inst.GetName()), inst, func() error {
+		return r.rt.hub().GetClient().Status().Patch(cctx, inst, client.MergeFrom(orig))
+	})
+	return client.IgnoreNotFound(err)
 }
 
 // dated gives conditions their wire form, keeping the transition time of
