@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -418,6 +419,7 @@ func TestHubGraphFromAnRGDObject(t *testing.T) {
 	opts := meshOnly()
 	opts.DisableRGDController, opts.InstallRGDCRD = false, true
 	opts.ConfineToNamespace = true
+	opts.DeleteCRDsOnUnregister = true
 	f, h, _ := startHubGraphFleet(t, opts)
 	ctx := context.Background()
 
@@ -448,7 +450,8 @@ func TestHubGraphFromAnRGDObject(t *testing.T) {
 	}, wait, tick, "a hub graph is not waiting for any spoke")
 
 	// Deleting the RGD: the instance stays, and is still finalized when
-	// deleted; then the RGD goes.
+	// deleted; then the CRD leaves the hub (DeleteCRDsOnUnregister), and
+	// the RGD goes.
 	rgdGone := func() {
 		t.Helper()
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -465,6 +468,10 @@ func TestHubGraphFromAnRGDObject(t *testing.T) {
 	f.deleteLink(t, "obj")
 	f.requireNowhere(t, "obj")
 	rgdGone()
+	linkCRD := func() error {
+		return f.hub.Get(ctx, client.ObjectKey{Name: crdName(linkGVK)}, &apiextensionsv1.CustomResourceDefinition{})
+	}
+	require.Eventually(t, func() bool { return apierrors.IsNotFound(linkCRD()) }, wait, tick, "the hub graph's CRD leaves the hub with its RGD")
 
 	// With the orphan annotation, the instance is released: our finalizer
 	// goes, its children stay.
@@ -477,6 +484,7 @@ func TestHubGraphFromAnRGDObject(t *testing.T) {
 	u := f.link("kept")
 	require.NotNil(t, u)
 	assert.NotContains(t, u.GetFinalizers(), "fleetgraph.dev/finalizer")
+	assert.NoError(t, linkCRD(), "a released instance keeps its CRD")
 	for cluster, name := range map[string]string{"spoke-1": "kept-db", "spoke-2": "kept-egress", "hub": "kept-record"} {
 		_, err := f.configMap(cluster, name)
 		assert.NoError(t, err, "%s stays in %s", name, cluster)
