@@ -4,17 +4,17 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/fleetgraph/fleetgraph/internal/rollout"
+	"github.com/fleetgraph/fleetgraph/sdk/hold"
 )
 
 // ErrNotHeld is returned by Release for a cluster no hold takes; match it
 // with errors.Is.
-var ErrNotHeld = rollout.ErrNotHeld
+var ErrNotHeld = hold.ErrNotHeld
 
 // ErrHeldBySelector is returned by Release for a cluster a hold takes by
 // its labels (spec.holds[].clusterSelector), which releasing by name
 // cannot change: edit the GraphRollout instead. Match it with errors.Is.
-var ErrHeldBySelector = rollout.ErrHeldBySelector
+var ErrHeldBySelector = hold.ErrHeldBySelector
 
 // Hold pins the named cluster to the revision it serves, in the
 // GraphRollout named rolloutName or in the one that rules the graph so

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/fleetgraph/fleetgraph/internal/rollout"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/hold"
 )
 
 // holdTargets are the clusters a hold or release command names: by name
@@ -63,8 +63,7 @@ rollout status shows. It is the edit Hub.Hold makes from Go.`,
 		ValidArgsFunction: completeRollouts(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			edit := func(ro *fgv1alpha1.GraphRollout) ([]fgv1alpha1.Hold, bool, error) {
-				holds, changed := rollout.HoldClusters(ro.Spec.Holds, targets.clusters, reason)
-				return holds, changed, nil
+				return hold.Clusters(ro, targets.clusters, reason)
 			}
 			if targets.selector != "" {
 				sel, err := targets.parsedSelector()
@@ -72,7 +71,7 @@ rollout status shows. It is the edit Hub.Hold makes from Go.`,
 					return err
 				}
 				edit = func(ro *fgv1alpha1.GraphRollout) ([]fgv1alpha1.Hold, bool, error) {
-					holds, changed := rollout.HoldSelector(ro.Spec.Holds, sel, reason)
+					holds, changed := hold.Selector(ro, sel, reason)
 					return holds, changed, nil
 				}
 			}
@@ -103,7 +102,7 @@ that one. It is the edit Hub.Release makes from Go.`,
 		ValidArgsFunction: completeRollouts(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			edit := func(ro *fgv1alpha1.GraphRollout) ([]fgv1alpha1.Hold, bool, error) {
-				holds, err := rollout.ReleaseClusters(ro, targets.clusters, heldBySelector(ro))
+				holds, err := hold.Release(ro, targets.clusters, heldBySelector(ro))
 				return holds, err == nil, err
 			}
 			if targets.selector != "" {
@@ -112,7 +111,7 @@ that one. It is the edit Hub.Release makes from Go.`,
 					return err
 				}
 				edit = func(ro *fgv1alpha1.GraphRollout) ([]fgv1alpha1.Hold, bool, error) {
-					holds, err := rollout.ReleaseSelector(ro, sel)
+					holds, err := hold.ReleaseSelector(ro, sel)
 					return holds, err == nil, err
 				}
 			}
@@ -132,7 +131,7 @@ func runHoldEdit(ctx context.Context, g *globals, name, done string, edit func(*
 	}
 	var ro *fgv1alpha1.GraphRollout
 	changed := false
-	err = rollout.EditHolds(ctx, c, func(ctx context.Context) (*fgv1alpha1.GraphRollout, error) {
+	err = hold.Edit(ctx, c, func(ctx context.Context) (*fgv1alpha1.GraphRollout, error) {
 		var err error
 		ro, err = findRollout(ctx, c, name)
 		return ro, err
@@ -142,9 +141,9 @@ func runHoldEdit(ctx context.Context, g *globals, name, done string, edit func(*
 		return holds, ch, err
 	})
 	switch {
-	case errors.Is(err, rollout.ErrHeldBySelector):
+	case errors.Is(err, hold.ErrHeldBySelector):
 		return failed("%w (release it with --selector, or edit that hold in spec.holds)", err)
-	case errors.Is(err, rollout.ErrNotHeld):
+	case errors.Is(err, hold.ErrNotHeld):
 		return failed("%w", err)
 	case err != nil:
 		return err

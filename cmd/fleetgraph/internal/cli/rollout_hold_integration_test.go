@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli"
-	"github.com/fleetgraph/fleetgraph/internal/rollout"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/hold"
 )
 
 // holdAndRelease pins spoke-2 by name and both spokes by a selector, and
@@ -30,7 +30,7 @@ func holdAndRelease(t *testing.T) {
 	for _, m := range ro.ManagedFields {
 		managers = append(managers, m.Manager)
 	}
-	assert.Contains(t, managers, rollout.HoldFieldManager, "written as Hub.Hold writes")
+	assert.Contains(t, managers, hold.FieldManager, "written as Hub.Hold writes")
 	held := requireHeld(t, "spoke-2")
 	r = hub(t, "rollout", "status", "webapp")
 	assert.Contains(t, r.out, "\n  hold: spoke-2: customer freeze (spec.holds)\n", r.String())

@@ -1,4 +1,4 @@
-package rollout
+package hold_test
 
 import (
 	"testing"
@@ -8,25 +8,42 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/hold"
 )
 
 // Holding adds one hold for the clusters no hold names yet, and nothing
 // when every one is named; the holds given are never written to.
 func TestHoldClusters(t *testing.T) {
 	held := []fgv1alpha1.Hold{{Clusters: []string{"a"}, Reason: "first"}}
-	got, changed := HoldClusters(held, []string{"a", "b", "b"}, "second")
+	ro := rollout("web", held, "a", "b")
+	got, changed, err := hold.Clusters(ro, []string{"a", "b", "b"}, "second")
+	require.NoError(t, err)
 	assert.True(t, changed)
 	assert.Equal(t, []fgv1alpha1.Hold{{Clusters: []string{"a"}, Reason: "first"}, {Clusters: []string{"b"}, Reason: "second"}}, got)
-	_, changed = HoldClusters(got, []string{"b", "a"}, "again")
+	ro.Spec.Holds = got
+	_, changed, err = hold.Clusters(ro, []string{"b", "a"}, "again")
+	require.NoError(t, err)
 	assert.False(t, changed, "every cluster is named already")
 	assert.Len(t, held, 1)
 
+	ro.Spec.Holds = held
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"freeze": "true"}}
-	got, changed = HoldSelector(held, sel, "frozen")
+	got, changed = hold.Selector(ro, sel, "frozen")
 	assert.True(t, changed)
 	assert.Equal(t, sel, got[1].ClusterSelector)
-	_, changed = HoldSelector(got, &metav1.LabelSelector{MatchLabels: map[string]string{"freeze": "true"}}, "again")
+	ro.Spec.Holds = got
+	_, changed = hold.Selector(ro, &metav1.LabelSelector{MatchLabels: map[string]string{"freeze": "true"}}, "again")
 	assert.False(t, changed, "an equal selector holds already")
+}
+
+// rollout is a GraphRollout with the holds given whose status lists the
+// clusters given as placed.
+func rollout(name string, holds []fgv1alpha1.Hold, placed ...string) *fgv1alpha1.GraphRollout {
+	ro := &fgv1alpha1.GraphRollout{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: fgv1alpha1.GraphRolloutSpec{Holds: holds}}
+	for _, c := range placed {
+		ro.Status.Clusters = append(ro.Status.Clusters, fgv1alpha1.RolloutCluster{Name: c})
+	}
+	return ro
 }
 
 // Releasing by name takes the clusters out of every hold naming them, and
@@ -34,26 +51,26 @@ func TestHoldClusters(t *testing.T) {
 // by a selector or not at all.
 func TestReleaseClusters(t *testing.T) {
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"freeze": "true"}}
-	ro := &fgv1alpha1.GraphRollout{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: fgv1alpha1.GraphRolloutSpec{Holds: []fgv1alpha1.Hold{
+	ro := rollout("web", []fgv1alpha1.Hold{
 		{Clusters: []string{"a", "b"}, Reason: "one"}, {Clusters: []string{"a"}, Reason: "two"}, {ClusterSelector: sel},
-	}}}
+	}, "a", "b", "c", "frozen")
 	bySelector := func(name string) bool { return name == "frozen" }
 
-	got, err := ReleaseClusters(ro, []string{"a"}, bySelector)
+	got, err := hold.Release(ro, []string{"a"}, bySelector)
 	require.NoError(t, err)
 	assert.Equal(t, []fgv1alpha1.Hold{{Clusters: []string{"b"}, Reason: "one"}, {ClusterSelector: sel}}, got)
 	assert.Equal(t, []string{"a", "b"}, ro.Spec.Holds[0].Clusters, "the rollout read is not written to")
 
-	_, err = ReleaseClusters(ro, []string{"a", "frozen", "c"}, bySelector)
-	require.ErrorIs(t, err, ErrHeldBySelector)
-	require.ErrorIs(t, err, ErrNotHeld)
+	_, err = hold.Release(ro, []string{"a", "frozen", "c"}, bySelector)
+	require.ErrorIs(t, err, hold.ErrHeldBySelector)
+	require.ErrorIs(t, err, hold.ErrNotHeld)
 	assert.Contains(t, err.Error(), `cluster "frozen" in GraphRollout web: a hold takes the cluster by label selector`)
 	assert.Contains(t, err.Error(), `cluster "c" in GraphRollout web: no hold of the rollout takes the cluster`)
 
-	got, err = ReleaseSelector(ro, &metav1.LabelSelector{MatchLabels: map[string]string{"freeze": "true"}})
+	got, err = hold.ReleaseSelector(ro, &metav1.LabelSelector{MatchLabels: map[string]string{"freeze": "true"}})
 	require.NoError(t, err)
 	assert.Len(t, got, 2)
-	_, err = ReleaseSelector(ro, &metav1.LabelSelector{MatchLabels: map[string]string{"freeze": "false"}})
-	require.ErrorIs(t, err, ErrNotHeld)
+	_, err = hold.ReleaseSelector(ro, &metav1.LabelSelector{MatchLabels: map[string]string{"freeze": "false"}})
+	require.ErrorIs(t, err, hold.ErrNotHeld)
 	assert.Contains(t, err.Error(), `selector "freeze=false" in GraphRollout web`)
 }
