@@ -6,6 +6,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiservercel "k8s.io/apiserver/pkg/cel"
 
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 )
@@ -74,10 +75,17 @@ func (c *compilation) run() (*Graph, error) {
 	inst.parseSpec()
 	resources, byID := parseResources(c.rgd, c.diag)
 	checkRGDTarget(c.rgd, c.diag) // target.go
+	sound := resources
 	if err := c.diag.err(); err != nil {
-		return nil, err
+		if !c.opts.AllErrors {
+			return nil, err
+		}
+		sound = c.diag.sound(resources)
+		if inst.decl == nil {
+			inst.decl = apiservercel.DynType // spec.schema did not decode
+		}
 	}
-	resolveKinds(c.ctx, c.opts, resources, c.diag)
+	resolveKinds(c.ctx, c.opts, sound, c.diag)
 	if err := c.stopped(); err != nil {
 		return nil, err
 	}
@@ -86,8 +94,8 @@ func (c *compilation) run() (*Graph, error) {
 		return nil, err
 	}
 	exprs := newExprCompiler(envs, valueNames(resources), costCheck{spec: inst.spec, limits: c.opts.Limits}, c.diag)
-	c.checkIdentities(inst, resources, envs)
-	status, err := c.compileExpressions(exprs, resources, byID, inst.spec)
+	c.checkIdentities(inst, sound, envs)
+	status, err := c.compileExpressions(exprs, sound, byID, inst.spec)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +113,9 @@ func (c *compilation) run() (*Graph, error) {
 	g.clusterUse = exprs.cluster
 	g.usesFleet = exprs.fleet
 	if g.usesFleet && !g.IsHubGraph() {
-		return nil, &Error{Err: errorf(ErrInvalid, "the fleet variable is read only by hub graphs (a graph with a target)")}
+		at := exprs.fleetAt
+		return nil, &Error{ResourceID: at.ResourceID, Path: at.Path, Expression: at.Expression,
+			Err: errorf(ErrInvalid, "the fleet variable is read only by hub graphs (a graph with a target)")}
 	}
 	return g, nil
 }
