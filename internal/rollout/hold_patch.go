@@ -11,7 +11,7 @@ import (
 // GraphRollout named name or the one that rules the graph named name: it
 // adds a hold naming the cluster to spec.holds (nothing when one already
 // names it), with the hold package's edit. It returns ErrNoRollout when
-// there is no such GraphRollout.
+// there is no such GraphRollout, and otherwise what hold.Clusters returns.
 func (c *Controller) Hold(ctx context.Context, name, cluster, reason string) error {
 	return hold.Edit(ctx, c.Client, func(ctx context.Context) (*fgv1alpha1.GraphRollout, error) { return c.find(ctx, name) },
 		func(ro *fgv1alpha1.GraphRollout) ([]fgv1alpha1.Hold, bool, error) {

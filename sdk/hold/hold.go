@@ -7,7 +7,10 @@
 //
 // The edits are pure functions of the GraphRollout read (Clusters,
 // Selector, Release, ReleaseSelector); Edit reads, edits and patches in a
-// loop that retries on conflict.
+// loop that retries on conflict. A cluster is known to a rollout when its
+// status lists it (status.clusters: every cluster the hub places the graph
+// on, as of its last look): holding a cluster the rollout does not place
+// is refused, since the hold could pin nothing.
 //
 // It imports the API types and controller-runtime's client only.
 package hold
@@ -18,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,12 +45,25 @@ var (
 	// ErrHeldBySelector: a hold takes the cluster by its labels, which
 	// releasing by name cannot change; edit or remove that hold.
 	ErrHeldBySelector = errors.New("a hold takes the cluster by label selector")
+	// ErrUnknownCluster: the rollout does not place the cluster (its
+	// status.clusters does not list it), so a hold of it would pin
+	// nothing.
+	ErrUnknownCluster = errors.New("the rollout places no such cluster")
 )
+
+// maxNamed is how many placed clusters an ErrUnknownCluster message names.
+const maxNamed = 10
 
 // Clusters returns ro's holds with one more hold naming those of clusters
 // that no hold names yet, with reason, and whether that changed anything
-// (false when every one is named already). ro is not written to.
+// (false when every one is named already). Each cluster must be placed by
+// the rollout (listed in ro.Status.Clusters), else it fails with
+// ErrUnknownCluster, naming every such cluster, and changes nothing. ro is
+// not written to.
 func Clusters(ro *fgv1alpha1.GraphRollout, clusters []string, reason string) ([]fgv1alpha1.Hold, bool, error) {
+	if err := placed(ro, clusters); err != nil {
+		return nil, false, err
+	}
 	var add []string
 	for _, name := range clusters {
 		if !slices.Contains(add, name) && !named(ro.Spec.Holds, name) {
@@ -72,9 +89,11 @@ func Selector(ro *fgv1alpha1.GraphRollout, sel *metav1.LabelSelector, reason str
 }
 
 // Release returns ro's holds with each of clusters taken out of every
-// hold that names it; a hold left naming none goes. Any other cluster
-// fails the whole release, naming the cluster and the rollout: with
-// ErrHeldBySelector when bySelector says a selector holds it, else with
+// hold that names it; a hold left naming none goes. A cluster a hold
+// names is released even when the rollout places it no more. Any other
+// cluster fails the whole release, naming the cluster and the rollout:
+// with ErrHeldBySelector when bySelector says a selector holds it, with
+// ErrUnknownCluster when the rollout does not place it, else with
 // ErrNotHeld. ro is not written to.
 func Release(ro *fgv1alpha1.GraphRollout, clusters []string, bySelector func(cluster string) bool) ([]fgv1alpha1.Hold, error) {
 	var errs []error
@@ -83,6 +102,8 @@ func Release(ro *fgv1alpha1.GraphRollout, clusters []string, bySelector func(clu
 		case named(ro.Spec.Holds, name):
 		case bySelector(name):
 			errs = append(errs, fmt.Errorf("cluster %q in GraphRollout %s: %w", name, ro.Name, ErrHeldBySelector))
+		case !listed(ro, name):
+			errs = append(errs, unknown(ro, []string{name}))
 		default:
 			errs = append(errs, fmt.Errorf("cluster %q in GraphRollout %s: %w", name, ro.Name, ErrNotHeld))
 		}
@@ -164,4 +185,53 @@ func named(holds []fgv1alpha1.Hold, cluster string) bool {
 		}
 	}
 	return false
+}
+
+// listed reports whether ro's status lists the cluster as placed.
+func listed(ro *fgv1alpha1.GraphRollout, cluster string) bool {
+	return slices.ContainsFunc(ro.Status.Clusters, func(c fgv1alpha1.RolloutCluster) bool { return c.Name == cluster })
+}
+
+// placed fails with ErrUnknownCluster when a cluster is not listed.
+func placed(ro *fgv1alpha1.GraphRollout, clusters []string) error {
+	var missing []string
+	for _, name := range clusters {
+		if !listed(ro, name) && !slices.Contains(missing, name) {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return unknown(ro, missing)
+}
+
+// unknown is ErrUnknownCluster for the missing clusters, naming what the
+// rollout does place.
+func unknown(ro *fgv1alpha1.GraphRollout, missing []string) error {
+	quoted := make([]string, len(missing))
+	for i, m := range missing {
+		quoted[i] = fmt.Sprintf("%q", m)
+	}
+	what := "cluster " + quoted[0]
+	if len(quoted) > 1 {
+		what = "clusters " + strings.Join(quoted, ", ")
+	}
+	return fmt.Errorf("%s in GraphRollout %s: %w (%s)", what, ro.Name, ErrUnknownCluster, placedList(ro))
+}
+
+// placedList says which clusters ro places, at most maxNamed of them.
+func placedList(ro *fgv1alpha1.GraphRollout) string {
+	if len(ro.Status.Clusters) == 0 {
+		return "its status lists no cluster yet"
+	}
+	names := make([]string, 0, min(len(ro.Status.Clusters), maxNamed))
+	for _, c := range ro.Status.Clusters[:min(len(ro.Status.Clusters), maxNamed)] {
+		names = append(names, c.Name)
+	}
+	s := "it places " + strings.Join(names, ", ")
+	if more := len(ro.Status.Clusters) - len(names); more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
 }

@@ -1,6 +1,7 @@
 package hold_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,4 +74,33 @@ func TestReleaseClusters(t *testing.T) {
 	_, err = hold.ReleaseSelector(ro, &metav1.LabelSelector{MatchLabels: map[string]string{"freeze": "false"}})
 	require.ErrorIs(t, err, hold.ErrNotHeld)
 	assert.Contains(t, err.Error(), `selector "freeze=false" in GraphRollout web`)
+}
+
+// A hold of a cluster the rollout does not place is refused, naming every
+// such cluster and the clusters it does place; a release of one no hold
+// names too, while one a hold names is released even after it left.
+func TestUnknownClustersAreRefused(t *testing.T) {
+	ro := rollout("web", []fgv1alpha1.Hold{{Clusters: []string{"gone"}}}, "a", "b")
+	_, _, err := hold.Clusters(ro, []string{"a", "x", "y", "x"}, "freeze")
+	require.ErrorIs(t, err, hold.ErrUnknownCluster)
+	assert.Equal(t, `clusters "x", "y" in GraphRollout web: the rollout places no such cluster (it places a, b)`, err.Error())
+
+	_, err = hold.Release(ro, []string{"x"}, func(string) bool { return false })
+	require.ErrorIs(t, err, hold.ErrUnknownCluster)
+	assert.Equal(t, `cluster "x" in GraphRollout web: the rollout places no such cluster (it places a, b)`, err.Error())
+	got, err := hold.Release(ro, []string{"gone"}, func(string) bool { return false })
+	require.NoError(t, err, "a cluster that left can still be released")
+	assert.Empty(t, got)
+
+	empty := rollout("new", nil)
+	_, _, err = hold.Clusters(empty, []string{"a"}, "")
+	assert.EqualError(t, err, `cluster "a" in GraphRollout new: the rollout places no such cluster (its status lists no cluster yet)`)
+
+	var many []string
+	for i := range 12 {
+		many = append(many, fmt.Sprintf("c%02d", i))
+	}
+	big := rollout("big", nil, many...)
+	_, _, err = hold.Clusters(big, []string{"z"}, "")
+	assert.ErrorContains(t, err, "(it places c00, c01, c02, c03, c04, c05, c06, c07, c08, c09 and 2 more)")
 }

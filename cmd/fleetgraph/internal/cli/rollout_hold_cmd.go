@@ -53,7 +53,9 @@ func newRolloutHoldCommand(g *globals, name string) *cobra.Command {
 		Long: `Add a hold to spec.holds: the clusters it takes stay on the revision each
 serves when the hub first sees the hold, and the rollout goes on without
 them. --cluster names clusters (a hold listing those not held by name
-yet); --selector takes the placed clusters whose labels match, as labels
+yet): each must be one the rollout places, as the hub lists them in the
+GraphRollout's status.clusters, or the command fails and changes nothing;
+--selector takes the placed clusters whose labels match, as labels
 change. The hub records each pin in status.clusters (held, desired), which
 rollout status shows. It is the edit Hub.Hold makes from Go.`,
 		Example: example(name, `  fleetgraph rollout hold webapp --cluster eu-1 --reason "customer freeze"
@@ -93,8 +95,8 @@ func newRolloutReleaseCommand(g *globals, name string) *cobra.Command {
 waves, at once if its wave has already taken the revision being rolled out.
 --cluster takes the named clusters out of every hold that names them (a
 hold left naming none goes); it fails, changing nothing, for a cluster no
-hold names: one that a selector holds (release that hold with --selector)
-or one not held at all. --selector removes the holds whose selector is
+hold names: one that a selector holds (release that hold with --selector),
+one the rollout does not place, or one not held at all. --selector removes the holds whose selector is
 that one. It is the edit Hub.Release makes from Go.`,
 		Example: example(name, `  fleetgraph rollout release webapp --cluster eu-1
   fleetgraph rollout release webapp --selector freeze=true`),
@@ -143,7 +145,7 @@ func runHoldEdit(ctx context.Context, g *globals, name, done string, edit func(*
 	switch {
 	case errors.Is(err, hold.ErrHeldBySelector):
 		return failed("%w (release it with --selector, or edit that hold in spec.holds)", err)
-	case errors.Is(err, hold.ErrNotHeld):
+	case errors.Is(err, hold.ErrNotHeld), errors.Is(err, hold.ErrUnknownCluster):
 		return failed("%w", err)
 	case err != nil:
 		return err

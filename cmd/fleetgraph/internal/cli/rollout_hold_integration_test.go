@@ -39,6 +39,16 @@ func holdAndRelease(t *testing.T) {
 	r = hub(t, "rollout", "release", "webapp", "--cluster", "spoke-1")
 	assert.Equal(t, cli.ExitFailed, r.code, r.String())
 	assert.Equal(t, "error: cluster \"spoke-1\" in GraphRollout webapp: no hold of the rollout takes the cluster\n", r.err)
+
+	// The hub's status.clusters is the fleet a rollout knows: a cluster it
+	// does not list is refused, and nothing changes.
+	r = hub(t, "rollout", "hold", "webapp", "--cluster", "spoke-1,spoke-9", "--reason", "typo")
+	assert.Equal(t, cli.ExitFailed, r.code, r.String())
+	assert.Equal(t, "error: cluster \"spoke-9\" in GraphRollout webapp: the rollout places no such cluster (it places spoke-1, spoke-2)\n", r.err)
+	r = hub(t, "rollout", "release", "webapp", "--cluster", "spoke-9")
+	assert.Equal(t, cli.ExitFailed, r.code, r.String())
+	assert.Equal(t, "error: cluster \"spoke-9\" in GraphRollout webapp: the rollout places no such cluster (it places spoke-1, spoke-2)\n", r.err)
+	assert.Equal(t, []fgv1alpha1.Hold{{Clusters: []string{"spoke-2"}, Reason: "customer freeze"}}, readRollout(t).Spec.Holds, "a refused hold changes nothing")
 	r = hub(t, "rollout", "release", "webapp", "--cluster", "spoke-2")
 	assert.Equal(t, "graphrollout.fleetgraph.dev/webapp released spoke-2\n", r.out, r.String())
 	assert.Empty(t, readRollout(t).Spec.Holds)
