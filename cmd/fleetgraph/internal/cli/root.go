@@ -113,6 +113,7 @@ failed rollout); 2 the command could not run.`,
 		newDiagramCommand(g, name),
 		newStatusCommand(g, name),
 		newRolloutCommand(g, name),
+		newVersionCommand(g, name), // version_cmd.go
 	)
 	root.AddCommand(newOptionsCommand(root, name))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
