@@ -24,6 +24,8 @@ func TestBinaryAsCommandAndKubectlPlugin(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	plugin := filepath.Join(dir, "kubectl-fleetgraph")
 	require.NoError(t, os.Symlink("fleetgraph", plugin))
+	completer := filepath.Join(dir, "kubectl_complete-fleetgraph")
+	require.NoError(t, os.Symlink("fleetgraph", completer))
 
 	code := func(cmd *exec.Cmd) (string, int) {
 		out, err := cmd.CombinedOutput()
@@ -44,4 +46,9 @@ func TestBinaryAsCommandAndKubectlPlugin(t *testing.T) {
 	out2, c = code(exec.Command(plugin, "status", "--help"))
 	assert.Equal(t, 0, c, out2)
 	assert.Contains(t, out2, "kubectl fleetgraph status [RGD] [flags]")
+
+	// kubectl 1.26+ completes plugins through kubectl_complete-<plugin>.
+	out2, c = code(exec.Command(completer, "rollout", "ap"))
+	assert.Equal(t, 0, c, out2)
+	assert.Contains(t, out2, "approve\t")
 }

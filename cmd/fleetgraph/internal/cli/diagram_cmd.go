@@ -62,6 +62,7 @@ installed.`,
 		},
 	}
 	f.bind(cmd)
+	g.bindKubeconfig(cmd, false)
 	cmd.Flags().StringVarP(&output, "output", "o", output, "output format: mermaid, dot or svg (needs Graphviz)")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("mermaid", "dot", "svg"))
 	return cmd

@@ -156,10 +156,6 @@ func TestEveryCommandHasHelpWithAnExample(t *testing.T) {
 		}
 	}
 	walk(root)
-	for _, flag := range []string{"kubeconfig", "context", "namespace", "cluster", "user"} {
-		assert.NotNil(t, root.PersistentFlags().Lookup(flag), "--%s", flag)
-	}
-	assert.Equal(t, "n", root.PersistentFlags().Lookup("namespace").Shorthand)
 
 	r := fleetgraph(t, "status", "--help")
 	assert.Contains(t, r.out, "--kubeconfig")
@@ -167,6 +163,58 @@ func TestEveryCommandHasHelpWithAnExample(t *testing.T) {
 	r = fleetgraph(t, "options")
 	assert.Contains(t, r.out, "--as-group")
 	assert.Contains(t, r.out, "--token")
+	assert.Contains(t, r.out, "--kubeconfig-cluster")
+}
+
+// Each command shows the flags it uses: the commands that reach the hub
+// kubectl's connection flags, the offline ones only --kubeconfig and
+// --context (for --schemas-from cluster) and -n where it names the
+// instance's namespace. --cluster always names a fleet cluster; the
+// kubeconfig's cluster entry is --kubeconfig-cluster.
+func TestEachCommandShowsTheFlagsItUses(t *testing.T) {
+	online := []string{"kubeconfig", "context", "namespace", "kubeconfig-cluster", "user", "request-timeout"}
+	for _, c := range []struct {
+		args       []string
+		want, none []string
+	}{
+		{[]string{"status"}, online, []string{"cluster"}},
+		{[]string{"rollout", "status"}, online, []string{"cluster"}},
+		{[]string{"rollout", "hold"}, append([]string{"cluster", "selector"}, online...), nil},
+		{[]string{"rollout", "release"}, append([]string{"cluster", "selector"}, online...), nil},
+		{[]string{"validate"}, []string{"kubeconfig", "context"}, []string{"namespace", "kubeconfig-cluster", "cluster", "user", "request-timeout", "server"}},
+		{[]string{"diagram"}, []string{"kubeconfig", "context"}, []string{"namespace", "kubeconfig-cluster", "cluster", "user", "request-timeout", "server"}},
+		{[]string{"generate", "crd"}, []string{"kubeconfig", "context"}, []string{"namespace", "kubeconfig-cluster", "cluster", "user", "request-timeout", "server"}},
+		{[]string{"generate", "instance"}, []string{"kubeconfig", "context", "namespace"}, []string{"kubeconfig-cluster", "cluster", "user", "request-timeout", "server"}},
+		{[]string{"version"}, nil, []string{"kubeconfig", "context", "namespace"}},
+	} {
+		r := fleetgraph(t, append(c.args, "--help")...)
+		require.Equal(t, cli.ExitOK, r.code, r.String())
+		for _, f := range c.want {
+			assert.Regexp(t, `(?m)^\s+(-\w, )?--`+f+` `, r.out, "%v shows --%s", c.args, f)
+		}
+		for _, f := range c.none {
+			assert.NotRegexp(t, `(?m)^\s+(-\w, )?--`+f+` `, r.out, "%v does not show --%s", c.args, f)
+		}
+	}
+	r := fleetgraph(t, "validate", "--user", "x", "testdata/shapes.yaml")
+	assert.Equal(t, cli.ExitError, r.code)
+	assert.Contains(t, r.err, "unknown flag: --user")
+}
+
+// Named kubectl_complete-fleetgraph, the command answers kubectl's
+// completion of `kubectl fleetgraph ...`: kubectl runs it with the words
+// after the plugin's name.
+func TestKubectlCompletesThePlugin(t *testing.T) {
+	completer := "/usr/local/bin/" + cli.CompleterName
+	assert.Equal(t, "kubectl fleetgraph", cli.CommandName(completer))
+	r := run(t, completer, "", "rollout", "h")
+	assert.Equal(t, cli.ExitOK, r.code, r.String())
+	assert.Equal(t, "hold\tPin clusters to the revision each serves (spec.holds)\n:4\n", r.out)
+	r = run(t, completer, "", "")
+	assert.Contains(t, r.out, "validate\t")
+	assert.Contains(t, r.out, "rollout\t")
+	r = run(t, completer, "", "status", "--kubeconfig-c")
+	assert.Contains(t, r.out, "--kubeconfig-cluster\t")
 }
 
 // Shell completion is cobra's, for every shell it knows.

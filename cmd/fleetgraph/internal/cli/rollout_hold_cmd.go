@@ -20,11 +20,35 @@ type holdTargets struct {
 	selector string
 }
 
-func (t *holdTargets) bind(cmd *cobra.Command) {
-	cmd.Flags().StringSliceVar(&t.clusters, "cluster", nil, "a cluster, by the provider's name for it (repeat or separate with commas for several)")
+func (t *holdTargets) bind(g *globals, cmd *cobra.Command) {
+	cmd.Flags().StringSliceVar(&t.clusters, "cluster", nil, "a cluster the rollout places, by the provider's name for it (repeat or separate with commas for several)")
 	cmd.Flags().StringVarP(&t.selector, "selector", "l", "", "a label selector of clusters, as kubectl -l takes it (e.g. ring=canary,!gpu)")
 	cmd.MarkFlagsOneRequired("cluster", "selector")
 	cmd.MarkFlagsMutuallyExclusive("cluster", "selector")
+	_ = cmd.RegisterFlagCompletionFunc("cluster", completePlaced(g))
+}
+
+// completePlaced completes the clusters the rollout NAME places, as its
+// status.clusters lists them.
+func completePlaced(g *globals) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) == 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c, err := g.hubClient()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		ro, err := findRollout(cmd.Context(), c, args[0])
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var names []string
+		for _, cl := range ro.Status.Clusters {
+			names = append(names, cl.Name)
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 // parsedSelector is --selector as a LabelSelector.
@@ -80,7 +104,7 @@ rollout status shows. It is the edit Hub.Hold makes from Go.`,
 			return runHoldEdit(cmd.Context(), g, args[0], "held "+targets.what(), edit)
 		},
 	}
-	targets.bind(cmd)
+	targets.bind(g, cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why, shown in status and events (at most 256 characters)")
 	_ = cmd.MarkFlagRequired("reason")
 	return cmd
@@ -120,7 +144,7 @@ that one. It is the edit Hub.Release makes from Go.`,
 			return runHoldEdit(cmd.Context(), g, args[0], "released "+targets.what(), edit)
 		},
 	}
-	targets.bind(cmd)
+	targets.bind(g, cmd)
 	return cmd
 }
 

@@ -49,6 +49,8 @@ func holdAndRelease(t *testing.T) {
 	assert.Equal(t, cli.ExitFailed, r.code, r.String())
 	assert.Equal(t, "error: cluster \"spoke-9\" in GraphRollout webapp: the rollout places no such cluster (it places spoke-1, spoke-2)\n", r.err)
 	assert.Equal(t, []fgv1alpha1.Hold{{Clusters: []string{"spoke-2"}, Reason: "customer freeze"}}, readRollout(t).Spec.Holds, "a refused hold changes nothing")
+	r = fleetgraph(t, "__complete", "rollout", "hold", "webapp", "--kubeconfig", hubConfig, "--cluster", "")
+	assert.Equal(t, "spoke-1\nspoke-2\n:4\n", r.out, "--cluster completes the placed clusters: %s", r)
 	r = hub(t, "rollout", "release", "webapp", "--cluster", "spoke-2")
 	assert.Equal(t, "graphrollout.fleetgraph.dev/webapp released spoke-2\n", r.out, r.String())
 	assert.Empty(t, readRollout(t).Spec.Holds)

@@ -61,6 +61,7 @@ be read.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(g, args) },
 	}
+	g.bindKubeconfig(cmd, false)
 	cmd.Flags().BoolVar(&o.strict, "strict", false, "refuse fleetgraph extensions, as kro v0.9.3 would")
 	cmd.Flags().StringArrayVar(&o.schemasFrom, "schemas-from", nil, `schemas of child kinds: a CRD directory or file, a kubeconfig file, or "cluster" (repeatable)`)
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
