@@ -210,3 +210,31 @@ spec:
 	assert.Equal(t, "${string(size(fleet.clusters))}", ge.Expression)
 	assert.ErrorIs(t, err, graph.ErrInvalid)
 }
+
+// With AllErrors, a misuse of fleet is reported beside the other
+// problems, not only once they are fixed.
+func TestAllErrorsReportsAMisuseOfFleetBesideOtherProblems(t *testing.T) {
+	_, err := graph.Compile(parseRGD(t, `
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: fl}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Fl
+    spec:
+      size: intger
+  resources:
+  - id: cm
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: x
+      data:
+        count: ${string(size(fleet.clusters))}
+`), graph.Options{AllErrors: true})
+	got := messages(t, err)
+	require.Len(t, got, 2, "%q", got)
+	assert.Contains(t, got[1], "cm: data.count: the fleet variable is read only by hub graphs")
+}

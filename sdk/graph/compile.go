@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -97,6 +98,10 @@ func (c *compilation) run() (*Graph, error) {
 	c.checkIdentities(inst, sound, envs)
 	status, err := c.compileExpressions(exprs, sound, byID, inst.spec)
 	if err != nil {
+		if fe := fleetMisuse(exprs, resources); fe != nil && c.opts.AllErrors && c.ctx.Err() == nil {
+			c.diag.fail(fe)
+			err = c.diag.err()
+		}
 		return nil, err
 	}
 	crd := inst.buildCRD(*inst.spec, status.schema)
@@ -112,12 +117,22 @@ func (c *compilation) run() (*Graph, error) {
 	}
 	g.clusterUse = exprs.cluster
 	g.usesFleet = exprs.fleet
-	if g.usesFleet && !g.IsHubGraph() {
-		at := exprs.fleetAt
-		return nil, &Error{ResourceID: at.ResourceID, Path: at.Path, Expression: at.Expression,
-			Err: errorf(ErrInvalid, "the fleet variable is read only by hub graphs (a graph with a target)")}
+	if err := fleetMisuse(exprs, resources); err != nil {
+		return nil, err
 	}
 	return g, nil
+}
+
+// fleetMisuse refuses a graph that reads the fleet variable without being
+// a hub graph (no resource has a target), at the first expression that
+// reads it.
+func fleetMisuse(exprs *exprCompiler, resources []*resource) *Error {
+	if !exprs.fleet || slices.ContainsFunc(resources, func(r *resource) bool { return r.node.target != nil }) {
+		return nil
+	}
+	at := exprs.fleetAt
+	return &Error{ResourceID: at.ResourceID, Path: at.Path, Expression: at.Expression,
+		Err: errorf(ErrInvalid, "the fleet variable is read only by hub graphs (a graph with a target)")}
 }
 
 // checkIdentities applies kro's rules on the objects' names.
