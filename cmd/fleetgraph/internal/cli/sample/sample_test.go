@@ -2,6 +2,7 @@ package sample_test
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"testing"
 
@@ -46,6 +47,56 @@ func TestSamplesPassTheirCRDsValidation(t *testing.T) {
 		checked++
 	}
 	assert.Greater(t, checked, 90, "samples checked")
+}
+
+// The sample shows every field the API server would default: defaulting
+// it, as the server does, adds nothing. (kro's CRDs default spec to {}
+// when no field is required; the sample once stopped there.)
+func TestSamplesShowEveryDefault(t *testing.T) {
+	files, err := filepath.Glob("../../../../../hack/krodiff/testdata/corpus/*.yaml")
+	require.NoError(t, err)
+	checked, withDefaults := 0, 0
+	for _, path := range files {
+		rgds, err := v1alpha1.LoadFile(path)
+		if err != nil {
+			continue
+		}
+		g, err := graph.Compile(rgds[0], graph.Options{})
+		if err != nil {
+			continue
+		}
+		_, obj, err := sample.Instance(g.CRD, sample.Options{})
+		require.NoError(t, err, path)
+		sampled := asJSON(t, obj)
+		defaulted := asJSON(t, obj)
+		structuraldefaulting.Default(defaulted, structural(t, g.CRD))
+		assert.Equal(t, defaulted, sampled, "%s: the sample lacks a default", filepath.Base(path))
+		checked++
+		if g.CRD.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Default != nil {
+			withDefaults++
+		}
+	}
+	assert.Greater(t, checked, 90, "samples checked")
+	assert.Positive(t, withDefaults, "some spec defaults to {}: the case that was missed")
+}
+
+// asJSON is obj as a JSON decoder gives it, as the API server sees it.
+func asJSON(t *testing.T, obj map[string]any) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(obj)
+	require.NoError(t, err)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(raw, &out))
+	return out
+}
+
+func structural(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) *structuralschema.Structural {
+	t.Helper()
+	internal := &apiextensions.CustomResourceValidation{}
+	require.NoError(t, apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(crd.Spec.Versions[0].Schema, internal, nil))
+	ss, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)
+	require.NoError(t, err)
+	return ss
 }
 
 // validate runs the API server's validation of a custom resource on obj.
