@@ -1,7 +1,9 @@
 package cli_test
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,6 +22,37 @@ func TestValidateReportsEachProblemAtItsLine(t *testing.T) {
 	r := fleetgraph(t, "validate", "testdata/broken.yaml")
 	assert.Equal(t, cli.ExitFailed, r.code)
 	golden(t, "validate-broken", r.String())
+}
+
+// validate reports every problem it can find in one pass: the loader's
+// (every unknown field), the structure's and the expressions' of every
+// sound resource, a misuse of fleet at the field that reads it; each at
+// its line, with the resource and the field path.
+func TestValidateReportsEveryProblemInOnePass(t *testing.T) {
+	r := fleetgraph(t, "validate", "testdata/one-pass.yaml")
+	assert.Equal(t, cli.ExitFailed, r.code)
+	golden(t, "validate-one-pass", r.String())
+}
+
+// Input without an RGD is one clear error, and nothing else is printed.
+func TestValidateOfNothingIsOneError(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty.yaml")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+	for _, c := range []struct {
+		args         []string
+		stdin, error string
+	}{
+		{[]string{"-"}, "", "no ResourceGraphDefinition found in -: the input is empty"},
+		{[]string{"-"}, "\n---\n# nothing\n---\n", "no ResourceGraphDefinition found in -: the input is empty"},
+		{[]string{empty}, "", "no ResourceGraphDefinition found in " + empty + ": the input is empty"},
+		{[]string{"-"}, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "no ResourceGraphDefinition found in - (1 document of other kinds skipped)"},
+		{[]string{"testdata/crds"}, "", "no ResourceGraphDefinition found in testdata/crds (1 document of other kinds skipped)"},
+	} {
+		r := run(t, "fleetgraph", c.stdin, append([]string{"validate"}, c.args...)...)
+		assert.Equal(t, cli.ExitFailed, r.code, r.String())
+		assert.Empty(t, r.out, "%v", c.args)
+		assert.Equal(t, "error: "+c.error+"\n", r.err, "%v", c.args)
+	}
 }
 
 func TestValidateAcceptsTheQuickstartGraph(t *testing.T) {

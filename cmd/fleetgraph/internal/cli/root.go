@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -153,13 +152,4 @@ failed rollout, a refused request); 2 the command could not run.`,
 // example renders an Example block for the command presented as name.
 func example(name, text string) string {
 	return strings.ReplaceAll(text, "fleetgraph ", name+" ")
-}
-
-// readAll reads the command's standard input (os.Stdin when Streams.In is
-// nil), for "-" arguments.
-func readAll(r io.Reader) ([]byte, error) {
-	if r == nil {
-		r = os.Stdin
-	}
-	return io.ReadAll(r)
 }

@@ -102,7 +102,9 @@ func (r *validationReport) write(s Streams, format string) error {
 			fmt.Fprintf(s.Out, "%s:%d: note: %s\n", res.File, d.Line, d)
 		}
 	}
-	fmt.Fprintln(s.ErrOut, r.summary())
+	if len(r.Results) > 0 { // else the command's error says what it found
+		fmt.Fprintln(s.ErrOut, r.summary())
+	}
 	return nil
 }
 
