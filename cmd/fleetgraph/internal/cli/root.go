@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -49,6 +50,15 @@ func failed(format string, args ...any) error {
 // whether it presents itself as a kubectl plugin) with args until it ends
 // or ctx does (--watch runs until then), and returns the exit code.
 func Main(ctx context.Context, argv0 string, args []string, s Streams) int {
+	if s.Out == nil {
+		s.Out = os.Stdout
+	}
+	if s.ErrOut == nil {
+		s.ErrOut = os.Stderr
+	}
+	out, errOut := newSafeWriter(s.Out), newSafeWriter(s.ErrOut)
+	defer func() { _, _ = out.Flush(), errOut.Flush() }()
+	s.Out, s.ErrOut = out, errOut
 	cmd := NewCommand(CommandName(argv0), s)
 	if isCompleter(argv0) {
 		// kubectl (1.26 and later) completes `kubectl fleetgraph ...` by

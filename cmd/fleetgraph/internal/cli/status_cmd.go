@@ -131,6 +131,9 @@ func (o *statusOptions) frame(ctx context.Context, c client.Client, graph string
 // on.
 func watch(ctx context.Context, w io.Writer, interval time.Duration, tty bool, frame func() ([]byte, error)) error {
 	var last []byte
+	if tty {
+		permit(w, clearScreenSequence) // escape.go
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

@@ -175,7 +175,7 @@ func (o *validateOptions) resolver(g *globals, in input.Options) (schemas.Resolv
 	var chain schemas.Chain
 	live := false
 	for _, src := range o.schemasFrom {
-		r, err := liveSource(g, src)
+		r, err := liveSource(g, in, src)
 		if err != nil {
 			return nil, err
 		}
@@ -208,7 +208,7 @@ func (o *validateOptions) resolver(g *globals, in input.Options) (schemas.Resolv
 
 // liveSource returns a resolver of the cluster src names ("cluster", or a
 // kubeconfig file), or nil when src holds CRD manifests.
-func liveSource(g *globals, src string) (schemas.Resolver, error) {
+func liveSource(g *globals, in input.Options, src string) (schemas.Resolver, error) {
 	if src == "cluster" {
 		cfg, err := g.restConfig()
 		if err != nil {
@@ -223,7 +223,11 @@ func liveSource(g *globals, src string) (schemas.Resolver, error) {
 	if info.IsDir() {
 		return nil, nil
 	}
-	kc, err := clientcmd.LoadFromFile(src)
+	raw, err := input.ReadFile(src, in.MaxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("--schemas-from: %w", inputError(err))
+	}
+	kc, err := clientcmd.Load(raw)
 	if err != nil || len(kc.Clusters) == 0 {
 		return nil, nil // not a kubeconfig: CRD manifests
 	}

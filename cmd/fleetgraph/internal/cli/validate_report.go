@@ -58,8 +58,12 @@ func (d diagnostic) String() string {
 	if d.Expression != "" {
 		parts = append(parts, shorten(d.Expression, maxExpression))
 	}
-	return strings.Join(append(parts, d.Message), ": ")
+	return oneLine.Replace(strings.Join(append(parts, d.Message), ": "))
 }
+
+// oneLine keeps a diagnostic on its line: newlines in what it quotes are
+// escaped (the other controls are escaped where every line is written).
+var oneLine = strings.NewReplacer("\n", `\n`, "\r", `\r`)
 
 // shorten puts s on one line of at most n runes.
 func shorten(s string, n int) string {

@@ -127,15 +127,15 @@ func readLink(o Options, tree, path string, fn func(string, []byte) error) error
 	if err != nil {
 		return err
 	}
-	if !o.FollowSymlinks && !within(tree, target) {
-		return fmt.Errorf("%s: %w (it leads to %s)", path, ErrOutsideTree, target)
-	}
 	info, err := os.Stat(target)
 	if err != nil {
 		return err
 	}
 	if info.IsDir() {
 		return nil // a link to a directory is not descended, as WalkDir does not
+	}
+	if !o.FollowSymlinks && !within(tree, target) {
+		return fmt.Errorf("%s: %w (it leads to %s)", path, ErrOutsideTree, target)
 	}
 	data, err := ReadFile(path, o.MaxBytes)
 	if err != nil {

@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -150,25 +149,24 @@ type chunk struct {
 }
 
 // split cuts a file at its "---" separator lines, as Kubernetes' YAML
-// reader does.
+// reader does. The chunks share raw's memory.
 func split(raw []byte) []chunk {
 	var out []chunk
-	cur := chunk{line: 1}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(nil, len(raw)+1)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := sc.Bytes()
-		if isSeparator(line) {
-			out = append(out, cur)
-			cur = chunk{line: n + 1}
-			continue
+	start, startLine, n := 0, 1, 0
+	for pos := 0; pos < len(raw); {
+		end := bytes.IndexByte(raw[pos:], '\n')
+		next := len(raw)
+		if end >= 0 {
+			next = pos + end + 1
 		}
-		cur.text = append(cur.text, line...)
-		cur.text = append(cur.text, '\n')
+		n++
+		if isSeparator(bytes.TrimRight(raw[pos:next], "\r\n")) {
+			out = append(out, chunk{text: raw[start:pos], line: startLine})
+			start, startLine = next, n+1
+		}
+		pos = next
 	}
-	return append(out, cur)
+	return append(out, chunk{text: raw[start:], line: startLine})
 }
 
 func isSeparator(line []byte) bool {
@@ -184,6 +182,9 @@ func isSeparator(line []byte) bool {
 // empty document or one of another kind; some says whether c held a
 // document at all.
 func (s *Set) readDocument(name string, c chunk) (d *Document, some bool, err error) {
+	if err := input.CheckStructure(fmt.Sprintf("%s:%d", name, c.line), c.text); err != nil {
+		return nil, false, err
+	}
 	var node yamlv3.Node
 	if err := yamlv3.Unmarshal(c.text, &node); err != nil {
 		return nil, false, &notYAML{file: name, line: c.line, err: err}

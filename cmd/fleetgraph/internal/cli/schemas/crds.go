@@ -190,6 +190,9 @@ func readCRDs(path string, data []byte) ([]*apiextensionsv1.CustomResourceDefini
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+		if err := input.CheckStructure(fmt.Sprintf("%s: document %d", path, n), raw); err != nil {
+			return nil, err
+		}
 		var head struct{ APIVersion, Kind string }
 		if err := yaml.Unmarshal(raw, &head); err != nil {
 			return nil, fmt.Errorf("%s: document %d: %w", path, n, err)
