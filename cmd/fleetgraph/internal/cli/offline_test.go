@@ -131,12 +131,18 @@ func TestGenerateRefusesAnInvalidRGD(t *testing.T) {
 	assert.Contains(t, r.err, "broken.yaml:27: resource \"deployment\": spec.replicas")
 }
 
+// A diagram draws each level's resources, the edges between them, each
+// resource's kind and options (what a forEach ranges over, includeWhen,
+// externalRef) and, for a hub graph, groups each level's resources by
+// the cluster they are written in.
 func TestDiagramDrawsLevelsDependenciesAndResourceKinds(t *testing.T) {
 	for _, c := range []struct{ file, format, golden string }{
 		{webapp, "mermaid", "diagram-webapp-mermaid"},
 		{webapp, "dot", "diagram-webapp-dot"},
 		{"testdata/shapes.yaml", "mermaid", "diagram-shapes-mermaid"},
 		{"testdata/shapes.yaml", "dot", "diagram-shapes-dot"},
+		{"testdata/hub-graph.yaml", "mermaid", "diagram-hub-graph-mermaid"},
+		{"testdata/hub-graph.yaml", "dot", "diagram-hub-graph-dot"},
 	} {
 		t.Run(c.golden, func(t *testing.T) {
 			r := fleetgraph(t, "diagram", c.file, "-o", c.format)
