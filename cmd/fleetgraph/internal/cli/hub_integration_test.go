@@ -195,6 +195,10 @@ func TestCommandsAgainstAHub(t *testing.T) {
 		assert.Contains(t, r.err, "no such ResourceGraphDefinition on the hub: nosuch")
 	})
 
+	t.Run("status draws the fleet matrix as dot and svg", func(t *testing.T) {
+		statusPictures(t) // status_matrix_integration_test.go
+	})
+
 	t.Run("status --watch in a terminal follows a spoke paused and resumed", func(t *testing.T) {
 		watchInATerminal(t)
 	})
