@@ -37,7 +37,9 @@ func TestRolloutDemoShowsAnApprovalAHoldAndAnAutomaticRollback(t *testing.T) {
 	var out syncBuffer
 	keptFiles := make(chan fgtesting.KubeconfigFiles, 1)
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, &out, options{keep: true, kept: func(f fgtesting.KubeconfigFiles) { keptFiles <- f }}) }()
+	go func() {
+		done <- run(ctx, &out, options{keep: true, kept: func(f fgtesting.KubeconfigFiles) { keptFiles <- f }})
+	}()
 	var files fgtesting.KubeconfigFiles
 	select {
 	case files = <-keptFiles:
