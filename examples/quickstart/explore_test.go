@@ -4,39 +4,51 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"path/filepath"
-	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
-// -keep writes one private kubeconfig per cluster into a directory it
-// prints, and returns when interrupted.
-func TestExploreWritesAKubeconfigPerCluster(t *testing.T) {
+// -keep writes a merged kubeconfig with a context per cluster (and one
+// file per cluster), says how to use it, returns when interrupted and
+// removes the files then.
+func TestKeepFleetWritesAMergedKubeconfig(t *testing.T) {
 	clusters := []*fgtesting.Cluster{
-		{Name: "hub", Kubeconfig: []byte("hub-config")},
-		{Name: "spoke-1", Kubeconfig: []byte("spoke-config")},
+		{Name: "hub", Kubeconfig: kubeconfig(t, "https://127.0.0.1:1001")},
+		{Name: "spoke-1", Kubeconfig: kubeconfig(t, "https://127.0.0.1:1002")},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // as if Ctrl-C came at once
 	var out bytes.Buffer
-	require.NoError(t, explore(ctx, &out, clusters))
+	var files fgtesting.KubeconfigFiles
+	err := keepFleet(ctx, &out, clusters, func(f fgtesting.KubeconfigFiles) {
+		files = f
+		merged, err := clientcmd.LoadFromFile(f.Merged)
+		require.NoError(t, err)
+		assert.Equal(t, "https://127.0.0.1:1002", merged.Clusters[merged.Contexts["spoke-1"].Cluster].Server)
+		assert.FileExists(t, f.Clusters["hub"])
+		cancel() // as if Ctrl-C came now
+	})
+	require.NoError(t, err)
+	assert.Contains(t, out.String(), "export KUBECONFIG="+files.Merged)
+	assert.Contains(t, out.String(), "kubectl --context spoke-1 get webapps")
+	assert.Contains(t, out.String(), "gateways.yaml")
+	_, err = os.Stat(files.Merged)
+	assert.True(t, os.IsNotExist(err), "the kubeconfigs of a stopped fleet are removed")
+}
 
-	m := regexp.MustCompile(`Kubeconfigs are in (\S+)\.`).FindStringSubmatch(out.String())
-	require.Len(t, m, 2, out.String())
-	t.Cleanup(func() { _ = os.RemoveAll(m[1]) })
-	for _, c := range clusters {
-		path := filepath.Join(m[1], c.Name+".kubeconfig")
-		got, err := os.ReadFile(path)
-		require.NoError(t, err)
-		assert.Equal(t, c.Kubeconfig, got)
-		info, err := os.Stat(path)
-		require.NoError(t, err)
-		assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "credentials are readable by the owner only")
-	}
-	assert.Contains(t, out.String(), "kubectl --kubeconfig "+filepath.Join(m[1], "hub.kubeconfig"))
+func kubeconfig(t *testing.T, server string) []byte {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: server}
+	cfg.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{Token: "t"}
+	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
+	cfg.CurrentContext = "envtest"
+	raw, err := clientcmd.Write(*cfg)
+	require.NoError(t, err)
+	return raw
 }
