@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -25,6 +26,19 @@ type KubeconfigFiles struct {
 	// Clusters maps each cluster's name to the path of a kubeconfig of its
 	// own, whose only context has the cluster's name.
 	Clusters map[string]string
+}
+
+// RESTConfig reaches the named context's cluster as the merged kubeconfig
+// says, as `kubectl --context name` would.
+func (f KubeconfigFiles) RESTConfig(context string) (*rest.Config, error) {
+	cfg, err := clientcmd.LoadFromFile(f.Merged)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Contexts[context] == nil {
+		return nil, fmt.Errorf("%s has no context %q", f.Merged, context)
+	}
+	return clientcmd.NewNonInteractiveClientConfig(*cfg, context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
 }
 
 // Clusters returns the hub followed by the running spokes, in the order

@@ -35,7 +35,7 @@ func TestAFleetsMergedKubeconfigReachesEachCluster(t *testing.T) {
 		want := &corev1.Namespace{}
 		require.NoError(t, direct.Get(ctx, client.ObjectKey{Name: "kube-system"}, want))
 
-		rc, err := clientcmd.NewNonInteractiveClientConfig(*merged, c.Name, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+		rc, err := files.RESTConfig(c.Name)
 		require.NoError(t, err, c.Name)
 		viaContext, err := client.New(rc, client.Options{})
 		require.NoError(t, err)

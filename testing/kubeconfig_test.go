@@ -81,6 +81,13 @@ func TestWriteKubeconfigsWritesMergedAndPerClusterFiles(t *testing.T) {
 	assert.Equal(t, []string{"spoke-1"}, keys(own.Contexts))
 	assert.Equal(t, "https://127.0.0.1:1002", own.Clusters["spoke-1"].Server)
 
+	rc, err := files.RESTConfig("spoke-1")
+	require.NoError(t, err)
+	assert.Equal(t, "https://127.0.0.1:1002", rc.Host)
+	assert.Equal(t, "spoke-token", rc.BearerToken)
+	_, err = files.RESTConfig("spoke-9")
+	assert.ErrorContains(t, err, `no context "spoke-9"`)
+
 	_, err = fgtesting.WriteKubeconfigs(t.TempDir(), fakeCluster(t, "../up", "https://127.0.0.1:1", "x"))
 	assert.Error(t, err, "a cluster name is never a path")
 }

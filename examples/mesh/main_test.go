@@ -6,16 +6,15 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fleetgraph/fleetgraph/examples/internal/keep/keeptest"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -54,27 +53,18 @@ func TestMeshDemoConnectsTwoSpokes(t *testing.T) {
 // spokes, since the hub still runs. Ctrl-C then stops the demo cleanly.
 func TestTheKeptMeshFleetServesThroughItsKubeconfig(t *testing.T) {
 	fgtesting.SetupLogs()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out syncBuffer
-	keptFiles := make(chan fgtesting.KubeconfigFiles, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := run(ctx, &out, options{keep: true, kept: func(f fgtesting.KubeconfigFiles) { keptFiles <- f }})
-		done <- err
-	}()
-	var files fgtesting.KubeconfigFiles
-	select {
-	case files = <-keptFiles:
-	case err := <-done:
-		t.Fatalf("the demo ended before keeping its fleet: %v\n%s", err, out.String())
-	}
+	ctx := context.Background()
+	var out keeptest.Buffer
+	files, stop := keeptest.Run(t, &out, func(ctx context.Context, kept func(fgtesting.KubeconfigFiles)) error {
+		_, err := run(ctx, &out, options{keep: true, kept: kept})
+		return err
+	})
 	assert.Contains(t, out.String(), "export KUBECONFIG="+files.Merged)
 	assert.NotContains(t, out.String(), "Deleting Mesh", "a kept demo keeps its Mesh")
 
-	d := &demo{out: io.Discard, hub: contextClient(t, files.Merged, "hub"), spokes: map[string]client.Client{}}
+	d := &demo{out: io.Discard, hub: contextClient(t, files, "hub"), spokes: map[string]client.Client{}}
 	for _, name := range []string{"spoke-1", "spoke-2"} {
-		d.spokes[name] = contextClient(t, files.Merged, name)
+		d.spokes[name] = contextClient(t, files, name)
 	}
 	assert.Equal(t, "ACTIVE", d.state(ctx))
 	for name, role := range roles {
@@ -90,42 +80,15 @@ func TestTheKeptMeshFleetServesThroughItsKubeconfig(t *testing.T) {
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		assert.NoError(ct, d.leftOver(ctx, "demo-"))
 	}, time.Minute, 200*time.Millisecond, "the kept hub cleans both spokes")
-
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err, out.String())
-	case <-time.After(time.Minute):
-		t.Fatal("the kept demo did not stop when interrupted")
-	}
+	stop()
 }
 
-// contextClient is a client for one context of a kubeconfig file.
-func contextClient(t *testing.T, path, context string) client.Client {
+// contextClient is a client for one context of the merged kubeconfig.
+func contextClient(t *testing.T, files fgtesting.KubeconfigFiles, context string) client.Client {
 	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(path)
+	rc, err := files.RESTConfig(context)
 	require.NoError(t, err)
-	rc, err := clientcmd.NewNonInteractiveClientConfig(*cfg, context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
-	require.NoError(t, err, "context %s", context)
 	c, err := client.New(rc, client.Options{})
 	require.NoError(t, err)
 	return c
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgraph/fleetgraph/examples/internal/keep"
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -104,7 +105,17 @@ func run(ctx context.Context, out io.Writer, o options) (*result, error) {
 	}
 	say(out, "Done in %s.", time.Since(start).Round(100*time.Millisecond))
 	if o.keep {
-		return res, keepFleet(ctx, out, fleet, o.kept)
+		return res, keep.Fleet(ctx, out, fleet.Clusters(), keep.Options{
+			Demo: "mesh",
+			Kept: ", its hub and Mesh \"demo\"",
+			Try: []string{
+				"kubectl --context hub get resourcegraphdefinitions,meshes",
+				"kubectl --context spoke-1 get services,configmaps,secrets",
+				"kubectl --context hub delete mesh demo     # cleans both spokes",
+			},
+			Notes:  []string{"Targets may name the spokes labelled mesh=true: both are."},
+			OnKept: o.kept,
+		})
 	}
 	say(out, "The fleet is stopped. Run with -keep to keep it, and the Mesh, and explore them with kubectl.")
 	return res, nil

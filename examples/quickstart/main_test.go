@@ -7,7 +7,6 @@ import (
 	"context"
 	_ "embed"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgraph/fleetgraph/examples/internal/keep/keeptest"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -45,21 +44,13 @@ func TestQuickstartRunsEndToEnd(t *testing.T) {
 // Gateways instance there, put a ConfigMap in each spoke listing the other.
 func TestTheKeptQuickstartFleetRunsAHubGraphOverFleetClusters(t *testing.T) {
 	fgtesting.SetupLogs()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out syncBuffer
-	keptFiles := make(chan fgtesting.KubeconfigFiles, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, &out, options{spokes: 2, keep: true, kept: func(f fgtesting.KubeconfigFiles) { keptFiles <- f }})
-	}()
-	var files fgtesting.KubeconfigFiles
-	select {
-	case files = <-keptFiles:
-	case err := <-done:
-		t.Fatalf("the quickstart ended before keeping its fleet: %v\n%s", err, out.String())
-	}
-	hub := contextClient(t, files.Merged, "hub")
+	ctx := context.Background()
+	var out keeptest.Buffer
+	files, stop := keeptest.Run(t, &out, func(ctx context.Context, kept func(fgtesting.KubeconfigFiles)) error {
+		return run(ctx, &out, options{spokes: 2, keep: true, kept: kept})
+	})
+	assert.Contains(t, out.String(), "export KUBECONFIG="+files.Merged)
+	hub := contextClient(t, files, "hub")
 	rgd := &unstructured.Unstructured{}
 	require.NoError(t, yaml.Unmarshal(gatewaysYAML, &rgd.Object))
 	require.NoError(t, hub.Create(ctx, rgd), "kubectl --context hub apply -f gateways.yaml")
@@ -69,13 +60,13 @@ func TestTheKeptQuickstartFleetRunsAHubGraphOverFleetClusters(t *testing.T) {
 	gw.SetNamespace("default")
 	gw.SetName("demo")
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		c := contextClient(t, files.Merged, "hub") // a fresh REST mapper: Gateways is new
+		c := contextClient(t, files, "hub") // a fresh REST mapper: Gateways is new
 		assert.NoError(ct, client.IgnoreAlreadyExists(c.Create(ctx, gw.DeepCopy())))
 	}, time.Minute, 200*time.Millisecond, "the hub serves Gateways once the RGD is accepted")
 
 	peers := map[string]string{"spoke-1": "spoke-2", "spoke-2": "spoke-1"}
 	for spoke, peer := range peers {
-		c := contextClient(t, files.Merged, spoke)
+		c := contextClient(t, files, spoke)
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
 			cm := &corev1.ConfigMap{}
 			require.NoError(ct, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo-gateway-" + spoke}, cm))
@@ -88,42 +79,15 @@ func TestTheKeptQuickstartFleetRunsAHubGraphOverFleetClusters(t *testing.T) {
 		state, _, _ := unstructured.NestedString(got.Object, "status", "state")
 		assert.Equal(ct, "ACTIVE", state)
 	}, time.Minute, 200*time.Millisecond)
-
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err, out.String())
-	case <-time.After(time.Minute):
-		t.Fatal("the kept quickstart did not stop when interrupted")
-	}
+	stop()
 }
 
-// contextClient is a client for one context of a kubeconfig file.
-func contextClient(t *testing.T, path, context string) client.Client {
+// contextClient is a client for one context of the merged kubeconfig.
+func contextClient(t *testing.T, files fgtesting.KubeconfigFiles, context string) client.Client {
 	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(path)
+	rc, err := files.RESTConfig(context)
 	require.NoError(t, err)
-	rc, err := clientcmd.NewNonInteractiveClientConfig(*cfg, context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
-	require.NoError(t, err, "context %s", context)
 	c, err := client.New(rc, client.Options{Scheme: fgtesting.NewScheme()})
 	require.NoError(t, err)
 	return c
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
+	"github.com/fleetgraph/fleetgraph/examples/internal/keep"
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -64,7 +64,17 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	printFleet(out, hub)
 	say(out, "Done in %s.", time.Since(start).Round(100*time.Millisecond))
 	if o.keep {
-		return keepFleet(ctx, out, fleet.Clusters(), o.kept)
+		clusters := fleet.Clusters()
+		return keep.Fleet(ctx, out, clusters, keep.Options{
+			Demo: "quickstart",
+			Try: []string{
+				"kubectl --context hub get resourcegraphdefinitions -o yaml",
+				"kubectl --context " + clusters[len(clusters)-1].Name + " get webapps,configmaps,deployments,services",
+				"kubectl --context hub apply -f examples/quickstart/gateways.yaml    # a hub graph over fleet.clusters",
+			},
+			Notes:  []string{fmt.Sprintf("Hub graphs may target the spokes labelled %s=true: all of them.", meshLabel)},
+			OnKept: o.kept,
+		})
 	}
 	say(out, "The fleet is stopped. Run with -keep to keep it and explore it with kubectl, or read examples/embed-manager.")
 	return nil
@@ -210,35 +220,4 @@ func printFleet(out io.Writer, hub *sdk.Hub) {
 	}
 	_ = w.Flush()
 	fmt.Fprintln(out)
-}
-
-// keepFleet writes the clusters' kubeconfigs, says how to use them and
-// waits for ctx to end (Ctrl-C); then it removes them. kept, if set, is
-// called once they are written.
-func keepFleet(ctx context.Context, out io.Writer, clusters []*fgtesting.Cluster, kept func(fgtesting.KubeconfigFiles)) error {
-	dir, err := os.MkdirTemp("", "fleetgraph-quickstart-")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	files, err := fgtesting.WriteKubeconfigs(dir, clusters...)
-	if err != nil {
-		return err
-	}
-	var names []string
-	for _, c := range clusters {
-		names = append(names, c.Name)
-	}
-	say(out, "The fleet keeps running. %s has a context per cluster (%s). Try:", files.Merged, strings.Join(names, ", "))
-	fmt.Fprintf(out, "    export KUBECONFIG=%s\n", files.Merged)
-	fmt.Fprintf(out, "    kubectl --context hub get resourcegraphdefinitions -o yaml\n")
-	fmt.Fprintf(out, "    kubectl --context %s get webapps,configmaps,deployments,services\n", names[len(names)-1])
-	fmt.Fprintf(out, "    kubectl --context hub apply -f examples/quickstart/gateways.yaml    # a hub graph over fleet.clusters\n")
-	say(out, "Each cluster also has a kubeconfig of its own there (hub.kubeconfig, spoke-1.kubeconfig, ...).")
-	say(out, "Press Ctrl-C to stop the fleet.")
-	if kept != nil {
-		kept(files)
-	}
-	<-ctx.Done()
-	return nil
 }

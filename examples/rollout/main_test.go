@@ -3,12 +3,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fleetgraph/fleetgraph/examples/internal/keep/keeptest"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
@@ -32,21 +30,12 @@ import (
 // the canary's child back to revision 2's text.
 func TestRolloutDemoShowsAnApprovalAHoldAndAnAutomaticRollback(t *testing.T) {
 	fgtesting.SetupLogs()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out syncBuffer
-	keptFiles := make(chan fgtesting.KubeconfigFiles, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, &out, options{keep: true, kept: func(f fgtesting.KubeconfigFiles) { keptFiles <- f }})
-	}()
-	var files fgtesting.KubeconfigFiles
-	select {
-	case files = <-keptFiles:
-	case err := <-done:
-		t.Fatalf("the demo ended before keeping its fleet: %v\n%s", err, out.String())
-	}
-	clients := contextClients(t, files.Merged)
+	ctx := context.Background()
+	var out keeptest.Buffer
+	files, stop := keeptest.Run(t, &out, func(ctx context.Context, kept func(fgtesting.KubeconfigFiles)) error {
+		return run(ctx, &out, options{keep: true, kept: kept})
+	})
+	clients := contextClients(t, files)
 	hub := clients["hub"]
 
 	revs := revisions(t, hub)
@@ -95,30 +84,21 @@ func TestRolloutDemoShowsAnApprovalAHoldAndAnAutomaticRollback(t *testing.T) {
 		assert.Regexp(t, regexp.MustCompile(`(?m)^spoke-3\s+main\s+r\d+\s+held at r\d+: change freeze`), text)
 		assert.Contains(t, text, "export KUBECONFIG="+files.Merged)
 	})
-
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err, out.String())
-	case <-time.After(time.Minute):
-		t.Fatal("the kept demo did not stop when interrupted")
-	}
+	stop()
 }
 
-// contextClients makes a client for each context of a kubeconfig file.
-func contextClients(t *testing.T, path string) map[string]client.Client {
+// contextClients makes a client for each context of the merged
+// kubeconfig: the hub and each spoke.
+func contextClients(t *testing.T, files fgtesting.KubeconfigFiles) map[string]client.Client {
 	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(path)
-	require.NoError(t, err)
 	out := map[string]client.Client{}
-	for name := range cfg.Contexts {
-		rc, err := clientcmd.NewNonInteractiveClientConfig(*cfg, name, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+	for _, name := range []string{"hub", "spoke-1", "spoke-2", "spoke-3"} {
+		rc, err := files.RESTConfig(name)
 		require.NoError(t, err)
 		c, err := client.New(rc, client.Options{Scheme: fgtesting.NewScheme()})
 		require.NoError(t, err)
 		out[name] = c
 	}
-	require.Len(t, out, 4, "a context for the hub and each spoke")
 	return out
 }
 
@@ -175,22 +155,4 @@ func requireEvent(t *testing.T, hub client.Client, reason, note string) {
 		}
 		assert.Fail(ct, "no such event", "no event %s saying %q on GraphRollout %s; events:\n%s", reason, note, graphName, strings.Join(seen, "\n"))
 	}, time.Minute, 200*time.Millisecond)
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

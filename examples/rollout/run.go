@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgraph/fleetgraph/examples/internal/keep"
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
@@ -82,7 +83,16 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	}
 	say(out, "Done in %s.", time.Since(start).Round(100*time.Millisecond))
 	if o.keep {
-		return keepFleet(ctx, out, fleet, o.kept)
+		return keep.Fleet(ctx, out, fleet.Clusters(), keep.Options{
+			Demo: "rollout",
+			Try: []string{
+				"kubectl --context hub get graphrollouts,graphrevisions",
+				"kubectl --context hub get events -A --field-selector involvedObject.name=" + graphName,
+				"kubectl --context " + heldCluster + " get greetings,configmaps",
+			},
+			Notes:  []string{"The hub lets hub graphs (resources with a target) target any spoke."},
+			OnKept: o.kept,
+		})
 	}
 	say(out, "The fleet is stopped. Run with -keep to keep it and explore it with kubectl or the fleetgraph command.")
 	return nil
