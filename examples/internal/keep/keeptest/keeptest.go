@@ -7,41 +7,28 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 // Run starts demo in the background as if run with -keep (demo passes
-// kept on as Options.OnKept) and returns the kept fleet's kubeconfigs.
-// stop interrupts the demo, as Ctrl-C does, and fails the test unless the
-// demo then returns nil within a minute. out is the demo's output, shown
-// when it fails.
+// kept on as keep.Options.OnKept) and returns the kept fleet's
+// kubeconfigs. stop interrupts the demo, as Ctrl-C does, and fails the
+// test unless the demo then returns nil (fgtesting.StartStoppable); the
+// test's cleanup calls it too. out is the demo's output, shown when the
+// demo ends before keeping its fleet.
 func Run(t *testing.T, out *Buffer, demo func(ctx context.Context, kept func(fgtesting.KubeconfigFiles)) error) (files fgtesting.KubeconfigFiles, stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	keptFiles := make(chan fgtesting.KubeconfigFiles, 1)
-	done := make(chan error, 1)
-	go func() { done <- demo(ctx, func(f fgtesting.KubeconfigFiles) { keptFiles <- f }) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("the kept demo ended with %v\n%s", err, out.String())
-				}
-			case <-time.After(time.Minute):
-				t.Error("the kept demo did not stop within a minute of its interruption")
-			}
-		})
-	}
-	t.Cleanup(stop)
+	ended := make(chan error, 1)
+	stop = fgtesting.StartStoppable(t, func(ctx context.Context) error {
+		err := demo(ctx, func(f fgtesting.KubeconfigFiles) { keptFiles <- f })
+		ended <- err
+		return err
+	})
 	select {
 	case files = <-keptFiles:
-	case err := <-done:
-		once.Do(cancel) // nothing left to stop
+	case err := <-ended:
 		t.Fatalf("the demo ended before keeping its fleet: %v\n%s", err, out.String())
 	}
 	return files, stop
