@@ -95,7 +95,9 @@ func run(ctx context.Context, out io.Writer, o options) (*result, error) {
 	}
 	hubCtx, stopHub := context.WithCancel(ctx)
 	defer stopHub()
-	startHub(hubCtx, fleet)
+	if err := startHub(hubCtx, fleet); err != nil {
+		return nil, err
+	}
 	if err := d.applyGraph(ctx); err != nil {
 		return nil, err
 	}
@@ -152,22 +154,23 @@ func (d *demo) register(ctx context.Context, fleet *fgtesting.Fleet) error {
 // by default), which serves the RGDs applied to the hub. The Mesh's
 // targets are computed from its spec, so the platform must say which
 // clusters they may name: here, those labelled mesh=true.
-func startHub(ctx context.Context, fleet *fgtesting.Fleet) {
+func startHub(ctx context.Context, fleet *fgtesting.Fleet) error {
 	// The local fleet's API servers listen on 127.0.0.1: the provider
 	// refuses loopback addresses unless told otherwise.
 	provider := secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}})
+	hub, err := sdk.NewHub(provider, sdk.Options{
+		InstallRGDCRD: true,
+		Targets:       sdk.TargetOptions{AllowedClusters: &metav1.LabelSelector{MatchLabels: map[string]string{"mesh": "true"}}},
+	})
+	if err != nil {
+		return err
+	}
 	go func() {
-		hub, err := sdk.NewHub(provider, sdk.Options{
-			InstallRGDCRD: true,
-			Targets:       sdk.TargetOptions{AllowedClusters: &metav1.LabelSelector{MatchLabels: map[string]string{"mesh": "true"}}},
-		})
-		if err == nil {
-			err = hub.Run(ctx, fleet.Hub.Config)
-		}
-		if err != nil && !errors.Is(err, context.Canceled) {
+		if err := hub.Run(ctx, fleet.Hub.Config); err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintln(os.Stderr, "hub:", err)
 		}
 	}()
+	return nil
 }
 
 // applyGraph creates mesh.yaml's RGD on the hub, as kubectl apply does,
