@@ -27,25 +27,11 @@ import (
 // applies as it is. An integration test applies the quickstart's to a
 // spoke and waits for ACTIVE.
 func TestSamplesPassTheirCRDsValidation(t *testing.T) {
-	files, err := filepath.Glob("../../../../../hack/krodiff/testdata/corpus/*.yaml")
-	require.NoError(t, err)
-	checked := 0
-	for _, path := range files {
-		rgds, err := v1alpha1.LoadFile(path)
-		if err != nil {
-			continue
+	checked := eachCorpusSample(t, func(path string, crd *apiextensionsv1.CustomResourceDefinition, obj map[string]any) {
+		for _, e := range validate(t, crd, obj) {
+			t.Errorf("%s: the sample instance is refused: %v\n%v", path, e, obj)
 		}
-		g, err := graph.Compile(rgds[0], graph.Options{})
-		if err != nil {
-			continue
-		}
-		_, obj, err := sample.Instance(g.CRD, sample.Options{})
-		require.NoError(t, err, path)
-		for _, e := range validate(t, g.CRD, obj) {
-			t.Errorf("%s: the sample instance is refused: %v\n%v", filepath.Base(path), e, obj)
-		}
-		checked++
-	}
+	})
 	assert.Greater(t, checked, 90, "samples checked")
 }
 
@@ -53,9 +39,26 @@ func TestSamplesPassTheirCRDsValidation(t *testing.T) {
 // it, as the server does, adds nothing. (kro's CRDs default spec to {}
 // when no field is required; the sample once stopped there.)
 func TestSamplesShowEveryDefault(t *testing.T) {
+	withDefaults := 0
+	checked := eachCorpusSample(t, func(path string, crd *apiextensionsv1.CustomResourceDefinition, obj map[string]any) {
+		sampled, defaulted := asJSON(t, obj), asJSON(t, obj)
+		structuraldefaulting.Default(defaulted, structural(t, crd))
+		assert.Equal(t, defaulted, sampled, "%s: the sample lacks a default", path)
+		if crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Default != nil {
+			withDefaults++
+		}
+	})
+	assert.Greater(t, checked, 90, "samples checked")
+	assert.Positive(t, withDefaults, "some spec defaults to {}: the case that was missed")
+}
+
+// eachCorpusSample calls fn with the sample instance of every RGD of the
+// kro oracle's corpus that compiles, and returns how many.
+func eachCorpusSample(t *testing.T, fn func(path string, crd *apiextensionsv1.CustomResourceDefinition, obj map[string]any)) int {
+	t.Helper()
 	files, err := filepath.Glob("../../../../../hack/krodiff/testdata/corpus/*.yaml")
 	require.NoError(t, err)
-	checked, withDefaults := 0, 0
+	n := 0
 	for _, path := range files {
 		rgds, err := v1alpha1.LoadFile(path)
 		if err != nil {
@@ -67,17 +70,10 @@ func TestSamplesShowEveryDefault(t *testing.T) {
 		}
 		_, obj, err := sample.Instance(g.CRD, sample.Options{})
 		require.NoError(t, err, path)
-		sampled := asJSON(t, obj)
-		defaulted := asJSON(t, obj)
-		structuraldefaulting.Default(defaulted, structural(t, g.CRD))
-		assert.Equal(t, defaulted, sampled, "%s: the sample lacks a default", filepath.Base(path))
-		checked++
-		if g.CRD.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Default != nil {
-			withDefaults++
-		}
+		fn(filepath.Base(path), g.CRD, obj)
+		n++
 	}
-	assert.Greater(t, checked, 90, "samples checked")
-	assert.Positive(t, withDefaults, "some spec defaults to {}: the case that was missed")
+	return n
 }
 
 // asJSON is obj as a JSON decoder gives it, as the API server sees it.
