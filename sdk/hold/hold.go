@@ -12,7 +12,8 @@
 // on, as of its last look): holding a cluster the rollout does not place
 // is refused, since the hold could pin nothing.
 //
-// It imports the API types and controller-runtime's client only.
+// It does no I/O but through the client given to Edit, and imports no
+// other package of this module than the API types.
 package hold
 
 import (
