@@ -14,7 +14,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+// -update rewrites the golden files; defined here unless another test
+// file of the package defines it.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite the golden files in testdata")
+	}
+}
+
+func updating() bool { return flag.Lookup("update").Value.String() == "true" }
 
 // fleetOfEveryCell has a graph serving everywhere, one rolling out (a
 // cluster moving, one unreachable, one with instances in error) and a
@@ -38,10 +46,10 @@ func fleetOfEveryCell() *Fleet {
 	}
 }
 
-func golden(t *testing.T, name, got string) {
+func matrixGolden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name+".golden")
-	if *update {
+	if updating() {
 		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
 		return
 	}
@@ -55,7 +63,7 @@ func golden(t *testing.T, name, got string) {
 func TestMatrixAsDOT(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, WriteMatrixDOT(&b, fleetOfEveryCell(), Style{}))
-	golden(t, "matrix.dot", b.String())
+	matrixGolden(t, "matrix.dot", b.String())
 }
 
 // The fleet matrix as SVG, drawn here: well-formed, every cluster a
@@ -63,7 +71,7 @@ func TestMatrixAsDOT(t *testing.T) {
 func TestMatrixAsSVG(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, WriteMatrixSVG(&b, fleetOfEveryCell(), Style{}))
-	golden(t, "matrix.svg", b.String())
+	matrixGolden(t, "matrix.svg", b.String())
 	requireWellFormed(t, b.Bytes())
 	svg := b.String()
 	for _, want := range []string{">eu-1</text>", ">us-1</text>", ">2→3<", ">Unreachable<", ">2 in error<", ">·<",
