@@ -1,11 +1,9 @@
 package secret
 
 import (
-	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -23,8 +21,7 @@ const ControllerName = "secret-provider"
 
 // hub is what the provider uses of the hub cluster.
 type hub struct {
-	reader   client.Reader // Secrets in Namespace matching LabelSelector
-	recorder events.EventRecorder
+	reader client.Reader // Secrets in Namespace matching LabelSelector
 }
 
 // SetupWithManager registers, on mgr's local (hub) manager, a controller
@@ -59,7 +56,8 @@ func (p *Provider) setupWithLocal(local manager.Manager) error {
 	if err := local.Add(secrets); err != nil {
 		return fmt.Errorf("secret provider: adding the Secret cache: %w", err)
 	}
-	p.hub = hub{reader: secrets, recorder: local.GetEventRecorder(ControllerName)}
+	p.hub = hub{reader: secrets}
+	p.clusters.SetRecorder(local.GetEventRecorder(ControllerName))
 	return ctrl.NewControllerManagedBy(local).
 		Named(ControllerName).
 		// SkipNameValidation: a process may run more than one provider (a
@@ -75,14 +73,4 @@ func (p *Provider) cacheNamespaces() map[string]cache.Config {
 		return nil // every namespace
 	}
 	return map[string]cache.Config{p.opts.Namespace: {}}
-}
-
-// waitStarted blocks until Start has been called or ctx is done.
-func (p *Provider) waitStarted(ctx context.Context) error {
-	select {
-	case <-p.started:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
