@@ -1,6 +1,9 @@
 package access
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Event reasons that every provider records on the object describing a
 // cluster (a kubeconfig Secret, a ClusterProfile, a Cluster API Cluster),
@@ -45,3 +48,17 @@ func ReasonFor(err error) string {
 		return ReasonInvalidKubeconfig
 	}
 }
+
+// Defaults every provider gives the clients of its clusters.
+const (
+	// DefaultQPS and DefaultBurst limit each cluster's client where its
+	// configuration sets no limits.
+	DefaultQPS   = 50
+	DefaultBurst = 100
+	// DefaultConnectTimeout bounds the check (Probe) that a server answers
+	// before its cluster is engaged.
+	DefaultConnectTimeout = 10 * time.Second
+	// DefaultCacheSyncTimeout bounds the wait for a new cluster's cache to
+	// sync.
+	DefaultCacheSyncTimeout = 30 * time.Second
+)

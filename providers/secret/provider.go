@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	fghub "github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/providers/access"
 	"github.com/fleetgraph/fleetgraph/providers/internal/engaged"
 )
 
@@ -34,12 +35,12 @@ const (
 	// is "region: eu" in Labels.
 	LabelPrefix = "cluster.fleetgraph.dev/"
 	// DefaultQPS and DefaultBurst limit each cluster's client.
-	DefaultQPS   = 50
-	DefaultBurst = 100
+	DefaultQPS   = access.DefaultQPS
+	DefaultBurst = access.DefaultBurst
 	// DefaultConnectTimeout bounds the reachability check before engaging.
-	DefaultConnectTimeout = 10 * time.Second
+	DefaultConnectTimeout = access.DefaultConnectTimeout
 	// DefaultCacheSyncTimeout bounds the wait for a new cluster's cache.
-	DefaultCacheSyncTimeout = 30 * time.Second
+	DefaultCacheSyncTimeout = access.DefaultCacheSyncTimeout
 	// DefaultMaxConcurrentReconciles lets slow clusters not hold up others.
 	DefaultMaxConcurrentReconciles = 4
 )
