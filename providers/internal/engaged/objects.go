@@ -93,6 +93,14 @@ func (c *Clusters) Report(obj client.Object, name multicluster.ClusterName, reas
 	c.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Engage", "%s", msg)
 }
 
+// Warn logs err and records it as a Warning Event on obj, about a cluster
+// that stays as it is (engaged or not): EngagementFailures is unchanged.
+func (c *Clusters) Warn(obj client.Object, name multicluster.ClusterName, reason string, err error) {
+	msg := access.Truncate(err.Error(), access.MaxReportedMessage)
+	c.logFor(obj, name).Info("Warning about a cluster", "reason", reason, "error", msg)
+	c.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Engage", "%s", msg)
+}
+
 // engaged reports the engagement on obj and clears any failure.
 func (c *Clusters) engaged(obj client.Object, name multicluster.ClusterName) {
 	c.logFor(obj, name).Info("Engaged cluster")
