@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,25 +18,21 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	capiv1beta2 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/providers/access"
 	"github.com/fleetgraph/fleetgraph/providers/capi"
+	"github.com/fleetgraph/fleetgraph/providers/internal/providertest"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 const (
-	wait = 60 * time.Second
-	tick = 50 * time.Millisecond
+	wait = providertest.Wait
+	tick = providertest.Tick
 )
 
 var (
@@ -95,8 +90,8 @@ func TestClustersAreEngagedOnceTheirControlPlaneIsInitialized(t *testing.T) {
 			Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.Now()}}
 	})
 
-	e := requireEngagedWith(t, rec, "by-field", one)
-	requireEngagedWith(t, rec, "by-condition", two)
+	e := providertest.RequireEngagedWith(t, rec, "by-field", one)
+	providertest.RequireEngagedWith(t, rec, "by-condition", two)
 	require.NoError(t, e.Cluster.GetAPIReader().List(t.Context(), &corev1.NamespaceList{}))
 	assert.Equal(t, map[string]string{"env": "prod"}, p.Labels("by-field"))
 	assert.Equal(t, map[string]string{"env": "dev"}, p.Labels("by-condition"))
@@ -114,7 +109,7 @@ func TestARotatedKubeconfigIsFollowed(t *testing.T) {
 	spoke := fleet.Spokes()[0]
 	createCluster(t, ns, "rotating", nil, initialized)
 	s := createKubeconfigSecret(t, ns, "rotating", spoke.Kubeconfig)
-	old := requireEngagedWith(t, rec, "rotating", spoke)
+	old := providertest.RequireEngagedWith(t, rec, "rotating", spoke)
 	user := fmt.Sprintf("rotated-%d", time.Now().UnixNano())
 	_, rotated, err := spoke.AddUser(user, "system:masters")
 	require.NoError(t, err)
@@ -123,7 +118,7 @@ func TestARotatedKubeconfigIsFollowed(t *testing.T) {
 	require.NoError(t, hubClient(t).Update(t.Context(), s))
 
 	require.Eventually(t, func() bool { return old.Ctx.Err() != nil }, wait, tick, "the old engagement ends")
-	e := requireEngagedWith(t, rec, "rotating", spoke)
+	e := providertest.RequireEngagedWith(t, rec, "rotating", spoke)
 	assert.Equal(t, 2, rec.Count("rotating"))
 	assert.Equal(t, clientCert(t, rotated), e.Cluster.GetConfig().CertData, "the new engagement uses the rotated credentials")
 	require.NoError(t, e.Cluster.GetAPIReader().List(t.Context(), &corev1.NamespaceList{}))
@@ -139,7 +134,7 @@ func TestARelabelledClusterIsToldAtOnce(t *testing.T) {
 	spoke := fleet.Spokes()[1]
 	createCluster(t, ns, "relabelled", map[string]string{"env": "dev"}, initialized)
 	createKubeconfigSecret(t, ns, "relabelled", spoke.Kubeconfig)
-	e := requireEngagedWith(t, rec, "relabelled", spoke)
+	e := providertest.RequireEngagedWith(t, rec, "relabelled", spoke)
 	notices := make(chan map[string]string, 10)
 	p.NotifyLabelsChanged(func(name multicluster.ClusterName) { notices <- p.Labels(name) })
 
@@ -167,7 +162,7 @@ func TestDeletedClustersAndSecretsDisengage(t *testing.T) {
 	spoke := fleet.Spokes()[1]
 	cl := createCluster(t, ns, "leaving", nil, initialized)
 	s := createKubeconfigSecret(t, ns, "leaving", spoke.Kubeconfig)
-	e := requireEngagedWith(t, rec, "leaving", spoke)
+	e := providertest.RequireEngagedWith(t, rec, "leaving", spoke)
 
 	require.NoError(t, hubClient(t).Delete(t.Context(), s))
 	require.Eventually(t, func() bool { return e.Ctx.Err() != nil }, wait, tick)
@@ -175,7 +170,7 @@ func TestDeletedClustersAndSecretsDisengage(t *testing.T) {
 	assert.True(t, p.Registered("leaving"))
 
 	createKubeconfigSecret(t, ns, "leaving", spoke.Kubeconfig)
-	e = requireEngagedWith(t, rec, "leaving", spoke)
+	e = providertest.RequireEngagedWith(t, rec, "leaving", spoke)
 
 	require.NoError(t, hubClient(t).Delete(t.Context(), cl))
 	require.Eventually(t, func() bool { return e.Ctx.Err() != nil }, wait, tick)
@@ -196,7 +191,7 @@ func TestUnsafeKubeconfigsAreRefused(t *testing.T) {
 	createCluster(t, ns, "loopback", nil, initialized)
 	createKubeconfigSecret(t, ns, "loopback", spoke.Kubeconfig)
 	createCluster(t, ns, "exec", nil, initialized)
-	createKubeconfigSecret(t, ns, "exec", withExec(t, spoke.Kubeconfig, "touch "+marker))
+	createKubeconfigSecret(t, ns, "exec", providertest.WithExec(t, spoke.Kubeconfig, "touch "+marker))
 
 	ev := requireEvent(t, ns, "loopback", access.ReasonUnsafeKubeconfig)
 	assert.Contains(t, ev.Note, "AllowLoopback")
@@ -220,17 +215,7 @@ func startProvider(t *testing.T, ns string, opts capi.Options) (*capi.Provider, 
 	t.Helper()
 	opts.Namespace = ns
 	p := capi.New(opts)
-	mgr, err := mcmanager.New(fleet.Hub.Config, p, manager.Options{
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	require.NoError(t, err)
-	require.NoError(t, p.SetupWithManager(mgr))
-	rec := fgtesting.NewEngagements()
-	require.NoError(t, mgr.Add(rec))
-	fgtesting.Start(t, mgr.Start)
-	return p, rec
+	return p, providertest.Start(t, fleet.Hub.Config, p)
 }
 
 func hubClient(t *testing.T) client.Client {
@@ -242,9 +227,7 @@ func hubClient(t *testing.T) client.Client {
 
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "capi-"}}
-	require.NoError(t, hubClient(t).Create(t.Context(), ns))
-	return ns.Name
+	return providertest.NewNamespace(t, hubClient(t), "capi-")
 }
 
 // initialized marks a Cluster's control plane initialized.
@@ -289,48 +272,10 @@ func createKubeconfigSecret(t *testing.T, ns, cluster string, kubeconfig []byte)
 	return s
 }
 
-func requireEngagedWith(t *testing.T, rec *fgtesting.Engagements, name multicluster.ClusterName, spoke *fgtesting.Cluster) *fgtesting.Engagement {
-	t.Helper()
-	host := strings.TrimSuffix(spoke.Config.Host, "/")
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		e := rec.Current(name)
-		if assert.NotNil(c, e, "cluster %s engaged", name) {
-			assert.Equal(c, host, e.Host)
-		}
-	}, wait, tick)
-	return rec.Current(name)
-}
-
 // requireEvent waits for an Event with reason on the Cluster called name.
 func requireEvent(t *testing.T, ns, name, reason string) eventsv1.Event {
 	t.Helper()
-	var found eventsv1.Event
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		list := &eventsv1.EventList{}
-		assert.NoError(c, hubClient(t).List(t.Context(), list, client.InNamespace(ns)))
-		for _, ev := range list.Items {
-			if ev.Regarding.Kind == "Cluster" && ev.Regarding.Name == name && ev.Reason == reason {
-				found = ev
-				return
-			}
-		}
-		assert.Fail(c, "no event", "reason %s on Cluster %s/%s", reason, ns, name)
-	}, wait, tick)
-	return found
-}
-
-func withExec(t *testing.T, kubeconfig []byte, script string) []byte {
-	t.Helper()
-	cfg, err := clientcmd.Load(kubeconfig)
-	require.NoError(t, err)
-	for _, u := range cfg.AuthInfos {
-		u.ClientCertificateData, u.ClientKeyData, u.Token = nil, nil, ""
-		u.Exec = &clientcmdapi.ExecConfig{Command: "sh", Args: []string{"-c", script},
-			APIVersion: "client.authentication.k8s.io/v1", InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
-	}
-	out, err := clientcmd.Write(*cfg)
-	require.NoError(t, err)
-	return out
+	return providertest.RequireEvent(t, hubClient(t), ns, "Cluster", name, reason)
 }
 
 func clientCert(t *testing.T, kubeconfig []byte) []byte {

@@ -15,20 +15,13 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
-	"k8s.io/utils/ptr"
 	ciav1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/providers/access"
 	"github.com/fleetgraph/fleetgraph/providers/clusterprofile"
+	"github.com/fleetgraph/fleetgraph/providers/internal/providertest"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -73,17 +66,7 @@ func startProvider(t *testing.T, ns string, opts clusterprofile.Options) (*clust
 	t.Helper()
 	opts.Namespace = ns
 	p := clusterprofile.New(opts)
-	mgr, err := mcmanager.New(fleet.Hub.Config, p, manager.Options{
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	require.NoError(t, err)
-	require.NoError(t, p.SetupWithManager(mgr))
-	rec := fgtesting.NewEngagements()
-	require.NoError(t, mgr.Add(rec))
-	fgtesting.Start(t, mgr.Start)
-	return p, rec
+	return p, providertest.Start(t, fleet.Hub.Config, p)
 }
 
 func hubClient(t *testing.T) client.Client {
@@ -95,9 +78,7 @@ func hubClient(t *testing.T) client.Client {
 
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "clusterprofile-"}}
-	require.NoError(t, hubClient(t).Create(t.Context(), ns))
-	return ns.Name
+	return providertest.NewNamespace(t, hubClient(t), "clusterprofile-")
 }
 
 // accessTo is an access provider called name for the spoke's API server.
@@ -154,58 +135,16 @@ func createKubeconfigSecret(t *testing.T, ns, profile string, kubeconfig []byte)
 	return s
 }
 
-// requireEngagedWith waits until the cluster called name is engaged with
-// the spoke's server.
-func requireEngagedWith(t *testing.T, rec *fgtesting.Engagements, name multicluster.ClusterName, spoke *fgtesting.Cluster) *fgtesting.Engagement {
-	t.Helper()
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		e := rec.Current(name)
-		if assert.NotNil(c, e, "cluster %s engaged", name) {
-			assert.Equal(c, hostOf(spoke), e.Host)
-		}
-	}, wait, tick)
-	return rec.Current(name)
-}
-
 // requireEvent waits for an Event with reason on the profile called name,
 // whose note contains each of notes.
 func requireEvent(t *testing.T, ns, name, reason string, notes ...string) eventsv1.Event {
 	t.Helper()
-	var found eventsv1.Event
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		list := &eventsv1.EventList{}
-		assert.NoError(c, hubClient(t).List(t.Context(), list, client.InNamespace(ns)))
-		for _, ev := range list.Items {
-			if ev.Regarding.Kind == ciav1alpha1.ClusterProfileKind && ev.Regarding.Name == name && ev.Reason == reason &&
-				containsAll(ev.Note, notes) {
-				found = ev
-				return
-			}
-		}
-		assert.Fail(c, "no event", "reason %s on ClusterProfile %s/%s with %q", reason, ns, name, notes)
-	}, wait, tick)
-	return found
+	return providertest.RequireEvent(t, hubClient(t), ns, ciav1alpha1.ClusterProfileKind, name, reason, notes...)
 }
 
 // listNamespaces checks that the engaged cluster's client is let in.
 func listNamespaces(ctx context.Context, e *fgtesting.Engagement) error {
 	return e.Cluster.GetAPIReader().List(ctx, &corev1.NamespaceList{})
-}
-
-// withExec rewrites a kubeconfig to authenticate with an exec plugin that
-// runs script with sh.
-func withExec(t *testing.T, kubeconfig []byte, script string) []byte {
-	t.Helper()
-	cfg, err := clientcmd.Load(kubeconfig)
-	require.NoError(t, err)
-	for _, u := range cfg.AuthInfos {
-		u.ClientCertificateData, u.ClientKeyData, u.Token = nil, nil, ""
-		u.Exec = &clientcmdapi.ExecConfig{Command: "sh", Args: []string{"-c", script},
-			APIVersion: "client.authentication.k8s.io/v1", InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
-	}
-	out, err := clientcmd.Write(*cfg)
-	require.NoError(t, err)
-	return out
 }
 
 // deleteServiceAccount deletes a ServiceAccount of adminToken's, which
@@ -216,13 +155,4 @@ func deleteServiceAccount(c *fgtesting.Cluster, name string) error {
 		return err
 	}
 	return cs.CoreV1().ServiceAccounts("default").Delete(context.Background(), name, metav1.DeleteOptions{})
-}
-
-func containsAll(s string, parts []string) bool {
-	for _, p := range parts {
-		if !strings.Contains(s, p) {
-			return false
-		}
-	}
-	return true
 }

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,12 +24,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/fleetgraph/fleetgraph/providers/internal/providertest"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 const (
-	wait = 60 * time.Second
-	tick = 50 * time.Millisecond
+	wait = providertest.Wait
+	tick = providertest.Tick
 )
 
 var (
@@ -165,4 +165,4 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func hostOf(c *fgtesting.Cluster) string { return strings.TrimSuffix(c.Config.Host, "/") }
+var hostOf = providertest.Host

@@ -21,6 +21,7 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/providers/access"
 	"github.com/fleetgraph/fleetgraph/providers/clusterprofile"
+	"github.com/fleetgraph/fleetgraph/providers/internal/providertest"
 )
 
 // One profile reaches its cluster through an allowed credential plugin,
@@ -44,8 +45,8 @@ func TestProfilesEngageThroughAPluginOrASecret(t *testing.T) {
 	createProfile(t, ns, "by-secret", map[string]string{"tier": "dev"}, ciav1alpha1.ClusterProfileStatus{})
 	createKubeconfigSecret(t, ns, "by-secret", two.Kubeconfig)
 
-	byPlugin := requireEngagedWith(t, rec, "by-plugin", one)
-	bySecret := requireEngagedWith(t, rec, "by-secret", two)
+	byPlugin := providertest.RequireEngagedWith(t, rec, "by-plugin", one)
+	bySecret := providertest.RequireEngagedWith(t, rec, "by-secret", two)
 	require.NoError(t, listNamespaces(t.Context(), byPlugin), "the plugin's token lets the hub in")
 	require.NoError(t, listNamespaces(t.Context(), bySecret))
 	assert.Equal(t, map[string]string{"tier": "prod", clusterprofile.PropertyPrefix + "region": "eu"}, p.Labels("by-plugin"))
@@ -72,7 +73,7 @@ func TestRelabelsAreToldAtOnce(t *testing.T) {
 	spoke := fleet.Spokes()[0]
 	createProfile(t, ns, "relabelled", map[string]string{"tier": "dev"}, ciav1alpha1.ClusterProfileStatus{})
 	createKubeconfigSecret(t, ns, "relabelled", spoke.Kubeconfig)
-	first := requireEngagedWith(t, rec, "relabelled", spoke)
+	first := providertest.RequireEngagedWith(t, rec, "relabelled", spoke)
 	notices := make(chan map[string]string, 10)
 	p.NotifyLabelsChanged(func(name multicluster.ClusterName) { notices <- p.Labels(name) })
 
@@ -101,7 +102,7 @@ func TestProfilesThatLoseTheirCredentialsOrGoAreDisengaged(t *testing.T) {
 	spoke := fleet.Spokes()[1]
 	createProfile(t, ns, "leaving", nil, ciav1alpha1.ClusterProfileStatus{})
 	s := createKubeconfigSecret(t, ns, "leaving", spoke.Kubeconfig)
-	e := requireEngagedWith(t, rec, "leaving", spoke)
+	e := providertest.RequireEngagedWith(t, rec, "leaving", spoke)
 
 	require.NoError(t, hubClient(t).Delete(t.Context(), s))
 	require.Eventually(t, func() bool { return e.Ctx.Err() != nil }, wait, tick, "disengaged without credentials")
@@ -109,7 +110,7 @@ func TestProfilesThatLoseTheirCredentialsOrGoAreDisengaged(t *testing.T) {
 	assert.True(t, p.Registered("leaving"), "still registered: its profile is there")
 
 	createKubeconfigSecret(t, ns, "leaving", spoke.Kubeconfig)
-	e = requireEngagedWith(t, rec, "leaving", spoke)
+	e = providertest.RequireEngagedWith(t, rec, "leaving", spoke)
 
 	cp := &ciav1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "leaving"}}
 	require.NoError(t, hubClient(t).Delete(t.Context(), cp))
@@ -130,7 +131,7 @@ func TestAnUnhealthyControlPlaneIsDisengagedAfterTheGrace(t *testing.T) {
 	spoke := fleet.Spokes()[0]
 	createProfile(t, ns, "flaky", nil, ciav1alpha1.ClusterProfileStatus{})
 	createKubeconfigSecret(t, ns, "flaky", spoke.Kubeconfig)
-	e := requireEngagedWith(t, rec, "flaky", spoke)
+	e := providertest.RequireEngagedWith(t, rec, "flaky", spoke)
 
 	since := metav1.NewTime(time.Now().Truncate(time.Second))
 	updateProfile(t, ns, "flaky", true, func(cp *ciav1alpha1.ClusterProfile) {
@@ -145,7 +146,7 @@ func TestAnUnhealthyControlPlaneIsDisengagedAfterTheGrace(t *testing.T) {
 	updateProfile(t, ns, "flaky", true, func(cp *ciav1alpha1.ClusterProfile) {
 		cp.Status.Conditions[0].Status, cp.Status.Conditions[0].LastTransitionTime = metav1.ConditionTrue, metav1.Now()
 	})
-	requireEngagedWith(t, rec, "flaky", spoke)
+	providertest.RequireEngagedWith(t, rec, "flaky", spoke)
 	assert.Equal(t, 2, rec.Count("flaky"))
 }
 
@@ -203,7 +204,7 @@ func TestATenantsProfileCannotAimTheHubAtRefusedAddresses(t *testing.T) {
 	createProfile(t, ns, "insecure", nil, at(clientcmdv1.Cluster{Server: "https://203.0.113.1", InsecureSkipTLSVerify: true}))
 	createProfile(t, ns, "proxied", nil, at(clientcmdv1.Cluster{Server: "https://203.0.113.1", ProxyURL: srv.URL}))
 	createProfile(t, ns, "exec-secret", nil, ciav1alpha1.ClusterProfileStatus{})
-	createKubeconfigSecret(t, ns, "exec-secret", withExec(t, fleet.Spokes()[0].Kubeconfig, "touch "+marker))
+	createKubeconfigSecret(t, ns, "exec-secret", providertest.WithExec(t, fleet.Spokes()[0].Kubeconfig, "touch "+marker))
 
 	for name, option := range map[string]string{
 		"loopback": "AllowLoopback", "metadata": "AllowLinkLocal", "insecure": "AllowInsecureTLS",
@@ -232,12 +233,12 @@ func TestRotationsKeepTheClusterServed(t *testing.T) {
 		p, rec := startProvider(t, ns, clusterprofile.Options{Safety: onLoopback})
 		createProfile(t, ns, "moving", nil, ciav1alpha1.ClusterProfileStatus{})
 		s := createKubeconfigSecret(t, ns, "moving", one.Kubeconfig)
-		old := requireEngagedWith(t, rec, "moving", one)
+		old := providertest.RequireEngagedWith(t, rec, "moving", one)
 
 		s.Data[clusterprofile.DefaultSecretDataKey] = two.Kubeconfig
 		require.NoError(t, hubClient(t).Update(t.Context(), s))
 
-		requireEngagedWith(t, rec, "moving", two)
+		providertest.RequireEngagedWith(t, rec, "moving", two)
 		assert.Error(t, old.Ctx.Err(), "the old engagement was cancelled")
 		assert.Equal(t, 2, rec.Count("moving"))
 		assert.Equal(t, []multicluster.ClusterName{"moving"}, p.ClusterNames())
@@ -257,7 +258,7 @@ func TestRotationsKeepTheClusterServed(t *testing.T) {
 		createProfile(t, ns, "renewing", nil, ciav1alpha1.ClusterProfileStatus{
 			AccessProviders: []ciav1alpha1.AccessProvider{accessTo(pluginName, one)},
 		})
-		e := requireEngagedWith(t, rec, "renewing", one)
+		e := providertest.RequireEngagedWith(t, rec, "renewing", one)
 
 		// The next token is another ServiceAccount's, and the first one's
 		// ServiceAccount goes: only a renewed token lets the hub in.

@@ -10,17 +10,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
 	ciav1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	"github.com/fleetgraph/fleetgraph/providers/internal/engaged"
 )
 
 // ControllerName names the hub controller that watches ClusterProfiles,
@@ -58,31 +57,27 @@ func (p *Provider) setupWithLocal(local manager.Manager) error {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(ciav1alpha1.AddToScheme(scheme))
-	objects, err := cache.New(local.GetConfig(), cache.Options{
-		Scheme:            scheme,
-		DefaultNamespaces: p.cacheNamespaces(),
+	objects, err := p.clusters.SetupWithLocal(local, engaged.Watch{
+		Name:      ControllerName,
+		Namespace: p.opts.Namespace,
+		Scheme:    scheme,
 		ByObject: map[client.Object]cache.ByObject{
 			&ciav1alpha1.ClusterProfile{}: {Label: p.opts.LabelSelector},
 			&corev1.Secret{}:              {Label: labels.SelectorFromSet(labels.Set{ConsumerLabel: p.opts.ConsumerName})},
 		},
-	})
+		Sources: func(c cache.Cache) []source.Source {
+			return []source.Source{
+				source.Kind(c, &ciav1alpha1.ClusterProfile{}, &handler.TypedEnqueueRequestForObject[*ciav1alpha1.ClusterProfile]{}),
+				source.Kind(c, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(profileOfSecret)),
+			}
+		},
+		MaxConcurrentReconciles: p.opts.MaxConcurrentReconciles,
+	}, p)
 	if err != nil {
-		return fmt.Errorf("clusterprofile provider: creating the cache: %w", err)
-	}
-	if err := local.Add(objects); err != nil {
-		return fmt.Errorf("clusterprofile provider: adding the cache: %w", err)
+		return fmt.Errorf("clusterprofile provider: %w", err)
 	}
 	p.hub = hub{reader: objects}
-	p.clusters.SetRecorder(local.GetEventRecorder(ControllerName))
-	return ctrl.NewControllerManagedBy(local).
-		Named(ControllerName).
-		// SkipNameValidation: a process may run more than one provider.
-		WithOptions(controller.Options{MaxConcurrentReconciles: p.opts.MaxConcurrentReconciles, SkipNameValidation: ptr.To(true)}).
-		WatchesRawSource(source.Kind(objects, &ciav1alpha1.ClusterProfile{},
-			&handler.TypedEnqueueRequestForObject[*ciav1alpha1.ClusterProfile]{})).
-		WatchesRawSource(source.Kind(objects, &corev1.Secret{},
-			handler.TypedEnqueueRequestsFromMapFunc(profileOfSecret))).
-		Complete(p)
+	return nil
 }
 
 // profileOfSecret maps a kubeconfig Secret to the profile it reaches.
@@ -92,11 +87,4 @@ func profileOfSecret(_ context.Context, s *corev1.Secret) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: name}}}
-}
-
-func (p *Provider) cacheNamespaces() map[string]cache.Config {
-	if p.opts.Namespace == "" {
-		return nil // every namespace
-	}
-	return map[string]cache.Config{p.opts.Namespace: {}}
 }

@@ -4,15 +4,14 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	"github.com/fleetgraph/fleetgraph/providers/internal/engaged"
 )
 
 // ControllerName names the hub controller that watches kubeconfig Secrets,
@@ -42,35 +41,18 @@ func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
 }
 
 func (p *Provider) setupWithLocal(local manager.Manager) error {
-	secrets, err := cache.New(local.GetConfig(), cache.Options{
-		Scheme:            local.GetScheme(),
-		Mapper:            local.GetRESTMapper(),
-		DefaultNamespaces: p.cacheNamespaces(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Label: p.opts.LabelSelector},
+	secrets, err := p.clusters.SetupWithLocal(local, engaged.Watch{
+		Name:      ControllerName,
+		Namespace: p.opts.Namespace,
+		ByObject:  map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: p.opts.LabelSelector}},
+		Sources: func(c cache.Cache) []source.Source {
+			return []source.Source{source.Kind(c, &corev1.Secret{}, &handler.TypedEnqueueRequestForObject[*corev1.Secret]{})}
 		},
-	})
+		MaxConcurrentReconciles: p.opts.MaxConcurrentReconciles,
+	}, p)
 	if err != nil {
-		return fmt.Errorf("secret provider: creating the Secret cache: %w", err)
-	}
-	if err := local.Add(secrets); err != nil {
-		return fmt.Errorf("secret provider: adding the Secret cache: %w", err)
+		return fmt.Errorf("secret provider: %w", err)
 	}
 	p.hub = hub{reader: secrets}
-	p.clusters.SetRecorder(local.GetEventRecorder(ControllerName))
-	return ctrl.NewControllerManagedBy(local).
-		Named(ControllerName).
-		// SkipNameValidation: a process may run more than one provider (a
-		// test, or hubs for two namespaces); they share the name, and so
-		// their controller metrics.
-		WithOptions(controller.Options{MaxConcurrentReconciles: p.opts.MaxConcurrentReconciles, SkipNameValidation: ptr.To(true)}).
-		WatchesRawSource(source.Kind(secrets, &corev1.Secret{}, &handler.TypedEnqueueRequestForObject[*corev1.Secret]{})).
-		Complete(p)
-}
-
-func (p *Provider) cacheNamespaces() map[string]cache.Config {
-	if p.opts.Namespace == "" {
-		return nil // every namespace
-	}
-	return map[string]cache.Config{p.opts.Namespace: {}}
+	return nil
 }
