@@ -3,7 +3,6 @@
 package clusterprofile_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -42,7 +40,7 @@ var (
 	// ServiceAccount there, as the test plugin reads it.
 	tokens map[string]string
 	// logs holds everything logged, to check it for credentials.
-	logs = &syncBuffer{}
+	logs = &providertest.Buffer{}
 )
 
 // sentinel is set in the test process's environment: a plugin must never
@@ -146,23 +144,6 @@ func writeTokens(path string, byServer map[string]string) error {
 		return err
 	}
 	return os.WriteFile(path, data, 0o600)
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 var hostOf = providertest.Host

@@ -4,7 +4,9 @@
 package providertest
 
 import (
+	"bytes"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,4 +125,23 @@ func WithExec(t *testing.T, kubeconfig []byte, script string) []byte {
 	out, err := clientcmd.Write(*cfg)
 	require.NoError(t, err)
 	return out
+}
+
+// Buffer is a log sink safe for concurrent use, to check what a provider
+// logged (that no credential is in it).
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
