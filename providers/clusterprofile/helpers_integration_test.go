@@ -13,8 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	ciav1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -155,4 +157,15 @@ func deleteServiceAccount(c *fgtesting.Cluster, name string) error {
 		return err
 	}
 	return cs.CoreV1().ServiceAccounts("default").Delete(context.Background(), name, metav1.DeleteOptions{})
+}
+
+// rejected reports whether c's API server refuses token as unauthorized.
+func rejected(t *testing.T, c *fgtesting.Cluster, token string) bool {
+	t.Helper()
+	cfg := &rest.Config{Host: c.Config.Host, BearerToken: token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.Config.CAData}}
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	_, err = cs.CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{Limit: 1})
+	return apierrors.IsUnauthorized(err)
 }
