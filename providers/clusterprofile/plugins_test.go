@@ -24,7 +24,7 @@ func script(t *testing.T, body string) string {
 const okCredential = `{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",` +
 	`"status":{"token":"t0k3n","expirationTimestamp":"2999-01-01T00:00:00Z"}}`
 
-func testPlugins() plugins { return plugins{timeout: 5 * time.Second, maxOutput: 4096} }
+func testPlugins() plugins { return plugins{timeout: 20 * time.Second, maxOutput: 4096} }
 
 func TestAPluginGetsItsOwnEnvironmentAndTheClusterOnly(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "env")
