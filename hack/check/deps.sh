@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fails when a dependency points the wrong way (DESIGN.md, "Layout"):
-#   - providers and testing depend on multicluster-runtime and the leaf
-#     cache-options package only: never on the spoke runtime, the compiler
-#     or CEL;
+#   - providers and testing depend on multicluster-runtime, the hub's
+#     provider interfaces, the providers' own shared packages
+#     (providers/access, providers/internal) and the leaf cache-options
+#     package only: never on the spoke runtime, the compiler or CEL;
 #   - internal/cacheopts imports no other package of this module;
 #   - the public spoke package imports neither sdk nor any hub package;
 #   - the public hub package imports neither sdk nor spoke, nor the
