@@ -284,7 +284,7 @@ func (r *rollouts) observe(graphName string) map[string]rollout.Observation {
 		o.Instances, o.Ready, o.Errors = c.Total, min(c.Ready, c.Confirmed), c.Errors
 		out[string(name)] = o
 	}
-	for _, c := range r.h.clusterStatus(graphName).Clusters {
+	for _, c := range r.h.observed(graphName).Clusters {
 		o := out[c.Cluster]
 		o.Established = c.CRD == CRDEstablished
 		if !o.Established {

@@ -42,6 +42,9 @@ type Count struct {
 	// cluster has itself reconciled to ERROR, last time it reconciled
 	// them, whether or not it could write that state.
 	Errors int
+	// InError is the number of instances whose status.state is ERROR,
+	// as the cache shows them (as Ready counts ACTIVE ones).
+	InError int
 }
 
 // Runtime serves compiled graphs on every cluster it is given. Its methods
