@@ -6,7 +6,7 @@ GOTESTFLAGS ?=
 # test binaries in the order given (-p at a time), so a long pole named last
 # (./... is alphabetical, and sdk is near its end) would run alone at the end.
 # Here: every package that took over 20 s in the last CI, longest first.
-TEST_FIRST  ?= ./sdk/ ./providers/kcp/ ./internal/spoke/ ./examples/kcp/ ./internal/cli/ ./cmd/fleetgraph-hub/ \
+TEST_FIRST  ?= ./sdk/ ./providers/kcp/ ./internal/spoke/ ./examples/kcp/ ./cmd/fleetgraph/internal/cli/ ./cmd/fleetgraph-hub/ \
 	./examples/rollout/ ./examples/quickstart/ ./sdk/graph/ ./testing/ ./spoke/
 # Integration tests start real API servers; give a slow machine room.
 TEST_TIMEOUT ?= 40m
@@ -14,8 +14,9 @@ TEST_TIMEOUT ?= 40m
 # the number of cores). Most integration packages wait on API servers, kcp
 # and soak periods rather than compute: measured with their API servers,
 # providers/kcp used 39 CPU-seconds in 161 s, examples/kcp 23 in 88,
-# cmd/fleetgraph-hub 40 in 74, internal/cli 44 in 78; only sdk keeps about
-# one core busy. So one more package than CI's 2 cores runs at once.
+# cmd/fleetgraph-hub 40 in 74, cmd/fleetgraph/internal/cli 44 in 78; only
+# sdk keeps about one core busy. So one more package than CI's 2 cores
+# runs at once.
 TEST_P ?= 3
 
 .PHONY: all

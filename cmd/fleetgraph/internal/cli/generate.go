@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetgraph/fleetgraph/internal/cli/sample"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/sample"
 )
 
 func newGenerateCommand(g *globals, name string) *cobra.Command {

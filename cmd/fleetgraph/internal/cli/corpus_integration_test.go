@@ -20,16 +20,16 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetgraph/fleetgraph/internal/cli"
-	"github.com/fleetgraph/fleetgraph/internal/cli/schemas"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/schemas"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	"github.com/fleetgraph/fleetgraph/sdk/graph/resolver"
 )
 
 const (
-	corpusDir     = "../../hack/krodiff/testdata/corpus"
-	corpusCRDsDir = "../../hack/krodiff/testdata/crds"
+	corpusDir     = "../../../../hack/krodiff/testdata/corpus"
+	corpusCRDsDir = "../../../../hack/krodiff/testdata/crds"
 )
 
 // validate, offline, agrees with the compiler's verdict on every file of

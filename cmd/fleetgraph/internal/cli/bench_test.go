@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fleetgraph/fleetgraph/internal/cli"
-	"github.com/fleetgraph/fleetgraph/internal/cli/schemas"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/schemas"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -20,7 +20,7 @@ import (
 // same offline schemas, which is the work validate cannot avoid. The ratio
 // is validate's own cost (finding files, lines, reporting).
 func BenchmarkValidate(b *testing.B) {
-	corpus, err := filepath.Glob("../../hack/krodiff/testdata/corpus/*.yaml")
+	corpus, err := filepath.Glob("../../../../hack/krodiff/testdata/corpus/*.yaml")
 	require.NoError(b, err)
 	for _, c := range []struct {
 		name  string

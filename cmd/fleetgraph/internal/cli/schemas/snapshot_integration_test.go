@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/discovery"
 
-	"github.com/fleetgraph/fleetgraph/internal/cli/schemas"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/schemas"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 

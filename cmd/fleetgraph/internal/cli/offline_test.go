@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fleetgraph/fleetgraph/internal/cli"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli"
 )
 
-const webapp = "../../examples/quickstart/webapp.yaml"
+const webapp = "../../../../examples/quickstart/webapp.yaml"
 
 // validate reports each problem at the line to edit, with the resource id,
 // field path and expression, skips documents of other kinds, and exits 1.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fleetgraph/fleetgraph/internal/cli/diagram"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/diagram"
 )
 
 func newDiagramCommand(g *globals, name string) *cobra.Command {

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
-	"github.com/fleetgraph/fleetgraph/internal/cli/sample"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/sample"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -26,7 +26,7 @@ import (
 // applies as it is. An integration test applies the quickstart's to a
 // spoke and waits for ACTIVE.
 func TestSamplesPassTheirCRDsValidation(t *testing.T) {
-	files, err := filepath.Glob("../../../hack/krodiff/testdata/corpus/*.yaml")
+	files, err := filepath.Glob("../../../../../hack/krodiff/testdata/corpus/*.yaml")
 	require.NoError(t, err)
 	checked := 0
 	for _, path := range files {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fleetgraph/fleetgraph/internal/cli"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fleetgraph/fleetgraph/internal/cli/manifest"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/manifest"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 

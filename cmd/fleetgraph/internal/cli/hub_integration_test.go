@@ -31,8 +31,8 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetgraph/fleetgraph/internal/cli"
-	"github.com/fleetgraph/fleetgraph/internal/cli/status"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/status"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"

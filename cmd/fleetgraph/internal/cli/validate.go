@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/fleetgraph/fleetgraph/internal/cli/manifest"
-	"github.com/fleetgraph/fleetgraph/internal/cli/schemas"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/manifest"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/schemas"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	"github.com/fleetgraph/fleetgraph/sdk/graph/resolver"
 )

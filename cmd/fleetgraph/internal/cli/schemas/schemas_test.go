@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/fleetgraph/fleetgraph/internal/cli/schemas"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/schemas"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 

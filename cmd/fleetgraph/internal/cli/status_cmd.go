@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/fleetgraph/fleetgraph/internal/cli/status"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/status"
 )
 
 type statusOptions struct {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fleetgraph/fleetgraph/internal/cli"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli"
 )
 
 // kroVersion is the kro release whose examples are checked (the oracle's,
@@ -27,7 +27,7 @@ func kroExamples(t *testing.T) string {
 	dir := filepath.Join(strings.TrimSpace(string(out)), "github.com", "kubernetes-sigs", "kro@"+kroVersion, "examples")
 	if _, err := os.Stat(dir); err != nil {
 		cmd := exec.Command("go", "mod", "download", "github.com/kubernetes-sigs/kro@"+kroVersion)
-		cmd.Dir = filepath.Join("..", "..", "hack", "krodiff")
+		cmd.Dir = filepath.Join("..", "..", "..", "..", "hack", "krodiff")
 		msg, err := cmd.CombinedOutput()
 		require.NoError(t, err, "downloading kro %s: %s", kroVersion, msg)
 	}
