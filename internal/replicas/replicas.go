@@ -274,10 +274,6 @@ func (r *Status) merge(own hub.GraphStatus, records []corev1.ConfigMap, now time
 // replica.
 func (r *Status) mergeWith(own hub.GraphStatus, records []corev1.ConfigMap, now time.Time, alive liveness) (hub.GraphStatus, map[string]string) {
 	slices.SortFunc(records, func(a, b corev1.ConfigMap) int { return renewed(&b).Compare(renewed(&a)) }) // freshest first
-	type view struct {
-		replica  string
-		clusters []hub.ClusterStatus
-	}
 	views := []view{{clusters: own.Clusters}}
 	var dead []view
 	for i := range records {
@@ -296,19 +292,76 @@ func (r *Status) mergeWith(own hub.GraphStatus, records []corev1.ConfigMap, now 
 	out.Clusters = nil
 	from := map[string]string{}
 	seen := map[string]bool{}
+	last := lastWords(views[1:])
 	for _, handingOver := range []bool{false, true} {
-		for _, v := range views {
+		for i, v := range views {
 			for _, c := range v.clusters {
-				if c.HandingOver == handingOver && !seen[c.Cluster] {
-					seen[c.Cluster] = true
-					from[c.Cluster] = v.replica
-					out.Clusters = append(out.Clusters, c)
+				if c.HandingOver != handingOver || seen[c.Cluster] {
+					continue
 				}
+				seen[c.Cluster] = true
+				from[c.Cluster] = v.replica
+				if was, ok := last[c.Cluster]; i == 0 && unobserved(c) && ok {
+					c, from[c.Cluster] = takingOver(was, r.Replica), was.replica
+				}
+				out.Clusters = append(out.Clusters, c)
 			}
 		}
 	}
 	slices.SortFunc(out.Clusters, func(a, b hub.ClusterStatus) int { return strings.Compare(a.Cluster, b.Cluster) })
 	return out, from
+}
+
+// A replica that has just taken a cluster over (from one that stopped, or
+// let it go) lists it Pending, without counts, until its fan-out and its
+// instance watch there have run: seconds on a loaded hub, during which the
+// instances are all still there. The union then keeps the last word of
+// the replica that served the cluster (marked HandingOver), rather than
+// drop its counts.
+
+// view is one replica's clusters ("" is this replica's own).
+type view struct {
+	replica  string
+	clusters []hub.ClusterStatus
+}
+
+// lastWord is a cluster as another replica's record last served it.
+type lastWord struct {
+	replica string
+	cluster hub.ClusterStatus
+}
+
+// lastWords returns, per cluster, the first entry of views (other
+// replicas') that serves it.
+func lastWords(views []view) map[string]lastWord {
+	out := map[string]lastWord{}
+	for _, v := range views {
+		for _, c := range v.clusters {
+			if _, ok := out[c.Cluster]; !ok && c.Serving {
+				out[c.Cluster] = lastWord{v.replica, c}
+			}
+		}
+	}
+	return out
+}
+
+// unobserved reports whether this replica's entry of a cluster says
+// nothing yet: no version serves it and its first fan-out has not ended.
+func unobserved(c hub.ClusterStatus) bool {
+	return !c.Serving && (c.CRD == hub.CRDPending || c.CRD == hub.CRDApplied)
+}
+
+// takingOver is was, the last word of the replica that served a cluster,
+// as shown while replica (this one) takes the cluster over.
+func takingOver(was lastWord, replica string) hub.ClusterStatus {
+	c := was.cluster
+	last := c.Why
+	if c.Reason == hub.ReasonReplicaGone || last == "" {
+		last = fmt.Sprintf("CRD %s, %d of %d instances ready", c.CRD, c.ReadyInstances, c.Instances)
+	}
+	c.HandingOver, c.Reason = true, ""
+	c.Why = fmt.Sprintf("hub replica %s is taking the cluster over and has not observed it yet; as replica %s last saw it: %s", replica, was.replica, last)
+	return c
 }
 
 // decodeRecord returns a record's clusters; a record that does not decode

@@ -131,6 +131,15 @@ func readFleet(t require.TestingT, args ...string) *status.Fleet {
 	return f
 }
 
+// val is what a published number says: -1 when it is absent, so that an
+// assertion tells absent from zero.
+func val(n *int64) int64 {
+	if n == nil {
+		return -1
+	}
+	return *n
+}
+
 func clusterOf(f *status.Fleet, graph, cluster string) status.Cluster {
 	for _, g := range f.Graphs {
 		if g.Name != graph {
@@ -180,15 +189,15 @@ func TestCommandsAgainstAHub(t *testing.T) {
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
 			f := readFleet(ct)
 			one, two := clusterOf(f, "webapp", "spoke-1"), clusterOf(f, "webapp", "spoke-2")
-			assert.Equal(ct, [4]any{"Established", int64(1), int64(1), int64(1)}, [4]any{one.CRD, one.Served, one.Instances, one.ReadyInstances})
-			assert.Equal(ct, [4]any{"Established", int64(1), int64(0), int64(0)}, [4]any{two.CRD, two.Served, two.Instances, two.ReadyInstances})
+			assert.Equal(ct, [4]any{"Established", int64(1), int64(1), int64(1)}, [4]any{one.CRD, val(one.ServedRevision), val(one.Instances), val(one.ReadyInstances)})
+			assert.Equal(ct, [4]any{"Established", int64(1), int64(0), int64(0)}, [4]any{two.CRD, val(two.ServedRevision), val(two.Instances), val(two.ReadyInstances)})
 			assert.Equal(ct, "True", f.Graphs[0].Ready)
 			assert.Equal(ct, int64(1), f.Graphs[0].ReadyInstances)
 		}, wait, tick, "the hub publishes both spokes serving revision 1")
 		eventuallyGolden(t, "status-matrix", wait, func() string { return hub(t, "status", "--color", "never").String() })
 		eventuallyGolden(t, "status-webapp", wait, func() string { return hub(t, "status", "webapp").String() })
 		wide := hub(t, "status", "webapp", "-o", "wide")
-		assert.Regexp(t, `(?m)^spoke-1\s+Established\s+1\s+1\s+1\s+1\s+-\s+yes\s+-\s+\d+[smhd]\s+record`, wide.out)
+		assert.Regexp(t, `(?m)^spoke-1\s+Established\s+1\s+1\s+1\s+1\s+0\s+-\s+-\s+yes\s+\d+[smhd]\s+record`, wide.out)
 
 		r := hub(t, "status", "nosuch")
 		assert.Equal(t, cli.ExitFailed, r.code)
@@ -286,8 +295,8 @@ func watchInATerminal(t *testing.T) {
 	}
 	defer stop()
 
-	up := regexp.MustCompile(`(?m)^spoke-2\s+Established\s+1\s+1\s+0\s+0\s+-\s+yes`)
-	down := regexp.MustCompile(`(?m)^spoke-2\s+Unreachable\s.*\sno\s`)
+	up := regexp.MustCompile(`(?m)^spoke-2\s+Established\s+1\s+1\s+0\s+0\s+0\s+-`)
+	down := regexp.MustCompile(`(?m)^spoke-2\s+Unreachable\s.*\sUnreachable\s`)
 	var at int
 	require.Eventually(t, func() bool { var ok bool; at, ok = scr.rowMatches(up, 0); return ok }, wait, tick, "spoke-2 served, on screen:\n%s", lastFrame(scr))
 
@@ -414,7 +423,7 @@ func steerRollout(t *testing.T, hc client.Client) {
 		f := readFleet(ct, "webapp")
 		for _, name := range []string{"spoke-1", "spoke-2"} {
 			c := clusterOf(f, "webapp", name)
-			assert.Equal(ct, [3]any{"Established", int64(1), int64(1)}, [3]any{c.CRD, c.Served, c.Desired}, name)
+			assert.Equal(ct, [3]any{"Established", int64(1), int64(1)}, [3]any{c.CRD, val(c.ServedRevision), val(c.DesiredRevision)}, name)
 		}
 		ro := readRollout(ct)
 		assert.Empty(ct, ro.Status.HoldingBack)
