@@ -160,12 +160,10 @@ func (d decisions) decided(cs *ClusterStatus, rc fgv1alpha1.RolloutCluster, list
 	case listed && rc.FailedRevision > 0:
 		return hub.ReasonFailed, fmt.Sprintf("serving %s (revision %d failed here: %s)", served, rc.FailedRevision, rc.Message)
 	case ro != nil && (ro.Phase == fgv1alpha1.RolloutRolledBack || ro.Phase == fgv1alpha1.RolloutRollingBack):
-		why := ro.RollbackReason
-		switch {
-		case why == fgv1alpha1.RollbackReasonManual || why == "":
-			why = "rolled back by hand (spec.rollbackTo)"
+		if why := ro.RollbackReason; why != "" && why != fgv1alpha1.RollbackReasonManual {
+			return hub.ReasonRolledBack, fmt.Sprintf("serving %s (revision %d rolled back: %s)", served, d.latest, why)
 		}
-		return hub.ReasonRolledBack, fmt.Sprintf("serving %s (revision %d rolled back: %s)", served, d.latest, why)
+		return hub.ReasonRolledBack, fmt.Sprintf("serving %s (revision %d rolled back by hand: spec.rollbackTo)", served, d.latest)
 	}
 	why := "the rollout has not reached the cluster yet"
 	if err := d.h.planner.Decide(d.graph, cs.Cluster, d.latest); err != nil {

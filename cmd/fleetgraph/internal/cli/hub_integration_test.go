@@ -131,6 +131,12 @@ func readFleet(t require.TestingT, args ...string) *status.Fleet {
 	return f
 }
 
+// times matches the timestamps rollout status prints.
+var times = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
+
+// withoutTimes is out with every timestamp replaced, for a golden file.
+func withoutTimes(out string) string { return times.ReplaceAllString(out, "<time>") }
+
 // val is what a published number says: -1 when it is absent, so that an
 // assertion tells absent from zero.
 func val(n *int64) int64 {
@@ -392,7 +398,9 @@ func steerRollout(t *testing.T, hc client.Client) {
 	}, wait, tick, "revision 2 waits, paused")
 	r = hub(t, "rollout", "status", "webapp")
 	assert.Equal(t, cli.ExitOK, r.code, r.String())
-	assert.Contains(t, r.out, "GraphRollout webapp (graph webapp): Paused\n  target revision 2, stable revision 1, wave \"canary\" (1 of 2)\n  paused (spec.paused)\n")
+	assert.Contains(t, r.out, "GraphRollout webapp (graph webapp): Paused\n  target revision 2, stable revision 1, wave \"canary\" (1 of 2)\n")
+	assert.Contains(t, r.out, "\n  paused (spec.paused)\n")
+	assert.Regexp(t, `(?m)^canary\s+paused\s+1\s+1\s+-\s+-$`, r.out)
 
 	r = hub(t, "rollout", "resume", "webapp")
 	assert.Equal(t, "graphrollout.fleetgraph.dev/webapp resumed\n", r.out, r.String())
@@ -431,7 +439,7 @@ func steerRollout(t *testing.T, hc client.Client) {
 			assert.Equal(ct, int64(1), c.Revision, "the rollout's view of %s", c.Name)
 		}
 	}, wait, tick, "both spokes serve revision 1 again")
-	eventuallyGolden(t, "rollout-status-rolled-back", wait, func() string { return hub(t, "rollout", "status", "webapp").String() })
+	eventuallyGolden(t, "rollout-status-rolled-back", wait, func() string { return withoutTimes(hub(t, "rollout", "status", "webapp").String()) })
 	eventuallyGolden(t, "status-webapp-rolled-back", wait, func() string { return hub(t, "status", "webapp").String() })
 
 	r = hub(t, "rollout", "rollback", "webapp", "--clear")
