@@ -163,6 +163,10 @@ type ClusterStatus struct {
 	ReadyInstances int
 	// ErrorInstances is how many of them are in ERROR.
 	ErrorInstances int `json:",omitempty"`
+	// Uncounted reports that the instances there have not been counted
+	// yet (no version serves the cluster, or its instance watch has not
+	// listed them): the counts say nothing, and are zero.
+	Uncounted bool `json:",omitempty"`
 	// Since is when CRD last changed.
 	Since time.Time
 	// HandingOver reports that the hub replica that served the cluster let

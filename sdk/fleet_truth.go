@@ -58,7 +58,7 @@ func (h *Hub) countInstances(name string, st *GraphStatus) {
 	for i := range st.Clusters {
 		cs := &st.Clusters[i]
 		c := counts[multicluster.ClusterName(cs.Cluster)]
-		cs.Instances, cs.ReadyInstances, cs.ErrorInstances = c.Total, c.Ready, c.InError
+		cs.Instances, cs.ReadyInstances, cs.ErrorInstances, cs.Uncounted = c.Total, c.Ready, c.InError, !c.Counted
 		if v, ok := served[multicluster.ClusterName(cs.Cluster)]; ok {
 			cs.Serving, cs.ServedGeneration, cs.ServedRevision = true, v.Graph.Generation, v.Revision
 		}

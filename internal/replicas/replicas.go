@@ -313,7 +313,7 @@ func (r *Status) mergeWith(own hub.GraphStatus, records []corev1.ConfigMap, now 
 }
 
 // A replica that has just taken a cluster over (from one that stopped, or
-// let it go) lists it Pending, without counts, until its fan-out and its
+// let it go) lists it unserved or uncounted until its gate and its
 // instance watch there have run: seconds on a loaded hub, during which the
 // instances are all still there. The union then keeps the last word of
 // the replica that served the cluster (marked HandingOver), rather than
@@ -337,7 +337,7 @@ func lastWords(views []view) map[string]lastWord {
 	out := map[string]lastWord{}
 	for _, v := range views {
 		for _, c := range v.clusters {
-			if _, ok := out[c.Cluster]; !ok && c.Serving {
+			if _, ok := out[c.Cluster]; !ok && c.Serving && !c.Uncounted {
 				out[c.Cluster] = lastWord{v.replica, c}
 			}
 		}
@@ -346,9 +346,10 @@ func lastWords(views []view) map[string]lastWord {
 }
 
 // unobserved reports whether this replica's entry of a cluster says
-// nothing yet: no version serves it and its first fan-out has not ended.
+// nothing yet: no version serves it, or its instances are not counted
+// yet.
 func unobserved(c hub.ClusterStatus) bool {
-	return !c.Serving && (c.CRD == hub.CRDPending || c.CRD == hub.CRDApplied)
+	return !c.Serving || c.Uncounted
 }
 
 // takingOver is was, the last word of the replica that served a cluster,

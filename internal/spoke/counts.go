@@ -100,10 +100,15 @@ func stateOf(u *unstructured.Unstructured) string {
 // isActive reports whether the instance shows status.state ACTIVE.
 func isActive(u *unstructured.Unstructured) bool { return stateOf(u) == contract.StateActive }
 
-// count is the member's instance count, from its current tally; zero
-// until the instance watch has started.
+// count is the member's instance count, from its current tally; zero,
+// and not Counted, until the instance watch has listed the instances.
 func (m *member) count() Count {
 	c := m.tally.Load().count()
 	c.Confirmed, c.Errors = m.states.active(), m.states.errored()
+	select {
+	case <-m.ready:
+		c.Counted = true
+	default:
+	}
 	return c
 }

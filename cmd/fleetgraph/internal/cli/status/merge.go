@@ -76,8 +76,10 @@ func (s sources) graph() Graph {
 func fromRecord(cs hub.ClusterStatus) *Cluster {
 	c := &Cluster{
 		Name: cs.Cluster, CRD: string(cs.CRD), Message: cs.Message, Healthy: cs.Healthy(),
-		Instances: ptr(int64(cs.Instances)), ReadyInstances: ptr(int64(cs.ReadyInstances)), ErrorInstances: ptr(int64(cs.ErrorInstances)),
 		Reason: string(cs.Reason), Why: cs.Why, HandingOver: cs.HandingOver, Reachable: reachable(string(cs.CRD)), Source: "record",
+	}
+	if !cs.Uncounted {
+		c.Instances, c.ReadyInstances, c.ErrorInstances = ptr(int64(cs.Instances)), ptr(int64(cs.ReadyInstances)), ptr(int64(cs.ErrorInstances))
 	}
 	if cs.Serving {
 		c.ServedRevision = ptr(cs.ServedRevision)
