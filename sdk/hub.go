@@ -166,7 +166,10 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 //
 // The compile runs outside every lock the Hub holds for other graphs, so
 // registering one graph never waits for another's compile; it is bounded
-// by Options.Limits and Options.CompileTimeout. A spec that failed to
+// by Options.Limits and Options.CompileTimeout, after the lookups of its
+// kinds' schemas on the hub (at most two minutes; a failed lookup returns
+// an error wrapping graph.ErrSchemaUnavailable, not remembered). ctx
+// bounds the wait. A spec that failed to
 // compile is remembered: registering it again returns the same error
 // without compiling, until the spec (or the hub's schema of a kind it
 // uses) changes.

@@ -144,7 +144,10 @@ type Options struct {
 	// like any other compile failure, is not tried again until the RGD's
 	// spec changes (or the hub restarts). Compiles run outside
 	// the registration of other graphs, so a slow one delays only its own
-	// graph. Defaults to DefaultCompileTimeout (30 seconds).
+	// graph. The schemas of the graph's kinds are looked up on the hub
+	// before the clock starts (for at most two minutes): a slow API server
+	// is not the spec's fault, and a lookup that fails is retried, not
+	// remembered. Defaults to DefaultCompileTimeout (30 seconds).
 	CompileTimeout time.Duration
 	// DeleteCRDsOnUnregister removes a graph's CRD from every spoke that has
 	// no instance of it left once the graph's removal is otherwise done
