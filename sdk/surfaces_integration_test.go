@@ -297,6 +297,9 @@ func (w *surfaceWorld) setUp(t *testing.T) {
 			rgd.Spec = tideRGD(t, g.name, g.kind, g.name+"-2", "").Spec
 			assert.NoError(ct, w.hub.Update(ctx, rgd))
 		}, wait, tick, "revision 2 of %s", g.name)
+		if g.name == "hold" {
+			w.requireWatchWaitsForTheNewRevision(t, g.name)
+		}
 	}
 	for _, g := range w.graphs {
 		if g.rollout == nil {
@@ -310,6 +313,21 @@ func (w *surfaceWorld) setUp(t *testing.T) {
 			}
 		}, wait, tick, "rollout %s reaches %s", g.name, g.phase)
 	}
+}
+
+// requireWatchWaitsForTheNewRevision runs `fleetgraph rollout status
+// --watch` right after an RGD's update, as CI does after `kubectl apply`:
+// it must not end on the previous revision's Complete, but with the
+// rollout of the revision issued for the RGD's new spec.
+func (w *surfaceWorld) requireWatchWaitsForTheNewRevision(t *testing.T, graphName string) {
+	t.Helper()
+	out, err := exec.Command(w.cli.bin, "--kubeconfig", w.cli.kubeconfig, "rollout", "status", graphName,
+		"--watch", "--interval", "100ms", "--timeout", "2m").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	st := rolloutStatus(t, w.hub, graphName)
+	assert.Equal(t, [2]any{fgv1alpha1.RolloutComplete, int64(2)}, [2]any{st.Phase, st.TargetRevision},
+		"--watch ended with the rollout of revision 2, not revision 1's: %s", out)
+	assert.Regexp(t, `(?m)^--- \d\d:\d\d:\d\d$`, string(out), "each change under the time it was read")
 }
 
 // truth is a graph on one spoke as listed there: its instances, how many
