@@ -19,7 +19,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -137,38 +136,6 @@ func startSurfaceHub(t *testing.T, cfg *rest.Config, provider *labelledProvider,
 	require.NoError(t, err)
 	require.NoError(t, h.SetupWithManager(mgr))
 	return h, fgtesting.StartStoppable(t, mgr.Start)
-}
-
-// refuseData makes the cluster refuse every ConfigMap whose data[key] is
-// value (a Validating admission policy of its own per cluster and key).
-func refuseData(t *testing.T, c client.Client, key, value string) {
-	t.Helper()
-	ctx := context.Background()
-	name := "refuse-" + key
-	require.NoError(t, c.Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf(`!has(object.data) || !(%q in object.data) || object.data[%q] != %q`, key, key, value),
-				Message:    fmt.Sprintf("%s %s is refused on this cluster", key, value),
-			}},
-		},
-	}))
-	require.NoError(t, c.Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName: name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}))
-	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default"}, Data: map[string]string{key: value}}
-	require.Eventually(t, func() bool { return c.Create(ctx, probe.DeepCopy(), client.DryRunAll) != nil }, wait, tick, "the policy refuses %s %s", key, value)
 }
 
 // cell is what a cluster of a graph should show: the revision it should
