@@ -256,17 +256,18 @@ func (r *rollouts) setup(local manager.Manager) error {
 }
 
 // others is, for the named graph, the clusters other hub replicas serve,
-// as their status records say (sharding.go).
-func (r *rollouts) others(graphName string) map[string]rollout.Foreign {
-	in := r.h.sharding.others(graphName)
+// as their status records say, and whether this Hub knows them yet
+// (sharding.go).
+func (r *rollouts) others(graphName string) (map[string]rollout.Foreign, bool) {
+	in, known := r.h.sharding.others(graphName)
 	if len(in) == 0 {
-		return nil
+		return nil, known
 	}
 	out := make(map[string]rollout.Foreign, len(in))
 	for name, f := range in {
 		out[name] = rollout.Foreign{Replica: f.Replica, Gone: f.Gone}
 	}
-	return out
+	return out, known
 }
 
 // registeredRevision is the revision of the graph last registered.

@@ -145,11 +145,12 @@ func (s *sharding) logOnce(name string, err error) {
 	s.h.opts.Logger.V(1).Info("keeping the fleet status records of the replicas failed", "graph", name, "reason", err.Error())
 }
 
-// others is, for the named graph, the clusters other replicas serve (nil
-// for a lone hub, or before the first status refresh).
-func (s *sharding) others(name string) map[string]replicas.Foreign {
-	if s.replicas == nil || s.replicas.Lone {
-		return nil
+// others is, for the named graph, the clusters other replicas serve, and
+// whether this Hub knows them: a lone hub does (none); a replica once it
+// has read the others' records of the graph.
+func (s *sharding) others(name string) (map[string]replicas.Foreign, bool) {
+	if s.replicas == nil {
+		return nil, s.h.opts.Replica == ""
 	}
 	return s.replicas.Others(name)
 }

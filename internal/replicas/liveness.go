@@ -90,12 +90,17 @@ type Foreign struct {
 }
 
 // Others returns, for the named graph, the clusters the other replicas'
-// live records listed at the last Merged, each with its replica. Nil
-// for a lone hub.
-func (r *Status) Others(graph string) map[string]Foreign {
+// live records listed at the last Merged, each with its replica, and
+// whether there was one: until the first, this replica does not know
+// which clusters the others serve. A lone hub knows: none.
+func (r *Status) Others(graph string) (map[string]Foreign, bool) {
+	if r.Lone {
+		return nil, true
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.others[graph]
+	others, known := r.others[graph]
+	return others, known
 }
 
 // setOthers records the clusters of merged that this replica does not

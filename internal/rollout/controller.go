@@ -101,9 +101,11 @@ type Hooks struct {
 	Judge func(ctx context.Context, graph, cluster, condition string) (passing int, why string, err error)
 
 	// Others returns, for the named graph, the clusters other hub
-	// replicas serve (replicas.go). Optional: without it, every cluster
-	// the status lists that this hub does not place leaves the list.
-	Others func(graph string) map[string]Foreign
+	// replicas serve (replicas.go), and whether this hub knows them yet:
+	// until it does, every cluster the status lists that this hub does
+	// not place is kept as it is. Optional: without it, such a cluster
+	// leaves the list (a lone hub).
+	Others func(graph string) (map[string]Foreign, bool)
 	// Changed is told the graph of a rollout whose status was written.
 	// Optional.
 	Changed func(graph string)

@@ -16,6 +16,9 @@ import (
 // replica last judged it (unhealthy while the status lists it holding
 // the wave back, or once that replica stopped). Only the replica that
 // serves a cluster observes it and changes what the status says of it.
+// Until a replica has read the others' records, it keeps every cluster
+// the status lists that it does not place: a cluster dropped from the
+// status would lose its hold's pin and its failure with it.
 
 // Foreign is a cluster another hub replica serves.
 type Foreign struct {
@@ -25,6 +28,10 @@ type Foreign struct {
 	// cluster over yet.
 	Gone bool
 }
+
+// unknownReplica names the replica of a cluster this hub does not place
+// before it knows which replica serves it.
+const unknownReplica = "(not known yet)"
 
 // replicaGone is why a cluster whose replica stopped is not healthy.
 func replicaGone(replica string) string {
@@ -39,14 +46,19 @@ func (c *Controller) foreign(ro *fgv1alpha1.GraphRollout, before *fgv1alpha1.Gra
 	if c.Hooks.Others == nil {
 		return nil
 	}
-	others := c.Hooks.Others(ro.Spec.Graph)
-	if len(others) == 0 {
+	others, known := c.Hooks.Others(ro.Spec.Graph)
+	if known && len(others) == 0 {
 		return nil
 	}
 	waiting := clustersByName(before.HoldingBack)
 	kept := map[string]fgv1alpha1.RolloutCluster{}
 	for _, stored := range before.Clusters {
 		f, theirs := others[stored.Name]
+		if !known {
+			// Whose it is is not known yet: dropping it would drop its
+			// pin and its failure with it.
+			f, theirs = Foreign{Replica: unknownReplica}, true
+		}
 		if _, ours := waves[stored.Name]; !theirs || ours {
 			continue
 		}

@@ -19,9 +19,9 @@ import (
 // replicaController is one of two hub replicas: it engages mine, observed
 // as obs, and others are the other replica's clusters.
 func replicaController(c client.Client, mine []string, obs map[string]Observation, others func() map[string]Foreign) *Controller {
-	var byGraph func(string) map[string]Foreign
+	var byGraph func(string) (map[string]Foreign, bool)
 	if others != nil {
-		byGraph = func(string) map[string]Foreign { return others() }
+		byGraph = func(string) (map[string]Foreign, bool) { return others(), true }
 	}
 	engaged := make([]Cluster, len(mine))
 	for i, n := range mine {
@@ -144,4 +144,34 @@ func TestAClusterNotObservedYetKeepsItsRevision(t *testing.T) {
 	})
 	require.Len(t, st.Clusters, 2)
 	assert.Equal(t, int64(2), st.Clusters[1].Revision)
+}
+
+// A replica that does not know yet which clusters the others serve keeps
+// every cluster the status lists that it does not place, held ones
+// included: dropped, a held cluster's pin would be lost, and its replica
+// would pin it again at another revision.
+func TestAReplicaKeepsTheClustersItDoesNotKnowYet(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, fgv1alpha1.AddToScheme(scheme))
+	ro := &fgv1alpha1.GraphRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: "g"},
+		Spec: fgv1alpha1.GraphRolloutSpec{Graph: "g", Waves: []fgv1alpha1.Wave{{Name: "all", Percent: 100}},
+			Holds: []fgv1alpha1.Hold{{Clusters: []string{"b"}, Reason: "freeze"}}},
+		Status: fgv1alpha1.GraphRolloutStatus{Phase: fgv1alpha1.RolloutComplete, TargetRevision: 2, StableRevision: 2, Wave: 1,
+			Clusters: []fgv1alpha1.RolloutCluster{{Name: "a", Revision: 2, Desired: 2}, {Name: "b", Revision: 1, Desired: 1, Held: true, HoldReason: "freeze"}}},
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
+	require.NoError(t, err)
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(u).WithStatusSubresource(u).Build()
+	ready := Observation{Revision: 2, Established: true, Serving: true, Instances: 1, Ready: 1, Listed: 1}
+	a := replicaController(c, []string{"a"}, map[string]Observation{"a": ready}, nil)
+	a.Hooks.Others = func(string) (map[string]Foreign, bool) { return nil, false }
+
+	require.NoError(t, a.tick(context.Background()))
+	st := readStatus(t, c)
+	require.Equal(t, []string{"a", "b"}, names(st.Clusters))
+	assert.Equal(t, fgv1alpha1.RolloutCluster{Name: "b", Revision: 1, Desired: 1, Held: true, HoldReason: "freeze"}, st.Clusters[1], "b's pin kept")
+	assert.Equal(t, map[string]int64{"b": 1}, heldPins(st))
 }
