@@ -81,9 +81,10 @@ const DefaultReplicaStatusTTL = time.Minute
 type sharding struct {
 	h *Hub
 	// replicas keeps this Hub's status record and merges it with other
-	// replicas'. Set once by setup, as the manager starts and before the
-	// RGD controller that reads it (nil without the RGD controller).
-	replicas *replicas.Status
+	// replicas'. Set once by setup, as the manager starts, before the RGD
+	// controller but not before the rollouts that read it too (nil
+	// without the RGD controller).
+	replicas atomic.Pointer[replicas.Status]
 	// warned: a failure to keep the records was logged.
 	warned atomic.Bool
 }
@@ -111,7 +112,7 @@ func (s *sharding) setup(local manager.Manager) error {
 	if replica == "" {
 		replica = loneReplica
 	}
-	s.replicas = &replicas.Status{Client: c, Namespace: ns, Replica: replica, TTL: ttl, Lone: h.opts.Replica == ""}
+	s.replicas.Store(&replicas.Status{Client: c, Namespace: ns, Replica: replica, TTL: ttl, Lone: h.opts.Replica == ""})
 	return nil
 }
 
@@ -122,12 +123,13 @@ func (s *sharding) fleetStatus(name string) GraphStatus {
 	h := s.h
 	own := h.clusterStatus(name)
 	setFleetMetrics(own) // fleet_metrics.go
-	if s.replicas == nil {
+	records := s.replicas.Load()
+	if records == nil {
 		return own
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
 	defer cancel()
-	merged, err := s.replicas.Merged(ctx, own)
+	merged, err := records.Merged(ctx, own)
 	if err != nil {
 		s.logOnce(name, err)
 	}
@@ -149,10 +151,11 @@ func (s *sharding) logOnce(name string, err error) {
 // whether this Hub knows them: a lone hub does (none); a replica once it
 // has read the others' records of the graph.
 func (s *sharding) others(name string) (map[string]replicas.Foreign, bool) {
-	if s.replicas == nil {
+	records := s.replicas.Load()
+	if records == nil {
 		return nil, s.h.opts.Replica == ""
 	}
-	return s.replicas.Others(name)
+	return records.Others(name)
 }
 
 // forget deletes this replica's status record of a graph that
@@ -161,10 +164,11 @@ func (s *sharding) others(name string) (map[string]replicas.Foreign, bool) {
 // deletes it.
 func (s *sharding) forget(ctx context.Context, name string) {
 	forgetFleetMetrics(name) // fleet_metrics.go
-	if s.replicas == nil {
+	records := s.replicas.Load()
+	if records == nil {
 		return
 	}
-	if err := s.replicas.Forget(ctx, name); err != nil {
+	if err := records.Forget(ctx, name); err != nil {
 		s.h.opts.Logger.Info("could not delete this replica's fleet status record of the removed graph; it is pruned once expired", "graph", name, "reason", err.Error())
 	}
 }
