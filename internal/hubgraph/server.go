@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
-	"github.com/fleetgraph/fleetgraph/internal/spoke/fair"
+	"github.com/fleetgraph/fleetgraph/internal/fair"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 

@@ -15,7 +15,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/fleetgraph/fleetgraph/internal/crdschema"
-	"github.com/fleetgraph/fleetgraph/internal/spoke/fair"
+	"github.com/fleetgraph/fleetgraph/internal/fair"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
-	"github.com/fleetgraph/fleetgraph/internal/spoke/fair"
+	"github.com/fleetgraph/fleetgraph/internal/fair"
 )
 
 // sync reconciles a live instance: finalizer and child kinds, children in

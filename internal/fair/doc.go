@@ -14,6 +14,8 @@
 //     within a cluster's share of the workers, parks it if not, and says
 //     which parked requests fit once one ends (slots.go).
 //
-// It holds no reference to the runtime: the controller of a graph owns one
-// queue and one Slots per cluster, under its own lock.
+// It is a leaf: it imports nothing of the module, and holds no reference
+// to the drivers that use it. The spoke runtime's controller of a graph
+// owns one queue and one Slots per cluster, under its own lock; a hub
+// graph's controller owns one queue, whose requests all name the hub.
 package fair
