@@ -125,15 +125,10 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 	h.versions = &versions{h: h}
 	h.clusterSource = &clusterSource{h: h, noClusterWarning: defaultNoClusterWarning}
 	h.values = &clusterValues{h: h}
-	h.hubGraphs = h.newHubGraphs() // hubgraphs.go
-	h.rollouts = newRollouts(h)
-	h.planner = h.rollouts.planner
-	h.crdFanOut = newCRDFanOut(h, provider) // fanout.go
-	h.runtime = spoke.New(spoke.Options{
+	instances := spoke.Options{
 		Workers:         opts.Workers,
 		ItemConcurrency: opts.ItemConcurrency,
 		FieldManager:    opts.FieldManager,
-		Gate:            h.gate,
 		Resync:          opts.InstanceResync,
 		OrphanGrace:     opts.OrphanGrace,
 		AdoptUnowned:    opts.AdoptUnowned,
@@ -144,7 +139,13 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		ClusterLabels:       h.clusterSource.labels, // cluster_labels.go
 		ClusterValues:       h.values.forCluster,    // cluster_values.go
 		LocalClusterName:    opts.LocalClusterName,
-	})
+	}
+	h.hubGraphs = h.newHubGraphs(instances) // hubgraphs.go
+	h.rollouts = newRollouts(h)
+	h.planner = h.rollouts.planner
+	h.crdFanOut = newCRDFanOut(h, provider) // fanout.go
+	h.runtime = spoke.New(instances)
+	h.runtime.SetGate(h.gate)
 	return h, nil
 }
 

@@ -14,7 +14,9 @@ import (
 	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/hubgraph"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 // A graph whose resources carry a target (graph.Graph.IsHubGraph) is a hub
@@ -80,13 +82,15 @@ type SecretClusterMapper interface {
 	SecretCluster(namespace, name string) (multicluster.ClusterName, bool)
 }
 
-// newHubGraphs makes the runtime of hub graphs.
-func (h *Hub) newHubGraphs() *hubgraph.Runtime {
+// newHubGraphs makes the runtime of hub graphs. Its instances are served
+// with the spoke runtime's options (the same engine serves both), but for
+// calls to a cluster, bounded by Targets.CallTimeout.
+func (h *Hub) newHubGraphs(instances spoke.Options) *hubgraph.Runtime {
 	stamp := hubStamp{h: h, disabled: h.opts.DisableAdmissionPolicy, admissions: hub.NewAdmissions(hub.Options{
 		FieldManager: h.opts.FieldManager,
 		Logger:       h.opts.Logger.WithName("hubgraph-admission"),
 	})}
-	return hubgraph.New(hubgraph.Options{
+	opts := hubgraph.Options{
 		Stamp:    stamp,
 		Clusters: hubClusters{h},
 		Policy: hubgraph.Policy{
@@ -94,17 +98,13 @@ func (h *Hub) newHubGraphs() *hubgraph.Runtime {
 			Allow:    h.opts.Targets.Allow,
 		},
 		HubName:      h.opts.Targets.HubName,
-		CallTimeout:  h.opts.Targets.CallTimeout,
 		AbandonAfter: h.opts.Targets.AbandonAfter,
 		FleetPoll:    h.opts.Targets.FleetPoll,
-		FieldManager: h.opts.FieldManager,
-		Resync:       h.opts.InstanceResync,
-		Workers:      h.opts.Workers,
-
-		ConfineToNamespace:  h.opts.ConfineToNamespace,
-		ClusterScopedGraphs: h.opts.ClusterScopedGraphs,
-		Logger:              h.opts.Logger.WithName("hubgraph"),
-	})
+		Instances:    instance.Options(instances),
+	}
+	opts.Instances.CallTimeout = h.opts.Targets.CallTimeout
+	opts.Instances.Logger = h.opts.Logger.WithName("hubgraph")
+	return hubgraph.New(opts)
 }
 
 // serveHubGraph serves g on the hub instead of on the spokes: a graph

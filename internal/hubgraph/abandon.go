@@ -169,7 +169,7 @@ func (f *finalizer) reportAbandoned(ctx context.Context, inst *unstructured.Unst
 		if len(known) > 0 {
 			msg += "; last known: " + strings.Join(known, ", ")
 		}
-		f.rt.opts.Logger.Info("abandoned a hub instance's children on an unreachable cluster",
+		f.rt.opts.Instances.Logger.Info("abandoned a hub instance's children on an unreachable cluster",
 			"instance", inst.GetNamespace()+"/"+inst.GetName(), "cluster", name, "children", known, "selector", strings.Join(pairs, ","))
 		f.rt.hub().GetEventRecorder("fleetgraph").Eventf(inst, nil, corev1.EventTypeWarning, ReasonChildrenAbandoned, "Delete", "%s", truncate(msg))
 	}

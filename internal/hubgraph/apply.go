@@ -96,7 +96,7 @@ func (a *applier) apply(ctx context.Context, inst *unstructured.Unstructured, n 
 	}
 	a.memory.begin(key, cl, owner)
 	err = cl.GetClient().Apply(cctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(a.rt.opts.FieldManager), client.ForceOwnership)
+		client.FieldOwner(a.rt.opts.Instances.FieldManager), client.ForceOwnership)
 	if a.memory.end(key, hash, u, err) {
 		a.watches.enqueue(owner) // somebody else wrote it as we did
 	}

@@ -24,7 +24,7 @@ const reasonOutsideNamespace = "OutsideNamespace"
 // confined checks the object of kind gvk in namespace ns (its namespace
 // defaulted already) against Options.ConfineToNamespace.
 func (a *applier) confined(inst *unstructured.Unstructured, gvk schema.GroupVersionKind, ns, name string, namespaced bool) error {
-	if !a.rt.opts.ConfineToNamespace {
+	if !a.rt.opts.Instances.ConfineToNamespace {
 		return nil
 	}
 	object := gvk.Kind + " " + name
@@ -33,7 +33,7 @@ func (a *applier) confined(inst *unstructured.Unstructured, gvk schema.GroupVers
 	}
 	home := inst.GetNamespace()
 	switch {
-	case home == "" && slices.Contains(a.rt.opts.ClusterScopedGraphs, a.g.Name):
+	case home == "" && slices.Contains(a.rt.opts.Instances.ClusterScopedGraphs, a.g.Name):
 		return nil
 	case home == "":
 		return fmt.Errorf("%s would be %w: the instance is cluster-scoped, and graph %q is not one of the cluster-scoped graphs allowed", object, ErrOutsideNamespace, a.g.Name)

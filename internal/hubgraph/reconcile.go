@@ -84,7 +84,7 @@ func (s *server) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	if state != contract.StateActive {
 		return reconcile.Result{RequeueAfter: waitingRequeue}, nil
 	}
-	return reconcile.Result{RequeueAfter: s.rt.opts.Resync}, nil
+	return reconcile.Result{RequeueAfter: s.rt.opts.Instances.Resync}, nil
 }
 
 func suspended(inst *unstructured.Unstructured) bool {

@@ -80,14 +80,14 @@ type server struct {
 func newServer(rt *Runtime, g *graph.Graph, seq int) *server {
 	s := &server{
 		rt: rt, g: g, seq: seq,
-		log:    rt.opts.Logger.WithValues("graph", g.Name),
+		log:    rt.opts.Instances.Logger.WithValues("graph", g.Name),
 		owner:  owner{graph: contract.LabelValue(g.Name)},
 		events: make(chan event.GenericEvent, 1024),
 		writes: newOwnWrites(),
 
 		fleetNotices: make(chan struct{}, 1),
 	}
-	s.watches = newWatchSet(&s.owner, newApplyMemory(rt.opts.Resync), &s.instances, s.enqueue)
+	s.watches = newWatchSet(&s.owner, newApplyMemory(rt.opts.Instances.Resync), &s.instances, s.enqueue)
 	s.targets = &targets{rt: rt, g: g}
 	s.externals = newExternals(rt.opts.Clusters, s.enqueue)
 	s.eval = &evaluator{rt: rt, g: g, apply: newApplier(rt, g, &s.owner, s.watches), refs: s.externals}
@@ -140,7 +140,7 @@ func (s *server) run(ctx context.Context) error {
 	s.install(ctx) // stamp.go
 	c, err := controller.NewTypedUnmanaged(fmt.Sprintf("hubgraph-%s-%d", s.g.Name, s.seq), controller.Options{
 		Reconciler:              s,
-		MaxConcurrentReconciles: s.rt.opts.Workers,
+		MaxConcurrentReconciles: s.rt.opts.Instances.Workers,
 		NewQueue:                s.newQueue, // fair.go
 		SkipNameValidation:      ptr.To(true),
 		NeedLeaderElection:      ptr.To(false),
@@ -167,7 +167,7 @@ func (s *server) run(ctx context.Context) error {
 // ensureCRD applies the graph's CRD on the hub and waits until it is
 // established.
 func (s *server) ensureCRD(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, s.rt.opts.CallTimeout)
+	cctx, cancel := s.rt.callCtx(ctx)
 	defer cancel()
 	crd := s.g.CRD.DeepCopy()
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
@@ -183,7 +183,7 @@ func (s *server) ensureCRD(ctx context.Context) error {
 		return err
 	}
 	hc := s.rt.hub().GetClient()
-	if err := hc.Apply(cctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(s.rt.opts.FieldManager)); err != nil {
+	if err := hc.Apply(cctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(s.rt.opts.Instances.FieldManager)); err != nil {
 		return fmt.Errorf("applying CRD %s on the hub: %w", crd.Name, err)
 	}
 	// Read back as unstructured: the embedder's scheme need not know

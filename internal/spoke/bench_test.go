@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -300,7 +301,7 @@ func serveSingleCluster(b *testing.B, cfg *rest.Config, g *graph.Graph, opts ...
 		stop()
 		b.Fatal("the cluster's cache did not sync")
 	}
-	rt := spoke.New(spoke.Options{Workers: benchConcurrency})
+	rt := spoke.New(spoke.Config{Options: instance.Options{Workers: benchConcurrency}})
 	wg.Go(func() { _ = rt.Start(ctx) })
 	require.NoError(b, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(b, rt.Engage(ctx, "", cl))

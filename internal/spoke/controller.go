@@ -27,7 +27,7 @@ type controller struct {
 	// v is the version served; g is its graph.
 	v     Version
 	g     *graph.Graph
-	opts  Options
+	opts  Config
 	log   logr.Logger
 	queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]
 	// retries is queue's rate limiter: its After adds a floor to a retry
@@ -64,7 +64,7 @@ type controller struct {
 // workqueue_* metrics. It stays the same across updates of the graph.
 func QueueName(graphName string) string { return "fleetgraph-" + graphName }
 
-func newController(parent context.Context, name string, v Version, opts Options) *controller {
+func newController(parent context.Context, name string, v Version, opts Config) *controller {
 	g := v.Graph
 	ctx, cancel := context.WithCancel(parent)
 	c := &controller{

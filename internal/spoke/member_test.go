@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 )
 
 // testMember is a member with the parts that hold state, and no cluster.
@@ -22,7 +23,7 @@ func testMember() *member {
 		states:    newInstanceStates(context.Background(), "unit", "unit"),
 		memory:    newApplyMemory(),
 		owned:     newOwnedIndex(),
-		resync:    newResyncSchedule(DefaultResync),
+		resync:    newResyncSchedule(instance.DefaultResync),
 	}
 	m.refs = newExternalRefs(m)
 	return m

@@ -57,7 +57,7 @@ type Count struct {
 // version keeps serving that cluster (reconcile, drift repair, deletion), so
 // an update one cluster refuses stops nothing there. See versions.go.
 type Runtime struct {
-	opts     Options
+	opts     Config
 	clusters *engagements
 
 	mu       sync.Mutex
@@ -69,7 +69,7 @@ type Runtime struct {
 
 // New returns a Runtime with opts' defaults filled in. It serves nothing until
 // Start is called (a manager does that) and graphs are given to Serve.
-func New(opts Options) *Runtime {
+func New(opts Config) *Runtime {
 	return &Runtime{
 		opts:     opts.withDefaults(),
 		clusters: newEngagements(),
@@ -258,6 +258,14 @@ func (rt *Runtime) SetWorkers(n int) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	rt.opts.Workers = n
+}
+
+// SetGate sets Config.Gate for the graph versions served from now on.
+// Call it before Start.
+func (rt *Runtime) SetGate(gate GateFunc) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.opts.Gate = gate
 }
 
 // Workers returns the Options.Workers that newly served graph versions get.

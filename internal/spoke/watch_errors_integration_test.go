@@ -152,7 +152,7 @@ func TestAFailingWatchShowsInStatusAndMetrics(t *testing.T) {
 	const cluster = ns + "-through-proxy"
 	provider := fgtesting.NewProvider()
 	require.NoError(t, provider.AddConfig(ctx, cluster, viaProxy))
-	rt := startRuntime(t, fleet, provider, spoke.Options{})
+	rt := startRuntime(t, fleet, provider, spoke.Config{})
 	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 
 	require.NoError(t, admin.Create(ctx, newInstance(g, ns, "a", map[string]any{})))
