@@ -19,7 +19,7 @@ func TestDocumentedDefaultsAreTheRuntimes(t *testing.T) {
 	assert.Equal(t, instance.DefaultResync, DefaultResync)
 	assert.Equal(t, instance.DefaultOrphanGrace, DefaultOrphanGrace)
 	assert.Equal(t, instance.DefaultClusterLabelsPoll, DefaultClusterLabelsPoll)
-	assert.Equal(t, internal.ConditionResourcesWatched, ConditionResourcesWatched)
+	assert.Equal(t, instance.ConditionResourcesWatched, ConditionResourcesWatched)
 	assert.Equal(t, string(internal.RemovalFinalize), string(RemovalFinalize))
 	assert.Equal(t, string(internal.RemovalRelease), string(RemovalRelease))
 

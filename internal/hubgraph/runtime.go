@@ -123,20 +123,24 @@ type Runtime struct {
 	opts Options
 
 	// mu guards ctx, hubName, graphs and seq. Serve and Stop hold it
-	// while they start or stop a server (whose watch set then takes its
-	// own mu); nothing holding a server's lock takes it.
+	// while they start or stop a server; nothing holding a server's lock
+	// takes it.
 	mu      sync.Mutex
 	ctx     context.Context // the manager's, once started
 	hubName string          // the identity read (see identity)
 	graphs  map[string]*server
 	seq     int
+
+	// handles are the clusters as the instance engines reach them
+	// (clusters.go).
+	handles clusterHandles
 }
 
 var _ manager.Runnable = &Runtime{}
 
 // New returns a Runtime.
 func New(opts Options) *Runtime {
-	return &Runtime{opts: opts.withDefaults(), graphs: map[string]*server{}}
+	return &Runtime{opts: opts.withDefaults(), graphs: map[string]*server{}, handles: clusterHandles{m: map[string]*instance.Cluster{}}}
 }
 
 // Start runs the graphs served so far and those served later, until ctx
@@ -149,7 +153,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 		s.start(ctx)
 	}
 	r.mu.Unlock()
-	<-ctx.Done()
+	every(ctx, sweepEvery, nil, r.sweep) // clusters.go
 	return nil
 }
 

@@ -348,9 +348,9 @@ func activeStatus(inst *unstructured.Unstructured) []byte {
 	now := time.Now().UTC().Format(time.RFC3339)
 	var conds []any
 	for _, c := range [][3]string{
-		{contract.ConditionInstanceManaged, "Managed", spoke.MessageManaged},
-		{contract.ConditionGraphResolved, "Resolved", spoke.MessageResolved},
-		{contract.ConditionResourcesReady, "AllResourcesReady", spoke.MessageResourcesReady},
+		{contract.ConditionInstanceManaged, "Managed", instance.MessageManaged},
+		{contract.ConditionGraphResolved, "Resolved", instance.MessageResolved},
+		{contract.ConditionResourcesReady, "AllResourcesReady", instance.MessageResourcesReady},
 		{contract.ConditionReady, "Ready", ""},
 	} {
 		conds = append(conds, map[string]any{"type": c[0], "status": "True", "reason": c[1], "message": c[2],

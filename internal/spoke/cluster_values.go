@@ -86,6 +86,9 @@ func (m *member) recheckClusterValues() bool {
 
 // requeueAll reconciles every instance of the member again.
 func (m *member) requeueAll(why string) {
+	if m.ctx.Err() != nil {
+		return
+	}
 	keys := m.states.keys()
 	m.log.V(1).Info(why+": reconciling every instance again", "instances", len(keys))
 	for _, key := range keys {

@@ -47,6 +47,6 @@ func (m *member) waitReady() error {
 		if m.ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("%w: instance watch: %w", errWatchStarting, ctx.Err())
+		return fmt.Errorf("%w: instance watch: %w", instance.ErrWatchStarting, ctx.Err())
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 )
 
 var (
@@ -118,7 +120,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 // is a no-op; engaging a different cluster under the same name replaces it.
 // It implements multicluster.Aware.
 func (rt *Runtime) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	e := &engagement{name: name, cl: cl, ctx: ctx, fan: newFanouts()}
+	e := &engagement{name: name, cl: instance.NewCluster(string(name), cl), ctx: ctx}
 	if !rt.clusters.add(e) {
 		return nil
 	}
