@@ -207,3 +207,22 @@ func TestAnApplyRememberedWithoutItsAnswer(t *testing.T) {
 	p.memory.endWithoutAnswer(cmKey, 1, deleting, nil)
 	assert.False(t, p.memory.unchanged(cmKey, 1), "a child being deleted is applied again")
 }
+
+var cmGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+
+// instanceNamed is an instance under key with UID uid.
+func instanceNamed(key types.NamespacedName, uid types.UID) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetNamespace(key.Namespace)
+	u.SetName(key.Name)
+	u.SetUID(uid)
+	return u
+}
+
+// objectNamed is an object ns/name.
+func objectNamed(ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
