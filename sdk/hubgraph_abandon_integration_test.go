@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -146,4 +147,33 @@ func (f *hubGraphFleet) abandonEvents(t *testing.T, instance string) []string {
 		assert.NotEmpty(ct, msgs, "the abandon of %s is reported", instance)
 	}, wait, tick)
 	return msgs
+}
+
+// A hub instance whose children live on a spoke that hangs says it is
+// being deleted from the moment its deletion starts: DELETING and
+// Ready=False before any call to the hung spoke has had time to fail
+// (each may take Targets.CallTimeout, here a minute), never ACTIVE over a
+// deletion under way.
+func TestHubGraphDeletionSaysDeletingAtOnceWhileATargetHangs(t *testing.T) {
+	t.Parallel()
+	opts := meshOnly()
+	opts.Targets.CallTimeout = time.Minute
+	f, _, _ := startHubGraphFleet(t, opts, linkRGD)
+	ctx := context.Background()
+	f.activeLink(t, "hung", "spoke-2")
+	f.requireData(t, "spoke-2", "hung-egress", map[string]string{"upstream": "db.default:5432"})
+
+	f.freeze(t, "spoke-2")
+	deleted := time.Now()
+	require.NoError(t, f.hub.Delete(ctx, f.link("hung")))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		u := f.link("hung")
+		require.NotNil(ct, u)
+		state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+		assert.Equal(ct, "DELETING", state)
+		ready := condition(u, "Ready")
+		require.NotNil(ct, ready)
+		assert.Equal(ct, "False", ready["status"])
+	}, opts.Targets.CallTimeout/2, tick, "DELETING well before a call to the hung spoke could time out")
+	t.Logf("DELETING %v after the deletion started", time.Since(deleted).Round(time.Millisecond))
 }
