@@ -62,11 +62,13 @@ type TargetOptions struct {
 	// instance had on that cluster is left there, still labelled as its
 	// children (fleetgraph.dev/hub, fleetgraph.dev/instance-uid); an
 	// event (reason ChildrenAbandoned) on the instance and the log name
-	// the cluster, those labels and the children last seen there. The
-	// grace counts from the first time the deletion found the cluster
-	// unreachable (recorded on the instance, so a restart keeps it).
-	// Nothing is deleted that is not the instance's own. Defaults to 0:
-	// the deletion waits until the cluster is back.
+	// the cluster, those labels and the children last seen there. If the
+	// cluster answers again while this hub still watches it, those
+	// children are collected as orphans (OrphanGrace). The grace counts
+	// from the first time the deletion found the cluster unreachable
+	// (recorded on the instance, so a restart keeps it). Nothing is
+	// deleted that is not the instance's own. Defaults to 0: the deletion
+	// waits until the cluster is back.
 	AbandonAfter time.Duration
 }
 
