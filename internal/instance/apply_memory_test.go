@@ -1,7 +1,6 @@
 package instance
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -9,8 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 var owner1 = types.NamespacedName{Namespace: "ns", Name: "pair-1"}
@@ -24,7 +21,7 @@ func applyOnce(p *place, key childKey, hash desiredHash, rv string) bool {
 // twoClusters is an engine whose instances live in "" and write in
 // spoke-1 and spoke-2, with a place in each.
 func twoClusters() (e *Engine, spoke1, spoke2 *place) {
-	e = New(Config{Graph: &graph.Graph{Name: "unit"}, Home: NewCluster("", nil), Context: context.Background(), Enqueue: func(types.NamespacedName) {}})
+	e = testEngine()
 	return e, e.placeOf(NewCluster("spoke-1", nil)), e.placeOf(NewCluster("spoke-2", nil))
 }
 

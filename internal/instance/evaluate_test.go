@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -52,8 +51,7 @@ func (c *countingPlacement) Place(_ *graph.Node, item int) (*Cluster, error) {
 // The items of one node are applied at most Options.ItemConcurrency at a
 // time, each once, and their answers come back in the items' order.
 func TestAtOnceIsBounded(t *testing.T) {
-	e := New(Config{Graph: &graph.Graph{Name: "unit"}, Home: NewCluster("", nil), Context: context.Background(),
-		Enqueue: func(types.NamespacedName) {}, Options: Options{ItemConcurrency: 3}})
+	e := testEngineWith(Options{ItemConcurrency: 3})
 	where := &countingPlacement{seen: map[int]int{}}
 	o := &Outcome{ctx: context.Background(), down: &downClusters{}, where: where}
 	desired := make([]rendered, 50)

@@ -17,13 +17,20 @@ import (
 )
 
 // testEngine is an engine with the parts that hold state, and no cluster:
-// its home cluster's place holds the memory and the owned index.
+// its home cluster's place holds the memory and the owned index. It
+// collects no orphans (it has no cluster to ask).
 func testEngine() *Engine {
+	return testEngineWith(Options{})
+}
+
+func testEngineWith(opts Options) *Engine {
+	opts.OrphanGrace = -1
 	return New(Config{
 		Graph:   &graph.Graph{Name: "unit"},
 		Home:    NewCluster("", nil),
 		Context: context.Background(),
 		Enqueue: func(types.NamespacedName) {},
+		Options: opts,
 	})
 }
 

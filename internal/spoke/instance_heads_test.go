@@ -41,7 +41,7 @@ func TestALateMetadataWatchStartsWhatTheInstanceWatchHasNotDelivered(t *testing.
 	t.Cleanup(queue.ShutDown)
 	m := &member{c: &controller{queue: queue}, heads: newInstanceHeads()}
 	m.engine = instance.New(instance.Config{Graph: &graph.Graph{Name: "unit"}, Home: instance.NewCluster("", nil),
-		Context: context.Background(), Enqueue: m.enqueue})
+		Context: context.Background(), Enqueue: m.enqueue, Options: instance.Options{OrphanGrace: -1}})
 	m.engine.ObserveInstance(instanceAt("same", "u1", "5"))
 	m.engine.ObserveInstance(instanceAt("older", "u2", "5"))
 
