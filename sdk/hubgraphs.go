@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/cleanup"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/hubgraph"
 	"github.com/fleetgraph/fleetgraph/internal/instance"
@@ -145,7 +146,29 @@ func (h *Hub) hubGraphRemovalStep(ctx context.Context, g *graph.Graph) error {
 	if !h.opts.DeleteCRDsOnUnregister {
 		return nil
 	}
-	return h.hubGraphs.DeleteCRD(ctx, g)
+	return h.deleteHubGraphCRD(ctx, g)
+}
+
+// deleteHubGraphCRD deletes a hub graph's CRD from the hub once no
+// instance of it is left there: what Options.DeleteCRDsOnUnregister does
+// on the spokes for the graphs served there. Call it once the graph is
+// stopped. The hub cache's informer of the instance kind goes first, so
+// that nothing keeps watching a kind about to disappear. A CRD that is not
+// labelled as fleetgraph's, or that still has an instance (a released
+// one, with OrphanInstances), stays; so does one that cannot be read,
+// which the caller retries.
+func (h *Hub) deleteHubGraphCRD(ctx context.Context, g *graph.Graph) error {
+	local := h.mgr.GetLocalManager()
+	inst := &unstructured.Unstructured{}
+	inst.SetGroupVersionKind(g.Instance.GVK)
+	if err := local.GetCache().RemoveInformer(ctx, inst); err != nil {
+		return fmt.Errorf("stopping the hub's watch of %s: %w", g.Instance.GVK.Kind, err)
+	}
+	noPolicy := func(context.Context, hub.Cluster) error { return nil }
+	if err := cleanup.DeleteUnusedCRDs(ctx, []hub.Cluster{{Cluster: local}}, g, noPolicy); err != nil {
+		return fmt.Errorf("deleting the CRD of hub graph %s from the hub: %w", g.Name, err)
+	}
+	return nil
 }
 
 // hubClusters gives the hub graphs' runtime the hub cluster and the
