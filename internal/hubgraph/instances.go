@@ -36,7 +36,7 @@ func request(o client.Object) reconcile.Request {
 
 func (h instanceHandler) observe(o client.Object) {
 	if u, ok := o.(*unstructured.Unstructured); ok {
-		h.e.ObserveInstance(u)
+		h.e.Instances().Saw(u)
 	}
 }
 
@@ -58,7 +58,7 @@ func (h instanceHandler) Update(_ context.Context, e event.UpdateEvent, q queue)
 
 func (h instanceHandler) Delete(_ context.Context, e event.DeleteEvent, q queue) {
 	if u, ok := e.Object.(*unstructured.Unstructured); ok {
-		h.e.InstanceDeleted(u)
+		h.e.Instances().Gone(u)
 	}
 	h.e.Writes().Forget(keyOf(e.Object.GetNamespace(), e.Object.GetName()))
 	q.Add(request(e.Object))

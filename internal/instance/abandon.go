@@ -66,7 +66,8 @@ func unreachableSince(inst *unstructured.Unstructured) map[string]time.Time {
 // graceOver returns the clusters whose grace is over at now, sorted (none
 // when Config.AbandonAfter is 0). The instance's own cluster is never
 // abandoned.
-func (e *Engine) graceOver(since map[string]time.Time, now time.Time) []string {
+func (d deleter) graceOver(since map[string]time.Time, now time.Time) []string {
+	e := d.e
 	grace := e.cfg.AbandonAfter
 	if grace <= 0 {
 		return nil
@@ -88,7 +89,8 @@ func (e *Engine) graceOver(since map[string]time.Time, now time.Time) []string {
 // (dropping those reached again, but not those abandoned), shows that the
 // deletion waits and until when, and asks to look again no later than the
 // first grace ends.
-func (e *Engine) waitFor(inst *unstructured.Unstructured, since map[string]time.Time, abandoned []string, downs []down) (time.Duration, error) {
+func (d deleter) waitFor(inst *unstructured.Unstructured, since map[string]time.Time, abandoned []string, downs []down) (time.Duration, error) {
+	e := d.e
 	now := time.Now().UTC().Truncate(time.Second)
 	next := onlyAbandoned(since, abandoned)
 	msgs := make([]string, 0, len(downs))
@@ -107,7 +109,7 @@ func (e *Engine) waitFor(inst *unstructured.Unstructured, since map[string]time.
 		}
 		msgs = append(msgs, msg)
 	}
-	if err := e.recordSince(inst, since, next); err != nil {
+	if err := d.recordSince(inst, since, next); err != nil {
 		return 0, err
 	}
 	msg := "deletion waits for unreachable clusters: " + strings.Join(msgs, "; ")
@@ -126,12 +128,13 @@ func onlyAbandoned(since map[string]time.Time, abandoned []string) map[string]ti
 
 // recordSince writes next as AnnotationUnreachableSince when it differs
 // from have.
-func (e *Engine) recordSince(inst *unstructured.Unstructured, have, next map[string]time.Time) error {
+func (d deleter) recordSince(inst *unstructured.Unstructured, have, next map[string]time.Time) error {
+	e := d.e
 	if maps.EqualFunc(have, next, time.Time.Equal) {
 		return nil
 	}
 	if len(next) == 0 {
-		_, err := e.patchAnnotation(inst, AnnotationUnreachableSince, "")
+		_, err := instanceWriter{e}.annotate(inst, AnnotationUnreachableSince, "")
 		return client.IgnoreNotFound(err)
 	}
 	raw := make(map[string]string, len(next))
@@ -142,7 +145,7 @@ func (e *Engine) recordSince(inst *unstructured.Unstructured, have, next map[str
 	if err != nil {
 		return err
 	}
-	_, err = e.patchAnnotation(inst, AnnotationUnreachableSince, string(b))
+	_, err = instanceWriter{e}.annotate(inst, AnnotationUnreachableSince, string(b))
 	return client.IgnoreNotFound(err)
 }
 
@@ -150,10 +153,11 @@ func (e *Engine) recordSince(inst *unstructured.Unstructured, have, next map[str
 // its deletion leaves in each abandoned cluster: the children the engine
 // knows there, and always the labels that select them. It never names a
 // credential: only clusters, kinds and names.
-func (e *Engine) reportAbandoned(inst *unstructured.Unstructured, abandoned []string, since map[string]time.Time) {
+func (d deleter) reportAbandoned(inst *unstructured.Unstructured, abandoned []string, since map[string]time.Time) {
+	e := d.e
 	sel := e.owner.selectorString(inst.GetUID())
 	for _, name := range abandoned {
-		known := e.knownChildren(inst, name)
+		known := d.knownChildren(inst, name)
 		msg := fmt.Sprintf("cluster %q unreachable since %s, abandoned after %v: its children are left there, labelled %s",
 			name, since[name].Format(time.RFC3339), e.cfg.AbandonAfter, sel)
 		if len(known) > 0 {
@@ -167,8 +171,9 @@ func (e *Engine) reportAbandoned(inst *unstructured.Unstructured, abandoned []st
 
 // knownChildren lists, from the engine's index (no call to the cluster),
 // the instance's children in the named cluster.
-func (e *Engine) knownChildren(inst *unstructured.Unstructured, name string) []string {
-	p := e.known(name)
+func (d deleter) knownChildren(inst *unstructured.Unstructured, name string) []string {
+	e := d.e
+	p := e.places.named(name)
 	if p == nil {
 		return nil
 	}

@@ -19,11 +19,11 @@ func TestGraceOver(t *testing.T) {
 	now := time.Date(2026, 1, 1, 10, 1, 0, 0, time.UTC)
 
 	e := &Engine{home: NewCluster("", nil)}
-	assert.Empty(t, e.graceOver(since, now), "AbandonAfter 0 waits forever")
+	assert.Empty(t, deleter{e}.graceOver(since, now), "AbandonAfter 0 waits forever")
 
 	e.cfg.AbandonAfter = time.Minute
-	assert.Equal(t, []string{"spoke-1"}, e.graceOver(since, now), "spoke-1's minute is over, spoke-2's is not")
+	assert.Equal(t, []string{"spoke-1"}, deleter{e}.graceOver(since, now), "spoke-1's minute is over, spoke-2's is not")
 	e.cfg.AbandonAfter = time.Second
-	assert.Equal(t, []string{"spoke-1", "spoke-2"}, e.graceOver(since, now))
-	assert.Empty(t, e.graceOver(unreachableSince(&unstructured.Unstructured{Object: map[string]any{}}), now))
+	assert.Equal(t, []string{"spoke-1", "spoke-2"}, deleter{e}.graceOver(since, now))
+	assert.Empty(t, deleter{e}.graceOver(unreachableSince(&unstructured.Unstructured{Object: map[string]any{}}), now))
 }

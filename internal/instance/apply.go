@@ -31,7 +31,8 @@ func (e *placementError) Unwrap() error { return e.err }
 // that a node of many large children (a megabyte each) costs the process
 // one child at a time rather than all of them until the reconcile ends,
 // and for as long as they exist.
-func (e *Engine) applyChild(o *Outcome, inst *unstructured.Unstructured, n *graph.Node, d rendered, keep bool) appliedChild {
+func (ev evaluator) applyChild(o *Outcome, inst *unstructured.Unstructured, n *graph.Node, d rendered, keep bool) appliedChild {
+	e := ev.e
 	u := d.u
 	gvk := u.GroupVersionKind()
 	a := appliedChild{entry: Entry{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(), Node: n.ID}}
@@ -45,7 +46,7 @@ func (e *Engine) applyChild(o *Outcome, inst *unstructured.Unstructured, n *grap
 		a.err = down
 		return a
 	}
-	p := e.placeOf(c)
+	p := e.places.of(e, c)
 	a.where = p.where()
 	namespaced, err := p.namespaced(gvk)
 	if err != nil {
@@ -59,7 +60,7 @@ func (e *Engine) applyChild(o *Outcome, inst *unstructured.Unstructured, n *grap
 		u.SetNamespace("")
 	}
 	a.entry.Namespace = u.GetNamespace()
-	if a.err = e.confined(inst, gvk, u, namespaced); a.err != nil {
+	if a.err = e.confine.child(inst, gvk, u, namespaced); a.err != nil {
 		return a
 	}
 	u.SetLabels(e.owner.labels(inst, n, u.GetLabels()))

@@ -234,7 +234,7 @@ func (a *applyMemory) forgetOwned(owner types.NamespacedName, keys []childKey) {
 // memories, in every cluster: what the answers of read nodes cost it.
 func (e *Engine) AnswerBytes() int {
 	total := 0
-	for _, p := range e.allPlaces() {
+	for _, p := range e.places.all() {
 		p.memory.mu.Lock()
 		for _, st := range p.memory.children {
 			total += len(st.observed)

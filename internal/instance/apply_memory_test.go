@@ -22,7 +22,7 @@ func applyOnce(p *place, key childKey, hash desiredHash, rv string) bool {
 // spoke-1 and spoke-2, with a place in each.
 func twoClusters() (e *Engine, spoke1, spoke2 *place) {
 	e = testEngine()
-	return e, e.placeOf(NewCluster("spoke-1", nil)), e.placeOf(NewCluster("spoke-2", nil))
+	return e, e.places.of(e, NewCluster("spoke-1", nil)), e.places.of(e, NewCluster("spoke-2", nil))
 }
 
 func TestApplyMemoryEchoRequeuesNothing(t *testing.T) {
@@ -109,14 +109,14 @@ func TestForgetClusterForgetsItsAppliesAndReferences(t *testing.T) {
 	again := e.ForgetCluster("spoke-1")
 	assert.ElementsMatch(t, []types.NamespacedName{owner1, writer, reader}, again,
 		"the instances that applied, owned or read there are reconciled again")
-	assert.Nil(t, e.known("spoke-1"), "nothing is remembered of spoke-1")
+	assert.Nil(t, e.places.named("spoke-1"), "nothing is remembered of spoke-1")
 	assert.Equal(t, 1, cancelled, "its reference's watch stopped")
 	assert.Empty(t, e.refs.scoped)
 	assert.Equal(t, []types.NamespacedName{reader}, e.refs.referrers("spoke-1", cmGVK, objectNamed("ns", "source")),
 		"the reader still reads there: its next evaluation watches again")
-	fresh := e.placeOf(spoke1.c)
+	fresh := e.places.of(e, spoke1.c)
 	assert.False(t, fresh.memory.unchanged(cmKey, 7), "the next reconcile applies there again")
 	assert.Empty(t, fresh.owned.ownedBy("uid-w", "spoke-1"))
 	assert.True(t, spoke2.memory.unchanged(cmKey, 7), "spoke-2 keeps its memory")
-	assert.Equal(t, spoke2, e.known("spoke-2"))
+	assert.Equal(t, spoke2, e.places.named("spoke-2"))
 }

@@ -110,12 +110,12 @@ func (p *place) claim(inst *unstructured.Unstructured, n *graph.Node, key childK
 	case l[contract.LabelInstanceUID] == "" && e.opts.AdoptUnowned:
 		return nil
 	}
-	return &conflictError{kind: key.gvk().Kind, object: objectName(key) + p.where(), owner: e.ownerOfObject(inst, existing)}
+	return &conflictError{kind: key.gvk().Kind, object: objectName(key) + p.where(), owner: e.owner.of(inst, existing, e.opts.FieldManager)}
 }
 
-// ownerOfObject describes who an existing object belongs to, from its
-// labels, else its field managers.
-func (e *Engine) ownerOfObject(inst *unstructured.Unstructured, o *metav1.PartialObjectMetadata) string {
+// of describes who an existing object belongs to, from its labels, else
+// its field managers: for an object in the way of inst's child.
+func (ow owner) of(inst *unstructured.Unstructured, o *metav1.PartialObjectMetadata, fieldManager string) string {
 	l := o.Labels
 	var managers []string
 	for _, f := range o.ManagedFields {
@@ -129,11 +129,11 @@ func (e *Engine) ownerOfObject(inst *unstructured.Unstructured, o *metav1.Partia
 	}
 	uid := l[contract.LabelInstanceUID]
 	switch {
-	case e.owner.labelledFor(inst.GetUID(), l):
-		return fmt.Sprintf("nobody we know of: it copies this instance's owner labels, and field manager %q did not write it%s", e.opts.FieldManager, written)
+	case ow.labelledFor(inst.GetUID(), l):
+		return fmt.Sprintf("nobody we know of: it copies this instance's owner labels, and field manager %q did not write it%s", fieldManager, written)
 	case uid != "":
 		name := types.NamespacedName{Namespace: l[contract.LabelInstanceNamespace], Name: l[contract.LabelInstanceName]}
-		return fmt.Sprintf("instance %s (uid %s) of graph %q%s", name, uid, l[contract.LabelGraph], e.owner.describeExtra(l))
+		return fmt.Sprintf("instance %s (uid %s) of graph %q%s", name, uid, l[contract.LabelGraph], ow.describeExtra(l))
 	}
 	return "no fleetgraph instance" + written
 }

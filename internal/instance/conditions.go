@@ -19,11 +19,11 @@ import (
 //     that did evaluate are still shown.
 //
 // builtins are the runtime's own conditions, already dated.
-func (e *Engine) authorConditions(inst *unstructured.Unstructured, o *Outcome, state string, builtins []any) (string, []any) {
-	authored, incomplete, err := e.evalAuthored(inst, o, builtins)
+func (w statusWriter) authorConditions(inst *unstructured.Unstructured, o *Outcome, state string, builtins []any) (string, []any) {
+	authored, incomplete, err := w.evalAuthored(inst, o, builtins)
 	if err != nil {
 		state = contract.StateError
-		e.log.V(1).Info("author conditions degraded", "instance", keyOf(inst), "error", err.Error())
+		w.e.log.V(1).Info("author conditions degraded", "instance", keyOf(inst), "error", err.Error())
 	}
 	conds := make([]Condition, 0, len(authored))
 	for _, a := range authored {
@@ -39,7 +39,7 @@ func (e *Engine) authorConditions(inst *unstructured.Unstructured, o *Outcome, s
 
 // evalAuthored evaluates the declared conditions with the built-in ones in
 // schema.status.conditions, recovering panics.
-func (e *Engine) evalAuthored(inst *unstructured.Unstructured, o *Outcome, builtins []any) (conds []map[string]any, incomplete bool, err error) {
+func (w statusWriter) evalAuthored(inst *unstructured.Unstructured, o *Outcome, builtins []any) (conds []map[string]any, incomplete bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = panicError("status.conditions", r)
@@ -55,7 +55,7 @@ func (e *Engine) evalAuthored(inst *unstructured.Unstructured, o *Outcome, built
 	self["status"] = status
 	vals := maps.Clone(o.vals)
 	vals["schema"] = self
-	return e.g.Conditions(o.ctx, graph.Values(vals))
+	return w.e.g.Conditions(o.ctx, graph.Values(vals))
 }
 
 // keepShown appends the shown conditions whose types wire lacks.

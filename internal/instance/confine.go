@@ -40,34 +40,47 @@ var ErrOutsideNamespace = errors.New("outside the instance's namespace")
 // reference.
 const ReasonOutsideNamespace = "OutsideNamespace"
 
-// confined checks, when Options.ConfineToNamespace is set, that child u
-// (its namespace defaulted already) stays in the instance's namespace.
-func (e *Engine) confined(inst *unstructured.Unstructured, gvk schema.GroupVersionKind, u *unstructured.Unstructured, namespaced bool) error {
-	return e.confinedTo(inst, describe(gvk, u.GetNamespace(), u.GetName(), namespaced), u.GetNamespace(), namespaced)
+// confinement is Options.ConfineToNamespace as one graph's engine applies
+// it.
+type confinement struct {
+	on bool
+	// graph is the graph's name; allowed says whether ClusterScopedGraphs
+	// lists it.
+	graph   string
+	allowed bool
 }
 
-// confinedRef checks, when Options.ConfineToNamespace is set, that an
-// external reference (its namespace defaulted already) stays in the
-// instance's namespace.
-func (e *Engine) confinedRef(inst *unstructured.Unstructured, ref resolvedRef, namespaced bool) error {
+func newConfinement(g string, opts Options) confinement {
+	return confinement{on: opts.ConfineToNamespace, graph: g, allowed: slices.Contains(opts.ClusterScopedGraphs, g)}
+}
+
+// child checks, when the instance is confined, that child u (its
+// namespace defaulted already) stays in the instance's namespace.
+func (c confinement) child(inst *unstructured.Unstructured, gvk schema.GroupVersionKind, u *unstructured.Unstructured, namespaced bool) error {
+	return c.to(inst, describe(gvk, u.GetNamespace(), u.GetName(), namespaced), u.GetNamespace(), namespaced)
+}
+
+// ref checks, when the instance is confined, that an external reference
+// (its namespace defaulted already) stays in the instance's namespace.
+func (c confinement) ref(inst *unstructured.Unstructured, ref resolvedRef, namespaced bool) error {
 	object := describe(ref.gvk, ref.namespace, ref.name, namespaced)
 	if ref.selector != nil {
 		object = fmt.Sprintf("%s selected by %q", ref.gvk.Kind, ref.selector.String())
 	}
-	return e.confinedTo(inst, object, ref.namespace, namespaced)
+	return c.to(inst, object, ref.namespace, namespaced)
 }
 
-// confinedTo checks an object (described for messages) in namespace ns.
-func (e *Engine) confinedTo(inst *unstructured.Unstructured, object, ns string, namespaced bool) error {
-	if !e.opts.ConfineToNamespace {
+// to checks an object (described for messages) in namespace ns.
+func (c confinement) to(inst *unstructured.Unstructured, object, ns string, namespaced bool) error {
+	if !c.on {
 		return nil
 	}
 	home := inst.GetNamespace()
 	switch {
-	case home == "" && slices.Contains(e.opts.ClusterScopedGraphs, e.g.Name):
+	case home == "" && c.allowed:
 		return nil
 	case home == "":
-		return fmt.Errorf("%s would be %w: the instance is cluster-scoped, and graph %q is not one of the cluster-scoped graphs allowed", object, ErrOutsideNamespace, e.g.Name)
+		return fmt.Errorf("%s would be %w: the instance is cluster-scoped, and graph %q is not one of the cluster-scoped graphs allowed", object, ErrOutsideNamespace, c.graph)
 	case !namespaced:
 		return fmt.Errorf("%s is cluster-scoped, %w %q", object, ErrOutsideNamespace, home)
 	case ns != home:

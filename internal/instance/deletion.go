@@ -1,7 +1,6 @@
 package instance
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -33,23 +32,32 @@ import (
 //   - naming the clusters it waits for while one cannot be reached
 //     (abandon.go): with Config.AbandonAfter, only for that long.
 func (e *Engine) Finalize(inst *unstructured.Unstructured, clusters []Reach) (time.Duration, error) {
+	return deleter{e}.finalize(inst, clusters)
+}
+
+// deleter deletes an engine's deleting instances' children (Finalize),
+// waiting for, and abandoning, the clusters it cannot reach (abandon.go).
+type deleter struct{ e *Engine }
+
+func (d deleter) finalize(inst *unstructured.Unstructured, clusters []Reach) (time.Duration, error) {
+	e := d.e
 	key := keyOf(inst)
 	if !slices.Contains(inst.GetFinalizers(), contract.Finalizer) {
 		e.ForgetInstance(key, inst.GetUID())
 		return 0, nil
 	}
-	inst, err := e.announceDeletion(inst, clusters)
+	inst, err := d.announceDeletion(inst, clusters)
 	if err != nil {
 		return 0, err
 	}
 	since := unreachableSince(inst)
-	abandoned := e.graceOver(since, time.Now())
-	entries, downs, err := e.deletionInventory(inst, clusters, abandoned)
+	abandoned := d.graceOver(since, time.Now())
+	entries, downs, err := d.deletionInventory(inst, clusters, abandoned)
 	if err != nil {
 		return 0, err
 	}
 	for i, wave := range deletionWaves(e.g, entries) {
-		blocker, held, waveDowns, err := e.deleteWave(wave)
+		blocker, held, waveDowns, err := d.deleteWave(wave)
 		if err != nil {
 			return 0, err
 		}
@@ -57,14 +65,14 @@ func (e *Engine) Finalize(inst *unstructured.Unstructured, clusters []Reach) (ti
 		// only the graph's first wave (and the children of nodes it no
 		// longer has, wave 0) may go, which nothing must precede.
 		if downs = append(downs, waveDowns...); len(downs) > 0 && (i > 0 || blocker != nil) {
-			return e.waitFor(inst, since, abandoned, downs)
+			return d.waitFor(inst, since, abandoned, downs)
 		}
 		if blocker != nil {
-			return e.deletionHeld(inst, since, abandoned, blocker, held)
+			return d.deletionHeld(inst, since, abandoned, blocker, held)
 		}
 	}
 	if len(downs) > 0 {
-		return e.waitFor(inst, since, abandoned, downs)
+		return d.waitFor(inst, since, abandoned, downs)
 	}
 	if _, err := e.RemoveFinalizer(inst); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -75,7 +83,7 @@ func (e *Engine) Finalize(inst *unstructured.Unstructured, clusters []Reach) (ti
 	if len(abandoned) > 0 {
 		// Once the finalizer is off, so that a write that failed (and is
 		// retried) does not report it twice.
-		e.reportAbandoned(inst, abandoned, since)
+		d.reportAbandoned(inst, abandoned, since)
 	}
 	e.ForgetInstance(key, inst.GetUID())
 	return 0, nil
@@ -83,7 +91,8 @@ func (e *Engine) Finalize(inst *unstructured.Unstructured, clusters []Reach) (ti
 
 // announceDeletion writes the DELETING state before anything is deleted,
 // for an instance whose children live in clusters besides its own.
-func (e *Engine) announceDeletion(inst *unstructured.Unstructured, clusters []Reach) (*unstructured.Unstructured, error) {
+func (d deleter) announceDeletion(inst *unstructured.Unstructured, clusters []Reach) (*unstructured.Unstructured, error) {
+	e := d.e
 	if state, _, _ := unstructured.NestedString(inst.Object, "status", "state"); state == contract.StateDeleting {
 		return inst, nil
 	}
@@ -91,7 +100,7 @@ func (e *Engine) announceDeletion(inst *unstructured.Unstructured, clusters []Re
 		return inst, nil
 	}
 	msg := "deleting its children in " + fmt.Sprint(len(clusters)) + " clusters"
-	out, err := e.writeConditions(inst, contract.StateDeleting, deletingConditions(ReasonDeleting, msg))
+	out, err := statusWriter{e}.conditions(inst, contract.StateDeleting, deletingConditions(ReasonDeleting, msg))
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +109,8 @@ func (e *Engine) announceDeletion(inst *unstructured.Unstructured, clusters []Re
 
 // deletionInventory returns the instance's children in every cluster it
 // can reach but the abandoned ones, and the clusters it cannot reach.
-func (e *Engine) deletionInventory(inst *unstructured.Unstructured, clusters []Reach, abandoned []string) ([]Entry, []down, error) {
+func (d deleter) deletionInventory(inst *unstructured.Unstructured, clusters []Reach, abandoned []string) ([]Entry, []down, error) {
+	e := d.e
 	var entries []Entry
 	var downs []down
 	for _, r := range clusters {
@@ -111,7 +121,7 @@ func (e *Engine) deletionInventory(inst *unstructured.Unstructured, clusters []R
 			downs = append(downs, down{cluster: r.Name, err: r.Err})
 			continue
 		}
-		children, err := e.placeOf(r.Cluster).inventory(inst)
+		children, err := e.places.of(e, r.Cluster).inventory(inst)
 		if unreachable(err) {
 			downs = append(downs, down{cluster: r.Name, err: err})
 			continue
@@ -127,14 +137,15 @@ func (e *Engine) deletionInventory(inst *unstructured.Unstructured, clusters []R
 // deletionHeld is a deletion that waits for blocker to go: the status
 // names it when it was already being deleted (held), or always for an
 // instance whose children span clusters.
-func (e *Engine) deletionHeld(inst *unstructured.Unstructured, since map[string]time.Time, abandoned []string, blocker *Entry, held bool) (time.Duration, error) {
-	if err := e.recordSince(inst, since, onlyAbandoned(since, abandoned)); err != nil {
+func (d deleter) deletionHeld(inst *unstructured.Unstructured, since map[string]time.Time, abandoned []string, blocker *Entry, held bool) (time.Duration, error) {
+	e := d.e
+	if err := d.recordSince(inst, since, onlyAbandoned(since, abandoned)); err != nil {
 		return 0, err // every cluster was reached: none waits any more
 	}
 	if !held {
 		return e.cfg.DeletionPoll, nil
 	}
-	msg := "deleting: waiting for " + e.describe(*blocker) + " to be deleted"
+	msg := "deleting: waiting for " + blocker.describe(e.home.name) + " to be deleted"
 	if err := e.WriteConditions(inst, contract.StateDeleting, deletingConditions(ReasonDeleting, msg)); err != nil {
 		return 0, err
 	}
@@ -142,31 +153,12 @@ func (e *Engine) deletionHeld(inst *unstructured.Unstructured, since map[string]
 }
 
 // describe names a child for messages, with its cluster when it is not
-// the instance's own.
-func (e *Engine) describe(en Entry) string {
-	if en.Cluster == e.home.name {
+// the instance's own, home.
+func (en Entry) describe(home string) string {
+	if en.Cluster == home {
 		return en.String()
 	}
 	return fmt.Sprintf("%s %s in %s (node %s)", en.Kind, en.objectName(), displayName(en.Cluster), en.Node)
-}
-
-// writeConditions is WriteConditions returning the instance as written.
-func (e *Engine) writeConditions(inst *unstructured.Unstructured, state string, conds []Condition) (*unstructured.Unstructured, error) {
-	old, _, _ := unstructured.NestedMap(inst.Object, "status")
-	status := map[string]any{}
-	for k, v := range old {
-		status[k] = v
-	}
-	status["state"] = state
-	status["conditions"] = dated(wireConditions(inst), conds, inst.GetGeneration())
-	if sameJSON(old, status) {
-		return inst, nil
-	}
-	out, err := e.patchInstance(inst, map[string]any{"status": map[string]any{"state": state, "conditions": status["conditions"]}}, true)
-	if errors.Is(err, ErrConflict) {
-		return inst, nil
-	}
-	return out, err
 }
 
 // deletionWaves groups entries by g's deletion waves; entries of nodes g
@@ -190,12 +182,13 @@ func deletionWaves(g *graph.Graph, inv []Entry) [][]Entry {
 // first one still present, or nil when the wave is gone; held reports that
 // it was being deleted already (not just now, by us). Clusters that did
 // not answer are returned, and their children count as present.
-func (e *Engine) deleteWave(wave []Entry) (blocker *Entry, held bool, downs []down, err error) {
+func (d deleter) deleteWave(wave []Entry) (blocker *Entry, held bool, downs []down, err error) {
+	e := d.e
 	for i, en := range wave {
 		if slices.ContainsFunc(downs, func(d down) bool { return d.cluster == en.Cluster }) {
 			continue
 		}
-		p := e.known(en.Cluster)
+		p := e.places.named(en.Cluster)
 		if p == nil {
 			continue // forgotten meanwhile: its next inventory finds it
 		}

@@ -3,7 +3,6 @@ package instance
 import (
 	"context"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -85,14 +84,14 @@ type Engine struct {
 	ctx      context.Context
 	home     *Cluster
 	owner    owner
+	confine  confinement
 	kinds    kindSet
 	reads    map[string]bool
 	defaults *structuralschema.Structural
 
-	mu     sync.Mutex
-	places map[string]*place
+	places placeSet
 
-	instances *instanceMemory
+	instances *Instances
 	writes    *Writes
 	refs      *externalRefs
 	resync    *resyncSchedule
@@ -115,18 +114,19 @@ func New(cfg Config) *Engine {
 	}
 	e := &Engine{
 		g: g, opts: cfg.Options, cfg: cfg, ctx: cfg.Context, home: cfg.Home,
-		log:       cfg.Options.Logger,
-		owner:     newOwner(g, cfg.OwnerLabels),
-		kinds:     contract.GraphKinds(g),
-		reads:     cfg.Reads,
-		defaults:  cfg.Defaults,
-		places:    map[string]*place{},
-		instances: newInstanceMemory(),
-		writes:    NewWrites(),
-		resync:    newResyncSchedule(cfg.Options.Resync),
+		log:      cfg.Options.Logger,
+		owner:    newOwner(g, cfg.OwnerLabels),
+		confine:  newConfinement(g.Name, cfg.Options),
+		kinds:    contract.GraphKinds(g),
+		reads:    cfg.Reads,
+		defaults: cfg.Defaults,
+		places:   placeSet{m: map[string]*place{}},
+		writes:   NewWrites(),
+		resync:   newResyncSchedule(cfg.Options.Resync),
 	}
 	e.refs = newExternalRefs(e)
 	e.orphans = newOrphanage(e)
+	e.instances = newInstances(e.orphans)
 	return e
 }
 
@@ -158,14 +158,7 @@ func (e *Engine) Writes() *Writes { return e.writes }
 // which the caller has cancelled or is about to).
 func (e *Engine) Stop() {
 	e.orphans.stop()
-	e.mu.Lock()
-	places := make([]*place, 0, len(e.places))
-	for name, p := range e.places {
-		places = append(places, p)
-		delete(e.places, name)
-	}
-	e.mu.Unlock()
-	for _, p := range places {
+	for _, p := range e.places.takeAll() {
 		p.stop()
 	}
 }

@@ -441,7 +441,7 @@ func (ev evaluator) applySafely(o *Outcome, inst *unstructured.Unstructured, n *
 			a.err = panicError("applying "+u.GetKind()+" "+u.GetName(), p)
 		}
 	}()
-	return ev.e.applyChild(o, inst, n, d, keep)
+	return ev.applyChild(o, inst, n, d, keep)
 }
 
 // readiness evaluates readyWhen on every observed item.

@@ -30,7 +30,7 @@ func (ev evaluator) external(o *Outcome, inst *unstructured.Unstructured, n *gra
 	if down := o.down.err(c.name); down != nil {
 		return unreachableNode(n, o, c.name, down)
 	}
-	p := e.placeOf(c)
+	p := e.places.of(e, c)
 	namespaced, err := p.namespaced(ref.GVK)
 	if unreachable(err) {
 		return unreachableNode(n, o, c.name, err)
@@ -55,7 +55,7 @@ func (ev evaluator) external(o *Outcome, inst *unstructured.Unstructured, n *gra
 		resolved.selector = sel
 	}
 	// Refused before anything is watched or read (confine.go).
-	if err := e.confinedRef(inst, resolved, namespaced); err != nil {
+	if err := e.confine.ref(inst, resolved, namespaced); err != nil {
 		return failed(n, ReasonOutsideNamespace, fmt.Errorf("%w%s", err, p.where()))
 	}
 	r := &nodeResult{state: nodeReady, refs: []resolvedRef{resolved}}

@@ -107,9 +107,9 @@ func TestExternalWatchesGoWithTheirReadersAndClusters(t *testing.T) {
 	e.refs.set(b, []resolvedRef{refByName("spoke-2", "ns", "cfg")})
 
 	again := NewCluster("spoke-2", nil) // spoke-2 left and came back: a new cache
-	assert.NotEqual(t, spoke2, e.placeOf(again), "a new engagement gets a new place")
+	assert.NotEqual(t, spoke2, e.places.of(e, again), "a new engagement gets a new place")
 	assert.Equal(t, map[string]int{"spoke-2": 1}, stopped, "spoke-2's watch stopped, spoke-1's runs")
-	assert.Equal(t, spoke1, e.known("spoke-1"))
+	assert.Equal(t, spoke1, e.places.named("spoke-1"))
 	assert.Equal(t, []types.NamespacedName{a}, e.refs.dropCluster("spoke-1"))
 	assert.Equal(t, map[string]int{"spoke-1": 1, "spoke-2": 1}, stopped)
 }

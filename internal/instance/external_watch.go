@@ -166,7 +166,7 @@ func (x *externalRefs) useScopesLocked(key types.NamespacedName, old, refs []res
 		if len(s.users) == 0 {
 			s.cancel()
 			delete(x.scoped, sk)
-			if p := x.e.known(sk.cluster); p != nil {
+			if p := x.e.places.named(sk.cluster); p != nil {
 				p.watches.drop(sk)
 			}
 		}

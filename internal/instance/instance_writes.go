@@ -50,7 +50,7 @@ func (e *Engine) Bookkeep(inst *unstructured.Unstructured, annotations map[strin
 		return inst, nil
 	}
 	metadata["resourceVersion"] = inst.GetResourceVersion()
-	return e.patchInstance(inst, map[string]any{"metadata": metadata}, false)
+	return instanceWriter{e}.patch(inst, map[string]any{"metadata": metadata}, false)
 }
 
 // RemoveFinalizer takes our finalizer off the instance, guarded by the
@@ -60,27 +60,33 @@ func (e *Engine) RemoveFinalizer(inst *unstructured.Unstructured) (*unstructured
 	rest := slices.DeleteFunc(slices.Clone(inst.GetFinalizers()), func(f string) bool { return f == contract.Finalizer })
 	patch := map[string]any{"metadata": map[string]any{
 		"resourceVersion": inst.GetResourceVersion(), "finalizers": rest}}
-	return e.patchInstance(inst, patch, false)
+	return instanceWriter{e}.patch(inst, patch, false)
 }
 
-// patchAnnotation sets (or, with value "", removes) one annotation of the
+// instanceWriter writes an engine's instances in their cluster: a merge
+// patch each, whose answer is remembered until the instance watch delivers
+// it (Writes).
+type instanceWriter struct{ e *Engine }
+
+// annotate sets (or, with value "", removes) one annotation of the
 // instance, in a merge patch.
-func (e *Engine) patchAnnotation(inst *unstructured.Unstructured, key, value string) (*unstructured.Unstructured, error) {
+func (w instanceWriter) annotate(inst *unstructured.Unstructured, key, value string) (*unstructured.Unstructured, error) {
 	var v any = value
 	if value == "" {
 		v = nil
 	}
-	return e.patchInstance(inst, map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: v}}}, false)
+	return w.patch(inst, map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: v}}}, false)
 }
 
-// patchInstance sends a merge patch to the instance or its status in the
-// home cluster and remembers the answer until the instance watch delivers
-// it (Writes).
-func (e *Engine) patchInstance(inst *unstructured.Unstructured, patch map[string]any, status bool) (*unstructured.Unstructured, error) {
+// patch sends a merge patch to the instance or its status in the home
+// cluster and remembers the answer until the instance watch delivers it
+// (Writes).
+func (w instanceWriter) patch(inst *unstructured.Unstructured, patch map[string]any, status bool) (*unstructured.Unstructured, error) {
 	data, err := json.Marshal(patch)
 	if err != nil {
 		return nil, fmt.Errorf("encoding patch: %w", err)
 	}
+	e := w.e
 	out := inst.DeepCopy()
 	raw := client.RawPatch(types.MergePatchType, data)
 	owner := client.FieldOwner(e.opts.FieldManager)

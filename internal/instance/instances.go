@@ -9,11 +9,15 @@ import (
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 )
 
-// instanceMemory is what an engine knows of the instances its driver's
+// Instances is what an engine knows of the instances its driver's
 // instance watch delivered: the name each UID has (children name their
 // owner by UID, and a name label may be shortened), and what was last
-// delivered under each name.
-type instanceMemory struct {
+// delivered under each name. The driver tells it what its watch delivers
+// (Saw, Gone); the engine's orphanage learns from it which instances
+// exist. Its methods are safe for concurrent use.
+type Instances struct {
+	orphans *orphanage
+
 	mu       sync.Mutex
 	owners   map[types.UID]types.NamespacedName
 	lastSeen map[types.NamespacedName]seenInstance
@@ -25,34 +29,32 @@ type seenInstance struct {
 	rv  string
 }
 
-func newInstanceMemory() *instanceMemory {
-	return &instanceMemory{
+func newInstances(orphans *orphanage) *Instances {
+	return &Instances{
+		orphans:  orphans,
 		owners:   map[types.UID]types.NamespacedName{},
 		lastSeen: map[types.NamespacedName]seenInstance{},
 	}
 }
 
-// ObserveInstance notes an instance the driver's instance watch delivered
-// (added or updated). A UID whose name a new instance took is suspected of
-// leaving orphans.
-func (e *Engine) ObserveInstance(u *unstructured.Unstructured) {
-	if replaced := e.instances.observe(u); replaced != "" {
-		e.orphans.suspect(replaced)
+// Instances is what the engine knows of the instances the driver's watch
+// delivered.
+func (e *Engine) Instances() *Instances { return e.instances }
+
+// Saw notes an instance the driver's instance watch delivered (added or
+// updated). A UID whose name a new instance took is suspected of leaving
+// orphans.
+func (x *Instances) Saw(u *unstructured.Unstructured) {
+	if replaced := x.observe(u); replaced != "" {
+		x.orphans.suspect(replaced)
 	}
 }
 
-// InstanceDeleted notes an instance the driver's instance watch saw
-// deleted: its children are looked at once Options.OrphanGrace has passed
-// (orphans.go), in case its finalizer was removed by hand.
-func (e *Engine) InstanceDeleted(u *unstructured.Unstructured) {
-	e.orphans.suspect(u.GetUID())
-}
-
-// Delivered reports whether what the instance watch last delivered under
-// key is the instance uid at version rv exactly. A caller that starts a
-// reconcile when it is not starts at worst one too many.
-func (e *Engine) Delivered(key types.NamespacedName, uid types.UID, rv string) bool {
-	return e.instances.delivered(key, uid, rv)
+// Gone notes an instance the driver's instance watch saw deleted: its
+// children are looked at once Options.OrphanGrace has passed (orphans.go),
+// in case its finalizer was removed by hand.
+func (x *Instances) Gone(u *unstructured.Unstructured) {
+	x.orphans.suspect(u.GetUID())
 }
 
 // ForgetInstance drops everything remembered for an instance that is
@@ -65,7 +67,7 @@ func (e *Engine) ForgetInstance(key types.NamespacedName, uid types.UID) {
 		if u == "" {
 			continue
 		}
-		for _, p := range e.allPlaces() {
+		for _, p := range e.places.all() {
 			p.owned.forgetListed(u)
 			p.memory.forgetOwned(key, p.owned.keysOf(u))
 		}
@@ -77,7 +79,7 @@ func (e *Engine) ForgetInstance(key types.NamespacedName, uid types.UID) {
 
 // observe notes an instance the cache delivered. It returns the UID the
 // name had before when a new instance took the name, else "".
-func (x *instanceMemory) observe(u *unstructured.Unstructured) (replaced types.UID) {
+func (x *Instances) observe(u *unstructured.Unstructured) (replaced types.UID) {
 	key := keyOf(u)
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -90,7 +92,10 @@ func (x *instanceMemory) observe(u *unstructured.Unstructured) (replaced types.U
 	return replaced
 }
 
-func (x *instanceMemory) delivered(key types.NamespacedName, uid types.UID, rv string) bool {
+// Delivered reports whether what the instance watch last delivered under
+// key is the instance uid at version rv exactly. A caller that starts a
+// reconcile when it is not starts at worst one too many.
+func (x *Instances) Delivered(key types.NamespacedName, uid types.UID, rv string) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	seen, ok := x.lastSeen[key]
@@ -99,7 +104,7 @@ func (x *instanceMemory) delivered(key types.NamespacedName, uid types.UID, rv s
 
 // ownerOf maps a child's labels to its instance: by UID first (names may be
 // too long for a label value), then by the name labels.
-func (x *instanceMemory) ownerOf(l map[string]string) (types.NamespacedName, bool) {
+func (x *Instances) ownerOf(l map[string]string) (types.NamespacedName, bool) {
 	if key, ok := x.instanceOf(types.UID(l[contract.LabelInstanceUID])); ok {
 		return key, true
 	}
@@ -108,7 +113,7 @@ func (x *instanceMemory) ownerOf(l map[string]string) (types.NamespacedName, boo
 }
 
 // instanceOf returns the instance known under uid.
-func (x *instanceMemory) instanceOf(uid types.UID) (types.NamespacedName, bool) {
+func (x *Instances) instanceOf(uid types.UID) (types.NamespacedName, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	key, ok := x.owners[uid]
@@ -118,7 +123,7 @@ func (x *instanceMemory) instanceOf(uid types.UID) (types.NamespacedName, bool) 
 // forget drops what is remembered of the instance under key, known by uid
 // or by the UID the watch last delivered under its name, and returns those
 // two UIDs (either may be empty).
-func (x *instanceMemory) forget(key types.NamespacedName, uid types.UID) []types.UID {
+func (x *Instances) forget(key types.NamespacedName, uid types.UID) []types.UID {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	uids := []types.UID{uid, x.lastSeen[key].uid}

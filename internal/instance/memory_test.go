@@ -37,7 +37,7 @@ func testEngineWith(opts Options) *Engine {
 // testPlace is the home place of a testEngine.
 func testPlace() *place {
 	e := testEngine()
-	return e.placeOf(e.home)
+	return e.places.of(e, e.home)
 }
 
 func applied(rv string) *unstructured.Unstructured {
@@ -143,13 +143,13 @@ func TestChildKindsRoundTrip(t *testing.T) {
 
 func TestForgettingAnInstanceForgetsItsOwnerAndChildren(t *testing.T) {
 	e := testEngine()
-	p := e.placeOf(e.home)
+	p := e.places.of(e, e.home)
 	owner := types.NamespacedName{Namespace: "ns", Name: "demo"}
 	inst := &unstructured.Unstructured{Object: map[string]any{}}
 	inst.SetNamespace("ns")
 	inst.SetName("demo")
 	inst.SetUID("uid-a")
-	e.ObserveInstance(inst)
+	e.Instances().Saw(inst)
 	p.memory.begin(cmKey, owner)
 	p.memory.end(cmKey, 1, applied("5"), nil)
 	p.recordChild(cmKey, "uid-a", "config", "cm-1")

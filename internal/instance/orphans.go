@@ -265,7 +265,7 @@ func (o *orphanage) look(owner types.UID, s *suspect) time.Duration {
 		return 0 // released instances keep their children
 	}
 	var children []Entry
-	for _, p := range e.allPlaces() {
+	for _, p := range e.places.all() {
 		children = append(children, p.owned.ownedBy(owner, p.c.name)...)
 	}
 	if len(children) == 0 {

@@ -34,7 +34,7 @@ func (o *orphanage) ownerGone(owner types.UID, children []Entry) (types.Namespac
 	e := o.e
 	var labels map[string]string
 	for _, en := range children {
-		p := e.known(en.Cluster)
+		p := e.places.named(en.Cluster)
 		if p == nil {
 			continue
 		}
@@ -128,7 +128,7 @@ func (o *orphanage) collectWaves(owner types.UID, children []Entry, s *suspect) 
 // reports whether it is still present (being deleted).
 func (o *orphanage) collectChild(owner types.UID, en Entry, s *suspect) (present bool, err error) {
 	e := o.e
-	p := e.known(en.Cluster)
+	p := e.places.named(en.Cluster)
 	if p == nil {
 		return false, nil // the cluster was forgotten: nothing known of it
 	}
@@ -145,7 +145,7 @@ func (o *orphanage) collectChild(owner types.UID, en Entry, s *suspect) (present
 		return false, nil
 	}
 	if why := o.notCollectable(owner, c, meta); why != "" {
-		e.log.V(1).Info("child of a gone instance left alone", "child", e.describe(en), "reason", why)
+		e.log.V(1).Info("child of a gone instance left alone", "child", en.describe(e.home.name), "reason", why)
 		p.dropChild(en.key())
 		return false, nil
 	}
@@ -166,17 +166,17 @@ func (o *orphanage) collectChild(owner types.UID, en Entry, s *suspect) (present
 		return false, fmt.Errorf("deleting %s%s: %w", en, p.where(), err)
 	}
 	orphansCollected.WithLabelValues(e.g.Name, p.c.name, en.Kind).Inc()
-	e.log.Info("deleted a child whose instance no longer exists", "child", e.describe(en),
+	e.log.Info("deleted a child whose instance no longer exists", "child", en.describe(e.home.name),
 		"instance", s.instance.String(), "instanceUID", owner)
-	s.deleted = append(s.deleted, e.describeShort(en))
+	s.deleted = append(s.deleted, en.short(e.home.name))
 	return true, nil
 }
 
-// describeShort names a child for an event: "Kind ns/name", with its
-// cluster when it is not the instance's own.
-func (e *Engine) describeShort(en Entry) string {
+// short names a child for an event: "Kind ns/name", with its cluster
+// when it is not the instance's own, home.
+func (en Entry) short(home string) string {
 	out := en.Kind + " " + en.objectName()
-	if en.Cluster != e.home.name {
+	if en.Cluster != home {
 		out += " in " + displayName(en.Cluster)
 	}
 	return out
@@ -248,7 +248,7 @@ func (e *Engine) FindOrphans(c *Cluster) {
 	}
 	o.passes.Add(1)
 	o.mu.Unlock()
-	p := e.placeOf(c)
+	p := e.places.of(e, c)
 	go func() {
 		defer o.passes.Done()
 		for _, k := range e.kinds {

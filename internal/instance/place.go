@@ -38,19 +38,27 @@ func newPlace(e *Engine, c *Cluster) *place {
 	return p
 }
 
-// placeOf returns the engine's place for c, made on first use; a place
-// kept for another handle under c's name is stopped and forgotten.
-func (e *Engine) placeOf(c *Cluster) *place {
-	e.mu.Lock()
-	p := e.places[c.name]
+// placeSet is an engine's places, by cluster name. It calls nothing while
+// it holds its lock.
+type placeSet struct {
+	mu sync.Mutex
+	m  map[string]*place
+}
+
+// of returns e's place for c, made on first use; a place kept for another
+// handle under c's name is stopped and forgotten, with the watches of the
+// external references read there.
+func (ps *placeSet) of(e *Engine, c *Cluster) *place {
+	ps.mu.Lock()
+	p := ps.m[c.name]
 	if p != nil && p.c == c {
-		e.mu.Unlock()
+		ps.mu.Unlock()
 		return p
 	}
 	old := p
 	p = newPlace(e, c)
-	e.places[c.name] = p
-	e.mu.Unlock()
+	ps.m[c.name] = p
+	ps.mu.Unlock()
 	if old != nil {
 		old.stop()
 		e.refs.dropCluster(c.name)
@@ -58,20 +66,41 @@ func (e *Engine) placeOf(c *Cluster) *place {
 	return p
 }
 
-// known returns the place of the cluster called name, nil if none.
-func (e *Engine) known(name string) *place {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.places[name]
+// named returns the place of the cluster called name, nil if none.
+func (ps *placeSet) named(name string) *place {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.m[name]
 }
 
-// allPlaces returns every place, in no order.
-func (e *Engine) allPlaces() []*place {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := make([]*place, 0, len(e.places))
-	for _, p := range e.places {
+// all returns every place, in no order.
+func (ps *placeSet) all() []*place {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	out := make([]*place, 0, len(ps.m))
+	for _, p := range ps.m {
 		out = append(out, p)
+	}
+	return out
+}
+
+// take forgets the place of the cluster called name and returns it.
+func (ps *placeSet) take(name string) *place {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p := ps.m[name]
+	delete(ps.m, name)
+	return p
+}
+
+// takeAll forgets every place and returns them.
+func (ps *placeSet) takeAll() []*place {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	out := make([]*place, 0, len(ps.m))
+	for name, p := range ps.m {
+		out = append(out, p)
+		delete(ps.m, name)
 	}
 	return out
 }
@@ -84,10 +113,7 @@ func (e *Engine) allPlaces() []*place {
 // references there, for the driver to reconcile again: a driver calls it
 // when the cluster may have lost what was written to it.
 func (e *Engine) ForgetCluster(name string) []types.NamespacedName {
-	e.mu.Lock()
-	p := e.places[name]
-	delete(e.places, name)
-	e.mu.Unlock()
+	p := e.places.take(name)
 	seen := map[types.NamespacedName]bool{}
 	var out []types.NamespacedName
 	add := func(key types.NamespacedName) {

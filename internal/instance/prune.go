@@ -43,7 +43,7 @@ func (e *Engine) Prune(inst *unstructured.Unstructured, o *Outcome, clusters []R
 		if o.down.err(r.Name) != nil {
 			continue
 		}
-		p := e.placeOf(r.Cluster)
+		p := e.places.of(e, r.Cluster)
 		current, err := p.inventory(inst)
 		if unreachable(err) {
 			o.down.set(r.Name, err)

@@ -30,7 +30,7 @@ func (e *Engine) Release(inst *unstructured.Unstructured, clusters []Reach) erro
 		for _, r := range clusters {
 			err := r.Err
 			if err == nil {
-				err = e.placeOf(r.Cluster).markReleased(inst)
+				err = e.places.of(e, r.Cluster).markReleased(inst)
 			}
 			if r.Err != nil || unreachable(err) {
 				e.log.Info("releasing an instance without marking its children in a cluster it cannot reach",

@@ -54,8 +54,28 @@ type Status struct {
 // ResourcesWatched while a watch the instance needs fails. An instance
 // that turns to ERROR gets a Warning event naming why.
 func (e *Engine) WriteStatus(inst *unstructured.Unstructured, o *Outcome, pruneErr error, extra ...Condition) (Status, error) {
+	return statusWriter{e}.write(inst, o, pruneErr, extra)
+}
+
+// WriteConditions writes state and conds (dated against what the instance
+// shows) as the instance's status, keeping its projected fields: for a
+// driver's own verdicts (a refused target) and the deletion's.
+func (e *Engine) WriteConditions(inst *unstructured.Unstructured, state string, conds []Condition) error {
+	_, err := statusWriter{e}.conditions(inst, state, conds)
+	return err
+}
+
+// statusWriter writes an engine's instances' status: from an outcome
+// (write, with the RGD's own conditions, conditions.go, and
+// ResourcesWatched, watch_errors.go), or a driver's or a deletion's
+// conditions. Every write is remembered until the instance watch delivers
+// it (Writes).
+type statusWriter struct{ e *Engine }
+
+func (w statusWriter) write(inst *unstructured.Unstructured, o *Outcome, pruneErr error, extra []Condition) (Status, error) {
+	e := w.e
 	state, conds := summarize(o, pruneErr, extra)
-	fields, err := e.statusFields(o)
+	fields, err := w.statusFields(o)
 	if err != nil && o.failed == nil {
 		state = contract.StateError
 		reason := ReasonEvaluationFailed
@@ -67,31 +87,32 @@ func (e *Engine) WriteStatus(inst *unstructured.Unstructured, o *Outcome, pruneE
 	}
 	wire := dated(wireConditions(inst), conds.list(), inst.GetGeneration())
 	if e.g.HasConditions() {
-		state, wire = e.authorConditions(inst, o, state, wire)
+		state, wire = w.authorConditions(inst, o, state, wire)
 	}
-	wire = withWatchCondition(wire, inst, e.watchCondition(inst))
+	wire = withWatchCondition(wire, inst, w.watchCondition(inst))
 	st := Status{State: state, Ready: conds.ready}
 	if prev, _, _ := unstructured.NestedString(inst.Object, "status", "state"); state == contract.StateError && prev != contract.StateError {
 		e.home.recorder().Eventf(inst, nil, corev1.EventTypeWarning, st.Ready.Reason, "Reconcile", "%s", truncateMessage(st.Ready.Message))
 	}
-	return st, e.patchStatus(inst, state, wire, fields, true)
+	_, err = w.patch(inst, state, wire, fields, true)
+	return st, err
 }
 
-// WriteConditions writes state and conds (dated against what the instance
-// shows) as the instance's status, keeping its projected fields: for a
-// driver's own verdicts (a refused target) and the deletion's.
-func (e *Engine) WriteConditions(inst *unstructured.Unstructured, state string, conds []Condition) error {
-	return e.patchStatus(inst, state, dated(wireConditions(inst), conds, inst.GetGeneration()), nil, false)
+// conditions writes state and conds as the instance's status, keeping its
+// projected fields, and returns the instance as written (inst when
+// nothing changed).
+func (w statusWriter) conditions(inst *unstructured.Unstructured, state string, conds []Condition) (*unstructured.Unstructured, error) {
+	return w.patch(inst, state, dated(wireConditions(inst), conds, inst.GetGeneration()), nil, false)
 }
 
 // statusFields evaluates the RGD's status projections, recovering panics.
-func (e *Engine) statusFields(o *Outcome) (fields map[string]any, err error) {
+func (w statusWriter) statusFields(o *Outcome) (fields map[string]any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = panicError("status", r)
 		}
 	}()
-	return e.g.Status(o.ctx, o.vals)
+	return w.e.g.Status(o.ctx, o.vals)
 }
 
 // builtins are kro's conditions and a driver's, before they are dated.
@@ -152,11 +173,14 @@ func readyOf(conds ...Condition) Condition {
 	return Condition{contract.ConditionReady, "True", "Ready", ""}
 }
 
-// patchStatus writes state, conditions and fields as the instance's status
-// if anything changed. A fresh status is the whole status, as kro writes
-// it: fields that can no longer be evaluated are removed rather than left
-// stale. Otherwise the fields are merged into what the instance shows.
-func (e *Engine) patchStatus(inst *unstructured.Unstructured, state string, conds []any, fields map[string]any, fresh bool) error {
+// patch writes state, conditions and fields as the instance's status if
+// anything changed, and returns the instance as written (inst itself when
+// nothing changed, or when the write met a conflict, which the next
+// reconcile puts right). A fresh status is the whole status, as kro
+// writes it: fields that can no longer be evaluated are removed rather
+// than left stale. Otherwise the fields are merged into what the instance
+// shows.
+func (w statusWriter) patch(inst *unstructured.Unstructured, state string, conds []any, fields map[string]any, fresh bool) (*unstructured.Unstructured, error) {
 	old, _, _ := unstructured.NestedMap(inst.Object, "status")
 	next := map[string]any{}
 	if !fresh && old != nil {
@@ -166,7 +190,7 @@ func (e *Engine) patchStatus(inst *unstructured.Unstructured, state string, cond
 	next["state"] = state
 	next["conditions"] = conds
 	if sameJSON(old, next) {
-		return nil
+		return inst, nil
 	}
 	patch := maps.Clone(next)
 	for k := range old {
@@ -174,11 +198,11 @@ func (e *Engine) patchStatus(inst *unstructured.Unstructured, state string, cond
 			patch[k] = nil // a merge patch removes a key set to null
 		}
 	}
-	_, err := e.patchInstance(inst, map[string]any{"status": patch}, true)
+	out, err := instanceWriter{w.e}.patch(inst, map[string]any{"status": patch}, true)
 	if errors.Is(err, ErrConflict) {
-		return nil
+		return inst, nil
 	}
-	return err
+	return out, err
 }
 
 // wireConditions is the conditions list the instance shows.

@@ -66,11 +66,12 @@ func watchFailures(failing map[schema.GroupVersionKind]error, where string) []st
 // watchCondition is the ResourcesWatched condition of inst: nil unless the
 // watch of one of the graph's kinds, or of a kind inst references, fails
 // in a cluster the engine writes or reads in.
-func (e *Engine) watchCondition(inst *unstructured.Unstructured) *Condition {
+func (w statusWriter) watchCondition(inst *unstructured.Unstructured) *Condition {
+	e := w.e
 	kinds := append(slices.Clone([]schema.GroupVersionKind(e.kinds)), e.refs.kinds(keyOf(inst))...)
 	var parts []string
 	homeSeen := false
-	for _, p := range e.allPlaces() {
+	for _, p := range e.places.all() {
 		homeSeen = homeSeen || p.home()
 		if h := cacheopts.HealthOf(p.c.Cluster); h != nil {
 			parts = append(parts, watchFailures(h.Failing(kinds), p.where())...)

@@ -50,7 +50,7 @@ func (h instanceHandler) OnUpdate(oldObj, newObj any) {
 func (h instanceHandler) OnDelete(obj any) {
 	if u, ok := tombstone(obj).(*unstructured.Unstructured); ok {
 		h.tally.deleted(u)
-		h.m.engine.InstanceDeleted(u)
+		h.m.engine.Instances().Gone(u)
 		h.m.enqueue(keyOf(u))
 	}
 }
@@ -59,7 +59,7 @@ func (h instanceHandler) OnDelete(obj any) {
 // that is not the echo of one of our writes drops our copy: the cache may
 // have skipped our version (a relist) or moved past it.
 func (h instanceHandler) observe(u *unstructured.Unstructured) {
-	h.m.engine.ObserveInstance(u)
+	h.m.engine.Instances().Saw(u)
 	if w := h.m.engine.Writes(); !w.Echo(u) {
 		w.Forget(keyOf(u))
 	}

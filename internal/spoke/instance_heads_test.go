@@ -42,8 +42,8 @@ func TestALateMetadataWatchStartsWhatTheInstanceWatchHasNotDelivered(t *testing.
 	m := &member{c: &controller{queue: queue}, heads: newInstanceHeads()}
 	m.engine = instance.New(instance.Config{Graph: &graph.Graph{Name: "unit"}, Home: instance.NewCluster("", nil),
 		Context: context.Background(), Enqueue: m.enqueue, Options: instance.Options{OrphanGrace: -1}})
-	m.engine.ObserveInstance(instanceAt("same", "u1", "5"))
-	m.engine.ObserveInstance(instanceAt("older", "u2", "5"))
+	m.engine.Instances().Saw(instanceAt("same", "u1", "5"))
+	m.engine.Instances().Saw(instanceAt("older", "u2", "5"))
 
 	h := instanceHeadHandler{m: m}
 	h.OnAdd(headAt("same", "u1", "5"), true)
