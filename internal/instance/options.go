@@ -30,8 +30,8 @@ const (
 	// DefaultCallTimeout bounds each call to a cluster's API server, and
 	// each wait for a new watch's initial list.
 	DefaultCallTimeout = 30 * time.Second
-	// DefaultResync is how often every child of an instance is applied
-	// again even if nothing reported a change.
+	// DefaultResync is the period of each instance's full resync
+	// (resync.go).
 	DefaultResync = 10 * time.Minute
 	// DefaultOrphanGrace is how long a child whose instance is gone is
 	// left before it is deleted.

@@ -20,11 +20,10 @@ import (
 // instance's ResourcesWatched condition until a list or watch of that kind
 // succeeds.
 
-// ConditionResourcesWatched is the instance condition that is present, with
-// status False, while the watch of a kind the instance's graph uses fails
-// on its cluster; it is removed when the watch works again. It does not
-// change the instance's state or Ready: the children may be fine, only
-// their changes are not seen.
+// ConditionResourcesWatched is the condition the status writer adds while
+// watchCondition finds a failing watch, and drops once none fails; it
+// leaves the state and Ready as they are (the public
+// spoke.ConditionResourcesWatched documents it).
 const ConditionResourcesWatched = "ResourcesWatched"
 
 // reasonWatchFailed is ResourcesWatched's reason.

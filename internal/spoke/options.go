@@ -34,11 +34,9 @@ const (
 	DefaultInstanceHeadsAbove = 64 << 10
 )
 
-// GateFunc decides whether a version of a graph may be served on a cluster
-// yet. It is called in a goroutine of its own for each (version, cluster)
-// pair, with a context that ends when the cluster is disengaged or the
-// version stopped; it may block. A nil error opens the gate; an error is
-// logged and the call is retried with backoff.
+// GateFunc is the public spoke.GateFunc, over this package's Version: each
+// member calls it (through pass) from its start, retrying with
+// Config.GateRetry's backoff.
 type GateFunc func(ctx context.Context, cluster multicluster.ClusterName, v Version) error
 
 // Config configures a Runtime: the Options every instance engine shares
