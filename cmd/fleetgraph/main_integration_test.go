@@ -36,7 +36,7 @@ func TestBinaryAsCommandAndKubectlPlugin(t *testing.T) {
 	}
 	out2, c := code(exec.Command(bin, "validate", "../../examples/quickstart/webapp.yaml"))
 	assert.Equal(t, 0, c, out2)
-	out2, c = code(exec.Command(bin, "validate", "../../internal/cli/testdata/broken.yaml"))
+	out2, c = code(exec.Command(bin, "validate", "internal/cli/testdata/broken.yaml"))
 	assert.Equal(t, 1, c, out2)
 	out2, c = code(exec.Command(bin, "validate", "--no-such-flag", "x.yaml"))
 	assert.Equal(t, 2, c, out2)
