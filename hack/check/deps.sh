@@ -4,7 +4,8 @@
 #   leaves      internal/{cacheopts,fair,crdschema,crdcompat,retrylog,reach,
 #               steps,shard,apicheck} (nothing of the module), and
 #               internal/{crds,contract} (API types and the compiler only);
-#   compiler    sdk/graph/... and API types sdk/apis/...;
+#   compiler    sdk/graph/... and API types sdk/apis/... (sdk/hold, the
+#               edits of a rollout's holds, is a public leaf over them);
 #   engine      internal/instance: one instance engine;
 #   drivers     internal/spoke (one cluster) and internal/hubgraph (targets);
 #   hub side    internal/{rgd,revisions,replicas,rollout,clustervalues,
@@ -14,15 +15,14 @@
 #
 # Every rule is one row of RULES below: which packages, what they must not
 # depend on (an extended regular expression over `go list -deps`, without
-# tests), its exceptions, and why. Binaries are checked on their direct imports (row
-# "imports"): sdk itself imports internal packages, which is what a public
-# package is for. It reads one `go list` (no build, no test), so it is
+# tests), its exceptions, and why. Binaries are checked on their direct
+# imports (row "imports"): sdk itself imports internal packages, which is
+# what a public package is for. It reads one `go list` (no build, no test), so it is
 # cheap. Run by `make check`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 m=github.com/fleetgraph/fleetgraph
-leaves="internal/(cacheopts|fair|crdschema|crdcompat|retrylog|reach|steps|shard|apicheck)"
 engine="internal/instance"
 drivers="internal/(spoke|hubgraph)"
 hubside="internal/(rgd|revisions|replicas|rollout|clustervalues|cleanup|spokeschemas)"
@@ -38,12 +38,12 @@ managers="^sigs.k8s.io/(controller-runtime|multicluster-runtime)/pkg/(manager|bu
 # importer's own cmd/<name>/internal.
 RULES=(
 	"nothing; ./internal/cacheopts ./internal/fair ./internal/crdschema ./internal/crdcompat ./internal/retrylog ./internal/reach ./internal/steps ./internal/shard ./internal/apicheck; -; -; a leaf imports nothing of the module"
-	"deps; ./internal/crds ./internal/contract; ^$m/(sdk|hub|spoke|providers|testing|cmd)(/|\$)|^$m/($engine|$drivers|$hubside|internal/cli)(/|\$); ^$m/sdk/(graph|apis)(/|\$); the leaves that name API types or graphs import nothing above the compiler"
+	"deps; ./internal/crds ./internal/contract; ^$m/(sdk|hub|spoke|providers|testing|cmd)(/|\$)|^$m/($engine|$drivers|$hubside)(/|\$); ^$m/sdk/(graph|apis)(/|\$); the leaves that name API types or graphs import nothing above the compiler"
 	"deps; ./sdk/graph/... ./sdk/apis/...; ^$m/(sdk|hub|spoke|providers|testing|cmd|internal)(/|\$); ^$m/sdk/(graph|apis)(/|\$)|^$m/internal/crdcompat\$; the compiler and the API types sit below everything but a leaf"
-	"deps; ./internal/instance; ^$m/(sdk|hub|spoke|providers|testing|cmd)(/|\$)|^$m/($drivers|$hubside|internal/cli)(/|\$)|$managers; ^$m/sdk/(graph|apis)(/|\$); the engine imports the leaves and the compiler only: no driver, no hub-side controller, no public package, no manager or controller"
-	"deps; ./internal/spoke; ^$m/(sdk|hub|spoke|providers|testing|cmd)(/|\$)|^$m/(internal/hubgraph|$hubside|internal/cli)(/|\$); ^$m/sdk/(graph|apis)(/|\$); a driver imports the engine and the leaves, not the other driver"
-	"deps; ./internal/hubgraph; ^$m/(sdk|hub|spoke|providers|testing|cmd)(/|\$)|^$m/(internal/spoke|$hubside|internal/cli)(/|\$); ^$m/sdk/(graph|apis)(/|\$); a driver imports the engine and the leaves, not the other driver"
-	"deps; ./internal/rgd ./internal/revisions ./internal/replicas ./internal/rollout ./internal/clustervalues ./internal/cleanup ./internal/spokeschemas; ^$m/(sdk|spoke|providers|testing|cmd)(/|\$)|^$m/($engine|$drivers|internal/cli)(/|\$); ^$m/sdk/(graph|apis)(/|\$); the hub side decides for the fleet: it runs no instance"
+	"deps; ./internal/instance; ^$m/(sdk|hub|spoke|providers|testing|cmd)(/|\$)|^$m/($drivers|$hubside)(/|\$)|$managers; ^$m/sdk/(graph|apis)(/|\$); the engine imports the leaves and the compiler only: no driver, no hub-side controller, no public package, no manager or controller"
+	"deps; ./internal/spoke; ^$m/(sdk|hub|spoke|providers|testing|cmd)(/|\$)|^$m/(internal/hubgraph|$hubside)(/|\$); ^$m/sdk/(graph|apis)(/|\$); a driver imports the engine and the leaves, not the other driver"
+	"deps; ./internal/hubgraph; ^$m/(sdk|hub|spoke|providers|testing|cmd)(/|\$)|^$m/(internal/spoke|$hubside)(/|\$); ^$m/sdk/(graph|apis)(/|\$); a driver imports the engine and the leaves, not the other driver"
+	"deps; ./internal/rgd ./internal/revisions ./internal/replicas ./internal/rollout ./internal/clustervalues ./internal/cleanup ./internal/spokeschemas; ^$m/(sdk|spoke|providers|testing|cmd)(/|\$)|^$m/($engine|$drivers)(/|\$); ^$m/sdk/(graph|apis|hold)(/|\$); the hub side decides for the fleet: it runs no instance"
 	"deps; ./hub/...; ^$m/(sdk|spoke)(/|\$)|^$m/($engine|$drivers|$hubside)(/|\$)|$cel; ^$m/sdk/apis(/|\$); public hub's unit is a CRD: no sdk, spoke, engine, driver, compiler or CEL"
 	"deps; ./spoke/...; ^$m/(sdk|hub)(/|\$)|^$m/(internal/hubgraph|$hubside)(/|\$); ^$m/sdk/(graph|apis)(/|\$); public spoke imports neither sdk nor hub"
 	"deps; ./providers/... ./testing/...; ^$m/(sdk|spoke)(/|\$)|^$m/($engine|$drivers)(/|\$)|$cel; ^$m/sdk/apis(/|\$); providers and testing run no instance and compile nothing"
