@@ -84,7 +84,8 @@ type Options struct {
 	// AbandonAfter is how long the deletion of an instance waits for a
 	// target cluster it cannot reach (frozen, or gone from the fleet)
 	// before it goes on without it, leaving the instance's children there
-	// (abandon.go). Defaults to 0: it waits until the cluster is back.
+	// (the engine's Config.AbandonAfter). Defaults to 0: it waits until
+	// the cluster is back.
 	AbandonAfter time.Duration
 	// Stamp, when set, installs each graph's admission policy on the hub
 	// once its CRD is Established there, and removes it when the graph is
