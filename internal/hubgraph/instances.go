@@ -23,8 +23,12 @@ import (
 // and hold a newer one, which must not wait for the copy to expire to be
 // seen; if the event's is older than ours instead, the worst is a write
 // made again or a conflict, which requeues. Every event also tells the
-// engine which instances exist (its orphanage's suspects).
-type instanceHandler struct{ e *instance.Engine }
+// engine which instances exist (its orphanage's suspects), and changed
+// (view.go) that the counts may have moved.
+type instanceHandler struct {
+	e       *instance.Engine
+	changed func()
+}
 
 var _ handler.EventHandler = instanceHandler{}
 
@@ -35,6 +39,7 @@ func request(o client.Object) reconcile.Request {
 }
 
 func (h instanceHandler) observe(o client.Object) {
+	h.changed()
 	if u, ok := o.(*unstructured.Unstructured); ok {
 		h.e.Instances().Saw(u)
 	}
@@ -57,6 +62,7 @@ func (h instanceHandler) Update(_ context.Context, e event.UpdateEvent, q queue)
 }
 
 func (h instanceHandler) Delete(_ context.Context, e event.DeleteEvent, q queue) {
+	h.changed()
 	if u, ok := e.Object.(*unstructured.Unstructured); ok {
 		h.e.Instances().Gone(u)
 	}

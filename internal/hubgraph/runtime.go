@@ -101,8 +101,9 @@ type Options struct {
 	// Instances are the options every instance engine shares, as the
 	// spoke runtime takes them (the public spoke.Options is their
 	// contract): the field manager, call timeout, resync, workers,
-	// adoption, confinement, orphan grace and logger hold for hub graphs
-	// as for spokes.
+	// adoption, confinement, orphan grace, CountsChanged (told of every
+	// event of a graph's instances on the hub, so that Tally can follow
+	// at once) and logger hold for hub graphs as for spokes.
 	Instances instance.Options
 }
 

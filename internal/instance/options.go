@@ -89,6 +89,12 @@ type Options struct {
 	// LocalClusterName is cluster.name on the cluster engaged as "".
 	// Defaults to "".
 	LocalClusterName string
+	// CountsChanged, if set, is told a graph's name whenever its
+	// instances change in a way their counts may show (a create, an
+	// update or a delete the instance watch delivers), so that what shows
+	// them can follow at once. It is called from event handlers: it must
+	// be quick and must not block. Defaults to nil.
+	CountsChanged func(graphName string)
 	// Logger is the logger. Defaults to controller-runtime's log.Log.
 	Logger logr.Logger
 }

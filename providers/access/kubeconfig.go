@@ -1,6 +1,7 @@
-package secret
+package access
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -27,12 +28,13 @@ var (
 	ErrInvalidKubeconfig = errors.New("invalid kubeconfig")
 
 	// ErrMissingKubeconfig means a Secret has no data under the kubeconfig
-	// key, or the data is empty.
+	// key, or the data is empty: there is nothing to parse.
 	ErrMissingKubeconfig = errors.New("missing kubeconfig")
 
-	// ErrDuplicateServer means a Secret's kubeconfig points at an API server
-	// (same URL and CA) that another Secret's cluster holds already: the
-	// same cluster is never engaged twice under two names.
+	// ErrDuplicateServer means a cluster's description (a Secret's
+	// kubeconfig, a ClusterProfile's access provider) points at an API
+	// server (same URL and CA) that another cluster of the same provider
+	// holds already: one cluster is never engaged twice under two names.
 	ErrDuplicateServer = errors.New("API server registered twice")
 )
 
@@ -199,19 +201,50 @@ func (s Safety) validateHost(cluster, host string) []error {
 	return nil
 }
 
-// restConfig parses data, validates it against s and only then builds the
-// rest.Config of its current context. It never runs a plugin: client-go
-// creates exec and auth-provider authenticators lazily, and a validated
-// config has neither (unless allowed). Every connection of a client built
-// from it is dialled through the address policy (dialGuard), which copies
-// of the configuration keep.
-func (s Safety) restConfig(data []byte) (*rest.Config, error) {
-	rc, err := s.checkedConfig(data)
+// RESTConfig parses a kubeconfig, validates its current context against s
+// (Validate) and only then builds its rest.Config. It never runs a plugin:
+// client-go creates exec and auth-provider authenticators lazily, and a
+// validated configuration has neither (unless s allows them). Every
+// connection of a client built from the result is dialled through s's
+// address policy, which copies of the configuration keep. Its errors wrap
+// ErrMissingKubeconfig, ErrInvalidKubeconfig or ErrUnsafeKubeconfig and
+// never quote the kubeconfig.
+func (s Safety) RESTConfig(kubeconfig []byte) (*rest.Config, error) {
+	cfg, err := parseKubeconfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return s.ClientConfig(cfg)
+}
+
+// ClientConfig is RESTConfig for a kubeconfig already parsed: cfg's
+// current context is validated against s, and only then is its rest.Config
+// built, dialling through s's address policy. A provider whose clusters
+// are described in another form (a ClusterProfile's access provider) puts
+// the description in a clientcmdapi.Config to have it checked the same
+// way.
+func (s Safety) ClientConfig(cfg *clientcmdapi.Config) (*rest.Config, error) {
+	rc, err := s.checkedConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	s.guard(rc, newDialGuard(s))
 	return rc, nil
+}
+
+// CheckServer resolves the host of the server URL and reports, with an
+// error wrapping ErrUnsafeKubeconfig and ErrRefusedAddress, whether s
+// refuses any address it stands for; it dials nothing. Clients of a
+// configuration from RESTConfig or ClientConfig check every connection
+// anyway: CheckServer is for what must not even start for a refused
+// server, such as running a credential plugin for it.
+func (s Safety) CheckServer(ctx context.Context, server string) error {
+	u, err := url.Parse(server)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("%w: malformed server URL", ErrInvalidKubeconfig)
+	}
+	_, err = newDialGuard(s).resolve(ctx, u.Hostname())
+	return err
 }
 
 // guard makes every connection of rc go through g.
@@ -223,12 +256,9 @@ func (s Safety) guard(rc *rest.Config, g *dialGuard) {
 	}
 }
 
-// checkedConfig is restConfig without the guard.
-func (s Safety) checkedConfig(data []byte) (*rest.Config, error) {
-	cfg, err := parseKubeconfig(data)
-	if err != nil {
-		return nil, err
-	}
+// checkedConfig validates cfg and builds its rest.Config, without the
+// guard.
+func (s Safety) checkedConfig(cfg *clientcmdapi.Config) (*rest.Config, error) {
 	if err := s.Validate(cfg); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package secret
+package access
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,17 +72,17 @@ func TestKubeconfigsThatAimTheHubAnywhereAreRefusedUnlessAllowed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			data := kubeconfig(t, tc.edit)
 
-			_, err := tc.refuse.restConfig(data)
+			_, err := tc.refuse.RESTConfig(data)
 			require.ErrorIs(t, err, ErrUnsafeKubeconfig)
 			assert.Equal(t, tc.address, errors.Is(err, ErrRefusedAddress))
-			assert.Equal(t, ReasonUnsafeKubeconfig, reasonFor(err))
+			assert.Equal(t, ReasonUnsafeKubeconfig, ReasonFor(err))
 			assert.Contains(t, err.Error(), tc.option)
 			assertNoSecrets(t, err.Error())
 			for _, host := range []string{"127.", "::1", "169.254", "10.96", "localhost", "203.0.113", "198.51"} {
 				assert.NotContains(t, err.Error(), host, "the address is not quoted")
 			}
 
-			_, err = tc.allow.restConfig(data)
+			_, err = tc.allow.RESTConfig(data)
 			assert.NoError(t, err)
 		})
 	}
@@ -89,7 +90,7 @@ func TestKubeconfigsThatAimTheHubAnywhereAreRefusedUnlessAllowed(t *testing.T) {
 
 func TestPublicAndPrivateServersAreAcceptedByDefault(t *testing.T) {
 	for _, s := range []string{"https://203.0.113.10:6443", "https://10.0.0.5", "https://[fd12::5]:6443", "https://spoke.example.com"} {
-		_, err := Safety{}.restConfig(kubeconfig(t, server(s)))
+		_, err := Safety{}.RESTConfig(kubeconfig(t, server(s)))
 		assert.NoError(t, err, s)
 	}
 }
@@ -250,14 +251,15 @@ func TestClientsOfTheConfigurationDialThroughThePolicy(t *testing.T) {
 	f.answer("spoke.test", "127.0.0.1")
 
 	for _, s := range []Safety{{}, {AllowLoopback: true}} {
-		rc, err := s.checkedConfig(data)
+		cfg, err := parseKubeconfig(data)
+		require.NoError(t, err)
+		rc, err := s.checkedConfig(cfg)
 		require.NoError(t, err)
 		g := guardWith(s, f)
 		g.dial = (&net.Dialer{}).DialContext
 		s.guard(rc, g)
-		p := New(Options{Safety: s})
 
-		err = p.probe(t.Context(), rest.CopyConfig(rc))
+		err = Probe(t.Context(), rest.CopyConfig(rc), 10*time.Second)
 
 		if s.AllowLoopback {
 			require.NoError(t, err)

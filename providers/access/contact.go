@@ -1,4 +1,4 @@
-package secret
+package access
 
 import (
 	"context"
@@ -9,21 +9,60 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/rest"
 )
 
-// What the provider says about a server it could not use goes to the
-// Secret's events and the hub's fleet status, where whoever may write the
-// Secret reads it. So it is short and made of fixed phrases: never a
-// response body, a status line the server chose, or a TLS or network
-// library's message quoting what the server sent. The full error goes to
-// the hub's log only.
+// What a provider says about a server it could not use goes to the events
+// of the object that described it (a Secret, a ClusterProfile, a Cluster)
+// and to the hub's fleet status, where whoever may write that object reads
+// it. So it is short and made of fixed phrases: never a response body, a
+// status line the server chose, or a TLS or network library's message
+// quoting what the server sent. The full error goes to the hub's log only.
 
-// maxReportedMessage bounds a message reported on a Secret, whatever made
-// it.
-const maxReportedMessage = 256
+// MaxReportedMessage bounds a message a provider reports on an object or
+// in the fleet status, whatever made it (Truncate).
+const MaxReportedMessage = 256
+
+// Probe checks that the server of rc answers an authenticated discovery
+// request (GET /api) within timeout, and closes its connections afterwards.
+// Its error says what went wrong in a fixed phrase that is safe to show
+// whoever described the cluster (connection refused, no answer within the
+// timeout, a certificate not trusted, the status code of an answer; a
+// refused address wraps ErrRefusedAddress); errors.Unwrap gives the cause,
+// for the hub's log.
+func Probe(ctx context.Context, rc *rest.Config, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	httpClient, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		return fmt.Errorf("%w: cannot build an HTTP client", ErrInvalidKubeconfig)
+	}
+	defer utilnet.CloseIdleConnectionsFor(httpClient.Transport)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(rc.Host, "/")+"/api", nil)
+	if err != nil {
+		return fmt.Errorf("%w: malformed server URL", ErrInvalidKubeconfig)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL is known; keep the cause
+		}
+		return contactFailed(err, timeout)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return answered(resp.StatusCode)
+	}
+	return nil
+}
 
 // contactError is a failed contact with a server: Error is the short,
 // fixed account reported on the Secret; Unwrap is the cause, logged.
@@ -85,9 +124,9 @@ func answered(code int) error {
 	return &contactError{short: fmt.Sprintf("the server answered discovery with %d %s", code, text)}
 }
 
-// truncate shortens s to at most n bytes, on a rune boundary, marking the
+// Truncate shortens s to at most n bytes, on a rune boundary, marking the
 // cut.
-func truncate(s string, n int) string {
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

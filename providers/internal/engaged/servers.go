@@ -1,4 +1,4 @@
-package secret
+package engaged
 
 import (
 	"crypto/sha256"
@@ -11,8 +11,8 @@ import (
 )
 
 // servers records which cluster name holds each API server, so that one
-// server registered under two Secrets (two names) is engaged once: the
-// first name to claim it holds it until its Secret goes or points elsewhere.
+// server described by two objects (two names) is engaged once: the first
+// name to claim it holds it until its object goes or points elsewhere.
 type servers struct {
 	lock     sync.Mutex
 	byServer map[string]multicluster.ClusterName
@@ -56,37 +56,4 @@ func (s *servers) release(name multicluster.ClusterName) {
 			delete(s.byServer, id)
 		}
 	}
-}
-
-// failures records why clusters are not engaged, for EngagementFailures.
-type failures struct {
-	lock   sync.Mutex
-	byName map[multicluster.ClusterName]string
-}
-
-func (f *failures) set(name multicluster.ClusterName, why string) {
-	f.lock.Lock()
-	defer f.lock.Unlock()
-	f.byName[name] = why
-}
-
-func (f *failures) clear(name multicluster.ClusterName) {
-	f.lock.Lock()
-	defer f.lock.Unlock()
-	delete(f.byName, name)
-}
-
-// EngagementFailures returns, per cluster name, why its Secret's cluster is
-// not engaged: the reason (as on the Secret's Warning Event) and message,
-// never credentials. A cluster engaged since, or whose Secret is gone, is
-// not listed. It lets the hub show clusters that never joined in its fleet
-// status (hub.EngagementReporter).
-func (p *Provider) EngagementFailures() map[multicluster.ClusterName]string {
-	p.failures.lock.Lock()
-	defer p.failures.lock.Unlock()
-	out := make(map[multicluster.ClusterName]string, len(p.failures.byName))
-	for name, why := range p.failures.byName {
-		out[name] = why
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package secret
+package access
 
 import (
 	"os"
@@ -120,7 +120,7 @@ func TestRestConfigNeverRunsAnExecPlugin(t *testing.T) {
 			APIVersion: "client.authentication.k8s.io/v1", InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
 	})
 
-	_, err := Safety{}.restConfig(data)
+	_, err := Safety{}.RESTConfig(data)
 
 	require.ErrorIs(t, err, ErrUnsafeKubeconfig)
 	assert.NoFileExists(t, marker)
@@ -139,7 +139,7 @@ func TestRestConfigReportsBadInputWithoutQuotingIt(t *testing.T) {
 			wantErr: ErrInvalidKubeconfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Safety{}.restConfig(tc.data)
+			_, err := Safety{}.RESTConfig(tc.data)
 			require.ErrorIs(t, err, tc.wantErr)
 			assertNoSecrets(t, err.Error())
 		})
@@ -147,7 +147,7 @@ func TestRestConfigReportsBadInputWithoutQuotingIt(t *testing.T) {
 }
 
 func TestRestConfigKeepsInlineCredentials(t *testing.T) {
-	rc, err := Safety{}.restConfig(kubeconfig(t, nil))
+	rc, err := Safety{}.RESTConfig(kubeconfig(t, nil))
 	require.NoError(t, err)
 	assert.Equal(t, "https://203.0.113.10:6443", rc.Host)
 	assert.Equal(t, "s3cr3t-token", rc.BearerToken)
@@ -159,10 +159,10 @@ func TestRestConfigWithAllowedTokenFileReadsIt(t *testing.T) {
 	require.NoError(t, os.WriteFile(tokenFile, []byte("from-file"), 0o600))
 	data := kubeconfig(t, func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token, u.TokenFile = "", tokenFile })
 
-	_, err := Safety{}.restConfig(data)
+	_, err := Safety{}.RESTConfig(data)
 	require.ErrorIs(t, err, ErrUnsafeKubeconfig)
 
-	rc, err := Safety{AllowLocalFiles: true}.restConfig(data)
+	rc, err := Safety{AllowLocalFiles: true}.RESTConfig(data)
 	require.NoError(t, err)
 	assert.Equal(t, tokenFile, rc.BearerTokenFile)
 }
