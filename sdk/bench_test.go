@@ -43,8 +43,8 @@ func BenchmarkCRDFanOut(b *testing.B) {
 	all, err := fleet.NewProvider(ctx)
 	require.NoError(b, err)
 	hubs := map[int]*sdk.Hub{
-		1: startHub(b, fleet.Hub.Config, one, sdk.Options{DisableRGDController: true}),
-		3: startHub(b, fleet.Hub.Config, all, sdk.Options{DisableRGDController: true}),
+		1: startHub(b, fleet.Hub.Config, one, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}}),
+		3: startHub(b, fleet.Hub.Config, all, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}}),
 	}
 	// A hub's first graph also installs the GraphRevision CRD on the hub
 	// and reads the hub's and the spokes' OpenAPI documents: once per hub,

@@ -20,7 +20,7 @@ import (
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
-// DefaultCompileTimeout is Options.CompileTimeout's default.
+// DefaultCompileTimeout is Options.Compile.Timeout's default.
 const DefaultCompileTimeout = 30 * time.Second
 
 // rgdCompileWait is how long the RGD controller waits for a compile before
@@ -193,7 +193,7 @@ func (c *compiles) start(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinit
 // longer than the timeout costs one compile, not one every time its RGD is
 // reconciled, and its RGD shows why it is refused.
 func (c *compiles) timedOut(err error) error {
-	return &graph.Error{Path: "spec", Err: fmt.Errorf("%w: the compile took longer than %v (Options.CompileTimeout); it is compiled again when the RGD's spec changes (%v)",
+	return &graph.Error{Path: "spec", Err: fmt.Errorf("%w: the compile took longer than %v (Options.Compile.Timeout); it is compiled again when the RGD's spec changes (%v)",
 		graph.ErrLimit, c.timeout, err)}
 }
 

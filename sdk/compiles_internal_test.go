@@ -144,7 +144,7 @@ func TestCompileTimeoutRefusesAndIsRemembered(t *testing.T) {
 		require.True(t, errors.As(err, &ge), "the refusal, not ErrCompiling again: %v", err)
 		assert.ErrorIs(t, err, graph.ErrLimit)
 		assert.NotErrorIs(t, err, context.DeadlineExceeded)
-		assert.Contains(t, err.Error(), "the compile took longer than 50ms (Options.CompileTimeout)")
+		assert.Contains(t, err.Error(), "the compile took longer than 50ms (Options.Compile.Timeout)")
 	}
 	assert.Equal(t, int64(1), calls.Load(), "a spec past the timeout is compiled once")
 

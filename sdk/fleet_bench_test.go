@@ -120,7 +120,7 @@ func runFleet(b *testing.B, mode string, n, graphs int) {
 
 	before := runtime.NumGoroutine()
 	provider, engage := simulatedProvider(b, mode, fleet.Hub.Config, names)
-	h, stop := startStoppableHub(b, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+	h, stop := startStoppableHub(b, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	stopped := false
 	defer func() {
 		if !stopped {

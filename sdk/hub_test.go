@@ -17,7 +17,7 @@ import (
 )
 
 func TestAHubLivesInOneManager(t *testing.T) {
-	h, err := sdk.NewHub(nil, sdk.Options{DisableRGDController: true})
+	h, err := sdk.NewHub(nil, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.NoError(t, err)
 	// No API server is needed to set up; nothing here starts the manager.
 	mgr, err := mcmanager.New(&rest.Config{Host: "https://127.0.0.1:1"}, nil, manager.Options{
@@ -31,7 +31,7 @@ func TestAHubLivesInOneManager(t *testing.T) {
 // An RGD that does not compile leaves the graph served under its name in
 // place, and the hub says nothing changed.
 func TestAFailedRegistrationKeepsTheServedGraph(t *testing.T) {
-	h, err := sdk.NewHub(nil, sdk.Options{DisableRGDController: true})
+	h, err := sdk.NewHub(nil, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.NoError(t, err)
 	ctx := context.Background()
 	good := readRGD(t, "testdata/webapp-rgd.yaml")
@@ -53,7 +53,7 @@ func TestAFailedRegistrationKeepsTheServedGraph(t *testing.T) {
 // One graph serves a kind: a second is refused, naming the first, until
 // the first is removed.
 func TestOneGraphPerKind(t *testing.T) {
-	h, err := sdk.NewHub(nil, sdk.Options{DisableRGDController: true})
+	h, err := sdk.NewHub(nil, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, h.RegisterGraph(ctx, readRGD(t, "testdata/webapp-rgd.yaml")))

@@ -58,7 +58,7 @@ func requireAwaiting(t *testing.T, h *sdk.Hub, hubClient client.Client, graphNam
 func TestARequiredWaveWaitsForApproval(t *testing.T) {
 	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
-	opts := sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync}
+	opts := sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}}
 	h, stop := startStoppableHub(t, fleet.Hub.Config, provider, opts)
 	gvk := startRing(t, fleet, h, spokes, "sluice", "Sluice", gatedWaves())
 	hubClient := newClient(t, fleet.Hub.Config)
