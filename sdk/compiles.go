@@ -187,7 +187,7 @@ func (c *compiles) start(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinit
 	return run
 }
 
-// timedOut is the error of a compile stopped by its CompileTimeout. It
+// timedOut is the error of a compile stopped by its Compile.Timeout. It
 // says something about the RGD, as any other limit does: it is remembered
 // (it does not wrap context.DeadlineExceeded), so that a spec that takes
 // longer than the timeout costs one compile, not one every time its RGD is
@@ -199,7 +199,7 @@ func (c *compiles) timedOut(err error) error {
 
 // rememberable tells a result that says something about the RGD from one
 // that does not: the resolver did not answer, or the compile was stopped
-// (the Hub is stopping). A compile past CompileTimeout is remembered
+// (the Hub is stopping). A compile past Compile.Timeout is remembered
 // (timedOut).
 func rememberable(err error) bool {
 	var ge *graph.Error

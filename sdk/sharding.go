@@ -154,7 +154,7 @@ func (s *sharding) others(name string) (map[string]replicas.Foreign, bool) {
 
 // forget deletes this replica's status record of a graph that
 // is removed. A failure is logged only: the record has expired within
-// ReplicaStatusTTL, and then any replica's prune, this one's included,
+// Replicas.StatusTTL, and then any replica's prune, this one's included,
 // deletes it.
 func (s *sharding) forget(ctx context.Context, name string) {
 	forgetFleetMetrics(name) // fleet_metrics.go
