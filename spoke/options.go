@@ -59,7 +59,9 @@ type GateFunc func(ctx context.Context, cluster multicluster.ClusterName, v Vers
 type FallbackFunc func(ctx context.Context, cluster multicluster.ClusterName, latest Version) (Version, error)
 
 // Options configures a Runtime. The zero value is usable: every field says
-// its default, and New fills them in.
+// its default, and New fills them in. The sdk's Hub serves every graph's
+// instances with these options too (sdk.Options.Instances, which says
+// what the Hub sets itself).
 type Options struct {
 	// Workers is the number of instances of one graph reconciled
 	// concurrently, across all clusters. One cluster gets at most its share
@@ -154,7 +156,7 @@ type Options struct {
 	// LocalClusterName is what cluster.name holds in graphs served on the
 	// cluster engaged as "" (a manager's own, as in the sdk's
 	// single-cluster mode). Defaults to "". The sdk's Hub sets it from its
-	// Options.LocalClusterName.
+	// Options.Fleet.LocalClusterName.
 	LocalClusterName string
 	// CountsChanged, if set, is told the graph's name whenever the
 	// instance counts of the graph on some cluster (Runtime.Counts)
