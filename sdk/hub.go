@@ -20,6 +20,11 @@ import (
 	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
+// ErrHubOwnedOption is returned by NewHub when Options.Instances sets a
+// field the Hub sets itself (see Options.Instances): it would be replaced,
+// not used.
+var ErrHubOwnedOption = errors.New("fleetgraph: the hub sets this option itself")
+
 // ErrAlreadySetUp is returned by a second SetupWithManager (or Run): a Hub
 // lives in one manager.
 var ErrAlreadySetUp = errors.New("fleetgraph: hub is already set up with a manager")
@@ -105,6 +110,9 @@ type Hub struct {
 // anywhere the Hub runs in single-cluster mode: the manager's own cluster is
 // the hub and the only spoke, served by the same code.
 func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
+	if err := checkHubOwned(opts.Instances); err != nil {
+		return nil, err
+	}
 	workersSet := opts.Instances.Workers > 0
 	opts = opts.withDefaults()
 	ctx, stop := context.WithCancel(context.Background())

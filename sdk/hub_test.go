@@ -11,9 +11,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 func TestAHubLivesInOneManager(t *testing.T) {
@@ -68,4 +70,21 @@ func TestOneGraphPerKind(t *testing.T) {
 	require.NoError(t, h.UnregisterGraph(ctx, "webapp"))
 	require.Eventually(t, func() bool { return h.RegisterGraph(ctx, twin) == nil }, 10*time.Second, 10*time.Millisecond,
 		"the kind is free once the removal is done (no cluster engaged here)")
+}
+
+// The instance options the hub sets itself are refused, not silently
+// replaced; the others are the caller's.
+func TestNewHubRefusesInstanceOptionsItSetsItself(t *testing.T) {
+	for name, o := range map[string]spoke.Options{
+		"ClusterLabels":    {ClusterLabels: func(multicluster.ClusterName) map[string]string { return nil }},
+		"ClusterValues":    {ClusterValues: func(multicluster.ClusterName, string) map[string]any { return nil }},
+		"LocalClusterName": {LocalClusterName: "hub"},
+		"CountsChanged":    {CountsChanged: func(string) {}},
+	} {
+		_, err := sdk.NewHub(nil, sdk.Options{Instances: o})
+		require.ErrorIs(t, err, sdk.ErrHubOwnedOption, name)
+		assert.ErrorContains(t, err, "Options.Instances."+name)
+	}
+	_, err := sdk.NewHub(nil, sdk.Options{Instances: spoke.Options{Workers: 2, CallTimeout: time.Second, AdoptUnowned: true}})
+	assert.NoError(t, err)
 }

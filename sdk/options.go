@@ -1,6 +1,8 @@
 package sdk
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -37,8 +39,8 @@ type Options struct {
 	//   - Logger defaults to Logger named "spoke" (and "hubgraph");
 	//   - ClusterLabels, ClusterValues, LocalClusterName and CountsChanged
 	//     are the Hub's to set (from its provider, its ClusterValues
-	//     objects, Fleet.LocalClusterName and its fleet status): a value
-	//     given there is replaced.
+	//     objects, Fleet.LocalClusterName and its fleet status): NewHub
+	//     refuses a value given there with ErrHubOwnedOption.
 	Instances spoke.Options
 	// Compile configures the compiler every graph of this Hub goes
 	// through: schemas, strictness, limits and time.
@@ -272,6 +274,27 @@ const DefaultReplicaNamespace = "kube-system"
 // manager's own name for its cluster, "", would leave "web-" or an empty
 // label value behind.
 const DefaultLocalClusterName = "local"
+
+// checkHubOwned refuses the instance options the Hub sets itself.
+func checkHubOwned(o spoke.Options) error {
+	var set []string
+	if o.ClusterLabels != nil {
+		set = append(set, "ClusterLabels")
+	}
+	if o.ClusterValues != nil {
+		set = append(set, "ClusterValues")
+	}
+	if o.LocalClusterName != "" {
+		set = append(set, "LocalClusterName (set Fleet.LocalClusterName)")
+	}
+	if o.CountsChanged != nil {
+		set = append(set, "CountsChanged")
+	}
+	if len(set) > 0 {
+		return fmt.Errorf("%w: Options.Instances.%s", ErrHubOwnedOption, strings.Join(set, ", Options.Instances."))
+	}
+	return nil
+}
 
 // withDefaults fills in every default of o, in one place.
 func (o Options) withDefaults() Options {
