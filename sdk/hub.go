@@ -77,6 +77,7 @@ type Hub struct {
 	values        *clusterValues    // cluster_values.go: the platform's per-cluster values
 	hubGraphs     *hubgraph.Runtime // hubgraphs.go: graphs with targets, served on the hub
 	changed       *statusChanges    // setup.go: graphs whose RGD status is to be rewritten soon
+	pull          *pullClusters     // pull.go: clusters served through an agent inside each
 
 	// planner decides placement and rollout waves (rollouts.planner);
 	// rollouts connects it and the GraphRollout controller to the hub.
@@ -125,6 +126,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 	h.versions = &versions{h: h}
 	h.clusterSource = &clusterSource{h: h, noClusterWarning: defaultNoClusterWarning}
 	h.values = &clusterValues{h: h}
+	h.pull = newPullClusters(h)
 	h.hubGraphs = h.newHubGraphs() // hubgraphs.go
 	h.rollouts = newRollouts(h)
 	h.planner = h.rollouts.planner
@@ -202,6 +204,7 @@ func (h *Hub) FleetStatus(name string) GraphStatus {
 		return st
 	}
 	h.countInstances(name, &st)
+	h.pull.addStatus(name, &st) // pull.go
 	return st
 }
 
@@ -211,6 +214,7 @@ func (h *Hub) FleetStatus(name string) GraphStatus {
 func (h *Hub) clusterStatus(name string) GraphStatus {
 	st := h.fanOut.Status(name)
 	h.countInstances(name, &st)
+	h.pull.addStatus(name, &st) // pull.go
 	return st
 }
 

@@ -286,11 +286,17 @@ type ReportedInstances struct {
 
 // ReportedRemoval is how far a graph's removal from a pull cluster is.
 type ReportedRemoval struct {
+	// Done reports that the agent finished what the assignment's removal
+	// asks: no instance holds fleetgraph's finalizer and, with DeleteCRD,
+	// the CRD is deleted, or kept because instances are left (deleting it
+	// would delete them).
+	Done bool `json:"done,omitempty"`
 	// Held is how many instances still carry fleetgraph's finalizer.
 	Held int32 `json:"held"`
 	// CRDDeleted reports that the CRD was deleted (DeleteCRD) or is absent.
 	CRDDeleted bool `json:"crdDeleted,omitempty"`
-	// Message says what the removal waits for, or why a step failed.
+	// Message says what the removal waits for, what it kept, or why a
+	// step failed.
 	Message string `json:"message,omitempty"`
 }
 

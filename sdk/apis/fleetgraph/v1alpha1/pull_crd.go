@@ -105,7 +105,7 @@ func GraphReportCRD() *apiextensionsv1.CustomResourceDefinition {
 			"counted": {Type: "boolean"}, "total": count, "ready": count, "confirmed": count, "errors": count,
 		}),
 		"removal": object(map[string]apiextensionsv1.JSONSchemaProps{
-			"held": count, "crdDeleted": {Type: "boolean"}, "message": message,
+			"done": {Type: "boolean"}, "held": count, "crdDeleted": {Type: "boolean"}, "message": message,
 		}),
 		"health": object(map[string]apiextensionsv1.JSONSchemaProps{
 			"condition": {Type: "string", MaxLength: ptr.To[int64](MaxInstanceConditionLength)},
