@@ -8,8 +8,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -135,7 +135,7 @@ func (s *Source) writeStatus(ctx context.Context, pc *fgv1alpha1.PullCluster) er
 	st.Graphs = int32(len(s.assignments(ctx, pc.Name)))
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 		Type: fgv1alpha1.PullClusterRegistered, Status: metav1.ConditionTrue, Reason: "Registered",
-		Message: fmt.Sprintf("namespace %s, ServiceAccount %s bound to ClusterRole %s there", ns, fgv1alpha1.PullAgentName, fgv1alpha1.PullAgentClusterRole),
+		Message:            fmt.Sprintf("namespace %s, ServiceAccount %s bound to ClusterRole %s there", ns, fgv1alpha1.PullAgentName, fgv1alpha1.PullAgentClusterRole),
 		ObservedGeneration: pc.Generation,
 	})
 	a, age := s.beats.judge(pc.Name, time.Now())

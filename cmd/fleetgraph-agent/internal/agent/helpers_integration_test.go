@@ -278,4 +278,3 @@ func clusterOf(st sdk.GraphStatus, name string) (sdk.ClusterStatus, bool) {
 	}
 	return sdk.ClusterStatus{}, false
 }
-
