@@ -392,18 +392,11 @@ func (pp *pullPlan) graph(name string) *graphPlan {
 		if v.Graph == nil || v.Removal != "" {
 			gp.latest, gp.latestG = gp.reg.revision, gp.reg.graph
 		}
-		gp.loaded = h.planner.Ready(doneContext()) == nil
+		gp.loaded = h.planner.Loaded()
 		gp.decided, gp.placed = h.planner.DecideEngaged(name, gp.latest)
 	}
 	pp.graphs[name] = gp
 	return gp
-}
-
-// doneContext is a context that has ended: Ready then answers at once.
-func doneContext() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
 }
 
 // Assign implements pull.Plan.

@@ -156,6 +156,9 @@ func New(opts Options) (*Source, error) {
 		opts: opts, scheme: scheme, synced: make(chan struct{}),
 		registered: map[string]bool{}, departing: map[string]time.Time{},
 	}
+	s.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pull"})
 	s.beats.grace = opts.HeartbeatGrace
 	s.plans.fleet = opts.Fleet
 	return s, nil
@@ -191,19 +194,17 @@ func (s *Source) Start(ctx context.Context) error {
 		return fmt.Errorf("pull: a client for the hub: %w", err)
 	}
 	s.client = c
+	defer s.queue.ShutDown()
+	go func() {
+		<-ctx.Done()
+		s.queue.ShutDown()
+	}()
 	if err := s.install(ctx); err != nil { // register.go
 		return err
 	}
 	if err := s.startCache(ctx); err != nil {
 		return err
 	}
-	s.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pull"})
-	go func() {
-		<-ctx.Done()
-		s.queue.ShutDown()
-	}()
 	close(s.synced)
 	var wg sync.WaitGroup
 	wg.Go(func() { s.beats.probe(ctx, s.opts.Config, s.opts.Logger, s.heartbeatChanged) })
@@ -353,9 +354,6 @@ func objectOf(obj any) (client.Object, bool) {
 // rollout moved).
 func (s *Source) Poke() {
 	s.plans.invalidate()
-	if s.queue == nil {
-		return
-	}
 	for _, name := range s.clusterNames() {
 		s.queue.Add(name)
 	}
