@@ -4,10 +4,13 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -277,4 +280,39 @@ func clusterOf(st sdk.GraphStatus, name string) (sdk.ClusterStatus, bool) {
 		}
 	}
 	return sdk.ClusterStatus{}, false
+}
+
+// cliStatus runs `fleetgraph status <graph> -o json` against the hub, the
+// binary built from this module.
+func cliStatus(t testing.TB, hubCluster *fgtesting.Cluster, graphName string) *cliFleet {
+	t.Helper()
+	dir := t.TempDir()
+	bin, kubeconfig := filepath.Join(dir, "fleetgraph"), filepath.Join(dir, "hub.kubeconfig")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/fleetgraph/fleetgraph/cmd/fleetgraph").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NoError(t, os.WriteFile(kubeconfig, hubCluster.Kubeconfig, 0o600))
+	f := &cliFleet{}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		out, err := exec.Command(bin, "--kubeconfig", kubeconfig, "status", graphName, "-o", "json").Output()
+		require.NoError(ct, err)
+		require.NoError(ct, json.Unmarshal(out, f))
+	}, wait, tick)
+	return f
+}
+
+// cliFleet is the part of `fleetgraph status -o json` the tests read.
+type cliFleet struct {
+	Graphs []struct {
+		Name           string `json:"name"`
+		ClusterCount   int32  `json:"clusterCount"`
+		Established    int32  `json:"established"`
+		Instances      int64  `json:"instances"`
+		ReadyInstances int64  `json:"readyInstances"`
+		Clusters       []struct {
+			Name      string `json:"name"`
+			CRD       string `json:"crd"`
+			Served    int64  `json:"servedRevision"`
+			Instances int64  `json:"instances"`
+		} `json:"clusters"`
+	} `json:"graphs"`
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
@@ -28,10 +29,12 @@ func TestPullClusterServesAGraphThroughItsAgent(t *testing.T) {
 	hubCfg, refused := refusing(fleet.Hub.Config, pulled)
 	provider := fgtesting.NewProvider()
 	require.NoError(t, provider.AddConfig(ctx, pushed.Name, pushed.Config))
-	h, _ := startHub(t, hubCfg, provider, sdk.Options{DisableRGDController: true})
+	h, _ := startHub(t, hubCfg, provider, sdk.Options{InstallRGDCRD: true})
+	hub := newClient(t, fleet.Hub.Config)
 
 	startAgent(t, "edge-1", join(t, fleet.Hub, "edge-1", map[string]string{"site": "edge"}), pulled)
-	require.NoError(t, h.RegisterGraph(ctx, beaconRGD(t, "beacon", "Beacon", "1")))
+	rgd := beaconRGD(t, "beacon", "Beacon", "1")
+	require.NoError(t, hub.Create(ctx, rgd))
 	gvk := gvkOf("Beacon")
 
 	createWhenServed(t, pulled.Config, instance(gvk, "lamp", "green"))
@@ -55,10 +58,23 @@ func TestPullClusterServesAGraphThroughItsAgent(t *testing.T) {
 		require.True(ct, ok)
 		assert.Equal(ct, 1, other.ReadyInstances)
 	}, wait, tick, "the hub shows what the agent reports")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		got := &v1alpha1.ResourceGraphDefinition{}
+		require.NoError(ct, hub.Get(ctx, client.ObjectKeyFromObject(rgd), got))
+		require.NotNil(ct, got.Status.Fleet)
+		assert.Equal(ct, int32(2), got.Status.Fleet.Clusters)
+		assert.Equal(ct, int32(2), got.Status.Fleet.Established)
+		assert.Equal(ct, int64(2), got.Status.Fleet.ReadyInstances)
+	}, wait, tick, "the RGD's status counts the pull cluster")
+	f := cliStatus(t, fleet.Hub, "beacon")
+	require.Len(t, f.Graphs, 1)
+	assert.Equal(t, int32(2), f.Graphs[0].ClusterCount, "fleetgraph status counts the pull cluster: %+v", f.Graphs[0])
+	assert.Equal(t, int64(2), f.Graphs[0].ReadyInstances)
 
 	// A new revision reaches the pull cluster through its assignment.
-	require.NoError(t, h.RegisterGraph(ctx, beaconRGD(t, "beacon", "Beacon", "2")))
-	hub := newClient(t, fleet.Hub.Config)
+	require.NoError(t, hub.Get(ctx, client.ObjectKeyFromObject(rgd), rgd))
+	rgd.Spec = beaconRGD(t, "beacon", "Beacon", "2").Spec
+	require.NoError(t, hub.Update(ctx, rgd))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		data, err := configMap(newClient(t, pulled.Config), "lamp-beacon")
 		require.NoError(ct, err)
