@@ -17,7 +17,7 @@ import (
 // assignments are the cluster's GraphAssignments, from the cache.
 func (s *Source) assignments(ctx context.Context, cluster string) []fgv1alpha1.GraphAssignment {
 	list := &fgv1alpha1.GraphAssignmentList{}
-	if err := s.cache.List(ctx, list, client.InNamespace(fgv1alpha1.PullNamespace(cluster))); err != nil {
+	if err := s.reader().List(ctx, list, client.InNamespace(fgv1alpha1.PullNamespace(cluster))); err != nil {
 		return nil
 	}
 	return list.Items
@@ -26,7 +26,7 @@ func (s *Source) assignments(ctx context.Context, cluster string) []fgv1alpha1.G
 // reports are the cluster's GraphReports by graph, from the cache.
 func (s *Source) reports(ctx context.Context, cluster string) map[string]*fgv1alpha1.GraphReport {
 	list := &fgv1alpha1.GraphReportList{}
-	if err := s.cache.List(ctx, list, client.InNamespace(fgv1alpha1.PullNamespace(cluster))); err != nil {
+	if err := s.reader().List(ctx, list, client.InNamespace(fgv1alpha1.PullNamespace(cluster))); err != nil {
 		return nil
 	}
 	out := make(map[string]*fgv1alpha1.GraphReport, len(list.Items))

@@ -42,7 +42,9 @@ type heartbeats struct {
 	// contactSince is when the hub's current uninterrupted contact with
 	// its API server began; zero while it has none.
 	contactSince time.Time
-	byCluster    map[string]*beat
+	// lostSince is when the contact was lost; zero while there is one.
+	lostSince time.Time
+	byCluster map[string]*beat
 }
 
 type beat struct {
@@ -153,8 +155,10 @@ func (h *heartbeats) clusters() []string {
 
 // probe checks every contactProbe that the hub's API server answers, and
 // tells changed of every cluster (each judgement may flip with time)
-// until ctx ends.
-func (h *heartbeats) probe(ctx context.Context, cfg *rest.Config, log logr.Logger, changed func(cluster string)) {
+// until ctx ends. When the server answers again after it did not for
+// longer than refreshAfter, it calls regained (in a goroutine of its own,
+// one at a time).
+func (h *heartbeats) probe(ctx context.Context, cfg *rest.Config, log logr.Logger, changed func(cluster string), regained func()) {
 	cs, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
 	if err != nil {
 		log.Error(err, "no client to probe the hub's API server: agents are never judged unavailable")
@@ -162,11 +166,17 @@ func (h *heartbeats) probe(ctx context.Context, cfg *rest.Config, log logr.Logge
 	}
 	t := time.NewTicker(contactProbe)
 	defer t.Stop()
+	var refreshing sync.Mutex
 	for {
 		pctx, cancel := context.WithTimeout(ctx, contactProbeTimeout)
 		err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(pctx).Error()
 		cancel()
-		h.contact(err == nil, time.Now())
+		if h.contact(err == nil, time.Now()) && refreshing.TryLock() {
+			go func() {
+				defer refreshing.Unlock()
+				regained()
+			}()
+		}
 		for _, name := range h.clusters() {
 			changed(name)
 		}
@@ -178,16 +188,26 @@ func (h *heartbeats) probe(ctx context.Context, cfg *rest.Config, log logr.Logge
 	}
 }
 
-// contact records whether the hub's API server answered at now.
-func (h *heartbeats) contact(ok bool, now time.Time) {
+// refreshAfter is how long the hub's API server must have been out of
+// reach for the Source to read it again into a new cache once it answers.
+const refreshAfter = 10 * time.Second
+
+// contact records whether the hub's API server answered at now, and
+// reports whether it answers again after it did not for longer than
+// refreshAfter.
+func (h *heartbeats) contact(ok bool, now time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
+	case !ok && h.lostSince.IsZero():
+		h.contactSince, h.lostSince = time.Time{}, now
 	case !ok:
-		h.contactSince = time.Time{}
 	case h.contactSince.IsZero():
-		h.contactSince = now
+		long := !h.lostSince.IsZero() && now.Sub(h.lostSince) > refreshAfter
+		h.contactSince, h.lostSince = now, time.Time{}
+		return long
 	}
+	return false
 }
 
 // describe says what the judgement means, for status messages.

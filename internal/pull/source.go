@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -13,14 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -125,8 +122,8 @@ type Source struct {
 	opts   Options
 	scheme *runtime.Scheme
 
-	cache  cache.Cache
-	client client.Client // live, for writes
+	caches atomic.Pointer[hubCache] // cache.go
+	client client.Client            // live, for writes
 	queue  workqueue.TypedRateLimitingInterface[string]
 	beats  heartbeats // heartbeat.go
 	plans  planCache
@@ -202,58 +199,21 @@ func (s *Source) Start(ctx context.Context) error {
 	if err := s.install(ctx); err != nil { // register.go
 		return err
 	}
-	if err := s.startCache(ctx); err != nil {
+	hc, err := s.newCache(ctx) // cache.go
+	if err != nil {
 		return err
 	}
+	s.caches.Store(hc)
 	close(s.synced)
 	var wg sync.WaitGroup
-	wg.Go(func() { s.beats.probe(ctx, s.opts.Config, s.opts.Logger, s.heartbeatChanged) })
+	wg.Go(func() {
+		s.beats.probe(ctx, s.opts.Config, s.opts.Logger, s.heartbeatChanged, func() { s.refresh(ctx) })
+	})
 	wg.Go(func() { s.resync(ctx) })
 	for range s.opts.Workers {
 		wg.Go(func() { s.work(ctx) })
 	}
 	wg.Wait()
-	return nil
-}
-
-// startCache starts the cache of the pull objects: every PullCluster, the
-// GraphAssignments the hub wrote, every GraphReport, and the agents'
-// Leases (by name), each handled by an event handler of its own.
-func (s *Source) startCache(ctx context.Context) error {
-	ours, err := labels.NewRequirement(fgv1alpha1.LabelPullCluster, selection.Exists, nil)
-	if err != nil {
-		return fmt.Errorf("pull: %w", err)
-	}
-	ca, err := cache.New(s.opts.Config, cache.Options{
-		Scheme: s.scheme,
-		ByObject: map[client.Object]cache.ByObject{
-			&fgv1alpha1.GraphAssignment{}: {Label: labels.NewSelector().Add(*ours)},
-			&coordinationv1.Lease{}:       {Field: fields.OneTermEqualSelector("metadata.name", fgv1alpha1.PullAgentName)},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("pull: a cache of the hub: %w", err)
-	}
-	s.cache = ca
-	handlers := map[client.Object]toolscache.ResourceEventHandler{
-		&fgv1alpha1.PullCluster{}:     s.onObject(s.clusterOf),
-		&fgv1alpha1.GraphAssignment{}: s.onObject(s.namespaceCluster),
-		&fgv1alpha1.GraphReport{}:     s.onReport(),
-		&coordinationv1.Lease{}:       s.onLease(),
-	}
-	for obj, h := range handlers {
-		inf, err := ca.GetInformer(ctx, obj)
-		if err != nil {
-			return fmt.Errorf("pull: watching %T: %w", obj, err)
-		}
-		if _, err := inf.AddEventHandler(h); err != nil {
-			return fmt.Errorf("pull: handling %T: %w", obj, err)
-		}
-	}
-	go func() { _ = ca.Start(ctx) }()
-	if !ca.WaitForCacheSync(ctx) {
-		return fmt.Errorf("pull: the hub's pull objects were not read: %w", context.Cause(ctx))
-	}
 	return nil
 }
 
@@ -400,7 +360,7 @@ func (s *Source) work(ctx context.Context) {
 // its PullCluster is being deleted, cleaned up after.
 func (s *Source) reconcile(ctx context.Context, name string) error {
 	pc := &fgv1alpha1.PullCluster{}
-	if err := s.cache.Get(ctx, client.ObjectKey{Name: name}, pc); err != nil {
+	if err := s.reader().Get(ctx, client.ObjectKey{Name: name}, pc); err != nil {
 		s.forget(name)
 		return client.IgnoreNotFound(err)
 	}

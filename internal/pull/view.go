@@ -33,7 +33,7 @@ func (s *Source) pullClusters() []fgv1alpha1.PullCluster {
 		return nil
 	}
 	list := &fgv1alpha1.PullClusterList{}
-	if err := s.cache.List(context.Background(), list); err != nil {
+	if err := s.reader().List(context.Background(), list); err != nil {
 		return nil
 	}
 	return list.Items
@@ -69,7 +69,7 @@ func (s *Source) Labels(cluster string) (map[string]string, bool) {
 		return nil, false
 	}
 	pc := &fgv1alpha1.PullCluster{}
-	if err := s.cache.Get(context.Background(), client.ObjectKey{Name: cluster}, pc); err != nil {
+	if err := s.reader().Get(context.Background(), client.ObjectKey{Name: cluster}, pc); err != nil {
 		return nil, false
 	}
 	return pc.Labels, true
@@ -112,11 +112,11 @@ func (s *Source) Views(graph string) map[string]View {
 		v := View{Cluster: c.Name, Grace: s.graceOf(c.Name)}
 		ns := fgv1alpha1.PullNamespace(c.Name)
 		a := &fgv1alpha1.GraphAssignment{}
-		if err := s.cache.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: graph}, a); err == nil {
+		if err := s.reader().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: graph}, a); err == nil {
 			v.Assignment = a
 		}
 		r := &fgv1alpha1.GraphReport{}
-		if err := s.cache.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: graph}, r); err == nil {
+		if err := s.reader().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: graph}, r); err == nil {
 			v.Report = &r.Status
 		}
 		if v.Assignment == nil && v.Report == nil {

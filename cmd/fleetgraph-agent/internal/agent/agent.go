@@ -4,17 +4,18 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -41,7 +42,9 @@ type Agent struct {
 	token    *tokens     // token.go
 
 	hubClient client.Client // live, each request bounded
-	hubCache  cache.Cache   // the cluster's GraphAssignments
+	hubScheme *runtime.Scheme
+	hubCaches atomic.Pointer[hubCache] // hubcache.go: the cluster's GraphAssignments
+	contact   hubContact
 	wake      chan struct{}
 
 	mu     sync.Mutex
@@ -97,17 +100,10 @@ func New(opts Options) (*Agent, error) {
 	}
 	hubCfg := a.token.config()
 	hubCfg.Timeout = opts.HubRequestTimeout
-	if a.hubClient, err = client.New(hubCfg, client.Options{Scheme: hubScheme}); err != nil {
+	if a.hubClient, err = client.New(hubCfg, client.Options{Scheme: hubScheme, Mapper: hubMapper()}); err != nil {
 		return nil, fmt.Errorf("agent: a client for the hub: %w", err)
 	}
-	watchCfg := a.token.config() // a watch must outlive any request timeout
-	a.hubCache, err = cache.New(watchCfg, cache.Options{
-		Scheme:            hubScheme,
-		DefaultNamespaces: map[string]cache.Config{opts.namespace(): {}},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("agent: a cache of the hub: %w", err)
-	}
+	a.hubScheme = hubScheme
 	if err := a.setupLocal(); err != nil {
 		return nil, err
 	}
@@ -188,24 +184,35 @@ func (a *Agent) serve(ctx context.Context) error {
 	if err := a.restore(ctx); err != nil { // assignments.go
 		return err
 	}
-	inf, err := a.hubCache.GetInformer(ctx, &fgv1alpha1.GraphAssignment{}, cache.BlockUntilSynced(false))
+	hc, err := a.newHubCache(ctx) // hubcache.go
 	if err != nil {
-		return fmt.Errorf("agent: watching the assignments: %w", err)
+		return err
 	}
-	poke := func(any) { a.poke() }
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke,
-	}); err != nil {
-		return fmt.Errorf("agent: %w", err)
-	}
+	a.hubCaches.Store(hc)
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = a.hubCache.Start(ctx) })
-	wg.Go(func() { a.follow(ctx, inf) }) // assignments.go
-	wg.Go(func() { a.report(ctx) })      // report.go
-	wg.Go(func() { a.heartbeat(ctx) })   // report.go
+	wg.Go(func() { a.follow(ctx) })    // assignments.go
+	wg.Go(func() { a.report(ctx) })    // report.go
+	wg.Go(func() { a.heartbeat(ctx) }) // report.go
 	wg.Go(func() { a.token.rotate(ctx, a.hubClient, local) })
 	wg.Wait()
 	return nil
+}
+
+// hubMapper maps the kinds the agent uses on the hub without asking the
+// hub's discovery: an agent that starts while the hub is away must not
+// wait for it.
+func hubMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	for _, gvk := range []schema.GroupVersionKind{
+		fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphAssignmentKind),
+		fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphReportKind),
+		coordinationv1.SchemeGroupVersion.WithKind("Lease"),
+		corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
+	} {
+		m.Add(gvk, meta.RESTScopeNamespace)
+		m.Add(gvk.GroupVersion().WithKind(gvk.Kind+"List"), meta.RESTScopeNamespace)
+	}
+	return m
 }
 
 // poke makes follow read the assignments at once.

@@ -56,11 +56,11 @@ func (a *Agent) loadState(ctx context.Context) ([]stateRecord, error) {
 // them, at each change and every SyncInterval, once the cache has read
 // them from the hub: before that (the hub does not answer), the agent
 // serves what it kept.
-func (a *Agent) follow(ctx context.Context, inf interface{ HasSynced() bool }) {
+func (a *Agent) follow(ctx context.Context) {
 	t := time.NewTicker(a.opts.SyncInterval)
 	defer t.Stop()
 	for {
-		if inf.HasSynced() {
+		if a.hubCaches.Load().informer.HasSynced() {
 			a.sync(ctx)
 		}
 		select {
@@ -76,7 +76,7 @@ func (a *Agent) follow(ctx context.Context, inf interface{ HasSynced() bool }) {
 // the graphs it no longer has.
 func (a *Agent) sync(ctx context.Context) {
 	list := &fgv1alpha1.GraphAssignmentList{}
-	if err := a.hubCache.List(ctx, list, client.InNamespace(a.opts.namespace())); err != nil {
+	if err := a.hubCaches.Load().List(ctx, list, client.InNamespace(a.opts.namespace())); err != nil {
 		a.opts.Logger.Info("reading the assignments from the cache", "reason", err.Error())
 		return
 	}

@@ -62,7 +62,9 @@ func (a *Agent) report(ctx context.Context) {
 			if s.reported != nil && equality.Semantic.DeepEqual(*s.reported, st) {
 				continue
 			}
-			if err := a.writeReport(ctx, name, st); err != nil {
+			err := a.writeReport(ctx, name, st)
+			a.hubAnswered(ctx, err == nil) // hubcache.go
+			if err != nil {
 				a.opts.Logger.V(1).Info("report not written; retrying", "graph", name, "reason", err.Error())
 				return
 			}
@@ -182,6 +184,7 @@ func (a *Agent) heartbeat(ctx context.Context) {
 		if err == nil {
 			err = a.hubClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(a.opts.FieldManager), client.ForceOwnership)
 		}
+		a.hubAnswered(ctx, err == nil) // hubcache.go
 		if err != nil {
 			a.opts.Logger.V(1).Info("heartbeat not renewed; retrying", "reason", err.Error())
 		}
