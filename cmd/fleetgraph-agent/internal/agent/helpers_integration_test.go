@@ -57,6 +57,17 @@ func TestMain(m *testing.M) {
 // instance's color, the cluster's name and the graph's version.
 func beaconRGD(t testing.TB, name, kind, version string) *v1alpha1.ResourceGraphDefinition {
 	t.Helper()
+	return beaconRGDReadyWhen(t, name, kind, version, "")
+}
+
+// beaconRGDReadyWhen is beaconRGD whose ConfigMap is ready only when
+// readyWhen (a CEL expression over config) holds.
+func beaconRGDReadyWhen(t testing.TB, name, kind, version, readyWhen string) *v1alpha1.ResourceGraphDefinition {
+	t.Helper()
+	ready := ""
+	if readyWhen != "" {
+		ready = fmt.Sprintf("\n    readyWhen:\n    - ${%s}", readyWhen)
+	}
 	rgd := &v1alpha1.ResourceGraphDefinition{}
 	require.NoError(t, yaml.UnmarshalStrict([]byte(fmt.Sprintf(`
 apiVersion: kro.run/v1alpha1
@@ -70,7 +81,7 @@ spec:
     spec:
       color: string | default="red"
   resources:
-  - id: config
+  - id: config%s
     template:
       apiVersion: v1
       kind: ConfigMap
@@ -80,7 +91,7 @@ spec:
         color: ${schema.spec.color}
         cluster: ${cluster.name}
         version: %q
-`, name, kind, version)), rgd))
+`, name, kind, ready, version)), rgd))
 	return rgd
 }
 
@@ -315,4 +326,16 @@ type cliFleet struct {
 			Instances int64  `json:"instances"`
 		} `json:"clusters"`
 	} `json:"graphs"`
+}
+
+// labelledProvider labels the pushed spokes of a test provider.
+type labelledProvider struct {
+	*fgtesting.Provider
+	labels map[string]map[string]string
+}
+
+var _ sdk.ClusterLabeler = &labelledProvider{}
+
+func (p *labelledProvider) Labels(name multicluster.ClusterName) map[string]string {
+	return p.labels[string(name)]
 }
