@@ -31,6 +31,9 @@ const (
 	// DefaultTokenTTL is the life of each token the agent requests for
 	// itself.
 	DefaultTokenTTL = 24 * time.Hour
+	// DefaultTokenRotation is the fraction of a token's life after which
+	// the agent replaces it.
+	DefaultTokenRotation = 0.8
 	// DefaultFieldManager writes the agent's objects on the hub and its
 	// state in its own cluster (the spoke runtime writes with its own).
 	DefaultFieldManager = "fleetgraph-agent"
@@ -53,10 +56,14 @@ type Options struct {
 	// the newest. Defaults to none: tokens are rotated in memory only.
 	Credential types.NamespacedName
 	// TokenTTL is the life of each token the agent requests for itself;
-	// it rotates at 80% of a token's life (of the first one too, read
-	// from the token when it is a JWT). Negative turns rotation off.
+	// it rotates at TokenRotation of a token's life (of the first one
+	// too, read from the token when it is a JWT; a token whose life it
+	// cannot read is replaced at once). Negative turns rotation off.
 	// Defaults to DefaultTokenTTL.
 	TokenTTL time.Duration
+	// TokenRotation is how far into a token's life the agent replaces
+	// it, as a fraction of that life. Defaults to DefaultTokenRotation.
+	TokenRotation float64
 	// StateNamespace is where, in its own cluster, the agent keeps its
 	// assignments (one ConfigMap per graph). Created if missing. Defaults
 	// to DefaultStateNamespace.
@@ -95,6 +102,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.TokenTTL == 0 {
 		o.TokenTTL = DefaultTokenTTL
+	}
+	if o.TokenRotation <= 0 || o.TokenRotation >= 1 {
+		o.TokenRotation = DefaultTokenRotation
 	}
 	if o.StateNamespace == "" {
 		o.StateNamespace = DefaultStateNamespace

@@ -22,9 +22,9 @@ import (
 
 // An agent's credential on the hub is a bound token of its cluster's
 // ServiceAccount. The first one (the platform's bootstrap token, short
-// lived) is exchanged at once for one of TokenTTL, requested by the agent
-// for itself (its role allows that and nothing else allows it), and each
-// token is replaced at 80% of its life. With Credential set, each new
+// lived) is exchanged for one of TokenTTL, requested by the agent for
+// itself (its role allows that and nothing else allows it), and each
+// token is replaced at TokenRotation (80%) of its life. With Credential set, each new
 // token is written into the agent's kubeconfig Secret, so that a restart
 // starts from the newest.
 
@@ -75,7 +75,7 @@ func (t *tokens) due() time.Time {
 	if t.issued.IsZero() || t.expires.IsZero() {
 		return time.Time{} // unknown: at once
 	}
-	return t.issued.Add(t.expires.Sub(t.issued) * 8 / 10)
+	return t.issued.Add(time.Duration(float64(t.expires.Sub(t.issued)) * t.opts.TokenRotation))
 }
 
 // rotate replaces the token when it is due, until ctx ends.
