@@ -236,7 +236,7 @@ func (p *pullClusters) observe(graphName string, out map[string]rollout.Observat
 		return
 	}
 	for name, v := range p.src.Views(graphName) {
-		if v.Assignment != nil && v.Assignment.Spec.Removal == fgv1alpha1.RemovalRelease {
+		if v.Assignment == nil || v.Assignment.Spec.Removal == fgv1alpha1.RemovalRelease {
 			continue
 		}
 		o := rollout.Observation{}

@@ -45,8 +45,30 @@ func (s *Source) assign(ctx context.Context, pc *fgv1alpha1.PullCluster) error {
 	for i := range items {
 		have[items[i].Name] = &items[i]
 	}
-	want := s.plans.get(ctx).Assign(Cluster{Name: pc.Name, Labels: pc.Labels}, have, s.reports(ctx, pc.Name))
-	return s.write(ctx, pc.Name, have, want)
+	reports := s.reports(ctx, pc.Name)
+	want := s.plans.get(ctx).Assign(Cluster{Name: pc.Name, Labels: pc.Labels}, have, reports)
+	if err := s.write(ctx, pc.Name, have, want); err != nil {
+		return err
+	}
+	return s.collectReports(ctx, have, want, reports)
+}
+
+// collectReports deletes the reports of graphs that had no assignment
+// before this pass and have none after it: the agent forgot them (a report
+// written while it did is collected at the next pass).
+func (s *Source) collectReports(ctx context.Context, have map[string]*fgv1alpha1.GraphAssignment, want map[string]fgv1alpha1.GraphAssignmentSpec, reports map[string]*fgv1alpha1.GraphReport) error {
+	for name, r := range reports {
+		if _, ok := have[name]; ok {
+			continue
+		}
+		if _, ok := want[name]; ok {
+			continue
+		}
+		if err := s.client.Delete(ctx, r, client.Preconditions{UID: &r.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the report of graph %s, which has no assignment: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // write makes the cluster's assignments want.

@@ -53,7 +53,7 @@
 //
 // The ClusterRole grants, and the RoleBinding confines to the cluster's
 // namespace: get, list and watch GraphAssignments; get, list, watch,
-// create, update, patch and delete GraphReports; get, create, update and patch
+// create, update and patch GraphReports; get, create, update and patch
 // Leases; create serviceaccounts/token for the agent's own
 // ServiceAccount. An agent can therefore neither read another cluster's
 // assignments nor write its reports or heartbeat: the API server's RBAC

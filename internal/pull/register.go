@@ -32,7 +32,7 @@ func AgentClusterRole() *rbacv1.ClusterRole {
 		},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{fgv1alpha1.GroupVersion.Group}, Resources: []string{"graphassignments"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{fgv1alpha1.GroupVersion.Group}, Resources: []string{"graphreports"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+			{APIGroups: []string{fgv1alpha1.GroupVersion.Group}, Resources: []string{"graphreports"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
 			{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 			{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, ResourceNames: []string{fgv1alpha1.PullAgentName}, Verbs: []string{"get", "update", "patch"}},
 			{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{fgv1alpha1.PullAgentName}, Verbs: []string{"create"}},

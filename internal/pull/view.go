@@ -142,7 +142,7 @@ func (s *Source) View(graph, cluster string) (View, bool) {
 }
 
 // Status returns the named graph's state on the pull clusters, sorted by
-// name: every cluster that has an assignment or a report of it, and every
+// name: every cluster that has an assignment of it, and every
 // cluster of waiting (placed there, by name, with why the revision the
 // hub offers waits; "" when nothing holds it) that has neither yet.
 // Clusters whose assignment is a Release (leaving the graph) are left
@@ -151,13 +151,13 @@ func (s *Source) Status(graph string, waiting map[string]string) []hub.ClusterSt
 	views := s.Views(graph)
 	out := make([]hub.ClusterStatus, 0, len(views)+len(waiting))
 	for _, v := range views {
-		if v.Assignment != nil && v.Assignment.Spec.Removal == fgv1alpha1.RemovalRelease {
-			continue
+		if v.Assignment == nil || v.Assignment.Spec.Removal == fgv1alpha1.RemovalRelease {
+			continue // a report alone is about an assignment that went
 		}
 		out = append(out, StatusOf(v))
 	}
 	for name, why := range waiting {
-		if _, ok := views[name]; ok || !s.Is(name) {
+		if v, ok := views[name]; (ok && v.Assignment != nil) || !s.Is(name) {
 			continue
 		}
 		msg := "not assigned yet"
@@ -183,7 +183,9 @@ func StatusOf(v View) hub.ClusterStatus {
 	if r := v.Report; r != nil {
 		if v.Assignment == nil || r.AssignedRevision == v.Assignment.Spec.Revision {
 			cs.CRD, cs.Message, cs.Generation = hub.CRDState(r.CRD.State), r.CRD.Message, r.CRD.Generation
-			cs.Since = r.CRD.Since.Time
+			if r.CRD.Since != nil {
+				cs.Since = r.CRD.Since.Time
+			}
 		}
 		if r.Served != nil {
 			cs.Serving, cs.ServedGeneration = true, r.Served.Generation

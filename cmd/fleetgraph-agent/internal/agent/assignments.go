@@ -178,15 +178,9 @@ func (a *Agent) act(ctx context.Context, rec stateRecord) {
 
 // forget stops serving a graph the hub no longer assigns (its removal is
 // done there, or its instances were released), leaves its instances as
-// they are, deletes the agent's report of it on the hub and its record.
+// they are, and deletes its record. The hub deletes the report.
 func (a *Agent) forget(ctx context.Context, name string) {
 	a.rt.Stop(name)
-	rep := &fgv1alpha1.GraphReport{}
-	rep.Namespace, rep.Name = a.opts.namespace(), name
-	if err := client.IgnoreNotFound(a.hubClient.Delete(ctx, rep)); err != nil {
-		a.opts.Logger.Info("deleting the report of a graph no longer assigned; retrying", "graph", name, "reason", err.Error())
-		return
-	}
 	if err := a.state.delete(ctx, name); err != nil {
 		a.opts.Logger.Info("forgetting a graph no longer assigned; retrying", "graph", name, "reason", err.Error())
 		return

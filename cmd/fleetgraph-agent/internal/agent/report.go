@@ -117,7 +117,8 @@ func (a *Agent) crdState(s servedView) fgv1alpha1.ReportedCRD {
 		}
 		out.State, out.Message = string(c.CRD), bounded(c.Message)
 		if !c.Since.IsZero() {
-			out.Since = metav1.NewTime(c.Since.Truncate(time.Second))
+			since := metav1.NewTime(c.Since.Truncate(time.Second))
+			out.Since = &since
 		}
 	}
 	if out.State == string(hub.CRDPending) && s.spec.Removal != "" {

@@ -258,7 +258,7 @@ type ReportedCRD struct {
 	Revision   int64 `json:"revision,omitempty"`
 	Generation int64 `json:"generation,omitempty"`
 	// Since is when State last changed.
-	Since metav1.Time `json:"since,omitempty"`
+	Since *metav1.Time `json:"since,omitempty"`
 }
 
 // ReportedRevision is a version of a graph serving a pull cluster.
