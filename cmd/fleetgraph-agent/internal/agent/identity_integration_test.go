@@ -60,7 +60,7 @@ func TestAgentIdentity(t *testing.T) {
 		require.NoError(t, asA.Create(ctx, lease(own)))
 
 		forbidden := map[string]error{
-			"read another's assignment": asA.Get(ctx, client.ObjectKey{Namespace: other, Name: "secret-graph"}, &fgv1alpha1.GraphAssignment{}),
+			"read another's assignment":  asA.Get(ctx, client.ObjectKey{Namespace: other, Name: "secret-graph"}, &fgv1alpha1.GraphAssignment{}),
 			"list another's assignments": asA.List(ctx, &fgv1alpha1.GraphAssignmentList{}, client.InNamespace(other)),
 			"list every assignment":      asA.List(ctx, &fgv1alpha1.GraphAssignmentList{}),
 			"write another's report":     asA.Create(ctx, report(other)),
