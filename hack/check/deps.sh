@@ -6,7 +6,10 @@
 #   - internal/cacheopts imports no other package of this module;
 #   - the public spoke package imports neither sdk nor any hub package;
 #   - the public hub package imports neither sdk nor spoke, nor the
-#     instance runtime, the compiler or CEL (its unit is a CRD).
+#     instance runtime, the compiler or CEL (its unit is a CRD);
+#   - a command (cmd/...) imports public packages only: none of the
+#     module's internal/ packages, though a binary's own code may live in
+#     cmd/<name>/internal/.
 # It reads `go list` only (no build, no test), so it is cheap. Run by
 # `make check`.
 set -euo pipefail
@@ -42,6 +45,14 @@ fi
 if [[ -d hub ]]; then
 	forbid "^$module/(sdk|spoke)$|^$module/(spoke|internal/spoke|sdk/graph)(/|$)|^github.com/google/cel-go/" \
 		"sdk, spoke, the instance runtime, the compiler or CEL" ./hub/
+fi
+
+# Direct imports, not dependencies: a public package may use internal ones.
+hits=$(go list -f '{{$p := .ImportPath}}{{range .Imports}}{{$p}} -> {{.}}{{"\n"}}{{end}}' ./cmd/... | grep -E -- "-> $module/internal/" || true)
+if [[ -n "$hits" ]]; then
+	echo "commands must import public packages only (or their own cmd/<name>/internal/), but:" >&2
+	echo "$hits" | sed 's/^/  /' >&2
+	bad=1
 fi
 
 exit $bad

@@ -195,6 +195,10 @@ func TestCommandsAgainstAHub(t *testing.T) {
 		assert.Contains(t, r.err, "no such ResourceGraphDefinition on the hub: nosuch")
 	})
 
+	t.Run("status draws the fleet matrix as dot and svg", func(t *testing.T) {
+		statusPictures(t) // status_matrix_integration_test.go
+	})
+
 	t.Run("status --watch in a terminal follows a spoke paused and resumed", func(t *testing.T) {
 		watchInATerminal(t)
 	})
@@ -362,7 +366,7 @@ func steerRollout(t *testing.T, hc client.Client) {
 	ctx := context.Background()
 	applyRollout(t, map[string]any{
 		"graph":  "webapp",
-		"waves":  []any{map[string]any{"name": "canary", "clusters": int64(1)}, map[string]any{"name": "rest", "percent": int64(100)}},
+		"waves":  []any{map[string]any{"name": "canary", "clusters": int64(1), "approval": "Required"}, map[string]any{"name": "rest", "percent": int64(100)}},
 		"health": map[string]any{"soakSeconds": int64(3600)},
 	})
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -392,14 +396,10 @@ func steerRollout(t *testing.T, hc client.Client) {
 		assert.False(ct, ro.Spec.Paused)
 		assert.Equal(ct, fgv1alpha1.RolloutProgressing, ro.Status.Phase)
 		assert.Empty(ct, ro.Annotations[fgv1alpha1.AnnotationResume], "a rollout that did not fail gets no resume annotation")
-	}, wait, tick, "resumed, the canary wave soaks")
+		assert.Equal(ct, "canary", ro.Status.AwaitingApproval)
+	}, wait, tick, "resumed, the canary wave awaits approval")
 
-	r = hub(t, "rollout", "approve", "webapp")
-	assert.Equal(t, "graphrollout.fleetgraph.dev/webapp approved wave \"canary\"\n", r.out, r.String())
-	requireApproval(t, fgv1alpha1.RolloutApproval{Revision: 2, Wave: "canary"})
-	r = hub(t, "rollout", "approve", "webapp", "--revision", "2")
-	assert.Equal(t, cli.ExitOK, r.code, r.String())
-	requireApproval(t, fgv1alpha1.RolloutApproval{Revision: 2})
+	approveOnAHub(t)
 
 	r = hub(t, "rollout", "rollback", "webapp", "--to-revision", "7")
 	assert.Equal(t, cli.ExitFailed, r.code)

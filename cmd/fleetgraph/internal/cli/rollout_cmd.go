@@ -50,7 +50,7 @@ hold and release edit spec.holds.`,
 		rolloutAction(g, name, "pause", "Hold the rollout at the wave it reached (spec.paused)", `  fleetgraph rollout pause webapp`, pause),
 		rolloutAction(g, name, "resume", "Go on from where the rollout was paused, or retry its failed wave", `  fleetgraph rollout resume webapp`, resume),
 		newRolloutRollbackCommand(g, name),
-		newRolloutApproveCommand(g, name),
+		newRolloutApproveCommand(g, name), // rollout_approve_cmd.go
 		newRolloutHoldCommand(g, name),    // rollout_hold_cmd.go
 		newRolloutReleaseCommand(g, name), // rollout_hold_cmd.go
 	)
@@ -233,44 +233,6 @@ func revisionExists(ctx context.Context, c client.Client, graph string, rev int6
 		return failed("graph %s has no revision %d (no GraphRevision %s)", graph, rev, fgv1alpha1.RevisionName(graph, rev))
 	}
 	return err
-}
-
-func newRolloutApproveCommand(g *globals, name string) *cobra.Command {
-	var wave string
-	var revision int64
-	cmd := &cobra.Command{
-		Use:   "approve NAME",
-		Short: "Approve a wave or a revision (on hubs with approval gates)",
-		Long: `Set the annotation ` + AnnotationApprove + ` on the GraphRollout to the wave's
-name (--wave, by default the wave in progress) or to a revision number
-(--revision). It takes effect on hubs that support approval gates (waves
-with approval: Required); other hubs keep the annotation and ignore it.`,
-		Example: example(name, `  fleetgraph rollout approve webapp
-  fleetgraph rollout approve webapp --wave production
-  fleetgraph rollout approve webapp --revision 4`),
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeRollouts(g),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runAction(cmd.Context(), g, args[0], func(ctx context.Context, c client.Client, ro *fgv1alpha1.GraphRollout) (string, error) {
-				value, what := wave, "wave "+strconv.Quote(wave)
-				switch {
-				case revision > 0:
-					value, what = strconv.FormatInt(revision, 10), fmt.Sprintf("revision %d", revision)
-				case wave == "":
-					if ro.Status.WaveName == "" {
-						return "", failed("GraphRollout %s has no wave in progress: give --wave or --revision", ro.Name)
-					}
-					value, what = ro.Status.WaveName, "wave "+strconv.Quote(ro.Status.WaveName)
-				}
-				patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationApprove: value}}}
-				return "approved " + what, patchRollout(ctx, c, ro, patch)
-			})
-		},
-	}
-	cmd.Flags().StringVar(&wave, "wave", "", "the wave to approve, by name (default: the wave in progress)")
-	cmd.Flags().Int64Var(&revision, "revision", 0, "the revision to approve")
-	cmd.MarkFlagsMutuallyExclusive("wave", "revision")
-	return cmd
 }
 
 func newRolloutStatusCommand(g *globals, name string) *cobra.Command {

@@ -43,11 +43,17 @@ clusters that are unhealthy or placed by a GraphRollout; the others are
 counted. No hub publishes instances in error per cluster yet: that column
 shows "-".
 
+-o dot and -o svg draw the fleet matrix as a picture (the svg is drawn by the
+command itself; the dot source renders with Graphviz): each cell filled by its
+health, with the revision served and the instances ready and in error, and
+the cluster's message as a tooltip.
+
 --watch redraws in place on a terminal and prints a new frame whenever the
 view changes otherwise. Colours are on for a terminal (--color).`,
 		Example: example(name, `  fleetgraph status
   fleetgraph status webapp -o wide
   fleetgraph status webapp --watch
+  fleetgraph status -o svg > fleet.svg
   fleetgraph status -o json | jq '.graphs[].clusters[] | select(.crd != "Established")'`),
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRGDs(g),
@@ -60,21 +66,24 @@ view changes otherwise. Colours are on for a terminal (--color).`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&o.output, "output", "o", "", "output format: wide, json or yaml (default: tables)")
+	fs.StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml, or the fleet matrix as dot or svg (default: tables)")
 	fs.BoolVarP(&o.watch, "watch", "w", false, "keep watching and show each change")
 	fs.DurationVar(&o.interval, "interval", 2*time.Second, "how often --watch reads the hub")
 	fs.StringVar(&o.color, "color", "auto", "colour the states: auto (on a terminal), always or never")
 	fs.StringVar(&o.recordNS, "record-namespace", "kube-system", "namespace of the hub replicas' status records (the hub's ReplicaNamespace)")
 	fs.DurationVar(&o.recordTTL, "record-ttl", time.Minute, "how long a replica's record counts after its renewal (the hub's ReplicaStatusTTL)")
 	fs.IntVar(&o.maxColumns, "max-columns", 8, "most cluster columns of the fleet matrix; past it only clusters with a problem get one")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("wide", "json", "yaml"))
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("wide", "json", "yaml", "dot", "svg"))
 	_ = cmd.RegisterFlagCompletionFunc("color", fixedCompletion("auto", "always", "never"))
 	return cmd
 }
 
 func (o *statusOptions) run(ctx context.Context, g *globals, graph string) error {
-	if err := checkOutput(o.output, "", "wide", "json", "yaml"); err != nil {
+	if err := checkOutput(o.output, "", "wide", "json", "yaml", "dot", "svg"); err != nil {
 		return err
+	}
+	if o.watch && (o.output == "dot" || o.output == "svg") {
+		return fmt.Errorf("--watch redraws text: -o %s draws one picture", o.output)
 	}
 	color, err := useColor(o.color, g.streams.Out)
 	if err != nil {
@@ -112,6 +121,10 @@ func (o *statusOptions) frame(ctx context.Context, c client.Client, graph string
 		err = writeJSON(&b, f)
 	case o.output == "yaml":
 		err = writeYAML(&b, f)
+	case o.output == "dot": // the fleet matrix as a picture (status/matrix_*.go)
+		err = status.WriteMatrixDOT(&b, f, st)
+	case o.output == "svg":
+		err = status.WriteMatrixSVG(&b, f, st)
 	case graph != "":
 		err = status.WriteGraphs(&b, f, st)
 	default:
@@ -131,6 +144,9 @@ func (o *statusOptions) frame(ctx context.Context, c client.Client, graph string
 // on.
 func watch(ctx context.Context, w io.Writer, interval time.Duration, tty bool, frame func() ([]byte, error)) error {
 	var last []byte
+	if tty {
+		permit(w, clearScreenSequence) // escape.go
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
