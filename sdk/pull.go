@@ -11,6 +11,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/fleetgraph/fleetgraph/internal/hubgraph"
 	"github.com/fleetgraph/fleetgraph/internal/pull"
 	"github.com/fleetgraph/fleetgraph/internal/rollout"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
@@ -253,6 +254,12 @@ func (p *pullClusters) observe(graphName string, out map[string]rollout.Observat
 		}
 		out[name] = o
 	}
+}
+
+// errPullTarget refuses a hub graph's target that names a pull cluster:
+// the hub never connects to one, so it cannot write there.
+var errPullTarget = &hubgraph.UntargetableError{
+	Rule: "a pull cluster, which the hub never connects to: hub graphs may target pushed clusters only",
 }
 
 // errNotReported: a pull cluster's agent has not reported what is asked.

@@ -182,3 +182,7 @@ func tokenTimes(token string) (time.Time, time.Time) {
 }
 
 func ptrInt64(v int64) *int64 { return &v }
+
+// WrappedRoundTripper lets client-go reach the transport below (to cancel
+// a request that timed out).
+func (b *bearer) WrappedRoundTripper() http.RoundTripper { return b.next }
