@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,7 +89,7 @@ func runPullAgents(b *testing.B, n int) {
 	tokens := make(map[string]string, n)
 	var tmu sync.Mutex
 	parallelDo(b, names, 16, func(name string) error {
-		return retry(ctx, 2*wait, func() error {
+		return retry(ctx, simPatience, func() error {
 			tr, err := cs.CoreV1().ServiceAccounts(fgv1alpha1.PullNamespace(name)).CreateToken(ctx, fgv1alpha1.PullAgentName,
 				&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
 			if err != nil {
@@ -102,8 +103,14 @@ func runPullAgents(b *testing.B, n int) {
 	})
 	joined := time.Since(start)
 
-	// The agents start over 10 s, as a fleet's agents would not all start
-	// in one instant.
+	// The agents start over a minute and a half (PULL_RAMP seconds), as a
+	// fleet's agents would not all start in one instant.
+	ramp := 90 * time.Second
+	if v := os.Getenv("PULL_RAMP"); v != "" {
+		secs, err := strconv.Atoi(v)
+		require.NoError(b, err)
+		ramp = time.Duration(secs) * time.Second
+	}
 	counter := &requestCounter{}
 	agents := make([]*simAgent, n)
 	start = time.Now()
@@ -111,7 +118,7 @@ func runPullAgents(b *testing.B, n int) {
 	for i, name := range names {
 		agents[i] = &simAgent{name: name}
 		wg.Go(func() {
-			time.Sleep(time.Duration(i) * 10 * time.Second / time.Duration(n))
+			time.Sleep(time.Duration(i) * ramp / time.Duration(n))
 			if err := agents[i].start(ctx, fleet.Hub, tokens[name], counter); err != nil {
 				b.Errorf("agent %s: %v", name, err)
 			}
@@ -229,16 +236,27 @@ type simAgent struct {
 
 // start exchanges the bootstrap token, starts the watch of the agent's
 // assignments and its heartbeat; it returns once the watch has listed.
+// Everything goes over one connection of the agent's own, as for an agent.
 func (a *simAgent) start(ctx context.Context, hubCluster *fgtesting.Cluster, bootstrap string, counter *requestCounter) error {
 	ns := fgv1alpha1.PullNamespace(a.name)
-	cfg := func(token string) *rest.Config {
-		c := &rest.Config{
-			Host: hubCluster.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: hubCluster.Config.CAData},
-			BearerToken: token, QPS: 5, Burst: 10, Timeout: 10 * time.Second,
-			Dial: (&net.Dialer{}).DialContext, // a connection of its own, as each agent has
-		}
-		c.Wrap(counter.wrap)
-		return c
+	var token atomic.Pointer[string]
+	token.Store(&bootstrap)
+	cfg := &rest.Config{
+		Host: hubCluster.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: hubCluster.Config.CAData},
+		QPS: 5, Burst: 10,
+		Dial: (&net.Dialer{}).DialContext, // a connection of its own, as each agent has
+	}
+	cfg.Wrap(counter.wrap)
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			r := req.Clone(req.Context())
+			r.Header.Set("Authorization", "Bearer "+*token.Load())
+			return next.RoundTrip(r)
+		})
+	})
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
 	}
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{fgv1alpha1.AddToScheme, coordinationv1.AddToScheme, corev1.AddToScheme, authenticationv1.AddToScheme} {
@@ -254,22 +272,16 @@ func (a *simAgent) start(ctx context.Context, hubCluster *fgtesting.Cluster, boo
 	} {
 		mapper.Add(gvk, meta.RESTScopeNamespace)
 	}
-	boot, err := client.New(cfg(bootstrap), client.Options{Scheme: scheme, Mapper: mapper})
-	if err != nil {
+	if a.c, err = client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper, HTTPClient: hc}); err != nil {
 		return err
 	}
 	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(86400))}}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fgv1alpha1.PullAgentName}}
-	if err := retry(ctx, wait, func() error { return boot.SubResource("token").Create(ctx, sa, req) }); err != nil {
+	if err := retry(ctx, simPatience, func() error { return bounded(ctx, func(ctx context.Context) error { return a.c.SubResource("token").Create(ctx, sa, req) }) }); err != nil {
 		return fmt.Errorf("exchanging the bootstrap token: %w", err)
 	}
-	own := cfg(req.Status.Token)
-	if a.c, err = client.New(own, client.Options{Scheme: scheme, Mapper: mapper}); err != nil {
-		return err
-	}
-	watchCfg := cfg(req.Status.Token)
-	watchCfg.Timeout = 0
-	ca, err := cache.New(watchCfg, cache.Options{Scheme: scheme, Mapper: mapper, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	token.Store(&req.Status.Token)
+	ca, err := cache.New(cfg, cache.Options{Scheme: scheme, Mapper: mapper, HTTPClient: hc, DefaultNamespaces: map[string]cache.Config{ns: {}}})
 	if err != nil {
 		return err
 	}
@@ -291,6 +303,16 @@ func (a *simAgent) start(ctx context.Context, hubCluster *fgtesting.Cluster, boo
 		return ctx.Err()
 	}
 	return nil
+}
+
+// simPatience bounds a simulated agent's retries of one step.
+const simPatience = 10 * time.Minute
+
+// bounded runs f with a request timeout, as the agent's requests have.
+func bounded(ctx context.Context, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return f(ctx)
 }
 
 // act reports an assignment twice, as the agent does: the revision acted
@@ -329,8 +351,10 @@ func (a *simAgent) report(ctx context.Context, asg *fgv1alpha1.GraphAssignment, 
 	if err != nil {
 		return err
 	}
-	return retry(ctx, wait, func() error {
-		return a.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("fleetgraph-agent"), client.ForceOwnership)
+	return retry(ctx, simPatience, func() error {
+		return bounded(ctx, func(ctx context.Context) error {
+			return a.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("fleetgraph-agent"), client.ForceOwnership)
+		})
 	})
 }
 
@@ -351,7 +375,9 @@ func (a *simAgent) heartbeat(ctx context.Context, ns string) {
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptrTo(a.name), LeaseDurationSeconds: ptrTo(int32(30)), RenewTime: &now},
 		}
 		if u, err := applyIntent(l); err == nil {
-			_ = a.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("fleetgraph-agent"), client.ForceOwnership)
+			_ = bounded(ctx, func(ctx context.Context) error {
+				return a.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("fleetgraph-agent"), client.ForceOwnership)
+			})
 		}
 		select {
 		case <-ctx.Done():
