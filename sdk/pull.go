@@ -101,6 +101,9 @@ func (p *pullClusters) setup(local manager.Manager) error {
 	if !o.Enable {
 		return nil
 	}
+	if p.h.opts.Replica != "" {
+		return errPullWithReplicas
+	}
 	src, err := pull.New(pull.Options{
 		Config:           local.GetConfig(),
 		Fleet:            p,
@@ -119,6 +122,9 @@ func (p *pullClusters) setup(local manager.Manager) error {
 	}
 	return nil
 }
+
+// errPullWithReplicas: pull clusters are served by one hub process.
+var errPullWithReplicas = errors.New("fleetgraph: pull mode is served by one hub process; it does not run with sharded replicas (Options.Replica)")
 
 // poke makes the pull clusters' assignments be decided again at once.
 func (p *pullClusters) poke() {

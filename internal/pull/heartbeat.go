@@ -93,6 +93,7 @@ func (h *heartbeats) forget(cluster string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.byCluster, cluster)
+	agentAvailable.DeleteLabelValues(cluster)
 }
 
 // judge says whether the cluster's agent is available at now, and how
@@ -140,6 +141,7 @@ func (h *heartbeats) flipped(cluster string) bool {
 		return false
 	}
 	b.told = now
+	recordAvailability(cluster, now)
 	return true
 }
 

@@ -2,6 +2,7 @@ package pull
 
 import (
 	"bytes"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"os"
 	"testing"
 	"time"
@@ -77,4 +78,21 @@ func TestSameSpecComparesAsJSON(t *testing.T) {
 	assert.False(t, SameSpec(a, b))
 	b.Revision, b.Removal = 2, fgv1alpha1.RemovalRelease
 	assert.False(t, SameSpec(a, b))
+}
+
+// The availability series follows what the hub last told, and goes with
+// the cluster.
+func TestAvailabilitySeriesFollowsTheVerdict(t *testing.T) {
+	h := &heartbeats{grace: time.Minute}
+	h.contactSince = time.Now().Add(-time.Hour)
+	h.seen("metrics-edge", time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour))
+	require.True(t, h.flipped("metrics-edge"))
+	assert.Equal(t, 0.0, testutil.ToFloat64(agentAvailable.WithLabelValues("metrics-edge")), "no renewal within the grace: unavailable")
+
+	h.seen("metrics-edge", time.Now(), time.Now())
+	require.True(t, h.flipped("metrics-edge"))
+	assert.Equal(t, 1.0, testutil.ToFloat64(agentAvailable.WithLabelValues("metrics-edge")))
+
+	h.forget("metrics-edge")
+	assert.Zero(t, testutil.CollectAndCount(agentAvailable), "a forgotten cluster has no series")
 }

@@ -329,7 +329,9 @@ func (s *Source) resync(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		for _, name := range s.clusterNames() {
+		names := s.clusterNames()
+		pullClusters.Set(float64(len(names)))
+		for _, name := range names {
 			s.queue.Add(name)
 		}
 	}
