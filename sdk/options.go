@@ -212,6 +212,10 @@ type Options struct {
 	RolloutResync time.Duration
 	// Logger defaults to controller-runtime's log.Log named "fleetgraph".
 	Logger logr.Logger
+	// Pull configures pull mode: clusters served through an agent inside
+	// each, which the hub never connects to (see PullOptions). Defaults to
+	// off.
+	Pull PullOptions
 	// Replica names this Hub among the replicas that share one hub cluster
 	// (see NewShardedCoordinator); use the same ID as ShardingOptions.ID.
 	// Each replica then keeps a record of the clusters it serves (a
