@@ -94,7 +94,7 @@ func measure(b *testing.B) usage {
 
 // startFleetNamespaces starts a hub API server with a namespace per
 // simulated cluster, and returns a client of it and the namespaces.
-func startFleetNamespaces(b *testing.B, n int) (*fgtesting.Fleet, client.Client, []string) {
+func startFleetNamespaces(b testing.TB, n int) (*fgtesting.Fleet, client.Client, []string) {
 	fleet := fgtesting.StartFleet(b, 0, fgtesting.FleetOptions{Cluster: fgtesting.ClusterOptions{
 		APIServerFlags: map[string]string{"max-requests-inflight": "3000", "max-mutating-requests-inflight": "1500"},
 	}})
