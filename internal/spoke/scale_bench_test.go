@@ -11,6 +11,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,7 +91,8 @@ func scaleRound(b *testing.B, g *graph.Graph, n int) {
 	floorKind := installFloorCRD(b, c, g)
 
 	// The spoke's cache is trimmed as the runtime recommends (TrimCache).
-	ctx, rt, stop := serveSingleCluster(b, cfg, g, cacheopts.TrimCache)
+	var requests atomic.Int64
+	ctx, rt, stop := serveSingleCluster(b, counted(cfg, &requests), g, cacheopts.TrimCache)
 	defer stop()
 	before, err := fgtesting.MeasureFootprint()
 	require.NoError(b, err)
@@ -113,7 +115,7 @@ func scaleRound(b *testing.B, g *graph.Graph, n int) {
 	b.ReportMetric(active.Seconds(), "active-s")
 
 	stopProfiles := startProfiles(b, n)
-	cpu0 := serverCPU(b, srv)
+	cpu0, requests0 := serverCPU(b, srv), requests.Load()
 	start = time.Now()
 	parallel(b, n, func(i int) error {
 		return client.IgnoreNotFound(c.Delete(ctx, newInstance(g, "scale", appName(i), nil)))
@@ -121,6 +123,7 @@ func scaleRound(b *testing.B, g *graph.Graph, n int) {
 	waitCounts(b, rt, g, func(cnt spoke.Count) bool { return cnt.Total == 0 })
 	deleted := time.Since(start)
 	cpuDelete := serverCPU(b, srv).Sub(cpu0)
+	deleteRequests := float64(requests.Load()-requests0) / float64(n)
 	stopProfiles()
 	b.ReportMetric(deleted.Seconds(), "delete-s")
 	b.StopTimer()
@@ -133,6 +136,8 @@ func scaleRound(b *testing.B, g *graph.Graph, n int) {
 		n, active.Round(time.Millisecond), perInstance, float64(heap-heap0)/(1<<20), float64(heap0)/(1<<20),
 		float64(rss)/(1<<20), deleted.Round(time.Millisecond), floor.Round(time.Millisecond), deleted.Seconds()/floor.Seconds())
 	fmt.Printf("server CPU deleting: runtime %s; floor %s\n", cpuDelete, cpuFloor)
+	fmt.Printf("requests/instance deleting: the runtime's %.2f and the user's delete (floor 5.00)\n", deleteRequests)
+	b.ReportMetric(deleteRequests+1, "delete-requests/instance")
 }
 
 // serverCPU reads the CPU srv's kube-apiserver and etcd have used.
