@@ -2,11 +2,14 @@ package graph_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -43,6 +46,37 @@ func TestFormattedFieldsAreTypedAsKroTypesThem(t *testing.T) {
 		"a literal number in a bytes field": {resources: "resources:\n- id: s\n  template: {apiVersion: v1, kind: Secret, metadata: {name: s}, data: {k: 3}}", opts: typed,
 			kind: graph.ErrType, want: `resource "s": data.k: the number 3 does not fit a field of type bytes`},
 	})
+}
+
+// kro v0.9.3 and v0.9.4 refuse a string expression in a Secret's data
+// (format: byte: "returns type string but expected bytes"), however it was
+// built, base64.encode included; a string belongs in stringData. The mesh
+// example writes its trust bundle there: it compiles against the real
+// Secret schema, as a hub with the RGD controller resolves it (#35).
+func TestAStringExpressionIntoSecretDataIsRefusedAsKroDoes(t *testing.T) {
+	typed := typedOptions(t)
+	runFailCases(t, map[string]failCase{
+		"base64.encode into data": {resources: "resources:\n- id: s\n  template: {apiVersion: v1, kind: Secret, metadata: {name: s}, data: {k: '${base64.encode(bytes(schema.spec.name))}'}}", opts: typed,
+			kind: graph.ErrType, want: `resource "s": data.k: ${base64.encode(bytes(schema.spec.name))}: expression returns string but the field is bytes`},
+	})
+
+	raw, err := os.ReadFile(filepath.Join("..", "..", "examples", "mesh", "mesh.yaml"))
+	require.NoError(t, err)
+	g, err := graph.Compile(parseRGD(t, string(raw)), typed)
+	require.NoError(t, err, "the mesh example compiles against the real Secret schema")
+	require.True(t, g.IsHubGraph())
+
+	vals := graph.Values{"schema": instance("demo", map[string]any{"east": "spoke-1", "west": "spoke-2", "port": int64(15443)})}
+	vals["schema"].(map[string]any)["metadata"].(map[string]any)["uid"] = "0d6c9b7e-1111-2222-3333-444455556666"
+	east, err := g.Node("eastTrust").Render(context.Background(), vals, nil)
+	require.NoError(t, err)
+	bundle, _, _ := unstructured.NestedString(east.Object, "stringData", "bundle")
+	require.Len(t, bundle, 48)
+
+	west, err := g.Node("westTrust").Render(context.Background(), vals, nil)
+	require.NoError(t, err)
+	westBundle, _, _ := unstructured.NestedString(west.Object, "stringData", "bundle")
+	assert.Equal(t, bundle, westBundle, "both sides write one bundle")
 }
 
 func TestFormattedFieldsEvaluateAsTheirCELTypes(t *testing.T) {
