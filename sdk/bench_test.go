@@ -82,7 +82,7 @@ func BenchmarkCRDFanOut(b *testing.B) {
 			hub := func() {
 				waitQuiet(b, &requests)
 				cpu0 := fleetCPU(b, servers)
-				took := registerAndWait(b, hubs[n], steps[n], fmt.Sprintf("%s%dOn%d", name, i, n), n)
+				took := registerAndWait(b, hubs[n], steps[n], fmt.Sprintf("%s%dOn%d", name, i+1, n), n)
 				cpu[0] = cpu[0].Add(fleetCPU(b, servers).Sub(cpu0))
 				total[n] += took
 				if i < 0 {
@@ -92,7 +92,7 @@ func BenchmarkCRDFanOut(b *testing.B) {
 			direct := func() {
 				waitQuiet(b, &requests)
 				cpu0 := fleetCPU(b, servers)
-				floor[n] += createAndWait(b, floorClients[:n], fmt.Sprintf("Floor%s%dOn%d", name, i, n))
+				floor[n] += createAndWait(b, floorClients[:n], fmt.Sprintf("Floor%s%dOn%d", name, i+1, n))
 				cpu[1] = cpu[1].Add(fleetCPU(b, servers).Sub(cpu0))
 			}
 			if i%2 == 0 {
@@ -105,7 +105,7 @@ func BenchmarkCRDFanOut(b *testing.B) {
 		}
 		samples++
 	}
-	sample(-1, "First") // each hub's first graph
+	sample(-1, "First") // each hub's first graph (named First0On1, First0On3)
 	for i := 0; b.Loop(); i++ {
 		sample(i, "Bench")
 	}
