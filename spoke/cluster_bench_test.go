@@ -45,7 +45,9 @@ const relabelInstances = 100
 // nothing. Each iteration takes one sample of each, alternating which goes
 // first, so that the machine's drift falls on both; x-floor is the ratio
 // of their sums. The runtime and the floor have no client-side rate limit
-// (fgtesting.NoRateLimit).
+// (fgtesting.NoRateLimit). It prints where a sample's time goes (until the
+// first write, the writes, until the List sees them) and the API server's
+// CPU per sample.
 func BenchmarkRelabel100(b *testing.B) {
 	cl, err := fgtesting.StartCluster("relabel", fgtesting.ClusterOptions{})
 	require.NoError(b, err)
@@ -57,7 +59,8 @@ func BenchmarkRelabel100(b *testing.B) {
 	benchInstallCRD(b, c, g.CRD)
 
 	var requests atomic.Int64
-	mgr, err := manager.New(countedConfig(cfg, &requests), manager.Options{
+	clocks := [2]*requestClock{{}, {}} // the runtime's writes, the floor's
+	mgr, err := manager.New(countedConfig(cfg, &requests, clocks[0]), manager.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 	})
 	require.NoError(b, err)
@@ -78,7 +81,10 @@ func BenchmarkRelabel100(b *testing.B) {
 		require.NoError(b, c.Create(ctx, u))
 	}
 	waitAllHold(b, c, relabelChild, "t0")
-	applyFloor(b, c, "t0") // the floor's ConfigMaps exist before its first sample
+	var floorRequests atomic.Int64
+	fc, err := client.New(countedConfig(cfg, &floorRequests, clocks[1]), client.Options{})
+	require.NoError(b, err)
+	applyFloor(b, fc, "t0") // the floor's ConfigMaps exist, and its client is warm, before its first sample
 	waitAllHold(b, c, floorChild, "t0")
 
 	relabel := func(tier string) {
@@ -87,11 +93,12 @@ func BenchmarkRelabel100(b *testing.B) {
 		waitAllHold(b, c, relabelChild, tier)
 	}
 	floor := func(tier string) {
-		applyFloor(b, c, tier)
+		applyFloor(b, fc, tier)
 		waitAllHold(b, c, floorChild, tier)
 	}
 	var took [2]time.Duration // relabels, floors
 	var apiserver [2]fgtesting.ProcessCPU
+	var phases [2]samplePhases
 	var relabelRequests int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -102,6 +109,7 @@ func BenchmarkRelabel100(b *testing.B) {
 		}
 		for _, k := range order {
 			cpu0, requests0 := serverCPU(b, cl), requests.Load()
+			clocks[k].reset()
 			start := time.Now()
 			if k == 0 {
 				relabel(tier)
@@ -109,7 +117,9 @@ func BenchmarkRelabel100(b *testing.B) {
 			} else {
 				floor(tier)
 			}
-			took[k] += time.Since(start)
+			end := time.Now()
+			took[k] += end.Sub(start)
+			phases[k].add(start, end, clocks[k])
 			apiserver[k] = apiserver[k].Add(serverCPU(b, cl).Sub(cpu0))
 		}
 	}
@@ -122,6 +132,58 @@ func BenchmarkRelabel100(b *testing.B) {
 	fmt.Printf("relabel %.1f ms, floor %.1f ms (%.2fx, %d samples each); server CPU per sample: relabel %s, floor %s\n",
 		per(took[0]), per(took[1]), float64(took[0])/float64(took[1]), b.N,
 		perSample(apiserver[0], b.N), perSample(apiserver[1], b.N))
+	fmt.Printf("where a sample goes, mean ms (until the first write starts / from it until the last write is answered / until the List sees them all):\n  relabel %s\n  floor   %s\n",
+		phases[0].String(b.N), phases[1].String(b.N))
+}
+
+// samplePhases sums, over samples, the three parts of a sample that its
+// writes mark: until the first write starts, from then until the last
+// write is answered, and from then until the List sees every ConfigMap.
+type samplePhases struct{ before, writes, after time.Duration }
+
+func (p *samplePhases) add(start, end time.Time, clock *requestClock) {
+	first, last := clock.span()
+	if first.IsZero() {
+		return
+	}
+	p.before += first.Sub(start)
+	p.writes += last.Sub(first)
+	p.after += end.Sub(last)
+}
+
+func (p samplePhases) String(n int) string {
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(n) }
+	return fmt.Sprintf("%6.1f / %6.1f / %6.1f", ms(p.before), ms(p.writes), ms(p.after))
+}
+
+// requestClock records when the first write (PATCH) through a client
+// started and when the last was answered, since its last reset.
+type requestClock struct {
+	mu          sync.Mutex
+	first, last time.Time
+}
+
+func (c *requestClock) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.first, c.last = time.Time{}, time.Time{}
+}
+
+func (c *requestClock) span() (time.Time, time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.first, c.last
+}
+
+func (c *requestClock) record(start, end time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.first.IsZero() || start.Before(c.first) {
+		c.first = start
+	}
+	if end.After(c.last) {
+		c.last = end
+	}
 }
 
 // perSample divides a CPU total by n samples.
@@ -222,18 +284,27 @@ func benchInstallCRD(b *testing.B, c client.Client, crd *apiextensionsv1.CustomR
 }
 
 type countingRoundTripper struct {
-	next http.RoundTripper
-	n    *atomic.Int64
+	next  http.RoundTripper
+	n     *atomic.Int64
+	clock *requestClock
 }
 
 func (c countingRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
-	return c.next.RoundTrip(r)
+	start := time.Now()
+	resp, err := c.next.RoundTrip(r)
+	if c.clock != nil && r.Method == http.MethodPatch {
+		c.clock.record(start, time.Now())
+	}
+	return resp, err
 }
 
-// countedConfig counts the requests of clients made from cfg.
-func countedConfig(cfg *rest.Config, n *atomic.Int64) *rest.Config {
+// countedConfig counts the requests of clients made from cfg and, with
+// clock, times their writes.
+func countedConfig(cfg *rest.Config, n *atomic.Int64, clock *requestClock) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingRoundTripper{next: rt, n: n} }
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return countingRoundTripper{next: rt, n: n, clock: clock}
+	}
 	return cfg
 }
