@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -299,16 +300,14 @@ func warmUp(b *testing.B, hub client.Client, spokes map[string]client.Client) {
 // runPairs creates the instances in ns and waits until all are ACTIVE. It
 // learns their states from a watch, not by listing them again and again:
 // a list of 200 instances every few milliseconds would load the hub's API
-// server, during the run only (the floor has nothing of the kind).
-// It returns how long the creates took.
+// server, during the run only (the floor has nothing of the kind). A watch
+// that ends (an API server under load may drop it) is made again from a
+// list. It returns how long the creates took.
 func runPairs(b *testing.B, hub client.WithWatch, ns string) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(pairGVK.GroupVersion().WithKind("PairList"))
-	w, err := hub.Watch(ctx, list, client.InNamespace(ns))
-	require.NoError(b, err)
-	defer w.Stop()
+	w := watchPairs(b, ctx, hub, ns, "")
+	defer func() { w.Stop() }()
 	start := time.Now()
 	createdAt := make([]time.Time, hubBenchInstances)
 	parallelN(b, hubBenchInstances, func(i int) error {
@@ -323,28 +322,54 @@ func runPairs(b *testing.B, hub client.WithWatch, ns string) time.Duration {
 	activeAt := map[string]time.Time{}
 	active := 0
 	defer func() { printLatencies(createdAt, activeAt) }()
+	seen := func(u *unstructured.Unstructured) {
+		s, _, _ := unstructured.NestedString(u.Object, "status", "state")
+		if states[u.GetName()] == "ACTIVE" {
+			active--
+		}
+		if s == "ACTIVE" {
+			active++
+			if _, ok := activeAt[u.GetName()]; !ok {
+				activeAt[u.GetName()] = time.Now()
+			}
+		}
+		states[u.GetName()] = s
+	}
 	for active < hubBenchInstances {
 		select {
 		case ev, ok := <-w.ResultChan():
-			require.True(b, ok, "the watch of the Pairs in %s ended with %d of %d ACTIVE", ns, active, hubBenchInstances)
+			if !ok {
+				fmt.Printf("the watch of the Pairs in %s ended with %d of %d ACTIVE; watching again from a list\n", ns, active, hubBenchInstances)
+				list := &unstructured.UnstructuredList{}
+				list.SetGroupVersionKind(pairGVK.GroupVersion().WithKind("PairList"))
+				require.NoError(b, hub.List(ctx, list, client.InNamespace(ns)))
+				for i := range list.Items {
+					seen(&list.Items[i])
+				}
+				w = watchPairs(b, ctx, hub, ns, list.GetResourceVersion())
+				continue
+			}
 			u, ok := ev.Object.(*unstructured.Unstructured)
 			require.True(b, ok, "watch event %s: %v", ev.Type, ev.Object)
-			s, _, _ := unstructured.NestedString(u.Object, "status", "state")
-			if states[u.GetName()] == "ACTIVE" {
-				active--
-			}
-			if s == "ACTIVE" {
-				active++
-				if _, ok := activeAt[u.GetName()]; !ok {
-					activeAt[u.GetName()] = time.Now()
-				}
-			}
-			states[u.GetName()] = s
+			seen(u)
 		case <-ctx.Done():
 			require.Fail(b, "timed out", "%d of %d Pairs ACTIVE in %s", active, hubBenchInstances, ns)
 		}
 	}
 	return created
+}
+
+// watchPairs watches the Pairs in ns from resourceVersion ("" for now).
+func watchPairs(b *testing.B, ctx context.Context, hub client.WithWatch, ns, resourceVersion string) watch.Interface {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(pairGVK.GroupVersion().WithKind("PairList"))
+	opts := []client.ListOption{client.InNamespace(ns)}
+	if resourceVersion != "" {
+		opts = append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: resourceVersion}})
+	}
+	w, err := hub.Watch(ctx, list, opts...)
+	require.NoError(b, err)
+	return w
 }
 
 // printLatencies prints the distribution of the time from each Pair's
