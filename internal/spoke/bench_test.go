@@ -114,15 +114,17 @@ func benchWebApp(b *testing.B, what string, run runner) {
 	require.NoError(b, err)
 	g := compile(b, string(rgd))
 
-	var ratios []float64
+	var ratios, cpuRatios []float64
 	for i := range b.N {
 		r := benchRound(b, g, run)
 		ratios = append(ratios, r.ratio())
+		cpuRatios = append(cpuRatios, r.cpuCtrl.total()/r.cpuFloor.total())
 		fmt.Printf("round %d: %s/floor ratio: %.2fx (%s %s, floor %s: mean of %s before and %s after)\n",
 			i+1, what, r.ratio(), what, r.wall.Round(time.Millisecond), r.floor.Round(time.Millisecond),
 			r.floors[0].Round(time.Millisecond), r.floors[1].Round(time.Millisecond))
 		fmt.Printf("requests/instance: %.2f (floor %.2f)\n", r.perInstance(), float64(r.floorReqs)/benchInstances)
 		fmt.Printf("CPU during the %s run: %s\nCPU during the first floor run: %s\n", what, r.cpuCtrl, r.cpuFloor)
+		fmt.Printf("the API server's account of the %s run: %s\nand of the first floor run: %s\n", what, r.loadCtrl, r.loadFloor)
 		if r.cpuCtrl.apiserver >= 0 {
 			b.ReportMetric(r.cpuCtrl.apiserver, "apiserver-cpu-s")
 		}
@@ -131,9 +133,12 @@ func benchWebApp(b *testing.B, what string, run runner) {
 		b.ReportMetric(r.perInstance(), "requests/instance")
 	}
 	slices.Sort(ratios)
+	slices.Sort(cpuRatios)
 	median := ratios[len(ratios)/2]
 	b.ReportMetric(median, "ratio")
-	fmt.Printf("%s/floor ratio: %.2fx (median of %d rounds, each on a fresh API server)\n", what, median, len(ratios))
+	b.ReportMetric(cpuRatios[len(cpuRatios)/2], "cpu-ratio")
+	fmt.Printf("%s/floor ratio: %.2fx (median of %d rounds, each on a fresh API server); CPU of the API server, etcd and this process, %s/first floor: %.2fx (median)\n",
+		what, median, len(ratios), what, cpuRatios[len(cpuRatios)/2])
 }
 
 // round is one measurement on one fresh API server: the floor, the run
@@ -146,6 +151,9 @@ type round struct {
 	floors            [2]time.Duration
 	floorReqs, reqs   int64
 	cpuFloor, cpuCtrl cpuUse
+	// loadFloor and loadCtrl are the API server's own account of the first
+	// floor and the run.
+	loadFloor, loadCtrl fgtesting.ServerLoad
 }
 
 func (r round) ratio() float64       { return r.wall.Seconds() / r.floor.Seconds() }
@@ -167,9 +175,9 @@ func benchRound(b *testing.B, g *graph.Graph, run runner) round {
 	b.StartTimer()
 
 	var r round
-	cpu0 := cpu()
+	cpu0, load0 := cpu(), serverLoad(b, srv)
 	r.floors[0], r.floorReqs = applyFloor(b, cl, g, "floor")
-	r.cpuFloor = cpu().sub(cpu0)
+	r.cpuFloor, r.loadFloor = cpu().sub(cpu0), serverLoad(b, srv).Sub(load0)
 	// Each run starts on an API server as empty as the first found it: the
 	// floor's Services would otherwise still hold 500 cluster IPs, and
 	// allocating an IP costs more the more are allocated.
@@ -178,9 +186,9 @@ func benchRound(b *testing.B, g *graph.Graph, run runner) round {
 	// without it, as on a cluster without fleetgraph.
 	installAdmissionPolicy(b, c, g, map[string]any{"name": "probe"})
 
-	cpu0 = cpu()
+	cpu0, load0 = cpu(), serverLoad(b, srv)
 	r.wall, r.reqs = run(b, cl, g, "bench")
-	r.cpuCtrl = cpu().sub(cpu0)
+	r.cpuCtrl, r.loadCtrl = cpu().sub(cpu0), serverLoad(b, srv).Sub(load0)
 	deleteInstances(b, c, g, "bench")
 	removeAdmissionPolicy(b, c, g, map[string]any{"name": "probe"})
 
@@ -400,6 +408,9 @@ func activeStatus(inst *unstructured.Unstructured) []byte {
 // and the benchmark's clients). A process not found reads -1.
 type cpuUse struct{ apiserver, etcd, self float64 }
 
+// total is the CPU of all three (the machine's work, whatever its load).
+func (a cpuUse) total() float64 { return a.apiserver + a.etcd + a.self }
+
 func (a cpuUse) sub(b cpuUse) cpuUse {
 	return cpuUse{a.apiserver - b.apiserver, a.etcd - b.etcd, a.self - b.self}
 }
@@ -482,4 +493,11 @@ func reconciles(instances int) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// serverLoad reads the API server's account of its work so far.
+func serverLoad(b *testing.B, srv *fgtesting.Cluster) fgtesting.ServerLoad {
+	l, err := srv.Load(context.Background())
+	require.NoError(b, err)
+	return l
 }
