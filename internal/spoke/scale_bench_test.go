@@ -115,27 +115,28 @@ func scaleRound(b *testing.B, g *graph.Graph, n int) {
 	b.ReportMetric(active.Seconds(), "active-s")
 
 	stopProfiles := startProfiles(b, n)
-	cpu0, requests0 := serverCPU(b, srv), requests.Load()
+	cpu0, requests0, load0 := serverCPU(b, srv), requests.Load(), serverLoad(b, srv)
 	start = time.Now()
 	parallel(b, n, func(i int) error {
 		return client.IgnoreNotFound(c.Delete(ctx, newInstance(g, "scale", appName(i), nil)))
 	})
 	waitCounts(b, rt, g, func(cnt spoke.Count) bool { return cnt.Total == 0 })
 	deleted := time.Since(start)
-	cpuDelete := serverCPU(b, srv).Sub(cpu0)
+	cpuDelete, loadDelete := serverCPU(b, srv).Sub(cpu0), serverLoad(b, srv).Sub(load0)
 	deleteRequests := float64(requests.Load()-requests0) / float64(n)
 	stopProfiles()
 	b.ReportMetric(deleted.Seconds(), "delete-s")
 	b.StopTimer()
 	fmt.Printf("reconciles/instance, creating and deleting: %s\n", reconciles(n))
 	stop() // the floor runs on a settled server, the runtime gone
-	floor, cpuFloor := deletionFloor(b, srv, c, floorKind, g, n)
+	floor, cpuFloor, loadFloor := deletionFloor(b, srv, c, floorKind, g, n)
 	b.ReportMetric(floor.Seconds(), "floor-delete-s")
 	b.ReportMetric(deleted.Seconds()/floor.Seconds(), "delete-x-floor")
 	fmt.Printf("%d instances: ACTIVE in %s; heap %.1f KiB/instance (%.0f MiB over %.0f MiB before), RSS %.0f MiB after GC; all deleted in %s (floor %s, %.2fx)\n",
 		n, active.Round(time.Millisecond), perInstance, float64(heap-heap0)/(1<<20), float64(heap0)/(1<<20),
 		float64(rss)/(1<<20), deleted.Round(time.Millisecond), floor.Round(time.Millisecond), deleted.Seconds()/floor.Seconds())
 	fmt.Printf("server CPU deleting: runtime %s; floor %s\n", cpuDelete, cpuFloor)
+	fmt.Printf("the API server's account, deleting: runtime %s\nfloor %s\n", loadDelete, loadFloor)
 	fmt.Printf("requests/instance deleting: the runtime's %.2f and the user's delete (floor 5.00)\n", deleteRequests)
 	b.ReportMetric(deleteRequests+1, "delete-requests/instance")
 }
@@ -172,7 +173,8 @@ func waitCounts(b *testing.B, rt *spoke.Runtime, g *graph.Graph, ok func(spoke.C
 // deletionFloor makes directly the writes of deleting n WebApps in
 // reverse DAG order, at the benchmark's concurrency, through c (one client,
 // made once, with no client-side rate limit), and returns the time until
-// all of them are gone and what that cost the API server and etcd. Per
+// all of them are gone, what that cost the API server and etcd, and the
+// API server's account of it. Per
 // instance: the user's delete of the instance (its finalizer holds it),
 // the deletes of its Service, Deployment and ConfigMap in that order, and
 // the removal of the finalizer: the runtime's writes. The objects are those
@@ -182,7 +184,7 @@ func waitCounts(b *testing.B, rt *spoke.Runtime, g *graph.Graph, ok func(spoke.C
 // gone (none has a finalizer), so the order holds without waiting for
 // anything else. What the floor does not do: read, or learn of each
 // delete from a watch before the next wave, as the runtime does.
-func deletionFloor(b *testing.B, srv *fgtesting.Cluster, c client.Client, floorKind schema.GroupVersionKind, g *graph.Graph, n int) (time.Duration, fgtesting.ProcessCPU) {
+func deletionFloor(b *testing.B, srv *fgtesting.Cluster, c client.Client, floorKind schema.GroupVersionKind, g *graph.Graph, n int) (time.Duration, fgtesting.ProcessCPU, fgtesting.ServerLoad) {
 	ctx := context.Background()
 	createNamespace(b, c, "floor")
 	objects := func(i int) []*unstructured.Unstructured {
@@ -199,7 +201,7 @@ func deletionFloor(b *testing.B, srv *fgtesting.Cluster, c client.Client, floorK
 		}
 		return nil
 	})
-	cpu0 := serverCPU(b, srv)
+	cpu0, load0 := serverCPU(b, srv), serverLoad(b, srv)
 	start := time.Now()
 	release := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
 	parallel(b, n, func(i int) error {
@@ -215,14 +217,14 @@ func deletionFloor(b *testing.B, srv *fgtesting.Cluster, c client.Client, floorK
 		}
 		return c.Patch(ctx, inst, release)
 	})
-	took, cpu := time.Since(start), serverCPU(b, srv).Sub(cpu0)
+	took, cpu, load := time.Since(start), serverCPU(b, srv).Sub(cpu0), serverLoad(b, srv).Sub(load0)
 	for _, kind := range []schema.GroupVersionKind{floorKind, {Version: "v1", Kind: "ConfigMap"}, {Group: "apps", Version: "v1", Kind: "Deployment"}, {Version: "v1", Kind: "Service"}} {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(kind.GroupVersion().WithKind(kind.Kind + "List"))
 		require.NoError(b, c.List(ctx, list, client.InNamespace("floor")))
 		require.Empty(b, list.Items, "every %s of the floor is gone", kind.Kind)
 	}
-	return took, cpu
+	return took, cpu, load
 }
 
 // installFloorCRD installs a copy of g's CRD under another kind
