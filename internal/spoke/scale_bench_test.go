@@ -171,19 +171,19 @@ func waitCounts(b *testing.B, rt *spoke.Runtime, g *graph.Graph, ok func(spoke.C
 }
 
 // deletionFloor makes directly the writes of deleting n WebApps in
-// reverse DAG order, at the benchmark's concurrency, through c (one client,
-// made once, with no client-side rate limit), and returns the time until
-// all of them are gone, what that cost the API server and etcd, and the
-// API server's account of it. Per
-// instance: the user's delete of the instance (its finalizer holds it),
-// the deletes of its Service, Deployment and ConfigMap in that order, and
-// the removal of the finalizer: the runtime's writes. The objects are those
-// the graph renders, of the same kinds, created before the clock; the
-// instance is of floorKind, a copy of the graph's CRD that nothing serves
-// and no admission policy stamps. Each DELETE answers once its object is
-// gone (none has a finalizer), so the order holds without waiting for
-// anything else. What the floor does not do: read, or learn of each
-// delete from a watch before the next wave, as the runtime does.
+// reverse DAG order, at the benchmark's concurrency, through c (one
+// client, made once, with no client-side rate limit), and returns the time
+// until all of them are gone, what that cost the API server and etcd, and
+// the API server's account of it. Per instance: the user's delete of the
+// instance (its finalizer holds it), the deletes of its Service,
+// Deployment and ConfigMap in that order, and the removal of the
+// finalizer: the runtime's writes. The objects are those the graph
+// renders, of the same kinds, created before the clock; the instance is of
+// floorKind, a copy of the graph's CRD that nothing serves and no
+// admission policy stamps. Each DELETE answers once its object is gone
+// (none has a finalizer), so the order holds without waiting for anything
+// else. What the floor does not do: read, or learn of each delete from a
+// watch before the next wave, as the runtime does.
 func deletionFloor(b *testing.B, srv *fgtesting.Cluster, c client.Client, floorKind schema.GroupVersionKind, g *graph.Graph, n int) (time.Duration, fgtesting.ProcessCPU, fgtesting.ServerLoad) {
 	ctx := context.Background()
 	createNamespace(b, c, "floor")
