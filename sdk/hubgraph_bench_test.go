@@ -94,14 +94,14 @@ spec:
 // The floors' clients are made once, and warmed, before the first round;
 // they, the hub and the user's client have no client-side rate limit
 // (fgtesting.NoRateLimit). Every phase (floor, full floor, run) starts
-// once the hub has settled: it has made no request for quietWindow. The
+// once the hub has settled (waitQuiet). The
 // floors read and watch nothing; the full floor's status writes follow
 // its applies phase by phase, where the hub overlaps instances. Each
 // phase's API-server CPU (hub and spokes) is printed.
 func BenchmarkHubGraph200(b *testing.B) {
 	fleet := fgtesting.StartFleet(b, 2)
 	ctx := context.Background()
-	var reqs atomic.Int64
+	var reqs requestCount
 	kinds := &requestKinds{n: map[string]int{}}
 	provider := fgtesting.NewProvider()
 	spokes := map[string]client.Client{}
@@ -227,11 +227,11 @@ type pairFloorClients struct {
 	hub      client.Client
 	spokes   map[string]client.Client
 	floorGVK schema.GroupVersionKind
-	requests *atomic.Int64
+	requests *requestCount
 }
 
 func newPairFloorClients(b *testing.B, fleet *fgtesting.Fleet, floorGVK schema.GroupVersionKind) pairFloorClients {
-	fc := pairFloorClients{spokes: map[string]client.Client{}, floorGVK: floorGVK, requests: &atomic.Int64{}}
+	fc := pairFloorClients{spokes: map[string]client.Client{}, floorGVK: floorGVK, requests: &requestCount{}}
 	fc.hub = benchClient(b, fgtesting.NoRateLimit(countedConfig(fleet.Hub.Config, fc.requests)))
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(floorGVK.GroupVersion().WithKind(floorGVK.Kind + "List"))
@@ -437,26 +437,33 @@ func parallelN(b *testing.B, n int, f func(i int) error) {
 	}
 }
 
+// requestCount counts the requests clients made, started and answered.
+type requestCount struct{ started, answered atomic.Int64 }
+
+// Load returns how many requests were started.
+func (r *requestCount) Load() int64 { return r.started.Load() }
+
 // countingRoundTripper counts the requests made through it and, when
 // kinds is set, each kind of request (cluster, verb and resource).
 type countingRoundTripper struct {
 	next    http.RoundTripper
-	n       *atomic.Int64
+	n       *requestCount
 	cluster string
 	kinds   *requestKinds
 }
 
 func (c countingRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.n.Add(1)
+	c.n.started.Add(1)
+	defer c.n.answered.Add(1)
 	c.kinds.add(c.cluster, r)
 	return c.next.RoundTrip(r)
 }
 
-func countedConfig(cfg *rest.Config, n *atomic.Int64) *rest.Config {
+func countedConfig(cfg *rest.Config, n *requestCount) *rest.Config {
 	return countedByKind(cfg, n, "", nil)
 }
 
-func countedByKind(cfg *rest.Config, n *atomic.Int64, cluster string, kinds *requestKinds) *rest.Config {
+func countedByKind(cfg *rest.Config, n *requestCount, cluster string, kinds *requestKinds) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return countingRoundTripper{next: rt, n: n, cluster: cluster, kinds: kinds}
