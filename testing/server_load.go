@@ -81,6 +81,21 @@ func requestKey(labels []*dto.LabelPair) string {
 	return label(labels, "verb") + " " + what
 }
 
+// Add returns the work of l and o together (e.g. over samples).
+func (l ServerLoad) Add(o ServerLoad) ServerLoad {
+	add := func(a, b map[string]float64) map[string]float64 {
+		out := maps.Clone(a)
+		if out == nil {
+			out = map[string]float64{}
+		}
+		for k, v := range b {
+			out[k] += v
+		}
+		return out
+	}
+	return ServerLoad{RequestSeconds: add(l.RequestSeconds, o.RequestSeconds), Requests: add(l.Requests, o.Requests), WatchEvents: add(l.WatchEvents, o.WatchEvents)}
+}
+
 // Sub returns the work done between o and l.
 func (l ServerLoad) Sub(o ServerLoad) ServerLoad {
 	sub := func(a, b map[string]float64) map[string]float64 {
