@@ -122,9 +122,10 @@ quickstart: envtest-assets ## Run the quickstart on a local embedded fleet (DEMO
 	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/quickstart $(DEMO_FLAGS)
 
 .PHONY: cli
-cli: ## Build the fleetgraph command into bin/, with bin/kubectl-fleetgraph for kubectl (put bin/ on PATH).
+cli: ## Build the fleetgraph command into bin/, with bin/kubectl-fleetgraph and bin/kubectl_complete-fleetgraph (its completion) for kubectl (put bin/ on PATH).
 	$(GO) build -o bin/fleetgraph ./cmd/fleetgraph
 	ln -sf fleetgraph bin/kubectl-fleetgraph
+	ln -sf fleetgraph bin/kubectl_complete-fleetgraph
 
 .PHONY: help
 help:

@@ -33,12 +33,17 @@
 //     multicluster-runtime manager puts CRDs on every cluster and tells
 //     where each stands; the interfaces a provider may implement
 //     (ClusterLabeler, ClusterLabelNotifier, ClusterRegistry,
-//     EngagementReporter, Publisher) are defined there.
+//     EngagementReporter, Publisher) are defined there, and LabelsFrom
+//     gives a platform's own provider labels.
 //   - spoke: the per-cluster instance runtime, usable without a hub: a
 //     spoke.Runtime added to any (multicluster-)runtime manager serves the
 //     compiled graphs it is given, for a platform with its own agent in
 //     each cluster or whose CRDs arrive by GitOps.
-//   - providers/secret, providers/kcp: where clusters come from.
+//   - providers/secret, providers/clusterprofile, providers/capi,
+//     providers/kcp: where clusters come from (kubeconfig Secrets,
+//     ClusterProfiles, Cluster API Clusters, kcp workspaces);
+//     providers/access: the one policy for what a cluster's description
+//     may make the hub do.
 //   - testing: fake clusters for unit tests and a real local fleet for
 //     integration tests.
 //

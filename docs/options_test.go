@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/providers/capi"
+	"github.com/fleetgraph/fleetgraph/providers/clusterprofile"
 	"github.com/fleetgraph/fleetgraph/providers/kcp"
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
@@ -38,6 +40,9 @@ func TestEveryOptionIsListed(t *testing.T) {
 		{"reference/options.md", "resolver.Options", resolver.Options{}},
 		{"reference/options.md", "secret.Options", secret.Options{}},
 		{"reference/options.md", "secret.Safety", secret.Safety{}},
+		{"reference/options.md", "clusterprofile.Options", clusterprofile.Options{}},
+		{"reference/options.md", "clusterprofile.CredentialPlugin", clusterprofile.CredentialPlugin{}},
+		{"reference/options.md", "capi.Options", capi.Options{}},
 		{"reference/options.md", "kcp.Options", kcp.Options{}},
 		{"reference/options.md", "kcp.APIExportOptions", kcp.APIExportOptions{}},
 		{"reference/limits.md", "graph.Limits", graph.Limits{}},

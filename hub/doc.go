@@ -56,6 +56,12 @@
 // through something other than a CRD per cluster (providers/kcp publishes
 // to a kcp APIExport).
 //
+// A platform whose own multicluster-runtime provider knows nothing of
+// labels wraps it with LabelsFrom and a function that gives each
+// cluster's labels from the platform's inventory; the result is a
+// ClusterLabeler and a ClusterLabelNotifier, and answers the other
+// questions from the wrapped provider.
+//
 // This package imports neither fleetgraph's compiler nor its instance
 // runtime: its unit of work is a CRD, not a ResourceGraphDefinition.
 package hub

@@ -100,6 +100,7 @@ func (h *Hub) newHubGraphs() *hubgraph.Runtime {
 		FieldManager: h.opts.FieldManager,
 		Resync:       h.opts.InstanceResync,
 		Workers:      h.opts.Workers,
+		Changed:      h.counts.changed,
 
 		ConfineToNamespace:  h.opts.ConfineToNamespace,
 		ClusterScopedGraphs: h.opts.ClusterScopedGraphs,

@@ -144,7 +144,10 @@ type Options struct {
 	// like any other compile failure, is not tried again until the RGD's
 	// spec changes (or the hub restarts). Compiles run outside
 	// the registration of other graphs, so a slow one delays only its own
-	// graph. Defaults to DefaultCompileTimeout (30 seconds).
+	// graph. The schemas of the graph's kinds are looked up on the hub
+	// before the clock starts (for at most two minutes): a slow API server
+	// is not the spec's fault, and a lookup that fails is retried, not
+	// remembered. Defaults to DefaultCompileTimeout (30 seconds).
 	CompileTimeout time.Duration
 	// DeleteCRDsOnUnregister removes a graph's CRD from every spoke that has
 	// no instance of it left once the graph's removal is otherwise done
@@ -212,10 +215,15 @@ type Options struct {
 	// ConfigMap fleetgraph-<rgd>-<replica> in ReplicaNamespace) and writes
 	// on the RGD the union of its own view and the other replicas' live
 	// records, so that replicas do not overwrite each other's clusters.
-	// Defaults to "": the only replica, whose view is the fleet.
+	// The clusters of a replica that stopped (its peer Lease, in
+	// ReplicaNamespace, expired) are shown as such (reason ReplicaGone)
+	// until another replica takes them over. Defaults to "": the only
+	// replica, whose view is the fleet; it keeps its record all the same
+	// (fleetgraph-<rgd>-hub), since `fleetgraph status` reads every
+	// cluster there.
 	Replica string
-	// ReplicaNamespace holds the replicas' status records. Defaults to
-	// "kube-system".
+	// ReplicaNamespace holds the replicas' status records (a lone hub's
+	// too). Defaults to "kube-system".
 	ReplicaNamespace string
 	// ReplicaStatusTTL is how long a replica's record counts after its
 	// last renewal (every ReplicaStatusTTL/3 at most, and at each status

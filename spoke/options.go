@@ -152,6 +152,12 @@ type Options struct {
 	// single-cluster mode). Defaults to "". The sdk's Hub sets it from its
 	// Options.LocalClusterName.
 	LocalClusterName string
+	// CountsChanged, if set, is told the graph's name whenever the
+	// instance counts of the graph on some cluster (Runtime.Counts)
+	// change, so that what shows them can follow at once. It is called
+	// from informer event handlers: it must be quick and must not block.
+	// Defaults to nil.
+	CountsChanged func(graphName string)
 	// Logger is the logger. Defaults to controller-runtime's log.Log named
 	// "spoke".
 	Logger logr.Logger
@@ -174,6 +180,7 @@ func (o Options) runtimeOptions() internal.Options {
 		ClusterLabelsPoll:   o.ClusterLabelsPoll,
 		ClusterValues:       o.ClusterValues,
 		LocalClusterName:    o.LocalClusterName,
+		CountsChanged:       o.CountsChanged,
 		Logger:              o.Logger,
 	}
 	if gate := o.Gate; gate != nil {

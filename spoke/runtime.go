@@ -42,6 +42,13 @@ type Count struct {
 	// cluster has itself reconciled to ERROR, last time it reconciled
 	// them, whether or not it could write that state.
 	Errors int
+	// InError is the number of instances whose status.state is ERROR,
+	// as the cache shows them (as Ready counts ACTIVE ones).
+	InError int
+	// Counted reports that the instance watch has listed the cluster's
+	// instances: until then every count is zero, whatever the cluster
+	// holds.
+	Counted bool
 }
 
 // Runtime serves compiled graphs on every cluster it is given. Its methods

@@ -242,7 +242,11 @@ func (w *ownWrites) fresher(cached *unstructured.Unstructured) *unstructured.Uns
 // one, which must not wait for ownWriteTTL to be seen; if the event's is
 // older than ours instead, the worst is a write made again or a conflict,
 // which requeues.
-type instanceHandler struct{ writes *ownWrites }
+type instanceHandler struct {
+	writes *ownWrites
+	// changed is told of every event (view.go).
+	changed func()
+}
 
 var _ handler.EventHandler = instanceHandler{}
 
@@ -253,11 +257,13 @@ func request(o client.Object) reconcile.Request {
 }
 
 func (h instanceHandler) Create(_ context.Context, e event.CreateEvent, q queue) {
+	h.changed()
 	h.writes.forget(keyOf(e.Object.GetNamespace(), e.Object.GetName()))
 	q.Add(request(e.Object))
 }
 
 func (h instanceHandler) Update(_ context.Context, e event.UpdateEvent, q queue) {
+	h.changed()
 	if h.writes.echo(e.ObjectNew) || h.writes.hold(e.ObjectNew, q) {
 		return
 	}
@@ -266,6 +272,7 @@ func (h instanceHandler) Update(_ context.Context, e event.UpdateEvent, q queue)
 }
 
 func (h instanceHandler) Delete(_ context.Context, e event.DeleteEvent, q queue) {
+	h.changed()
 	h.writes.forget(keyOf(e.Object.GetNamespace(), e.Object.GetName()))
 	q.Add(request(e.Object))
 }

@@ -125,6 +125,11 @@ type Options struct {
 	// Workers is how many instances of one graph reconcile at once.
 	// Defaults to DefaultWorkers.
 	Workers int
+	// Changed, if set, is told a graph's name whenever one of its
+	// instances is created, changed or deleted on the hub, so that what
+	// shows their counts (Tally) can follow at once. It must be quick and
+	// must not block. Defaults to nil.
+	Changed func(graphName string)
 	// Logger defaults to a discarding logger.
 	Logger logr.Logger
 }

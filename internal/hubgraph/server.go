@@ -151,7 +151,7 @@ func (s *server) run(ctx context.Context) error {
 	}
 	inst := &unstructured.Unstructured{}
 	inst.SetGroupVersionKind(s.g.Instance.GVK)
-	if err := c.Watch(source.Kind[client.Object](s.rt.hub().GetCache(), inst, instanceHandler{writes: s.writes})); err != nil {
+	if err := c.Watch(source.Kind[client.Object](s.rt.hub().GetCache(), inst, instanceHandler{writes: s.writes, changed: s.countsChanged()})); err != nil {
 		return err
 	}
 	if err := c.Watch(source.Channel(s.events, &handler.EnqueueRequestForObject{})); err != nil {

@@ -176,6 +176,11 @@ type Options struct {
 	// LocalClusterName is what cluster.name holds on the cluster engaged
 	// as "" (the manager's own, in single-cluster mode). Defaults to "".
 	LocalClusterName string
+	// CountsChanged, if set, is told the graph's name whenever the
+	// instance counts of the graph on some cluster (Runtime.Counts)
+	// change. It is called from informer event handlers: it must be quick
+	// and must not block. Defaults to nil.
+	CountsChanged func(graphName string)
 	// Logger is the logger. Defaults to controller-runtime's log.Log named
 	// "spoke".
 	Logger logr.Logger

@@ -23,6 +23,7 @@ func (f *compileFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.name, "name", "", "the RGD to use when the file holds several (default: all, or the only one)")
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "refuse fleetgraph extensions, as kro v0.9.3 would")
 	cmd.Flags().StringArrayVar(&f.schemasFrom, "schemas-from", nil, `schemas of child kinds: a CRD directory or file, a kubeconfig file, or "cluster" (repeatable)`)
+	f.bindInput(cmd)
 }
 
 // compiled is one RGD of a file and its graph.
@@ -34,20 +35,17 @@ type compiled struct {
 // compileFile compiles the RGDs of path (--name picks one); any that does
 // not compile fails the command with its diagnostics.
 func (f *compileFlags) compileFile(g *globals, path string) ([]compiled, error) {
-	var stdin []byte
-	if path == "-" {
-		var err error
-		if stdin, err = readAll(g.streams.In); err != nil {
-			return nil, err
-		}
-	}
-	set, err := manifest.Read(stdin, path)
+	in, err := f.inputOptions(g)
 	if err != nil {
 		return nil, err
 	}
-	res, err := f.resolver(g)
+	res, err := f.resolver(g, in)
 	if err != nil {
 		return nil, err
+	}
+	set, err := manifest.Read(in, path)
+	if err != nil {
+		return nil, inputError(err)
 	}
 	var out []compiled
 	var problems []string

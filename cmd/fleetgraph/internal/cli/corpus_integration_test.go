@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/input"
 	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/schemas"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
@@ -42,7 +43,7 @@ const (
 // then a warning names the kind.
 func TestValidateAgreesWithTheCompilerOnTheCorpus(t *testing.T) {
 	ctx := context.Background()
-	crds, err := schemas.ReadCRDs(corpusCRDsDir)
+	crds, err := schemas.ReadCRDs(input.Options{}, corpusCRDsDir)
 	require.NoError(t, err)
 	ext, err := apiextensionsclient.NewForConfig(fleet.Hub.Config)
 	require.NoError(t, err)
@@ -142,7 +143,7 @@ func (r reference) verdict(ctx context.Context, raw []byte) (bool, string) {
 // type-checks child templates against what that cluster serves.
 func TestValidateReadsSchemasFromACluster(t *testing.T) {
 	ctx := context.Background()
-	crds, err := schemas.ReadCRDs("testdata/crds")
+	crds, err := schemas.ReadCRDs(input.Options{}, "testdata/crds")
 	require.NoError(t, err)
 	ext, err := apiextensionsclient.NewForConfig(fleet.Hub.Config)
 	require.NoError(t, err)

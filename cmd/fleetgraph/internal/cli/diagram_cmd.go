@@ -19,9 +19,11 @@ resource, grouped by level (the resources of one level are applied in
 parallel, after every level above), and an edge from each resource to the
 ones that read it.
 
-A forEach resource is drawn as a stack with its iterators, an externalRef as
-a cylinder (read, never written), a resource with includeWhen with a dashed
-border and its conditions.
+A forEach resource is drawn as a stack with what each iterator ranges over,
+an externalRef as a cylinder (read, never written), a resource with
+includeWhen with a dashed border and its conditions. A hub graph's levels
+are cut by the cluster each resource is written in: its target's name, the
+expression that computes it, or the instance's own cluster, the hub.
 
 -o mermaid (the default; GitHub renders it in Markdown in a mermaid code
 block), -o dot (Graphviz), or -o svg, which runs Graphviz's dot and needs it
@@ -62,6 +64,7 @@ installed.`,
 		},
 	}
 	f.bind(cmd)
+	g.bindKubeconfig(cmd, false)
 	cmd.Flags().StringVarP(&output, "output", "o", output, "output format: mermaid, dot or svg (needs Graphviz)")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("mermaid", "dot", "svg"))
 	return cmd

@@ -8,7 +8,10 @@
 // alone, which graph serves which revision on which cluster and what is
 // wrong (status), and steer GraphRollouts (rollout). It follows kubectl's
 // conventions (--kubeconfig, --context, -n, -o) and also runs as a kubectl
-// plugin, named kubectl-fleetgraph.
+// plugin, named kubectl-fleetgraph, with kubectl's completion through
+// kubectl_complete-fleetgraph. One flag departs from kubectl: --cluster
+// always names a fleet cluster, so the kubeconfig's cluster entry is
+// --kubeconfig-cluster.
 //
 // It imports only the SDK's public packages (the compiler, its resolver,
 // the API types) and reads on the hub only what the hub publishes there.

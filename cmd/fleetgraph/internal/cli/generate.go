@@ -56,6 +56,7 @@ JSON list).`,
 		},
 	}
 	f.bind(cmd)
+	g.bindKubeconfig(cmd, false)
 	cmd.Flags().StringVarP(&output, "output", "o", output, "output format: yaml or json")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("yaml", "json"))
 	return cmd
@@ -100,6 +101,7 @@ get -n's namespace (or the context's, or "default").`,
 		},
 	}
 	f.bind(cmd)
+	g.bindKubeconfig(cmd, true)
 	cmd.Flags().StringVarP(&output, "output", "o", output, "output format: yaml or json")
 	cmd.Flags().StringVar(&instanceName, "instance-name", "example", "metadata.name of the instance, also the value of required strings")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("yaml", "json"))

@@ -48,7 +48,7 @@ func TestValidateKroExamplesWithoutACluster(t *testing.T) {
 		r := fleetgraph(t, args...)
 		assert.Equal(t, cli.ExitFailed, r.code, r.String())
 		errorLine := regexp.MustCompile(`(?m)^[^ ]+\.yaml:\d+: [^w]`)
-		assert.Equal(t, []string{"core-dns.yaml:169: spec.resources[4].template.spec.selector: given twice (first on line 154)"},
+		assert.Equal(t, []string{`core-dns.yaml:169: resource "service": template.spec.selector: given twice (first on line 154)`},
 			trimDirs(errorLine.FindAllString(r.out, -1), r.out), "strict=%v", strict)
 		assert.Contains(t, r.err, "12 ResourceGraphDefinitions in 27 files (17 documents of other kinds skipped): 1 invalid")
 		assert.NotContains(t, r.out, "note:", "kro's examples use no fleetgraph extension")

@@ -15,41 +15,73 @@ import (
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 )
 
-// globals are the flags every command has: kubectl's way to reach a
-// cluster.
+// globals are what every command shares: the streams, and kubectl's
+// flags to reach a cluster, which each command binds as far as it uses
+// them (see bindConnection and bindKubeconfig).
 type globals struct {
 	streams    Streams
 	kubeconfig string
 	overrides  clientcmd.ConfigOverrides
 }
 
-// shownFlags are the connection flags every command's help shows; the
-// others (credentials, impersonation, TLS) are listed by `options`, as
-// kubectl does.
-var shownFlags = map[string]bool{"kubeconfig": true, "context": true, "namespace": true, "cluster": true, "user": true, "request-timeout": true}
+// FlagKubeconfigCluster names the kubeconfig cluster entry to use: what
+// kubectl calls --cluster. Here --cluster always names a fleet cluster (a
+// cluster the hub serves, by the provider's name for it), so the
+// kubeconfig's is renamed rather than given two meanings.
+const FlagKubeconfigCluster = "kubeconfig-cluster"
 
-func (g *globals) bindFlags(root *cobra.Command) {
-	fs := root.PersistentFlags()
+// connectionFlags are kubectl's flags to reach a cluster (kubectl's own
+// names, so that they read the same under kubectl fleetgraph), with
+// --cluster renamed FlagKubeconfigCluster.
+func connectionFlags() clientcmd.ConfigOverrideFlags {
+	f := clientcmd.RecommendedConfigOverrideFlags("")
+	f.ContextOverrideFlags.ClusterName.LongName = FlagKubeconfigCluster
+	f.ContextOverrideFlags.ClusterName.Description = "the kubeconfig cluster entry to use (kubectl's --cluster; here --cluster names a fleet cluster)"
+	return f
+}
+
+// shownFlags are the connection flags the help of a command that reaches
+// the hub shows; the others (credentials, impersonation, TLS) are listed
+// by `options`, as kubectl does.
+var shownFlags = map[string]bool{"kubeconfig": true, "context": true, "namespace": true, FlagKubeconfigCluster: true, "user": true, "request-timeout": true}
+
+// bindConnection gives cmd and its subcommands every connection flag: the
+// commands that read or write the hub (status, rollout).
+func (g *globals) bindConnection(cmd *cobra.Command) {
+	fs := cmd.PersistentFlags()
 	fs.StringVar(&g.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
-	clientcmd.BindOverrideFlags(&g.overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
+	clientcmd.BindOverrideFlags(&g.overrides, fs, connectionFlags())
 	fs.VisitAll(func(f *pflag.Flag) { f.Hidden = !shownFlags[f.Name] })
 }
 
+// bindKubeconfig gives an offline command the connection flags it uses:
+// --kubeconfig and --context, for --schemas-from cluster and (with
+// namespace) -n, else the context's namespace.
+func (g *globals) bindKubeconfig(cmd *cobra.Command, namespace bool) {
+	fs := cmd.Flags()
+	fs.StringVar(&g.kubeconfig, "kubeconfig", "", "the kubeconfig file of --schemas-from cluster (default: $KUBECONFIG, else ~/.kube/config)")
+	f := connectionFlags()
+	f.CurrentContext.Description = "the kubeconfig context of --schemas-from cluster"
+	if namespace {
+		f.CurrentContext.Description += " and of the default namespace"
+		f.ContextOverrideFlags.Namespace.Description = "the namespace of the instance (default: the context's, else \"default\")"
+		f.ContextOverrideFlags.Namespace.BindTransformingStringFlag(fs, &g.overrides.Context.Namespace, clientcmd.RemoveNamespacesPrefix)
+	}
+	f.CurrentContext.BindStringFlag(fs, &g.overrides.CurrentContext)
+}
+
 // newOptionsCommand lists every connection flag, as kubectl options does.
-func newOptionsCommand(root *cobra.Command, name string) *cobra.Command {
+func newOptionsCommand(name string) *cobra.Command {
 	return &cobra.Command{
 		Use:     "options",
-		Short:   "List the flags every command accepts to reach a cluster",
+		Short:   "List the flags status and rollout accept to reach the hub cluster",
 		Example: example(name, "  fleetgraph options"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			all := pflag.NewFlagSet("options", pflag.ContinueOnError)
-			root.PersistentFlags().VisitAll(func(f *pflag.Flag) {
-				shown := *f
-				shown.Hidden = false
-				all.AddFlag(&shown)
-			})
-			fmt.Fprintf(cmd.OutOrStdout(), "The following options can be passed to any command:\n\n%s", all.FlagUsages())
+			all := &cobra.Command{}
+			(&globals{}).bindConnection(all)
+			all.PersistentFlags().VisitAll(func(f *pflag.Flag) { f.Hidden = false })
+			fmt.Fprintf(cmd.OutOrStdout(), "The following options can be passed to status, rollout and their subcommands:\n\n%s", all.PersistentFlags().FlagUsages())
 			return nil
 		},
 	}

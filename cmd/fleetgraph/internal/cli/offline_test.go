@@ -1,7 +1,9 @@
 package cli_test
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,6 +22,37 @@ func TestValidateReportsEachProblemAtItsLine(t *testing.T) {
 	r := fleetgraph(t, "validate", "testdata/broken.yaml")
 	assert.Equal(t, cli.ExitFailed, r.code)
 	golden(t, "validate-broken", r.String())
+}
+
+// validate reports every problem it can find in one pass: the loader's
+// (every unknown field), the structure's and the expressions' of every
+// sound resource, a misuse of fleet at the field that reads it; each at
+// its line, with the resource and the field path.
+func TestValidateReportsEveryProblemInOnePass(t *testing.T) {
+	r := fleetgraph(t, "validate", "testdata/one-pass.yaml")
+	assert.Equal(t, cli.ExitFailed, r.code)
+	golden(t, "validate-one-pass", r.String())
+}
+
+// Input without an RGD is one clear error, and nothing else is printed.
+func TestValidateOfNothingIsOneError(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty.yaml")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+	for _, c := range []struct {
+		args         []string
+		stdin, error string
+	}{
+		{[]string{"-"}, "", "no ResourceGraphDefinition found in -: the input is empty"},
+		{[]string{"-"}, "\n---\n# nothing\n---\n", "no ResourceGraphDefinition found in -: the input is empty"},
+		{[]string{empty}, "", "no ResourceGraphDefinition found in " + empty + ": the input is empty"},
+		{[]string{"-"}, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "no ResourceGraphDefinition found in - (1 document of other kinds skipped)"},
+		{[]string{"testdata/crds"}, "", "no ResourceGraphDefinition found in testdata/crds (1 document of other kinds skipped)"},
+	} {
+		r := run(t, "fleetgraph", c.stdin, append([]string{"validate"}, c.args...)...)
+		assert.Equal(t, cli.ExitFailed, r.code, r.String())
+		assert.Empty(t, r.out, "%v", c.args)
+		assert.Equal(t, "error: "+c.error+"\n", r.err, "%v", c.args)
+	}
 }
 
 func TestValidateAcceptsTheQuickstartGraph(t *testing.T) {
@@ -98,12 +131,18 @@ func TestGenerateRefusesAnInvalidRGD(t *testing.T) {
 	assert.Contains(t, r.err, "broken.yaml:27: resource \"deployment\": spec.replicas")
 }
 
+// A diagram draws each level's resources, the edges between them, each
+// resource's kind and options (what a forEach ranges over, includeWhen,
+// externalRef) and, for a hub graph, groups each level's resources by
+// the cluster they are written in.
 func TestDiagramDrawsLevelsDependenciesAndResourceKinds(t *testing.T) {
 	for _, c := range []struct{ file, format, golden string }{
 		{webapp, "mermaid", "diagram-webapp-mermaid"},
 		{webapp, "dot", "diagram-webapp-dot"},
 		{"testdata/shapes.yaml", "mermaid", "diagram-shapes-mermaid"},
 		{"testdata/shapes.yaml", "dot", "diagram-shapes-dot"},
+		{"testdata/hub-graph.yaml", "mermaid", "diagram-hub-graph-mermaid"},
+		{"testdata/hub-graph.yaml", "dot", "diagram-hub-graph-dot"},
 	} {
 		t.Run(c.golden, func(t *testing.T) {
 			r := fleetgraph(t, "diagram", c.file, "-o", c.format)
@@ -156,10 +195,6 @@ func TestEveryCommandHasHelpWithAnExample(t *testing.T) {
 		}
 	}
 	walk(root)
-	for _, flag := range []string{"kubeconfig", "context", "namespace", "cluster", "user"} {
-		assert.NotNil(t, root.PersistentFlags().Lookup(flag), "--%s", flag)
-	}
-	assert.Equal(t, "n", root.PersistentFlags().Lookup("namespace").Shorthand)
 
 	r := fleetgraph(t, "status", "--help")
 	assert.Contains(t, r.out, "--kubeconfig")
@@ -167,6 +202,58 @@ func TestEveryCommandHasHelpWithAnExample(t *testing.T) {
 	r = fleetgraph(t, "options")
 	assert.Contains(t, r.out, "--as-group")
 	assert.Contains(t, r.out, "--token")
+	assert.Contains(t, r.out, "--kubeconfig-cluster")
+}
+
+// Each command shows the flags it uses: the commands that reach the hub
+// kubectl's connection flags, the offline ones only --kubeconfig and
+// --context (for --schemas-from cluster) and -n where it names the
+// instance's namespace. --cluster always names a fleet cluster; the
+// kubeconfig's cluster entry is --kubeconfig-cluster.
+func TestEachCommandShowsTheFlagsItUses(t *testing.T) {
+	online := []string{"kubeconfig", "context", "namespace", "kubeconfig-cluster", "user", "request-timeout"}
+	for _, c := range []struct {
+		args       []string
+		want, none []string
+	}{
+		{[]string{"status"}, online, []string{"cluster"}},
+		{[]string{"rollout", "status"}, online, []string{"cluster"}},
+		{[]string{"rollout", "hold"}, append([]string{"cluster", "selector"}, online...), nil},
+		{[]string{"rollout", "release"}, append([]string{"cluster", "selector"}, online...), nil},
+		{[]string{"validate"}, []string{"kubeconfig", "context"}, []string{"namespace", "kubeconfig-cluster", "cluster", "user", "request-timeout", "server"}},
+		{[]string{"diagram"}, []string{"kubeconfig", "context"}, []string{"namespace", "kubeconfig-cluster", "cluster", "user", "request-timeout", "server"}},
+		{[]string{"generate", "crd"}, []string{"kubeconfig", "context"}, []string{"namespace", "kubeconfig-cluster", "cluster", "user", "request-timeout", "server"}},
+		{[]string{"generate", "instance"}, []string{"kubeconfig", "context", "namespace"}, []string{"kubeconfig-cluster", "cluster", "user", "request-timeout", "server"}},
+		{[]string{"version"}, nil, []string{"kubeconfig", "context", "namespace"}},
+	} {
+		r := fleetgraph(t, append(c.args, "--help")...)
+		require.Equal(t, cli.ExitOK, r.code, r.String())
+		for _, f := range c.want {
+			assert.Regexp(t, `(?m)^\s+(-\w, )?--`+f+` `, r.out, "%v shows --%s", c.args, f)
+		}
+		for _, f := range c.none {
+			assert.NotRegexp(t, `(?m)^\s+(-\w, )?--`+f+` `, r.out, "%v does not show --%s", c.args, f)
+		}
+	}
+	r := fleetgraph(t, "validate", "--user", "x", "testdata/shapes.yaml")
+	assert.Equal(t, cli.ExitError, r.code)
+	assert.Contains(t, r.err, "unknown flag: --user")
+}
+
+// Named kubectl_complete-fleetgraph, the command answers kubectl's
+// completion of `kubectl fleetgraph ...`: kubectl runs it with the words
+// after the plugin's name.
+func TestKubectlCompletesThePlugin(t *testing.T) {
+	completer := "/usr/local/bin/" + cli.CompleterName
+	assert.Equal(t, "kubectl fleetgraph", cli.CommandName(completer))
+	r := run(t, completer, "", "rollout", "h")
+	assert.Equal(t, cli.ExitOK, r.code, r.String())
+	assert.Equal(t, "hold\tPin clusters to the revision each serves (spec.holds)\n:4\n", r.out)
+	r = run(t, completer, "", "")
+	assert.Contains(t, r.out, "validate\t")
+	assert.Contains(t, r.out, "rollout\t")
+	r = run(t, completer, "", "status", "--kubeconfig-c")
+	assert.Contains(t, r.out, "--kubeconfig-cluster\t")
 }
 
 // Shell completion is cobra's, for every shell it knows.

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/fleetgraph/fleetgraph/internal/rollout"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/hold"
 )
 
 // holdTargets are the clusters a hold or release command names: by name
@@ -20,11 +20,35 @@ type holdTargets struct {
 	selector string
 }
 
-func (t *holdTargets) bind(cmd *cobra.Command) {
-	cmd.Flags().StringSliceVar(&t.clusters, "cluster", nil, "a cluster, by the provider's name for it (repeat or separate with commas for several)")
+func (t *holdTargets) bind(g *globals, cmd *cobra.Command) {
+	cmd.Flags().StringSliceVar(&t.clusters, "cluster", nil, "a cluster the rollout places, by the provider's name for it (repeat or separate with commas for several)")
 	cmd.Flags().StringVarP(&t.selector, "selector", "l", "", "a label selector of clusters, as kubectl -l takes it (e.g. ring=canary,!gpu)")
 	cmd.MarkFlagsOneRequired("cluster", "selector")
 	cmd.MarkFlagsMutuallyExclusive("cluster", "selector")
+	_ = cmd.RegisterFlagCompletionFunc("cluster", completePlaced(g))
+}
+
+// completePlaced completes the clusters the rollout NAME places, as its
+// status.clusters lists them.
+func completePlaced(g *globals) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) == 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c, err := g.hubClient()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		ro, err := findRollout(cmd.Context(), c, args[0])
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var names []string
+		for _, cl := range ro.Status.Clusters {
+			names = append(names, cl.Name)
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 // parsedSelector is --selector as a LabelSelector.
@@ -53,7 +77,9 @@ func newRolloutHoldCommand(g *globals, name string) *cobra.Command {
 		Long: `Add a hold to spec.holds: the clusters it takes stay on the revision each
 serves when the hub first sees the hold, and the rollout goes on without
 them. --cluster names clusters (a hold listing those not held by name
-yet); --selector takes the placed clusters whose labels match, as labels
+yet): each must be one the rollout places, as the hub lists them in the
+GraphRollout's status.clusters, or the command fails and changes nothing;
+--selector takes the placed clusters whose labels match, as labels
 change. The hub records each pin in status.clusters (held, desired), which
 rollout status shows. It is the edit Hub.Hold makes from Go.`,
 		Example: example(name, `  fleetgraph rollout hold webapp --cluster eu-1 --reason "customer freeze"
@@ -63,8 +89,7 @@ rollout status shows. It is the edit Hub.Hold makes from Go.`,
 		ValidArgsFunction: completeRollouts(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			edit := func(ro *fgv1alpha1.GraphRollout) ([]fgv1alpha1.Hold, bool, error) {
-				holds, changed := rollout.HoldClusters(ro.Spec.Holds, targets.clusters, reason)
-				return holds, changed, nil
+				return hold.Clusters(ro, targets.clusters, reason)
 			}
 			if targets.selector != "" {
 				sel, err := targets.parsedSelector()
@@ -72,14 +97,14 @@ rollout status shows. It is the edit Hub.Hold makes from Go.`,
 					return err
 				}
 				edit = func(ro *fgv1alpha1.GraphRollout) ([]fgv1alpha1.Hold, bool, error) {
-					holds, changed := rollout.HoldSelector(ro.Spec.Holds, sel, reason)
+					holds, changed := hold.Selector(ro, sel, reason)
 					return holds, changed, nil
 				}
 			}
 			return runHoldEdit(cmd.Context(), g, args[0], "held "+targets.what(), edit)
 		},
 	}
-	targets.bind(cmd)
+	targets.bind(g, cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why, shown in status and events (at most 256 characters)")
 	_ = cmd.MarkFlagRequired("reason")
 	return cmd
@@ -94,8 +119,8 @@ func newRolloutReleaseCommand(g *globals, name string) *cobra.Command {
 waves, at once if its wave has already taken the revision being rolled out.
 --cluster takes the named clusters out of every hold that names them (a
 hold left naming none goes); it fails, changing nothing, for a cluster no
-hold names: one that a selector holds (release that hold with --selector)
-or one not held at all. --selector removes the holds whose selector is
+hold names: one that a selector holds (release that hold with --selector),
+one the rollout does not place, or one not held at all. --selector removes the holds whose selector is
 that one. It is the edit Hub.Release makes from Go.`,
 		Example: example(name, `  fleetgraph rollout release webapp --cluster eu-1
   fleetgraph rollout release webapp --selector freeze=true`),
@@ -103,7 +128,7 @@ that one. It is the edit Hub.Release makes from Go.`,
 		ValidArgsFunction: completeRollouts(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			edit := func(ro *fgv1alpha1.GraphRollout) ([]fgv1alpha1.Hold, bool, error) {
-				holds, err := rollout.ReleaseClusters(ro, targets.clusters, heldBySelector(ro))
+				holds, err := hold.Release(ro, targets.clusters, heldBySelector(ro))
 				return holds, err == nil, err
 			}
 			if targets.selector != "" {
@@ -112,14 +137,14 @@ that one. It is the edit Hub.Release makes from Go.`,
 					return err
 				}
 				edit = func(ro *fgv1alpha1.GraphRollout) ([]fgv1alpha1.Hold, bool, error) {
-					holds, err := rollout.ReleaseSelector(ro, sel)
+					holds, err := hold.ReleaseSelector(ro, sel)
 					return holds, err == nil, err
 				}
 			}
 			return runHoldEdit(cmd.Context(), g, args[0], "released "+targets.what(), edit)
 		},
 	}
-	targets.bind(cmd)
+	targets.bind(g, cmd)
 	return cmd
 }
 
@@ -132,7 +157,7 @@ func runHoldEdit(ctx context.Context, g *globals, name, done string, edit func(*
 	}
 	var ro *fgv1alpha1.GraphRollout
 	changed := false
-	err = rollout.EditHolds(ctx, c, func(ctx context.Context) (*fgv1alpha1.GraphRollout, error) {
+	err = hold.Edit(ctx, c, func(ctx context.Context) (*fgv1alpha1.GraphRollout, error) {
 		var err error
 		ro, err = findRollout(ctx, c, name)
 		return ro, err
@@ -142,9 +167,9 @@ func runHoldEdit(ctx context.Context, g *globals, name, done string, edit func(*
 		return holds, ch, err
 	})
 	switch {
-	case errors.Is(err, rollout.ErrHeldBySelector):
+	case errors.Is(err, hold.ErrHeldBySelector):
 		return failed("%w (release it with --selector, or edit that hold in spec.holds)", err)
-	case errors.Is(err, rollout.ErrNotHeld):
+	case errors.Is(err, hold.ErrNotHeld), errors.Is(err, hold.ErrUnknownCluster):
 		return failed("%w", err)
 	case err != nil:
 		return err

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli"
-	"github.com/fleetgraph/fleetgraph/internal/rollout"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/hold"
 )
 
 // holdAndRelease pins spoke-2 by name and both spokes by a selector, and
@@ -30,15 +30,27 @@ func holdAndRelease(t *testing.T) {
 	for _, m := range ro.ManagedFields {
 		managers = append(managers, m.Manager)
 	}
-	assert.Contains(t, managers, rollout.HoldFieldManager, "written as Hub.Hold writes")
+	assert.Contains(t, managers, hold.FieldManager, "written as Hub.Hold writes")
 	held := requireHeld(t, "spoke-2")
 	r = hub(t, "rollout", "status", "webapp")
 	assert.Contains(t, r.out, "\n  hold: spoke-2: customer freeze (spec.holds)\n", r.String())
-	assert.Contains(t, r.out, "held: spoke-2 at revision "+revisionOf(held["spoke-2"])+": customer freeze")
+	assert.Contains(t, r.out, "held: spoke-2, wave \"rest\", at revision "+revisionOf(held["spoke-2"])+": customer freeze")
 
 	r = hub(t, "rollout", "release", "webapp", "--cluster", "spoke-1")
 	assert.Equal(t, cli.ExitFailed, r.code, r.String())
 	assert.Equal(t, "error: cluster \"spoke-1\" in GraphRollout webapp: no hold of the rollout takes the cluster\n", r.err)
+
+	// The hub's status.clusters is the fleet a rollout knows: a cluster it
+	// does not list is refused, and nothing changes.
+	r = hub(t, "rollout", "hold", "webapp", "--cluster", "spoke-1,spoke-9", "--reason", "typo")
+	assert.Equal(t, cli.ExitFailed, r.code, r.String())
+	assert.Equal(t, "error: cluster \"spoke-9\" in GraphRollout webapp: the rollout places no such cluster (it places spoke-1, spoke-2)\n", r.err)
+	r = hub(t, "rollout", "release", "webapp", "--cluster", "spoke-9")
+	assert.Equal(t, cli.ExitFailed, r.code, r.String())
+	assert.Equal(t, "error: cluster \"spoke-9\" in GraphRollout webapp: the rollout places no such cluster (it places spoke-1, spoke-2)\n", r.err)
+	assert.Equal(t, []fgv1alpha1.Hold{{Clusters: []string{"spoke-2"}, Reason: "customer freeze"}}, readRollout(t).Spec.Holds, "a refused hold changes nothing")
+	r = fleetgraph(t, "__complete", "rollout", "hold", "webapp", "--kubeconfig", hubConfig, "--cluster", "")
+	assert.Equal(t, "spoke-1\nspoke-2\n:4\n", r.out, "--cluster completes the placed clusters: %s", r)
 	r = hub(t, "rollout", "release", "webapp", "--cluster", "spoke-2")
 	assert.Equal(t, "graphrollout.fleetgraph.dev/webapp released spoke-2\n", r.out, r.String())
 	assert.Empty(t, readRollout(t).Spec.Holds)

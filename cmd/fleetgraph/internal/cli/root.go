@@ -50,7 +50,22 @@ func failed(format string, args ...any) error {
 // whether it presents itself as a kubectl plugin) with args until it ends
 // or ctx does (--watch runs until then), and returns the exit code.
 func Main(ctx context.Context, argv0 string, args []string, s Streams) int {
+	if s.Out == nil {
+		s.Out = os.Stdout
+	}
+	if s.ErrOut == nil {
+		s.ErrOut = os.Stderr
+	}
+	out, errOut := newSafeWriter(s.Out), newSafeWriter(s.ErrOut)
+	defer func() { _, _ = out.Flush(), errOut.Flush() }()
+	s.Out, s.ErrOut = out, errOut
 	cmd := NewCommand(CommandName(argv0), s)
+	if isCompleter(argv0) {
+		// kubectl (1.26 and later) completes `kubectl fleetgraph ...` by
+		// running kubectl_complete-fleetgraph with the words after the
+		// plugin's name: cobra's hidden __complete command answers.
+		args = append([]string{cobra.ShellCompRequestCmd}, args...)
+	}
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	if err == nil {
@@ -67,15 +82,29 @@ func Main(ctx context.Context, argv0 string, args []string, s Streams) int {
 	return ExitError
 }
 
+// The names kubectl looks for on PATH: the plugin, and its completion.
+const (
+	PluginName    = "kubectl-fleetgraph"
+	CompleterName = "kubectl_complete-fleetgraph"
+)
+
 // CommandName is how the command presents itself: "kubectl fleetgraph"
-// when its file is named kubectl-fleetgraph (kubectl runs plugins by that
-// name), else "fleetgraph".
+// when its file is named PluginName (kubectl runs plugins by that name)
+// or CompleterName, else "fleetgraph".
 func CommandName(argv0 string) string {
-	base := strings.TrimSuffix(filepath.Base(argv0), filepath.Ext(argv0))
-	if base == "kubectl-fleetgraph" {
+	switch base(argv0) {
+	case PluginName, CompleterName:
 		return "kubectl fleetgraph"
 	}
 	return "fleetgraph"
+}
+
+// isCompleter reports whether the command runs as CompleterName.
+func isCompleter(argv0 string) bool { return base(argv0) == CompleterName }
+
+// base is the file name of argv0 without directory or extension (.exe).
+func base(argv0 string) string {
+	return strings.TrimSuffix(filepath.Base(argv0), filepath.Ext(argv0))
 }
 
 // NewCommand returns the root command, presented as name.
@@ -88,8 +117,14 @@ func NewCommand(name string, s Streams) *cobra.Command {
 without a cluster (validate, generate, diagram), and shows and steers a
 fleet from the hub cluster (status, rollout).
 
+status and rollout reach the hub cluster with kubectl's flags (--kubeconfig,
+--context, -n, --user; "options" lists them all), but for one: the
+kubeconfig's cluster entry is --kubeconfig-cluster, since --cluster always
+names a cluster of the fleet. The offline commands take only --kubeconfig
+and --context, for --schemas-from cluster.
+
 Exit codes: 0 success; 1 what was checked is not fine (an invalid RGD, a
-failed rollout); 2 the command could not run.`,
+failed rollout, a refused request); 2 the command could not run.`,
 		Example: strings.ReplaceAll(`  fleetgraph validate rgds/
   fleetgraph diagram webapp.yaml -o mermaid
   fleetgraph status webapp --watch
@@ -106,15 +141,18 @@ failed rollout); 2 the command could not run.`,
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
-	g.bindFlags(root)
+	online := []*cobra.Command{newStatusCommand(g, name), newRolloutCommand(g, name)}
+	for _, cmd := range online {
+		g.bindConnection(cmd) // kube.go; offline commands bind what they use
+	}
+	root.AddCommand(online...)
 	root.AddCommand(
 		newValidateCommand(g, name),
 		newGenerateCommand(g, name),
 		newDiagramCommand(g, name),
-		newStatusCommand(g, name),
-		newRolloutCommand(g, name),
+		newVersionCommand(g, name), // version_cmd.go
 	)
-	root.AddCommand(newOptionsCommand(root, name))
+	root.AddCommand(newOptionsCommand(name))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: ExitError, err: err}
 	})
@@ -124,13 +162,4 @@ failed rollout); 2 the command could not run.`,
 // example renders an Example block for the command presented as name.
 func example(name, text string) string {
 	return strings.ReplaceAll(text, "fleetgraph ", name+" ")
-}
-
-// readAll reads the command's standard input (os.Stdin when Streams.In is
-// nil), for "-" arguments.
-func readAll(r io.Reader) ([]byte, error) {
-	if r == nil {
-		r = os.Stdin
-	}
-	return io.ReadAll(r)
 }

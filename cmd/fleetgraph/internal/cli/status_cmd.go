@@ -30,24 +30,32 @@ func newStatusCommand(g *globals, name string) *cobra.Command {
 		Use:   "status [RGD]",
 		Short: "Show which revision of each graph serves which cluster, and what is wrong",
 		Long: `Read, from the hub cluster alone, each graph's state on each cluster. With an
-RGD named: its table of clusters × CRD state, served and desired revision,
-instances (total, ready, in error), reachability and message. Without: the
+RGD named: its table of clusters × CRD state, the revision served and the one
+the cluster should serve, instances (total, ready, in ERROR), and why the
+cluster does not serve the latest revision (REASON: RollingOut, Held,
+RolledBack, Failed, GateNotPassed, Incompatible, Unreachable, ReplicaGone),
+then, for a hub graph, the clusters its instances write to. Without: the
 fleet matrix, graphs × clusters, each cell the revision served ("1→2" while a
 cluster should move to 2) or the CRD state when it is not established.
 
-It reads what the hub publishes there: the RGD's status (conditions, revision,
-status.fleet), GraphRevisions, the GraphRollout that rules the graph, and the
-hub replicas' status records (ConfigMaps in --record-namespace). It needs no
-access to spokes. A hub run as the only replica lists by name only the
-clusters that are unhealthy or placed by a GraphRollout; the others are
-counted. No hub publishes instances in error per cluster yet: that column
-shows "-".
+It shows what the hub computed and published there, and computes nothing
+itself: the hub's status records (ConfigMaps in --record-namespace, every
+cluster of every graph, kept by a lone hub and by each hub replica), the
+RGD's status (conditions, the latest revision, status.fleet) and the
+GraphRollout that rules the graph (waves, holds). It needs no access to
+spokes. -o json omits what the hub did not publish (never a -1).
+
+-o dot and -o svg draw the fleet matrix as a picture (the svg is drawn by the
+command itself; the dot source renders with Graphviz): each cell filled by its
+health, with the revision served and the instances ready and in error, and
+the cluster's message as a tooltip.
 
 --watch redraws in place on a terminal and prints a new frame whenever the
 view changes otherwise. Colours are on for a terminal (--color).`,
 		Example: example(name, `  fleetgraph status
   fleetgraph status webapp -o wide
   fleetgraph status webapp --watch
+  fleetgraph status -o svg > fleet.svg
   fleetgraph status -o json | jq '.graphs[].clusters[] | select(.crd != "Established")'`),
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRGDs(g),
@@ -60,21 +68,24 @@ view changes otherwise. Colours are on for a terminal (--color).`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&o.output, "output", "o", "", "output format: wide, json or yaml (default: tables)")
+	fs.StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml, or the fleet matrix as dot or svg (default: tables)")
 	fs.BoolVarP(&o.watch, "watch", "w", false, "keep watching and show each change")
 	fs.DurationVar(&o.interval, "interval", 2*time.Second, "how often --watch reads the hub")
 	fs.StringVar(&o.color, "color", "auto", "colour the states: auto (on a terminal), always or never")
 	fs.StringVar(&o.recordNS, "record-namespace", "kube-system", "namespace of the hub replicas' status records (the hub's ReplicaNamespace)")
 	fs.DurationVar(&o.recordTTL, "record-ttl", time.Minute, "how long a replica's record counts after its renewal (the hub's ReplicaStatusTTL)")
 	fs.IntVar(&o.maxColumns, "max-columns", 8, "most cluster columns of the fleet matrix; past it only clusters with a problem get one")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("wide", "json", "yaml"))
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("wide", "json", "yaml", "dot", "svg"))
 	_ = cmd.RegisterFlagCompletionFunc("color", fixedCompletion("auto", "always", "never"))
 	return cmd
 }
 
 func (o *statusOptions) run(ctx context.Context, g *globals, graph string) error {
-	if err := checkOutput(o.output, "", "wide", "json", "yaml"); err != nil {
+	if err := checkOutput(o.output, "", "wide", "json", "yaml", "dot", "svg"); err != nil {
 		return err
+	}
+	if o.watch && (o.output == "dot" || o.output == "svg") {
+		return fmt.Errorf("--watch redraws text: -o %s draws one picture", o.output)
 	}
 	color, err := useColor(o.color, g.streams.Out)
 	if err != nil {
@@ -112,6 +123,10 @@ func (o *statusOptions) frame(ctx context.Context, c client.Client, graph string
 		err = writeJSON(&b, f)
 	case o.output == "yaml":
 		err = writeYAML(&b, f)
+	case o.output == "dot": // the fleet matrix as a picture (status/matrix_*.go)
+		err = status.WriteMatrixDOT(&b, f, st)
+	case o.output == "svg":
+		err = status.WriteMatrixSVG(&b, f, st)
 	case graph != "":
 		err = status.WriteGraphs(&b, f, st)
 	default:
@@ -131,6 +146,9 @@ func (o *statusOptions) frame(ctx context.Context, c client.Client, graph string
 // on.
 func watch(ctx context.Context, w io.Writer, interval time.Duration, tty bool, frame func() ([]byte, error)) error {
 	var last []byte
+	if tty {
+		permit(w, clearScreenSequence) // escape.go
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

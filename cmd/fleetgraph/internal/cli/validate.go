@@ -4,14 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/input"
 	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/manifest"
 	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/schemas"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	"github.com/fleetgraph/fleetgraph/sdk/graph/resolver"
 )
@@ -20,6 +25,36 @@ type validateOptions struct {
 	strict      bool
 	schemasFrom []string
 	output      string
+	// maxBytes and followSymlinks are --max-bytes and --follow-symlinks
+	// (input.Options).
+	maxBytes       string
+	followSymlinks bool
+}
+
+// bindInput binds the flags that bound what the command reads.
+func (o *validateOptions) bindInput(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.maxBytes, "max-bytes", "16Mi", "the largest file, and standard input, read (a quantity: 64Mi, 1Gi)")
+	cmd.Flags().BoolVar(&o.followSymlinks, "follow-symlinks", false, "follow symbolic links in a directory that lead out of it (the target must be a regular file)")
+}
+
+// inputOptions are the bounds of what the command reads.
+func (o *validateOptions) inputOptions(g *globals) (input.Options, error) {
+	q, err := resource.ParseQuantity(o.maxBytes)
+	if err != nil || q.Sign() <= 0 {
+		return input.Options{}, fmt.Errorf("--max-bytes %q: want a positive quantity of bytes such as 16Mi", o.maxBytes)
+	}
+	return input.Options{MaxBytes: q.Value(), FollowSymlinks: o.followSymlinks, Stdin: g.streams.In}, nil
+}
+
+// inputError says, of what input refused, which flag lets it through.
+func inputError(err error) error {
+	switch {
+	case errors.Is(err, input.ErrTooLarge):
+		return fmt.Errorf("%w (--max-bytes raises it)", err)
+	case errors.Is(err, input.ErrOutsideTree):
+		return fmt.Errorf("%w (--follow-symlinks follows it)", err)
+	}
+	return err
 }
 
 func newValidateCommand(g *globals, name string) *cobra.Command {
@@ -61,6 +96,8 @@ be read.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(g, args) },
 	}
+	g.bindKubeconfig(cmd, false)
+	o.bindInput(cmd)
 	cmd.Flags().BoolVar(&o.strict, "strict", false, "refuse fleetgraph extensions, as kro v0.9.3 would")
 	cmd.Flags().StringArrayVar(&o.schemasFrom, "schemas-from", nil, `schemas of child kinds: a CRD directory or file, a kubeconfig file, or "cluster" (repeatable)`)
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
@@ -81,49 +118,64 @@ func (o *validateOptions) run(g *globals, args []string) error {
 	if !slices.Contains([]string{"text", "json", "yaml"}, o.output) {
 		return fmt.Errorf("unknown output format %q: want text, json or yaml", o.output)
 	}
-	var stdin []byte
-	if slices.Contains(args, "-") {
-		var err error
-		if stdin, err = readAll(g.streams.In); err != nil {
-			return err
-		}
-	}
-	set, err := manifest.Read(stdin, args...)
+	in, err := o.inputOptions(g)
 	if err != nil {
 		return err
 	}
-	res, err := o.resolver(g)
+	res, err := o.resolver(g, in)
 	if err != nil {
 		return err
 	}
-	report := &validationReport{Files: set.Files, Skipped: set.Skipped}
-	for _, err := range set.NotYAML {
-		report.NotYAML = append(report.NotYAML, err.Error())
-	}
-	for _, d := range set.Documents {
+	report := &validationReport{}
+	set, err := manifest.Each(in, args, func(d *manifest.Document) error {
 		r, _ := o.validate(d, res)
 		report.Results = append(report.Results, r)
+		return nil
+	})
+	if err != nil {
+		return inputError(err)
+	}
+	report.Files, report.Skipped = set.Files, set.Skipped
+	for _, err := range set.NotYAML {
+		report.NotYAML = append(report.NotYAML, err.Error())
 	}
 	if err := report.write(g.streams, o.output); err != nil {
 		return err
 	}
 	switch {
 	case len(report.Results) == 0:
-		return failed("no ResourceGraphDefinition found in %s", strings.Join(args, ", "))
+		return failed("%s", nothingFound(set, args))
 	case report.invalid() > 0:
 		return &exitError{code: ExitFailed, err: errors.New("")}
 	}
 	return nil
 }
 
+// nothingFound says that args hold no RGD, and what they hold instead.
+func nothingFound(set *manifest.Set, args []string) string {
+	msg := "no ResourceGraphDefinition found in " + strings.Join(args, ", ")
+	switch {
+	case set.Files == 0:
+		return msg + ": no .yaml, .yml or .json file"
+	case set.Skipped > 0:
+		return msg + fmt.Sprintf(" (%s of other kinds skipped)", plural(set.Skipped, "document"))
+	case set.Empty == set.Files && len(set.NotYAML) == 0:
+		if set.Files == 1 {
+			return msg + ": the input is empty"
+		}
+		return msg + ": every file is empty"
+	}
+	return msg
+}
+
 // resolver builds the schema sources --schemas-from names; with none, the
 // built-in kinds' snapshot.
-func (o *validateOptions) resolver(g *globals) (schemas.Resolver, error) {
+func (o *validateOptions) resolver(g *globals, in input.Options) (schemas.Resolver, error) {
 	var crdPaths []string
 	var chain schemas.Chain
 	live := false
 	for _, src := range o.schemasFrom {
-		r, err := liveSource(g, src)
+		r, err := liveSource(g, in, src)
 		if err != nil {
 			return nil, err
 		}
@@ -134,9 +186,9 @@ func (o *validateOptions) resolver(g *globals) (schemas.Resolver, error) {
 		chain, live = append(chain, r), true
 	}
 	if len(crdPaths) > 0 {
-		crds, err := schemas.ReadCRDs(crdPaths...)
+		crds, err := schemas.ReadCRDs(in, crdPaths...)
 		if err != nil {
-			return nil, fmt.Errorf("--schemas-from: %w", err)
+			return nil, fmt.Errorf("--schemas-from: %w", inputError(err))
 		}
 		docs, err := schemas.FromCRDs(crds)
 		if err != nil {
@@ -156,7 +208,7 @@ func (o *validateOptions) resolver(g *globals) (schemas.Resolver, error) {
 
 // liveSource returns a resolver of the cluster src names ("cluster", or a
 // kubeconfig file), or nil when src holds CRD manifests.
-func liveSource(g *globals, src string) (schemas.Resolver, error) {
+func liveSource(g *globals, in input.Options, src string) (schemas.Resolver, error) {
 	if src == "cluster" {
 		cfg, err := g.restConfig()
 		if err != nil {
@@ -171,7 +223,11 @@ func liveSource(g *globals, src string) (schemas.Resolver, error) {
 	if info.IsDir() {
 		return nil, nil
 	}
-	kc, err := clientcmd.LoadFromFile(src)
+	raw, err := input.ReadFile(src, in.MaxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("--schemas-from: %w", inputError(err))
+	}
+	kc, err := clientcmd.Load(raw)
 	if err != nil || len(kc.Clusters) == 0 {
 		return nil, nil // not a kubeconfig: CRD manifests
 	}
@@ -185,18 +241,21 @@ func liveSource(g *globals, src string) (schemas.Resolver, error) {
 // validate compiles one document; the graph is nil when it is invalid.
 func (o *validateOptions) validate(d *manifest.Document, res schemas.Resolver) (validationResult, *graph.Graph) {
 	r := validationResult{File: d.File, Line: d.Line}
-	if d.Err != nil {
-		r.Errors = []diagnostic{{Line: d.Err.Line, Path: d.Err.Field, Message: d.Err.Err.Error()}}
+	for _, e := range d.Errs {
+		r.Errors = append(r.Errors, loadDiagnostic(d, e))
+	}
+	if d.RGD == nil {
 		return r, nil
 	}
 	r.Name = d.RGD.Name
 	rec := &schemas.Recorder{Resolver: res}
-	g, err := graph.Compile(d.RGD, graph.Options{Resolver: rec, DynamicUnknownKinds: len(o.schemasFrom) == 0, Strict: o.strict})
+	// AllErrors: every problem the compiler can find, in one pass.
+	g, err := graph.Compile(d.RGD, graph.Options{Resolver: rec, DynamicUnknownKinds: len(o.schemasFrom) == 0, Strict: o.strict, AllErrors: true})
 	for _, e := range flatten(err) {
 		r.Errors = append(r.Errors, diagnosticOf(d, e))
 	}
 	slices.SortStableFunc(r.Errors, func(a, b diagnostic) int { return a.Line - b.Line })
-	if g == nil {
+	if g == nil || len(d.Errs) > 0 {
 		return r, nil
 	}
 	r.Valid = true
@@ -243,6 +302,21 @@ func flatten(err error) []error {
 	}
 	return []error{err}
 }
+
+// loadDiagnostic is a refusal of the strict loader, pointed at the
+// resource when the field is inside one.
+func loadDiagnostic(d *manifest.Document, e *v1alpha1.LoadError) diagnostic {
+	diag := diagnostic{Line: e.Line, Path: e.Field, Message: e.Err.Error()}
+	if m := resourceField.FindStringSubmatch(e.Field); m != nil {
+		i, _ := strconv.Atoi(m[1])
+		if id := d.ResourceID(i); id != "" {
+			diag.Resource, diag.Path = id, m[2]
+		}
+	}
+	return diag
+}
+
+var resourceField = regexp.MustCompile(`^spec\.resources\[(\d+)\]\.(.+)$`)
 
 func diagnosticOf(d *manifest.Document, err error) diagnostic {
 	var ge *graph.Error

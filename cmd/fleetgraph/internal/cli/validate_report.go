@@ -58,8 +58,12 @@ func (d diagnostic) String() string {
 	if d.Expression != "" {
 		parts = append(parts, shorten(d.Expression, maxExpression))
 	}
-	return strings.Join(append(parts, d.Message), ": ")
+	return oneLine.Replace(strings.Join(append(parts, d.Message), ": "))
 }
+
+// oneLine keeps a diagnostic on its line: newlines in what it quotes are
+// escaped (the other controls are escaped where every line is written).
+var oneLine = strings.NewReplacer("\n", `\n`, "\r", `\r`)
 
 // shorten puts s on one line of at most n runes.
 func shorten(s string, n int) string {
@@ -102,7 +106,9 @@ func (r *validationReport) write(s Streams, format string) error {
 			fmt.Fprintf(s.Out, "%s:%d: note: %s\n", res.File, d.Line, d)
 		}
 	}
-	fmt.Fprintln(s.ErrOut, r.summary())
+	if len(r.Results) > 0 { // else the command's error says what it found
+		fmt.Fprintln(s.ErrOut, r.summary())
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 )
@@ -18,8 +19,20 @@ func (m Model) DOT() string {
 	b.WriteString("  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n")
 	for i, level := range m.Levels {
 		fmt.Fprintf(&b, "  subgraph cluster_level%d {\n    label=\"level %d\";\n    style=dashed;\n    color=gray;\n", i, i)
-		for _, r := range level {
-			fmt.Fprintf(&b, "    %s [label=%s%s];\n", dotQuote(r.ID), dotQuote(strings.Join(r.lines(), "\n")), dotAttrs(r))
+		for _, g := range groups(level) {
+			indent := "    "
+			if g.cluster != "" {
+				c := slices.Index(m.Clusters, g.cluster)
+				fmt.Fprintf(&b, "    subgraph cluster_level%d_cluster%d {\n      label=%s;\n      style=solid;\n      color=%q;\n",
+					i, c, dotQuote(clusterLabel(g.cluster)), palette[c%len(palette)])
+				indent = "      "
+			}
+			for _, r := range g.resources {
+				fmt.Fprintf(&b, "%s%s [label=%s%s];\n", indent, dotQuote(r.ID), dotQuote(strings.Join(r.lines(), "\n")), dotAttrs(r))
+			}
+			if g.cluster != "" {
+				b.WriteString("    }\n")
+			}
 		}
 		b.WriteString("  }\n")
 	}
@@ -29,6 +42,10 @@ func (m Model) DOT() string {
 	b.WriteString("}\n")
 	return b.String()
 }
+
+// palette colours a hub graph's clusters, the same cluster alike in
+// every level (Graphviz colour names, readable on white).
+var palette = []string{"steelblue", "darkorange", "forestgreen", "firebrick", "purple", "saddlebrown", "deeppink", "darkcyan"}
 
 func dotAttrs(r Resource) string {
 	var attrs []string

@@ -2,6 +2,7 @@ package diagram
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -12,10 +13,20 @@ func (m Model) Mermaid() string {
 	var conditional []string
 	for i, level := range m.Levels {
 		fmt.Fprintf(&b, "  subgraph level%d [\"level %d\"]\n", i, i)
-		for _, r := range level {
-			fmt.Fprintf(&b, "    %s%s\n", mermaidID(r.ID), mermaidShape(r))
-			if len(r.IncludeWhen) > 0 {
-				conditional = append(conditional, mermaidID(r.ID))
+		for _, g := range groups(level) {
+			indent := "    "
+			if g.cluster != "" {
+				fmt.Fprintf(&b, "    subgraph level%d_cluster%d [\"%s\"]\n", i, slices.Index(m.Clusters, g.cluster), mermaidEscape(clusterLabel(g.cluster)))
+				indent = "      "
+			}
+			for _, r := range g.resources {
+				fmt.Fprintf(&b, "%s%s%s\n", indent, mermaidID(r.ID), mermaidShape(r))
+				if len(r.IncludeWhen) > 0 {
+					conditional = append(conditional, mermaidID(r.ID))
+				}
+			}
+			if g.cluster != "" {
+				b.WriteString("    end\n")
 			}
 		}
 		b.WriteString("  end\n")

@@ -41,6 +41,21 @@ func (d *Document) LineOf(resourceID, path string) int {
 // offset turns a line of the document into a line of the file.
 func (d *Document) offset(n *yamlv3.Node) int { return n.Line + d.Line - 1 }
 
+// ResourceID is the id of the index-th entry of spec.resources, or "".
+func (d *Document) ResourceID(index int) string {
+	if d.root == nil {
+		return ""
+	}
+	list, _, k := walk(d.root, "spec.resources")
+	if k != 2 || list.Kind != yamlv3.SequenceNode || index < 0 || index >= len(list.Content) {
+		return ""
+	}
+	if v, _ := field(list.Content[index], "id"); v != nil && v.Kind == yamlv3.ScalarNode {
+		return v.Value
+	}
+	return ""
+}
+
 // resource returns the spec.resources entry with the given id.
 func (d *Document) resource(id string) *yamlv3.Node {
 	list, _, k := walk(d.root, "spec.resources")

@@ -71,13 +71,18 @@ func Instance(crd *apiextensionsv1.CustomResourceDefinition, opts Options) (*yam
 
 type sampler struct{ name string }
 
-// object fills an object's required fields and those with defaults; nil
-// when there is nothing to write.
+// object fills an object's required fields and those with defaults, on
+// top of the object's own default (as the API server defaults an absent
+// object, then its fields); nil when there is nothing to write.
 func (s *sampler) object(p apiextensionsv1.JSONSchemaProps) *yamlv3.Node {
-	if p.Default != nil {
-		return fromJSON(p.Default.Raw)
-	}
 	n := mapping()
+	if p.Default != nil {
+		n = fromJSON(p.Default.Raw)
+		if n.Kind != yamlv3.MappingNode {
+			return n
+		}
+		n.Style = 0
+	}
 	keys := make([]string, 0, len(p.Properties))
 	for k := range p.Properties {
 		keys = append(keys, k)
@@ -86,6 +91,12 @@ func (s *sampler) object(p apiextensionsv1.JSONSchemaProps) *yamlv3.Node {
 	for _, k := range keys {
 		child := p.Properties[k]
 		required := slices.Contains(p.Required, k)
+		if v := valueOf(n, k); v != nil {
+			if child.Type == "object" && v.Kind == yamlv3.MappingNode {
+				s.fill(v, child) // the object's default set it: default its fields
+			}
+			continue
+		}
 		v := s.value(child, required)
 		if v == nil {
 			continue
@@ -93,9 +104,33 @@ func (s *sampler) object(p apiextensionsv1.JSONSchemaProps) *yamlv3.Node {
 		add(n, k, v, comment(child, required))
 	}
 	if len(n.Content) == 0 {
+		if p.Default != nil {
+			return n // the default is {}: written, as the server writes it
+		}
 		return nil
 	}
 	return n
+}
+
+// fill adds to m, an object a default gave, the fields of p it lacks.
+func (s *sampler) fill(m *yamlv3.Node, p apiextensionsv1.JSONSchemaProps) {
+	p.Default = &apiextensionsv1.JSON{Raw: []byte("{}")}
+	full := s.object(p)
+	for i := 0; i+1 < len(full.Content); i += 2 {
+		if valueOf(m, full.Content[i].Value) == nil {
+			m.Content = append(m.Content, full.Content[i], full.Content[i+1])
+		}
+	}
+}
+
+// valueOf is the value of key in mapping m, or nil.
+func valueOf(m *yamlv3.Node, key string) *yamlv3.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
 }
 
 // value is a field's sample: its default, or, when required, a value its
@@ -103,7 +138,7 @@ func (s *sampler) object(p apiextensionsv1.JSONSchemaProps) *yamlv3.Node {
 // bounds); nil for an optional field without default. Validation rules
 // (CEL) are not solved: the comment shows them.
 func (s *sampler) value(p apiextensionsv1.JSONSchemaProps, required bool) *yamlv3.Node {
-	if p.Default != nil {
+	if p.Default != nil && p.Type != "object" {
 		return fromJSON(p.Default.Raw)
 	}
 	switch p.Type {

@@ -2,13 +2,12 @@ package schemas
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +18,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/input"
 )
 
 // FromCRDs returns the OpenAPI v3 documents an API server publishes for
@@ -152,25 +153,18 @@ func addEmbedded(s *spec.Schema) {
 }
 
 // ReadCRDs reads the CustomResourceDefinitions in the named files and, for
-// a directory, in its .yaml, .yml and .json files, recursively. Documents
-// of other kinds are skipped; an unreadable or malformed CRD is an error.
-func ReadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+// a directory, in its .yaml, .yml and .json files, recursively, within the
+// bounds o sets (package input). Documents of other kinds are skipped; an
+// unreadable or malformed CRD is an error.
+func ReadCRDs(o input.Options, paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var out []*apiextensionsv1.CustomResourceDefinition
-	for _, root := range paths {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() || (path != root && !IsManifest(path)) {
-				return nil
-			}
-			crds, err := readCRDFile(path)
-			out = append(out, crds...)
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
+	err := input.Walk(o, paths, IsManifest, func(name string, data []byte) error {
+		crds, err := readCRDs(name, data)
+		out = append(out, crds...)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -184,14 +178,10 @@ func IsManifest(path string) bool {
 	return false
 }
 
-func readCRDFile(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
+// readCRDs reads the CRDs of one file's content.
+func readCRDs(path string, data []byte) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var out []*apiextensionsv1.CustomResourceDefinition
-	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for n := 1; ; n++ {
 		raw, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -199,6 +189,9 @@ func readCRDFile(path string) ([]*apiextensionsv1.CustomResourceDefinition, erro
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if err := input.CheckStructure(fmt.Sprintf("%s: document %d", path, n), raw); err != nil {
+			return nil, err
 		}
 		var head struct{ APIVersion, Kind string }
 		if err := yaml.Unmarshal(raw, &head); err != nil {

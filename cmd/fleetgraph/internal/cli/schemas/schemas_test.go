@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/input"
 	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli/schemas"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -14,7 +15,7 @@ import (
 // A CRD's kind resolves offline, with its scope, its fields and the
 // object metadata every kind has; built-in kinds come from the snapshot.
 func TestOfflineResolverKnowsCRDsAndBuiltinKinds(t *testing.T) {
-	crds, err := schemas.ReadCRDs("../testdata/crds")
+	crds, err := schemas.ReadCRDs(input.Options{}, "../testdata/crds")
 	require.NoError(t, err)
 	docs, err := schemas.FromCRDs(crds)
 	require.NoError(t, err)
