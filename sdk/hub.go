@@ -127,15 +127,10 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 	h.clusterSource = &clusterSource{h: h, noClusterWarning: defaultNoClusterWarning}
 	h.values = &clusterValues{h: h}
 	h.counts = newCountChanges(h.changed.notify) // fleet_truth.go
-	h.hubGraphs = h.newHubGraphs()               // hubgraphs.go
-	h.rollouts = newRollouts(h)
-	h.planner = h.rollouts.planner
-	h.crdFanOut = newCRDFanOut(h, provider) // fanout.go
-	h.runtime = spoke.New(spoke.Options{
+	instances := spoke.Options{
 		Workers:         opts.Workers,
 		ItemConcurrency: opts.ItemConcurrency,
 		FieldManager:    opts.FieldManager,
-		Gate:            h.gate,
 		Resync:          opts.InstanceResync,
 		OrphanGrace:     opts.OrphanGrace,
 		AdoptUnowned:    opts.AdoptUnowned,
@@ -147,7 +142,13 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		ClusterValues:       h.values.forCluster,    // cluster_values.go
 		LocalClusterName:    opts.LocalClusterName,
 		CountsChanged:       h.counts.changed,
-	})
+	}
+	h.hubGraphs = h.newHubGraphs(instances) // hubgraphs.go
+	h.rollouts = newRollouts(h)
+	h.planner = h.rollouts.planner
+	h.crdFanOut = newCRDFanOut(h, provider) // fanout.go
+	h.runtime = spoke.New(instances)
+	h.runtime.SetGate(h.gate)
 	return h, nil
 }
 

@@ -72,7 +72,8 @@ type Options struct {
 	InstanceResync time.Duration
 	// OrphanGrace is how long a child whose instance no longer exists (its
 	// finalizer was removed by hand, or its deletion was interrupted) is
-	// left before the runtime deletes it: only a child labelled as the
+	// left before the runtime deletes it, on a spoke or, for a hub
+	// graph, on whichever cluster holds it: only a child labelled as the
 	// graph's and written by FieldManager, once a live read confirms that
 	// its instance is gone, and never one left in place by a release
 	// (OrphanInstances, DepartureGrace, Placement). Negative turns the
@@ -82,10 +83,12 @@ type Options struct {
 	// target) may write; see TargetOptions. Defaults to its zero value:
 	// literal targets naming engaged clusters only.
 	Targets TargetOptions
-	// AdoptUnowned lets an instance take over an existing object with a
-	// child's name that carries no fleetgraph owner label (kro adopts such
-	// objects). An object labelled for another instance is never taken
-	// over. Defaults to false: the instance reports an OwnershipConflict.
+	// AdoptUnowned lets an instance (of a spoke graph or a hub graph)
+	// take over an existing object with a child's name that carries no
+	// fleetgraph owner label (kro adopts such objects). An object labelled
+	// for another instance is never taken over, nor one that copies this
+	// instance's labels without fleetgraph having written it. Defaults to
+	// false: the instance reports an OwnershipConflict.
 	AdoptUnowned bool
 	// ConfineToNamespace keeps each instance's children and external
 	// references in its own namespace: a child rendered in another

@@ -100,10 +100,10 @@ func b2i(b bool) int {
 	return 0
 }
 
-// countsChanged tells Options.Changed of a change to the graph's
+// countsChanged tells Options.Instances.CountsChanged of a change to the graph's
 // instances; a no-op without it.
 func (s *server) countsChanged() func() {
-	tell, name := s.rt.opts.Changed, s.g.Name
+	tell, name := s.rt.opts.Instances.CountsChanged, s.g.Name
 	if tell == nil {
 		return func() {}
 	}

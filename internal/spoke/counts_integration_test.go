@@ -39,7 +39,7 @@ func TestCountsAreTheSpokesInstancesAfterARestart(t *testing.T) {
 
 	provider, clusters := providerFor(t, ns, []*fgtesting.Cluster{s}, cacheopts.TrimCache)
 	cluster := clusters[0]
-	rt, stop := runRuntime(t, fleet, provider, spoke.Options{})
+	rt, stop := runRuntime(t, fleet, provider, spoke.Config{})
 	t.Cleanup(stop)
 	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	names := make([]string, countInstances)
@@ -63,7 +63,7 @@ func TestCountsAreTheSpokesInstancesAfterARestart(t *testing.T) {
 	})
 
 	provider2, _ := providerFor(t, ns, []*fgtesting.Cluster{s}, cacheopts.TrimCache)
-	rt2 := startRuntime(t, fleet, provider2, spoke.Options{})
+	rt2 := startRuntime(t, fleet, provider2, spoke.Config{})
 	require.NoError(t, rt2.Serve(spoke.Version{Graph: g}))
 	// The new runtime reconciles none of them (all suspended): what the
 	// instances show counts, but none is confirmed by the version serving.
