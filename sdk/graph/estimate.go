@@ -146,11 +146,11 @@ func (e *sizeEstimator) EstimateCallCost(function, overloadID string, target *ch
 	switch overloadID {
 	case "random.seededString_int_string", "lists_range":
 		return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: valueBytes}, ResultSize: out}
-	case "json.marshal_dyn", "json.unmarshal_string", "hash.fnv64a_string", "hash.sha256_string", "hash.md5_string",
+	case "json.marshal_dyn", "json_encode_dyn", "json.unmarshal_string", "hash.fnv64a_string", "hash.sha256_string", "hash.md5_string",
 		"random.seededInt_int_int_string":
 		s := size(0)
 		return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: s.Max + 1}, ResultSize: out}
-	case "map_merge":
+	case "map_merge", "dyn_deepmerge_dyn":
 		a, b := size(0), size(1)
 		n := satAdd(a.Max, b.Max)
 		return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: n}, ResultSize: &checker.SizeEstimate{Min: 0, Max: n}}

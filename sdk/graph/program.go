@@ -14,7 +14,7 @@ import (
 type program struct {
 	// written is the expression as it appears in the RGD, ${} included.
 	written string
-	prog    interpreter.Interpretable
+	prog    interpreter.InterpretableV2
 	out     *cel.Type
 	// refs are the names this expression reads from Values ("schema" and
 	// resource ids), sorted. Evaluation waits (ErrPending) until all are
@@ -104,7 +104,7 @@ func issueMessages(iss *cel.Issues) string {
 // variables and types, never functions, so one dispatcher serves them all.
 type planner struct {
 	disp  interpreter.Dispatcher
-	guard interpreter.InterpretableDecorator
+	guard interpreter.InterpretableDecoratorV2
 }
 
 var sharedPlanner = sync.OnceValues(func() (*planner, error) {
@@ -127,26 +127,29 @@ var sharedPlanner = sync.OnceValues(func() (*planner, error) {
 
 // plan builds the interpretable of a checked expression. Every call goes
 // through a guard that prices it from its arguments before it runs (see
-// guard.go), and every comprehension step asks the evaluation's meter
-// whether to go on (see meter.go): one evaluation is bounded in cost, time
-// and the size of what it builds. Constant regular expressions are
-// compiled here, by the guard, once.
-func (p *planner) plan(env *cel.Env, ast *cel.Ast) (interpreter.Interpretable, error) {
+// guard.go), and every comprehension step is charged to the evaluation's
+// meter before it runs (see chargeLoops): one evaluation is bounded in
+// cost, time and the size of what it builds. Constant regular expressions
+// are compiled here, by the guard, once.
+func (p *planner) plan(env *cel.Env, ast *cel.Ast) (interpreter.InterpretableV2, error) {
 	attrs := interpreter.NewAttributeFactory(env.Container, env.CELTypeAdapter(), env.CELTypeProvider())
 	interp := interpreter.NewInterpreter(p.disp, env.Container, env.CELTypeProvider(), env.CELTypeAdapter(), attrs)
 	if unmetered {
 		return interp.NewInterpretable(ast.NativeRep(),
-			interpreter.CustomDecorator(lazyOptionalOr),
+			interpreter.CustomDecoratorV2(lazyOptionalOr),
 			interpreter.Optimize(),
 			interpreter.CompileRegexConstants(regexConstants...),
 		)
 	}
-	return interp.NewInterpretable(ast.NativeRep(),
-		interpreter.CustomDecorator(lazyOptionalOr),
+	opts := []interpreter.PlannerOption{
+		interpreter.CustomDecoratorV2(lazyOptionalOr),
 		interpreter.Optimize(),
-		interpreter.CustomDecorator(p.guard),
-		interpreter.InterruptableEval(),
-	)
+		interpreter.CustomDecoratorV2(p.guard),
+	}
+	if conds := loopConditions(ast.NativeRep().Expr()); len(conds) > 0 {
+		opts = append(opts, interpreter.CustomDecoratorV2(chargeLoops(conds)))
+	}
+	return interp.NewInterpretable(ast.NativeRep(), opts...)
 }
 
 // unmetered plans and evaluates without guards, meter or sizer. Only the
