@@ -55,12 +55,6 @@ func (k *instanceKind) checkHeader() {
 	if msgs := validation.IsDNS1123Subdomain(k.group()); len(msgs) > 0 || !strings.Contains(k.group(), ".") {
 		k.diag.fail(&Error{Path: "spec.schema.group", Err: errorf(ErrInvalid, "group %q must be a DNS subdomain with at least one dot", k.group())})
 	}
-	if len(s.ShortNames) > 0 {
-		k.diag.extension("", "spec.schema.shortNames", "CRD short names")
-	}
-	if len(s.Categories) > 0 {
-		k.diag.extension("", "spec.schema.categories", "CRD categories")
-	}
 	switch s.Scope {
 	case "", v1alpha1.ResourceScopeNamespaced, v1alpha1.ResourceScopeCluster:
 	default:
