@@ -116,6 +116,7 @@ func (c *compilation) checkIdentities(inst *instanceKind, resources []*resource,
 	ic := &identityChecker{
 		name: c.rgd.Name, rgd: c.rgd, resources: resources, scopes: scopes,
 		namespaced: inst.namespaced(), env: envs.graph, diag: c.diag,
+		refuseSameObjects: c.opts.RefuseSameObjects,
 	}
 	ic.check()
 }
@@ -152,6 +153,7 @@ func (c *compilation) graph(inst *instanceKind, resources []*resource, crd *apie
 		Levels:        levels,
 		DeletionWaves: reversed(levels),
 		Extensions:    c.diag.extensions(),
+		Warnings:      c.diag.warnings(),
 		status:        status.program,
 		conditions:    status.conditions,
 		byID:          map[string]*Node{},

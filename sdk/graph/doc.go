@@ -111,8 +111,10 @@
 //     instance: Limits.InstanceCost, InstanceTimeout, MaxChildren and
 //     MaxRenderedBytes. Graph.Status is bounded by Limits.MaxStatusBytes.
 //   - Compile prices every expression with cel-go's estimator and the
-//     instance schema's maxLength/maxItems/maxProperties, and refuses one
-//     estimated above Limits.MaxExpressionEstimatedCost.
+//     instance schema's maxLength/maxItems/maxProperties. As kro refuses no
+//     expression for its cost, an estimate above EstimatedCostWarning is a
+//     Graph.Warnings entry naming the values that lack a bound; only a
+//     platform that sets Limits.MaxExpressionEstimatedCost refuses it.
 //   - What an RGD makes Compile build is bounded too, and a refusal is an
 //     *Error wrapping ErrLimit and ErrSchema. Custom types are expanded at
 //     every use, so a type made of two copies of the previous one doubles

@@ -59,6 +59,10 @@ type Graph struct {
 	// v0.9.3 does not, sorted; empty for an RGD that kro accepts as is.
 	// Always empty under Options.Strict, which refuses them instead.
 	Extensions []Extension
+	// Warnings lists what fleetgraph serves, as kro does, but that is
+	// likely to cost more or do other than the author meant (see
+	// Warning), sorted; empty when there is nothing to say.
+	Warnings []Warning
 
 	status     *statusProgram
 	conditions []conditionProgram

@@ -89,7 +89,8 @@ func (k *instanceKind) parseSpec() {
 	}
 	lim := k.limits
 	bounds := simpleschema.Bounds{MaxProperties: lim.MaxSchemaProperties, MaxBytes: lim.MaxCRDBytes}
-	out, exts, err := bounds.Convert("", obj, types)
+	res, err := bounds.Convert("", obj, types)
+	out := res.Schema
 	for _, e := range unjoin(err) {
 		path := "spec.schema.spec"
 		var pe *simpleschema.PathError
@@ -99,8 +100,11 @@ func (k *instanceKind) parseSpec() {
 		}
 		k.diag.fail(&Error{Path: path, Err: schemaError(e)})
 	}
-	for _, e := range exts {
+	for _, e := range res.Extensions {
 		k.diag.extension("", schemaPath(e.Path), e.Feature)
+	}
+	for _, w := range res.Warnings {
+		k.diag.warn(Warning{Path: schemaPath(w.Path), Message: w.Message})
 	}
 	k.spec = out
 	if err != nil {

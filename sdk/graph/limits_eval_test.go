@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -198,9 +197,9 @@ func TestQuadraticEvaluationsEndWithinTheDeadline(t *testing.T) {
 	lim := graph.Limits{}.WithDefaults()
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			// Compile would refuse some of these (their estimate is too
-			// high): let them through to test the run-time bounds.
-			g := statusGraph(t, tt.expr, graph.Limits{MaxExpressionEstimatedCost: math.MaxUint64})
+			// Compile refuses none of these by default (a platform may
+			// refuse some by their estimate): the run-time bounds stop them.
+			g := statusGraph(t, tt.expr, graph.Limits{})
 			start := time.Now()
 			_, err := g.Status(context.Background(), tt.vals)
 			requireLimit(t, err)
@@ -343,12 +342,25 @@ func TestLongExpressionsAreTruncatedInMessages(t *testing.T) {
 }
 
 // Compile prices every expression with the instance schema's bounds, as
-// the API server prices a CRD's validation rules, and refuses one whose
-// estimate passes Limits.MaxExpressionEstimatedCost; bounding the lists it
-// reads lets it compile.
-func TestCompileRefusesExpressionsEstimatedTooExpensive(t *testing.T) {
+// the API server prices a CRD's validation rules. kro refuses no
+// expression for its cost, so by default a high estimate is a warning that
+// names the expression and the lists that lack maxItems; a platform that
+// sets Limits.MaxExpressionEstimatedCost refuses it. Bounding the lists
+// silences both.
+func TestExpensiveEstimatesWarnUnlessThePlatformRefusesThem(t *testing.T) {
 	const quadratic = `${string(schema.spec.xs.all(x, schema.spec.ys.exists(y, y == x)))}`
-	_, err := graph.Compile(parseRGD(t, rgdDoc(hostileSchema, "resources:\n"+cm("a", "", "k: "+quoteYAML(quadratic)))), graph.Options{})
+	rgd := parseRGD(t, rgdDoc(hostileSchema, "resources:\n"+cm("a", "", "k: "+quoteYAML(quadratic))))
+	g, err := graph.Compile(rgd, graph.Options{})
+	require.NoError(t, err, "kro accepts it: fleetgraph does too")
+	require.Len(t, g.Warnings, 1)
+	w := g.Warnings[0]
+	assert.Equal(t, "a", w.ResourceID)
+	assert.Equal(t, "data.k", w.Path)
+	assert.Equal(t, quadratic, w.Expression)
+	assert.Contains(t, w.Message, "schema.spec.xs (no maxItems), schema.spec.ys (no maxItems)")
+	assert.NotContains(t, w.Message, "schema.spec.s ", "the string it does not read is not named")
+
+	_, err = graph.Compile(rgd, graph.Options{Limits: graph.Limits{MaxExpressionEstimatedCost: graph.EstimatedCostWarning}})
 	requireLimit(t, err)
 	var ge *graph.Error
 	require.ErrorAs(t, err, &ge)
@@ -356,10 +368,23 @@ func TestCompileRefusesExpressionsEstimatedTooExpensive(t *testing.T) {
 	assert.Equal(t, "data.k", ge.Path)
 	assert.Equal(t, quadratic, ge.Expression)
 	assert.Contains(t, err.Error(), "Limits.MaxExpressionEstimatedCost")
+	assert.Contains(t, err.Error(), "schema.spec.ys (no maxItems)")
 
 	bounded := strings.ReplaceAll(hostileSchema, `"[]integer"`, `"[]integer | maxItems=1000"`)
-	_, err = graph.Compile(parseRGD(t, rgdDoc(bounded, "resources:\n"+cm("a", "", "k: "+quoteYAML(quadratic)))), graph.Options{})
+	g, err = graph.Compile(parseRGD(t, rgdDoc(bounded, "resources:\n"+cm("a", "", "k: "+quoteYAML(quadratic)))),
+		graph.Options{Limits: graph.Limits{MaxExpressionEstimatedCost: graph.EstimatedCostWarning}})
 	require.NoError(t, err)
+	assert.Empty(t, g.Warnings)
+}
+
+// An expensive estimate over the fields of a resource names the resource:
+// no schema bounds what a child holds.
+func TestExpensiveEstimatesOverAResourceNameIt(t *testing.T) {
+	res := "resources:\n" + cm("a", "", "") + cm("b", "", "k: "+quoteYAML(`${string(a.data.all(k, a.data.exists(j, a.data[j] == a.data[k])))}`))
+	g, err := graph.Compile(parseRGD(t, rgdDoc(hostileSchema, res)), graph.Options{})
+	require.NoError(t, err)
+	require.Len(t, g.Warnings, 1)
+	assert.Contains(t, g.Warnings[0].Message, "the fields of a (a resource's schema bounds none)")
 }
 
 // No RGD of the repository's corpora comes near a limit at compile: the

@@ -41,6 +41,16 @@ type Options struct {
 	// Graph.Extensions.
 	Strict bool
 
+	// RefuseSameObjects refuses two resources that render the same object
+	// (same kind, namespace and name, written alike) whenever one of them
+	// is created, that is unless each has an includeWhen entry the other
+	// lacks. Both would be applied, and the one applied last would
+	// overwrite what the other wrote.
+	//
+	// Defaults to false: as kro does, such graphs are accepted, and each
+	// pair is reported in Graph.Warnings.
+	RefuseSameObjects bool
+
 	// Limits bound what the RGD may make the compiler build and what its
 	// expressions may cost when they run; the compiled Graph keeps them
 	// (Graph.Limits) for the runtime that evaluates it.

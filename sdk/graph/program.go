@@ -27,20 +27,21 @@ type program struct {
 	// formats are the format trees of the refs that hold formatted
 	// strings, nil when none does.
 	formats map[string]*formatTree
+	// estimate is its compile-time cost estimate.
+	estimate costEstimate
 }
 
-// compileExpr parses, type-checks and plans src in env; check, if set,
-// may refuse the checked expression (see costCheck). withCluster says
-// whether env declares the cluster variable.
-func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool, withCluster bool, check func(*cel.Env, *cel.Ast) error) (*program, error) {
+// compileExpr parses, type-checks, prices (see costCheck: an estimate
+// over the limit a platform set refuses the expression) and plans src in
+// env. withCluster says whether env declares the cluster variable.
+func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool, withCluster bool, cost costCheck) (*program, error) {
 	ast, iss := compileSource(env, src) // env.Compile, with parses reused (parse.go)
 	if iss.Err() != nil {
 		return nil, errorf(ErrExpression, "%s", issueMessages(iss))
 	}
-	if check != nil {
-		if err := check(env, ast); err != nil {
-			return nil, err
-		}
+	estimate, err := cost.estimate(ast)
+	if err != nil {
+		return nil, err
 	}
 	pl, err := sharedPlanner()
 	if err != nil {
@@ -50,7 +51,7 @@ func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool, 
 	if err != nil {
 		return nil, errorf(ErrExpression, "%v", err)
 	}
-	p := &program{written: written, prog: prog, out: ast.OutputType(), extensions: celExtensions(ast)}
+	p := &program{written: written, prog: prog, out: ast.OutputType(), extensions: celExtensions(ast), estimate: estimate}
 	for _, id := range identifiers(ast) {
 		if valueNames[id] {
 			p.refs = append(p.refs, id)
@@ -196,7 +197,7 @@ func (x *exprCompiler) compile(env *cel.Env, src, written, resID, path string) (
 	key := programKey{env, src}
 	res, ok := x.programs[key]
 	if !ok {
-		res.p, res.err = compileExpr(env, src, written, x.valueNames, x.envs.cluster, x.cost.check)
+		res.p, res.err = compileExpr(env, src, written, x.valueNames, x.envs.cluster, x.cost)
 		x.programs[key] = res
 	}
 	if res.err != nil {
@@ -204,6 +205,9 @@ func (x *exprCompiler) compile(env *cel.Env, src, written, resID, path string) (
 	}
 	for _, feature := range res.p.extensions {
 		x.diag.extension(resID, path, feature)
+	}
+	if msg := res.p.estimate.warning(); msg != "" {
+		x.diag.warn(Warning{ResourceID: resID, Path: path, Expression: written, Message: msg})
 	}
 	if slices.Contains(res.p.refs, VarFleet) && x.valueNames[VarFleet] {
 		x.diag.extension(resID, path, fleetFeature)

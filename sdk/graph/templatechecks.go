@@ -64,17 +64,15 @@ func (tc templateChecker) noExpressions(path string, v any) {
 	}
 }
 
-// selector checks an externalRef's label selector as kro's
-// ResourceGraphDefinition CRD does when the RGD is admitted: an object with
-// matchLabels (strings) and matchExpressions (key, operator and values, all
-// strings), which may contain ${} expressions. A selector that is one
-// ${} expression as a whole is a fleetgraph extension.
+// selector checks an externalRef's label selector as kro v0.9.4's builder
+// does: an object with matchLabels (strings) and matchExpressions (key,
+// operator and values, all strings), which may contain ${} expressions, or
+// one ${} expression as a whole.
 func (tc templateChecker) selector() {
 	const path = "externalRef.metadata.selector"
 	switch sel := tc.r.selector.(type) {
 	case string:
 		if _, ok, _ := expr.Standalone(sel); ok {
-			tc.diag.extension(tc.r.node.ID, path, "a label selector computed by one expression")
 			return
 		}
 		tc.fail(path, "must be a label selector (matchLabels, matchExpressions) or one ${} expression")
