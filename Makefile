@@ -6,16 +6,17 @@ GOTESTFLAGS ?=
 # test binaries in the order given (-p at a time), so a long pole named last
 # (./... is alphabetical, and sdk is near its end) would run alone at the end.
 # Here: every package that took over 20 s in the last CI, longest first.
-TEST_FIRST  ?= ./sdk/ ./providers/kcp/ ./internal/spoke/ ./examples/kcp/ ./internal/cli/ ./cmd/fleetgraph-hub/ \
-	./examples/rollout/ ./examples/quickstart/ ./sdk/graph/ ./testing/ ./spoke/
+TEST_FIRST  ?= ./sdk/ ./providers/kcp/ ./internal/spoke/ ./examples/kcp/ ./cmd/fleetgraph/internal/cli/ ./cmd/fleetgraph-hub/ \
+	./examples/rollout/ ./examples/quickstart/ ./examples/mesh/ ./examples/embed-manager/ ./sdk/graph/ ./testing/ ./spoke/
 # Integration tests start real API servers; give a slow machine room.
 TEST_TIMEOUT ?= 40m
 # How many packages' test binaries run at once (go test -p; its default is
 # the number of cores). Most integration packages wait on API servers, kcp
 # and soak periods rather than compute: measured with their API servers,
 # providers/kcp used 39 CPU-seconds in 161 s, examples/kcp 23 in 88,
-# cmd/fleetgraph-hub 40 in 74, internal/cli 44 in 78; only sdk keeps about
-# one core busy. So one more package than CI's 2 cores runs at once.
+# cmd/fleetgraph-hub 40 in 74, cmd/fleetgraph/internal/cli 44 in 78; only
+# sdk keeps about one core busy. So one more package than CI's 2 cores
+# runs at once.
 TEST_P ?= 3
 
 .PHONY: all
@@ -92,9 +93,14 @@ bench-rollout: envtest-assets ## Benchmark: a new revision on 4 spokes, one-wave
 	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) \
 		$(GO) test -tags integration -run '^$$' -bench BenchmarkRolloutOneWave -benchtime 20x ./sdk/
 
+# Flags for the demos below, e.g. DEMO_FLAGS=-keep to keep the fleet up
+# afterwards (with a kubeconfig holding a context per cluster), -v for
+# controller logs.
+DEMO_FLAGS ?=
+
 .PHONY: rollout-demo
-rollout-demo: envtest-assets ## Run the two-wave rollout demo on a local embedded fleet.
-	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/rollout
+rollout-demo: envtest-assets ## Run the rollout demo on a local embedded fleet: two waves, an approval, a held cluster, a failed canary rolled back (DEMO_FLAGS=-keep keeps the fleet).
+	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/rollout $(DEMO_FLAGS)
 
 .PHONY: bench-fleet
 FLEET_MODES ?= floor namespace shared testing
@@ -106,17 +112,18 @@ bench-fleet: envtest-assets ## One hub, N simulated clusters on one API server, 
 		| grep --line-buffered -E '^(fleet|Benchmark|FAIL|--- |    )' || exit 1; done; done
 
 .PHONY: mesh
-mesh: envtest-assets ## Run the mesh demo: one hub graph connecting two spokes (trust bundle, ingress, egress to the other's ingress).
-	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/mesh
+mesh: envtest-assets ## Run the mesh demo: one hub graph connecting two spokes (trust bundle, ingress, egress to the other's ingress); DEMO_FLAGS=-keep keeps the fleet and the Mesh.
+	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/mesh $(DEMO_FLAGS)
 
 .PHONY: quickstart
-quickstart: envtest-assets ## Run the quickstart on a local embedded fleet.
-	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/quickstart
+quickstart: envtest-assets ## Run the quickstart on a local embedded fleet (DEMO_FLAGS=-keep keeps the fleet).
+	KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) $(GO) run ./examples/quickstart $(DEMO_FLAGS)
 
 .PHONY: cli
-cli: ## Build the fleetgraph command into bin/, with bin/kubectl-fleetgraph for kubectl (put bin/ on PATH).
+cli: ## Build the fleetgraph command into bin/, with bin/kubectl-fleetgraph and bin/kubectl_complete-fleetgraph (its completion) for kubectl (put bin/ on PATH).
 	$(GO) build -o bin/fleetgraph ./cmd/fleetgraph
 	ln -sf fleetgraph bin/kubectl-fleetgraph
+	ln -sf fleetgraph bin/kubectl_complete-fleetgraph
 
 .PHONY: help
 help:

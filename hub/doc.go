@@ -49,10 +49,18 @@
 //	var _ hub.ClusterLabeler = &Provider{}
 //
 // ClusterLabeler gives a cluster's labels (placement and rollout waves
-// select by them), ClusterRegistry tells a departed cluster from one that
-// is coming back, EngagementReporter names the clusters that could not be
-// engaged and why, and Publisher serves graphs through something other
-// than a CRD per cluster (providers/kcp publishes to a kcp APIExport).
+// select by them), ClusterLabelNotifier says when they change (so that
+// graphs reading them follow at once), ClusterRegistry tells a departed
+// cluster from one that is coming back, EngagementReporter names the
+// clusters that could not be engaged and why, and Publisher serves graphs
+// through something other than a CRD per cluster (providers/kcp publishes
+// to a kcp APIExport).
+//
+// A platform whose own multicluster-runtime provider knows nothing of
+// labels wraps it with LabelsFrom and a function that gives each
+// cluster's labels from the platform's inventory; the result is a
+// ClusterLabeler and a ClusterLabelNotifier, and answers the other
+// questions from the wrapped provider.
 //
 // This package imports neither fleetgraph's compiler nor its instance
 // runtime: its unit of work is a CRD, not a ResourceGraphDefinition.

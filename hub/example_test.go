@@ -3,6 +3,7 @@ package hub_test
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -79,4 +80,36 @@ func ExampleAdmissions() {
 	if err := admissions.Remove(ctx, local, "webapp", adm); err != nil {
 		fmt.Println("retry:", err)
 	}
+}
+
+// A platform's own multicluster-runtime provider gives the hub its
+// clusters; the platform's inventory (here a map it keeps up to date) gives
+// their labels, which placement, rollout waves, cluster.labels and
+// fleet.clusters select by. Relabelled makes graphs follow a change at
+// once.
+func ExampleLabelsFrom() {
+	var platformProvider multicluster.Provider // the platform's own provider
+	var mu sync.Mutex
+	inventory := map[multicluster.ClusterName]map[string]string{
+		"eu-1": {"region": "eu", "tier": "prod"},
+	}
+	provider := hub.LabelsFrom(platformProvider, func(name multicluster.ClusterName) map[string]string {
+		mu.Lock()
+		defer mu.Unlock()
+		return inventory[name] // from memory: called often
+	})
+
+	// Give provider, not platformProvider, to the manager and to the hub
+	// (sdk.NewHub(provider, sdk.Options{...})).
+	mgr, err := mcmanager.New(ctrl.GetConfigOrDie(), provider, manager.Options{})
+	if err != nil {
+		panic(err)
+	}
+	_ = mgr
+
+	// Later, the inventory says eu-1 is a staging cluster now.
+	mu.Lock()
+	inventory["eu-1"] = map[string]string{"region": "eu", "tier": "staging"}
+	mu.Unlock()
+	provider.Relabelled("eu-1")
 }

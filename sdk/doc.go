@@ -1,7 +1,11 @@
 // Package sdk is fleetgraph's front door: a Hub compiles
 // ResourceGraphDefinitions, fans each generated CRD out to every cluster a
 // multicluster-runtime provider engages, and reconciles the graph's
-// instances in each cluster, children always in the instance's own cluster.
+// instances in each cluster, children in the instance's own cluster. A hub
+// graph, whose resources carry a target, is served on the hub instead: its
+// CRD and instances live on the hub, and each resource is written in the
+// engaged cluster its target names (Options.Targets says which clusters
+// targets may name).
 //
 // A platform embeds a Hub in its own manager rather than deploying a
 // controller per cluster: it gives a multicluster-runtime provider to its

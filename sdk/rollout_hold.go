@@ -4,17 +4,23 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/fleetgraph/fleetgraph/internal/rollout"
+	"github.com/fleetgraph/fleetgraph/sdk/hold"
 )
 
 // ErrNotHeld is returned by Release for a cluster no hold takes; match it
 // with errors.Is.
-var ErrNotHeld = rollout.ErrNotHeld
+var ErrNotHeld = hold.ErrNotHeld
 
 // ErrHeldBySelector is returned by Release for a cluster a hold takes by
 // its labels (spec.holds[].clusterSelector), which releasing by name
 // cannot change: edit the GraphRollout instead. Match it with errors.Is.
-var ErrHeldBySelector = rollout.ErrHeldBySelector
+var ErrHeldBySelector = hold.ErrHeldBySelector
+
+// ErrUnknownCluster is returned by Hold for a cluster the GraphRollout
+// does not place (its status.clusters, as of the hub's last look, does
+// not list it), and by Release for such a cluster when no hold names it.
+// Match it with errors.Is.
+var ErrUnknownCluster = hold.ErrUnknownCluster
 
 // Hold pins the named cluster to the revision it serves, in the
 // GraphRollout named rolloutName or in the one that rules the graph so
@@ -22,7 +28,8 @@ var ErrHeldBySelector = rollout.ErrHeldBySelector
 // (field manager "fleetgraph-hold"; nothing when one already names it).
 // Within Options.RolloutResync the hub records the pin in
 // status.clusters (held, desired) and the rollout goes on without the
-// cluster. It returns ErrNoRollout when there is no such GraphRollout.
+// cluster. It returns ErrNoRollout when there is no such GraphRollout and
+// ErrUnknownCluster when the rollout does not place the cluster.
 func (h *Hub) Hold(ctx context.Context, rolloutName, cluster, reason string) error {
 	return h.rollouts.hold(ctx, rolloutName, cluster, reason)
 }
@@ -31,8 +38,9 @@ func (h *Hub) Hold(ctx context.Context, rolloutName, cluster, reason string) err
 // named rolloutName (or of the one that rules the graph so named): the
 // cluster catches up through the rollout's waves, at once if its wave
 // has already taken the revision being rolled out. It returns
-// ErrNoRollout, ErrHeldBySelector, or ErrNotHeld when no hold takes the
-// cluster.
+// ErrNoRollout, ErrHeldBySelector, ErrUnknownCluster for a cluster no hold
+// names that the rollout does not place, or ErrNotHeld when no hold takes
+// the cluster.
 func (h *Hub) Release(ctx context.Context, rolloutName, cluster string) error {
 	return h.rollouts.release(ctx, rolloutName, cluster)
 }

@@ -87,6 +87,7 @@ func TestAHeldClusterKeepsItsRevisionUntilReleased(t *testing.T) {
 	assert.ErrorIs(t, h.Release(context.Background(), "moor", "spoke-1"), sdk.ErrNotHeld)
 	assert.ErrorIs(t, h.Release(context.Background(), "no-such-rollout", "spoke-3"), sdk.ErrNoRollout)
 	assert.ErrorIs(t, h.Hold(context.Background(), "no-such-rollout", "spoke-3", ""), sdk.ErrNoRollout)
+	assert.ErrorIs(t, h.Hold(context.Background(), "moor", "spoke-9", ""), sdk.ErrUnknownCluster, "the rollout places no spoke-9")
 	require.NoError(t, h.Release(context.Background(), "moor", "spoke-3"))
 	requireRollout(t, h, "moor", fgv1alpha1.RolloutComplete, allServeOf(3, 2))
 	requireVersion(t, spokes["spoke-3"], "app", "2")

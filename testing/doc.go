@@ -8,6 +8,8 @@
 // rest.Configs (the fleet's spokes by default) to which clusters can be added
 // and from which they can be removed while a manager runs; removal cancels
 // that cluster's engagement, exactly as a real provider signals it.
+// WriteKubeconfigs writes a fleet's kubeconfigs for kubectl: one with a
+// context per cluster, named after it, and one per cluster.
 //
 // Fake clusters: FakeProvider engages in-memory clusters backed by
 // controller-runtime's fake client, for unit tests that must run in

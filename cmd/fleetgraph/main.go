@@ -16,7 +16,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/fleetgraph/fleetgraph/internal/cli"
+	"github.com/fleetgraph/fleetgraph/cmd/fleetgraph/internal/cli"
 )
 
 func main() {

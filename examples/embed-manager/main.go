@@ -33,6 +33,10 @@ func main() {
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	// As in any controller-runtime program, set the logger first: every
+	// controller's work queue logs, and with no logger set controller-runtime
+	// prints a "log.SetLogger(...) was never called" stack trace once 30 s
+	// have passed. Only the first SetLogger counts.
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 
 	safety := secret.Safety{AllowLoopback: *loopback}

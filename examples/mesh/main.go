@@ -4,8 +4,11 @@
 // shared trust bundle in both spokes, an ingress Service in each, and an
 // egress ConfigMap in each that points at the other spoke's ingress, its
 // address read from that spoke. Deleting the instance cleans both spokes.
+// The graph is mesh.yaml, applied to the hub as YAML and served by the
+// hub's RGD controller.
 //
 //	make mesh                  # or: go run ./examples/mesh
+//	go run ./examples/mesh -keep    # keep the fleet and the Mesh up to explore them
 package main
 
 import (
@@ -22,15 +25,19 @@ import (
 )
 
 func main() {
+	var o options
+	flag.BoolVar(&o.keep, "keep", false, "keep the fleet and the Mesh running after the demo and write kubeconfigs for them")
 	verbose := flag.Bool("v", false, "show controller logs")
 	flag.Parse()
-	ctrl.SetLogger(logr.Discard())
+	// controller-runtime takes the first logger it is given: set it once.
+	logger := logr.Discard()
 	if *verbose {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+		logger = zap.New(zap.UseDevMode(true))
 	}
+	ctrl.SetLogger(logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if _, err := run(ctx, os.Stdout); err != nil {
+	if _, err := run(ctx, os.Stdout, o); err != nil {
 		fmt.Fprintln(os.Stderr, "mesh:", err)
 		os.Exit(1)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -13,11 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetgraph/fleetgraph/examples/internal/keep"
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -53,14 +56,24 @@ type result struct {
 	Cleaned bool // nothing of the instance was left on either spoke
 }
 
+// options says how the demo runs.
+type options struct {
+	// keep keeps the fleet, and the Mesh, after the demo, until ctx ends.
+	keep bool
+	// kept, if set, is called once the fleet is kept, with its
+	// kubeconfigs (for tests).
+	kept func(fgtesting.KubeconfigFiles)
+}
+
 // demo holds the running fleet's clients.
 type demo struct {
 	out    io.Writer
+	fleet  *fgtesting.Fleet
 	hub    client.Client
 	spokes map[string]client.Client
 }
 
-func run(ctx context.Context, out io.Writer) (*result, error) {
+func run(ctx context.Context, out io.Writer, o options) (*result, error) {
 	start := time.Now()
 	say(out, "Starting a hub and 2 spokes (real kube-apiserver %s + etcd on loopback)...", fgtesting.KubeVersion)
 	fleet, err := fgtesting.NewFleet(fgtesting.FleetOptions{Spokes: 2})
@@ -68,7 +81,7 @@ func run(ctx context.Context, out io.Writer) (*result, error) {
 		return nil, err
 	}
 	defer func() { _ = fleet.Stop() }()
-	d := &demo{out: out, spokes: map[string]client.Client{}}
+	d := &demo{out: out, fleet: fleet, spokes: map[string]client.Client{}}
 	if d.hub, err = client.New(fleet.Hub.Config, client.Options{}); err != nil {
 		return nil, err
 	}
@@ -85,11 +98,28 @@ func run(ctx context.Context, out io.Writer) (*result, error) {
 	if err := startHub(hubCtx, fleet); err != nil {
 		return nil, err
 	}
-	res, err := d.mesh(ctx)
+	if err := d.applyGraph(ctx); err != nil {
+		return nil, err
+	}
+	res, err := d.mesh(ctx, !o.keep)
 	if err != nil {
 		return res, err
 	}
 	say(out, "Done in %s.", time.Since(start).Round(100*time.Millisecond))
+	if o.keep {
+		return res, keep.Fleet(ctx, out, fleet.Clusters(), keep.Options{
+			Demo: "mesh",
+			Kept: ", its hub and Mesh \"demo\"",
+			Try: []string{
+				"kubectl --context hub get resourcegraphdefinitions,meshes",
+				"kubectl --context spoke-1 get services,configmaps,secrets",
+				"kubectl --context hub delete mesh demo     # cleans both spokes",
+			},
+			Notes:  []string{"Targets may name the spokes labelled mesh=true: both are."},
+			OnKept: o.kept,
+		})
+	}
+	say(out, "The fleet is stopped. Run with -keep to keep it, and the Mesh, and explore them with kubectl.")
 	return res, nil
 }
 
@@ -120,38 +150,86 @@ func (d *demo) register(ctx context.Context, fleet *fgtesting.Fleet) error {
 	return nil
 }
 
-// startHub runs a Hub serving the mesh graph. The Mesh's targets are
-// computed from its spec, so the platform must say which clusters they
-// may name: here, those labelled mesh=true.
+// startHub runs a Hub with the secret provider and the RGD controller (on
+// by default), which serves the RGDs applied to the hub. The Mesh's
+// targets are computed from its spec, so the platform must say which
+// clusters they may name: here, those labelled mesh=true.
 func startHub(ctx context.Context, fleet *fgtesting.Fleet) error {
-	rgd := &v1alpha1.ResourceGraphDefinition{}
-	if err := yaml.UnmarshalStrict(meshYAML, rgd); err != nil {
-		return fmt.Errorf("mesh.yaml: %w", err)
-	}
 	// The local fleet's API servers listen on 127.0.0.1: the provider
 	// refuses loopback addresses unless told otherwise.
 	provider := secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}})
 	hub, err := sdk.NewHub(provider, sdk.Options{
-		DisableRGDController: true,
-		Targets:              sdk.TargetOptions{AllowedClusters: &metav1.LabelSelector{MatchLabels: map[string]string{"mesh": "true"}}},
+		InstallRGDCRD: true,
+		Targets:       sdk.TargetOptions{AllowedClusters: &metav1.LabelSelector{MatchLabels: map[string]string{"mesh": "true"}}},
 	})
 	if err != nil {
 		return err
 	}
-	if err := hub.RegisterGraph(ctx, rgd); err != nil {
-		return fmt.Errorf("registering the mesh graph: %w", err)
-	}
 	go func() {
 		if err := hub.Run(ctx, fleet.Hub.Config); err != nil && !errors.Is(err, context.Canceled) {
-			fmt.Println("hub:", err)
+			fmt.Fprintln(os.Stderr, "hub:", err)
 		}
 	}()
 	return nil
 }
 
-// mesh creates the instance, shows what each spoke holds once it is
-// ACTIVE, then deletes it and waits until both spokes are clean.
-func (d *demo) mesh(ctx context.Context) (*result, error) {
+// applyGraph creates mesh.yaml's RGD on the hub, as kubectl apply does,
+// and waits until the hub has accepted it and serves the Mesh kind; a
+// refusal is reported at once, with the hub's reason.
+func (d *demo) applyGraph(ctx context.Context) error {
+	rgd := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(meshYAML, &rgd.Object); err != nil {
+		return fmt.Errorf("mesh.yaml: %w", err)
+	}
+	err := poll(ctx, func() error {
+		c, err := client.New(d.fleet.Hub.Config, client.Options{}) // a fresh REST mapper each try
+		if err != nil {
+			return err
+		}
+		return client.IgnoreAlreadyExists(c.Create(ctx, rgd.DeepCopy()))
+	})
+	if err != nil {
+		return fmt.Errorf("applying mesh.yaml: %w", err)
+	}
+	err = poll(ctx, func() error {
+		if err := d.hub.Get(ctx, client.ObjectKeyFromObject(rgd), rgd); err != nil {
+			return err
+		}
+		accepted, ready := conditions(rgd)
+		if accepted.Status == metav1.ConditionFalse && accepted.Reason == "InvalidResourceGraph" {
+			return final{fmt.Errorf("the hub refused mesh.yaml: %s", accepted.Message)}
+		}
+		if ready.Status != metav1.ConditionTrue {
+			return fmt.Errorf("RGD mesh is not Ready: %s %s", ready.Reason, ready.Message)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	say(d.out, "Applied mesh.yaml to the hub: ResourceGraphDefinition \"mesh\" is Ready; the hub serves kind Mesh.")
+	return nil
+}
+
+// conditions returns the RGD's accepted and ready conditions (zero when
+// not set yet).
+func conditions(u *unstructured.Unstructured) (accepted, ready metav1.Condition) {
+	rgd := &v1alpha1.ResourceGraphDefinition{}
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, rgd) != nil {
+		return accepted, ready
+	}
+	if c := meta.FindStatusCondition(rgd.Status.Conditions, v1alpha1.ConditionGraphAccepted); c != nil {
+		accepted = *c
+	}
+	if c := meta.FindStatusCondition(rgd.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+		ready = *c
+	}
+	return accepted, ready
+}
+
+// mesh creates the instance and shows what each spoke holds once it is
+// ACTIVE; then, if del, deletes it and waits until both spokes are clean.
+func (d *demo) mesh(ctx context.Context, del bool) (*result, error) {
 	m := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"east": "spoke-1", "west": "spoke-2"}}}
 	m.SetGroupVersionKind(meshGVK)
 	m.SetNamespace("default")
@@ -178,6 +256,9 @@ func (d *demo) mesh(ctx context.Context) (*result, error) {
 		}
 		res.Sides[c] = s
 		say(d.out, "%s: Service demo-ingress-%s at %s; ConfigMap demo-egress-%s upstream=%s peer=%s; Secret demo-trust-%s bundle %.8s...", c, roles[c], s.IngressIP, roles[c], s.Upstream, s.Peer, roles[c], s.Bundle)
+	}
+	if !del {
+		return res, nil
 	}
 	say(d.out, "Deleting Mesh \"demo\" on the hub...")
 	if err := d.hub.Delete(ctx, m); err != nil {
@@ -243,14 +324,25 @@ func (d *demo) leftOver(ctx context.Context, prefix string) error {
 	return nil
 }
 
+// poll calls f until it returns nil, a final error, or timeout passes.
 func poll(ctx context.Context, f func() error) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		last = f()
+		var stop final
+		if errors.As(last, &stop) {
+			return false, stop.error
+		}
 		return last == nil, nil
 	})
-	if err != nil {
-		return fmt.Errorf("%w (last: %w)", err, last)
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(last, new(final)):
+		return err
 	}
-	return nil
+	return fmt.Errorf("%w (last: %w)", err, last)
 }
+
+// final is an error poll does not retry.
+type final struct{ error }

@@ -21,19 +21,23 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 func main() {
 	var o options
-	flag.BoolVar(&o.keep, "keep", false, "keep the fleet running after the demo and write a kubeconfig per cluster")
+	flag.BoolVar(&o.keep, "keep", false, "keep the fleet running after the demo and write kubeconfigs for it (one with a context per cluster)")
 	flag.IntVar(&o.spokes, "spokes", 2, "number of spoke clusters")
 	verbose := flag.Bool("v", false, "show controller logs")
 	flag.Parse()
 
-	ctrl.SetLogger(logr.Discard())
+	// controller-runtime takes the first logger it is given: set it once.
+	logger := logr.Discard()
 	if *verbose {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+		logger = zap.New(zap.UseDevMode(true))
 	}
+	ctrl.SetLogger(logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Stdout, o); err != nil {
@@ -42,9 +46,15 @@ func main() {
 	}
 }
 
+// options says how the demo runs.
 type options struct {
+	// spokes is the number of spoke clusters.
 	spokes int
-	keep   bool
+	// keep keeps the fleet running after the demo, until ctx ends.
+	keep bool
+	// kept, if set, is called once the fleet is kept, with its
+	// kubeconfigs (for tests).
+	kept func(fgtesting.KubeconfigFiles)
 }
 
 // say prints one step of the story.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
+	"github.com/fleetgraph/fleetgraph/examples/internal/keep"
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -64,11 +64,26 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	printFleet(out, hub)
 	say(out, "Done in %s.", time.Since(start).Round(100*time.Millisecond))
 	if o.keep {
-		return explore(ctx, out, append([]*fgtesting.Cluster{fleet.Hub}, fleet.Spokes()...))
+		clusters := fleet.Clusters()
+		return keep.Fleet(ctx, out, clusters, keep.Options{
+			Demo: "quickstart",
+			Try: []string{
+				"kubectl --context hub get resourcegraphdefinitions -o yaml",
+				"kubectl --context " + clusters[len(clusters)-1].Name + " get webapps,configmaps,deployments,services",
+				"kubectl --context hub apply -f examples/quickstart/gateways.yaml    # a hub graph over fleet.clusters",
+			},
+			Notes:  []string{fmt.Sprintf("Hub graphs may target the spokes labelled %s=true: all of them.", meshLabel)},
+			OnKept: o.kept,
+		})
 	}
-	fmt.Fprintln(out, "Next: run with -keep to explore the clusters with kubectl, or read examples/embed-manager.")
+	say(out, "The fleet is stopped. Run with -keep to keep it and explore it with kubectl, or read examples/embed-manager.")
 	return nil
 }
+
+// meshLabel is the label every spoke gets (cluster.fleetgraph.dev/mesh=true
+// on its Secret): the hub allows hub graphs' targets on clusters so
+// labelled, and the README's fleet.clusters examples select them by it.
+const meshLabel = "mesh"
 
 // registerSpokes puts one kubeconfig Secret per spoke on the hub, where the
 // secret provider finds them.
@@ -81,7 +96,7 @@ func registerSpokes(ctx context.Context, out io.Writer, c client.Client, fleet *
 		sec := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: secret.DefaultNamespace, Name: s.Name,
-				Labels: map[string]string{secret.DefaultSecretLabel: "true"},
+				Labels: map[string]string{secret.DefaultSecretLabel: "true", secret.LabelPrefix + meshLabel: "true"},
 			},
 			Data: map[string][]byte{secret.DefaultDataKey: s.Kubeconfig},
 		}
@@ -89,7 +104,7 @@ func registerSpokes(ctx context.Context, out io.Writer, c client.Client, fleet *
 			return fmt.Errorf("registering %s: %w", s.Name, err)
 		}
 	}
-	say(out, "Registered %d spokes as kubeconfig Secrets in the hub's %q namespace.", len(fleet.Spokes()), secret.DefaultNamespace)
+	say(out, "Registered %d spokes as kubeconfig Secrets in the hub's %q namespace, labelled %s%s=true.", len(fleet.Spokes()), secret.DefaultNamespace, secret.LabelPrefix, meshLabel)
 	return nil
 }
 
@@ -109,7 +124,13 @@ func startHub(ctx context.Context, out io.Writer, fleet *fgtesting.Fleet) (*sdk.
 	if err := provider.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	hub, err := sdk.NewHub(nil, sdk.Options{InstallRGDCRD: true}) // nil: the manager's provider
+	hub, err := sdk.NewHub(nil, sdk.Options{ // nil: the manager's provider
+		InstallRGDCRD: true,
+		// Hub graphs whose targets are computed (from the instance or
+		// fleet.clusters) may name the clusters labelled mesh=true: every
+		// spoke here.
+		Targets: sdk.TargetOptions{AllowedClusters: &metav1.LabelSelector{MatchLabels: map[string]string{meshLabel: "true"}}},
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +142,7 @@ func startHub(ctx context.Context, out io.Writer, fleet *fgtesting.Fleet) (*sdk.
 			fmt.Fprintln(os.Stderr, "manager:", err)
 		}
 	}()
-	say(out, "Hub running: secret provider + fleetgraph in one multicluster manager.")
+	say(out, "Hub running: secret provider + fleetgraph in one multicluster manager; hub graphs may target the spokes labelled %s=true.", meshLabel)
 	return hub, nil
 }
 
@@ -199,23 +220,4 @@ func printFleet(out io.Writer, hub *sdk.Hub) {
 	}
 	_ = w.Flush()
 	fmt.Fprintln(out)
-}
-
-// explore writes a kubeconfig per cluster and waits for Ctrl-C.
-func explore(ctx context.Context, out io.Writer, clusters []*fgtesting.Cluster) error {
-	dir, err := os.MkdirTemp("", "fleetgraph-quickstart-")
-	if err != nil {
-		return err
-	}
-	for _, c := range clusters {
-		if err := os.WriteFile(filepath.Join(dir, c.Name+".kubeconfig"), c.Kubeconfig, 0o600); err != nil {
-			return err
-		}
-	}
-	say(out, "Kubeconfigs are in %s. Try:", dir)
-	fmt.Fprintf(out, "    kubectl --kubeconfig %s get resourcegraphdefinitions -o yaml\n", filepath.Join(dir, "hub.kubeconfig"))
-	fmt.Fprintf(out, "    kubectl --kubeconfig %s get webapps,configmaps,deployments,services\n", filepath.Join(dir, "spoke-1.kubeconfig"))
-	say(out, "Press Ctrl-C to stop the fleet.")
-	<-ctx.Done()
-	return nil
 }

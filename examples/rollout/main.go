@@ -1,12 +1,15 @@
-// Command rollout shows a two-wave rollout on a local fleet: a hub and three
+// Command rollout shows a rollout on a local fleet: a hub and three
 // spokes, each a real kube-apiserver and etcd on loopback, registered as
-// kubeconfig Secrets labelled cluster.fleetgraph.dev/ring=canary or main. A
-// GraphRollout sends every new revision of the "greeting" graph to the
-// canary ring first and to the main ring only once the canary's instances
-// have been Ready for a few seconds. The demo changes the graph and prints
-// the rollout as it moves.
+// kubeconfig Secrets labelled cluster.fleetgraph.dev/ring=canary or main.
+// A GraphRollout (rollout.yaml) sends every new revision of the "greeting"
+// graph (greeting.yaml) to the canary ring first and to the main ring
+// once the canary has been healthy for a few seconds and the wave is
+// approved. In one run the demo shows an approval, a held cluster that
+// keeps its revision, and a bad revision that fails on the canary and is
+// rolled back automatically.
 //
 //	make rollout-demo                  # or: go run ./examples/rollout
+//	go run ./examples/rollout -keep    # keep the fleet up to explore it
 package main
 
 import (
@@ -23,15 +26,19 @@ import (
 )
 
 func main() {
+	var o options
+	flag.BoolVar(&o.keep, "keep", false, "keep the fleet running after the demo and write kubeconfigs for it")
 	verbose := flag.Bool("v", false, "show controller logs")
 	flag.Parse()
-	ctrl.SetLogger(logr.Discard())
+	// controller-runtime takes the first logger it is given: set it once.
+	logger := logr.Discard()
 	if *verbose {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+		logger = zap.New(zap.UseDevMode(true))
 	}
+	ctrl.SetLogger(logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Stdout); err != nil {
+	if err := run(ctx, os.Stdout, o); err != nil {
 		fmt.Fprintln(os.Stderr, "rollout:", err)
 		os.Exit(1)
 	}

@@ -26,7 +26,7 @@
 //
 // # APIExport mode
 //
-// NewAPIExport(cfg, endpointSlice, opts) wraps
+// NewAPIExport(cfg, export, opts) wraps
 // github.com/kcp-dev/multicluster-provider's apiexport provider (v0.8.0). It
 // reads the APIExportEndpointSlice (kcp creates one named after each
 // APIExport, in the export's workspace), opens one wildcard cache per

@@ -51,6 +51,9 @@
 //
 // # Safety
 //
+// The policy below is access.Safety (Safety is another name for it), which
+// providers/clusterprofile and providers/capi apply too.
+//
 // client-go runs a kubeconfig's exec credential plugin, and lets an
 // auth-provider plugin run, the first time a request is made: a kubeconfig
 // Secret that anyone with write access to the namespace can edit would

@@ -15,12 +15,9 @@ import (
 // is not engaged (unreachable, or its kubeconfig refused) returns that
 // cluster's name and false.
 func (p *Provider) SecretCluster(namespace, name string) (multicluster.ClusterName, bool) {
-	cluster, ok := p.claims.nameOf(types.NamespacedName{Namespace: namespace, Name: name})
+	cluster, ok := p.clusters.NameOf(types.NamespacedName{Namespace: namespace, Name: name})
 	if !ok {
 		return "", false
 	}
-	p.lock.RLock()
-	_, engaged := p.byName[cluster]
-	p.lock.RUnlock()
-	return cluster, engaged
+	return cluster, p.clusters.Engaged(cluster)
 }

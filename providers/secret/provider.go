@@ -2,25 +2,20 @@ package secret
 
 import (
 	"context"
-	"fmt"
-	"maps"
-	"slices"
 	"strings"
-	"sync"
 	"time"
-
-	fghub "github.com/fleetgraph/fleetgraph/hub"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/multicluster-runtime/pkg/clusters"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	fghub "github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/providers/access"
+	"github.com/fleetgraph/fleetgraph/providers/internal/engaged"
 )
 
 const (
@@ -40,12 +35,12 @@ const (
 	// is "region: eu" in Labels.
 	LabelPrefix = "cluster.fleetgraph.dev/"
 	// DefaultQPS and DefaultBurst limit each cluster's client.
-	DefaultQPS   = 50
-	DefaultBurst = 100
+	DefaultQPS   = access.DefaultQPS
+	DefaultBurst = access.DefaultBurst
 	// DefaultConnectTimeout bounds the reachability check before engaging.
-	DefaultConnectTimeout = 10 * time.Second
+	DefaultConnectTimeout = access.DefaultConnectTimeout
 	// DefaultCacheSyncTimeout bounds the wait for a new cluster's cache.
-	DefaultCacheSyncTimeout = 30 * time.Second
+	DefaultCacheSyncTimeout = access.DefaultCacheSyncTimeout
 	// DefaultMaxConcurrentReconciles lets slow clusters not hold up others.
 	DefaultMaxConcurrentReconciles = 4
 )
@@ -146,92 +141,33 @@ func setOptionsDefaults(opts Options) Options {
 // the old cluster is disengaged and stopped before the new one is engaged
 // under the same name. All methods are safe for concurrent use.
 type Provider struct {
-	opts Options
-	log  logr.Logger
-
-	// clusters starts, syncs, engages and removes clusters. It is keyed by
-	// an internal key per engagement (name and generation), not by the
-	// cluster name: clusters.Clusters removes a key when that cluster's
-	// Start returns, which must not remove a replacement for the same name.
-	clusters clusters.Clusters[*trackedCluster]
-
-	started chan struct{} // closed by Start once ctx and aware are set
-	ctx     context.Context
-	aware   multicluster.Aware
-	hub     hub
-
-	claims   claims   // which Secret holds which cluster name
-	servers  servers  // which cluster name holds which API server
-	failures failures // why clusters are not engaged
-
-	lock   sync.RWMutex
-	gen    uint64
-	byName map[multicluster.ClusterName]*engagement
-	// relabelled are told of label changes (NotifyLabelsChanged); under
-	// lock.
-	relabelled []func(multicluster.ClusterName)
-}
-
-// engagement is one cluster engaged from one Secret.
-type engagement struct {
-	key    multicluster.ClusterName // key in Provider.clusters
-	hash   string
-	labels map[string]string
-	tc     *trackedCluster
+	opts     Options
+	log      logr.Logger
+	clusters *engaged.Clusters
+	hub      hub
 }
 
 // New returns a Provider for opts, with defaults filled in.
 func New(opts Options) *Provider {
-	p := &Provider{
-		opts:     setOptionsDefaults(opts),
-		log:      log.Log.WithName("secret-provider"),
-		clusters: clusters.New[*trackedCluster](),
-		started:  make(chan struct{}),
-		byName:   map[multicluster.ClusterName]*engagement{},
-		claims:   claims{byName: map[multicluster.ClusterName]types.NamespacedName{}},
-		servers:  servers{byServer: map[string]multicluster.ClusterName{}},
-		failures: failures{byName: map[multicluster.ClusterName]string{}},
-	}
-	p.clusters.WaitCacheTimeout = p.opts.CacheSyncTimeout
-	p.clusters.ErrorHandler = p.log.Error
-	return p
+	opts = setOptionsDefaults(opts)
+	log := log.Log.WithName("secret-provider")
+	return &Provider{opts: opts, log: log, clusters: engaged.New(engaged.Options{
+		QPS: opts.QPS, Burst: opts.Burst, ConnectTimeout: opts.ConnectTimeout,
+		CacheSyncTimeout: opts.CacheSyncTimeout, ClusterOptions: opts.ClusterOptions, Log: log,
+	})}
 }
 
 // Start implements multicluster.ProviderRunnable: the multicluster manager
 // calls it once. Clusters are engaged with aware under contexts derived from
 // ctx. Start returns when ctx is done and every cluster has stopped.
 func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
-	select {
-	case <-p.started:
-		return fmt.Errorf("secret provider already started")
-	default:
-	}
-	p.ctx, p.aware = ctx, aware
-	close(p.started)
-	<-ctx.Done()
-	p.lock.Lock()
-	names := slices.Collect(maps.Keys(p.byName))
-	p.lock.Unlock()
-	for _, name := range names {
-		p.disengage(name)
-	}
-	return nil
+	return p.clusters.Start(ctx, aware)
 }
 
 // Get returns the engaged cluster called name, or an error wrapping
 // multicluster.ErrClusterNotFound.
 func (p *Provider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
-	p.lock.RLock()
-	e, ok := p.byName[name]
-	p.lock.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("cluster %q: %w", name, multicluster.ErrClusterNotFound)
-	}
-	cl, err := p.clusters.GetTyped(ctx, e.key)
-	if err != nil {
-		return nil, fmt.Errorf("cluster %q: %w", name, multicluster.ErrClusterNotFound)
-	}
-	return cl, nil
+	return p.clusters.Get(ctx, name)
 }
 
 // IndexField implements multicluster.Provider: the index is added to every
@@ -245,35 +181,35 @@ func (p *Provider) IndexField(ctx context.Context, obj client.Object, field stri
 // engaged, is still registered. A hub asks this before it treats a
 // disengaged cluster as one that left the fleet (sdk.ClusterRegistry).
 func (p *Provider) Registered(name multicluster.ClusterName) bool {
-	return p.claims.held(name)
+	return p.clusters.Registered(name)
 }
 
 // ClusterNames returns the names of the clusters engaged or being engaged
 // (a rotated kubeconfig replaces its cluster under the same name), sorted.
 func (p *Provider) ClusterNames() []multicluster.ClusterName {
-	p.lock.RLock()
-	defer p.lock.RUnlock()
-	return slices.Sorted(maps.Keys(p.byName))
+	return p.clusters.ClusterNames()
 }
 
 // Labels returns the labels of the engaged cluster called name: its
 // Secret's labels under LabelPrefix, with the prefix removed. It returns
 // nil when no such cluster is engaged. The map is a copy.
 func (p *Provider) Labels(name multicluster.ClusterName) map[string]string {
-	p.lock.RLock()
-	defer p.lock.RUnlock()
-	if e, ok := p.byName[name]; ok {
-		return maps.Clone(e.labels)
-	}
-	return nil
+	return p.clusters.Labels(name)
 }
 
 // NotifyLabelsChanged implements hub.ClusterLabelNotifier: f is called
 // after the labels of an engaged cluster changed with its Secret's.
 func (p *Provider) NotifyLabelsChanged(f func(multicluster.ClusterName)) {
-	p.lock.Lock()
-	defer p.lock.Unlock()
-	p.relabelled = append(p.relabelled, f)
+	p.clusters.NotifyLabelsChanged(f)
+}
+
+// EngagementFailures returns, per cluster name, why its Secret's cluster is
+// not engaged: the reason (as on the Secret's Warning Event) and message,
+// never credentials. A cluster engaged since, or whose Secret is gone, is
+// not listed. It lets the hub show clusters that never joined in its fleet
+// status (hub.EngagementReporter).
+func (p *Provider) EngagementFailures() map[multicluster.ClusterName]string {
+	return p.clusters.EngagementFailures()
 }
 
 // clusterLabels extracts the cluster labels of a Secret.
@@ -293,17 +229,4 @@ func clusterName(s *corev1.Secret) multicluster.ClusterName {
 		return multicluster.ClusterName(n)
 	}
 	return multicluster.ClusterName(s.Name)
-}
-
-// withLimits copies rc and applies the Options' rate limits where rc has
-// none.
-func (p *Provider) withLimits(rc *rest.Config) *rest.Config {
-	rc = rest.CopyConfig(rc)
-	if rc.QPS == 0 {
-		rc.QPS = p.opts.QPS
-	}
-	if rc.Burst == 0 {
-		rc.Burst = p.opts.Burst
-	}
-	return rc
 }

@@ -7,8 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
 
@@ -46,36 +44,4 @@ func TestGetOfAnUnknownClusterWrapsErrClusterNotFound(t *testing.T) {
 	_, err := New(Options{}).Get(t.Context(), "nope")
 	assert.ErrorIs(t, err, multicluster.ErrClusterNotFound)
 	assert.Nil(t, New(Options{}).Labels("nope"))
-}
-
-func TestRateLimitsApplyOnlyWhereTheKubeconfigHasNone(t *testing.T) {
-	p := New(Options{QPS: 7, Burst: 9})
-	got := p.withLimits(&rest.Config{})
-	assert.Equal(t, float32(7), got.QPS)
-	assert.Equal(t, 9, got.Burst)
-	got = p.withLimits(&rest.Config{QPS: 1, Burst: 2})
-	assert.Equal(t, float32(1), got.QPS)
-	assert.Equal(t, 2, got.Burst)
-}
-
-func TestTheFirstSecretToClaimANameHoldsIt(t *testing.T) {
-	c := claims{byName: map[multicluster.ClusterName]types.NamespacedName{}}
-	a := types.NamespacedName{Namespace: "ns", Name: "a"}
-	b := types.NamespacedName{Namespace: "ns", Name: "b"}
-
-	_, released, ok := c.claim(a, "eu")
-	assert.True(t, ok)
-	assert.Empty(t, released)
-	owner, _, ok := c.claim(b, "eu")
-	assert.False(t, ok)
-	assert.Equal(t, a, owner)
-
-	_, released, ok = c.claim(a, "us")
-	assert.True(t, ok, "a renames its cluster")
-	assert.Equal(t, []multicluster.ClusterName{"eu"}, released)
-	_, _, ok = c.claim(b, "eu")
-	assert.True(t, ok, "eu is free again")
-
-	assert.Equal(t, []multicluster.ClusterName{"us"}, c.release(a))
-	assert.Empty(t, c.release(a))
 }

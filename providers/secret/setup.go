@@ -1,20 +1,17 @@
 package secret
 
 import (
-	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	"github.com/fleetgraph/fleetgraph/providers/internal/engaged"
 )
 
 // ControllerName names the hub controller that watches kubeconfig Secrets,
@@ -23,8 +20,7 @@ const ControllerName = "secret-provider"
 
 // hub is what the provider uses of the hub cluster.
 type hub struct {
-	reader   client.Reader // Secrets in Namespace matching LabelSelector
-	recorder events.EventRecorder
+	reader client.Reader // Secrets in Namespace matching LabelSelector
 }
 
 // SetupWithManager registers, on mgr's local (hub) manager, a controller
@@ -45,44 +41,18 @@ func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
 }
 
 func (p *Provider) setupWithLocal(local manager.Manager) error {
-	secrets, err := cache.New(local.GetConfig(), cache.Options{
-		Scheme:            local.GetScheme(),
-		Mapper:            local.GetRESTMapper(),
-		DefaultNamespaces: p.cacheNamespaces(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Label: p.opts.LabelSelector},
+	secrets, err := p.clusters.SetupWithLocal(local, engaged.Watch{
+		Name:      ControllerName,
+		Namespace: p.opts.Namespace,
+		ByObject:  map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: p.opts.LabelSelector}},
+		Sources: func(c cache.Cache) []source.Source {
+			return []source.Source{source.Kind(c, &corev1.Secret{}, &handler.TypedEnqueueRequestForObject[*corev1.Secret]{})}
 		},
-	})
+		MaxConcurrentReconciles: p.opts.MaxConcurrentReconciles,
+	}, p)
 	if err != nil {
-		return fmt.Errorf("secret provider: creating the Secret cache: %w", err)
+		return fmt.Errorf("secret provider: %w", err)
 	}
-	if err := local.Add(secrets); err != nil {
-		return fmt.Errorf("secret provider: adding the Secret cache: %w", err)
-	}
-	p.hub = hub{reader: secrets, recorder: local.GetEventRecorder(ControllerName)}
-	return ctrl.NewControllerManagedBy(local).
-		Named(ControllerName).
-		// SkipNameValidation: a process may run more than one provider (a
-		// test, or hubs for two namespaces); they share the name, and so
-		// their controller metrics.
-		WithOptions(controller.Options{MaxConcurrentReconciles: p.opts.MaxConcurrentReconciles, SkipNameValidation: ptr.To(true)}).
-		WatchesRawSource(source.Kind(secrets, &corev1.Secret{}, &handler.TypedEnqueueRequestForObject[*corev1.Secret]{})).
-		Complete(p)
-}
-
-func (p *Provider) cacheNamespaces() map[string]cache.Config {
-	if p.opts.Namespace == "" {
-		return nil // every namespace
-	}
-	return map[string]cache.Config{p.opts.Namespace: {}}
-}
-
-// waitStarted blocks until Start has been called or ctx is done.
-func (p *Provider) waitStarted(ctx context.Context) error {
-	select {
-	case <-p.started:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	p.hub = hub{reader: secrets}
+	return nil
 }

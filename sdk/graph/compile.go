@@ -3,9 +3,11 @@ package graph
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiservercel "k8s.io/apiserver/pkg/cel"
 
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 )
@@ -74,10 +76,17 @@ func (c *compilation) run() (*Graph, error) {
 	inst.parseSpec()
 	resources, byID := parseResources(c.rgd, c.diag)
 	checkRGDTarget(c.rgd, c.diag) // target.go
+	sound := resources
 	if err := c.diag.err(); err != nil {
-		return nil, err
+		if !c.opts.AllErrors {
+			return nil, err
+		}
+		sound = c.diag.sound(resources)
+		if inst.decl == nil {
+			inst.decl = apiservercel.DynType // spec.schema did not decode
+		}
 	}
-	resolveKinds(c.ctx, c.opts, resources, c.diag)
+	resolveKinds(c.ctx, c.opts, sound, c.diag)
 	if err := c.stopped(); err != nil {
 		return nil, err
 	}
@@ -86,9 +95,13 @@ func (c *compilation) run() (*Graph, error) {
 		return nil, err
 	}
 	exprs := newExprCompiler(envs, valueNames(resources), costCheck{spec: inst.spec, limits: c.opts.Limits}, c.diag)
-	c.checkIdentities(inst, resources, envs)
-	status, err := c.compileExpressions(exprs, resources, byID, inst.spec)
+	c.checkIdentities(inst, sound, envs)
+	status, err := c.compileExpressions(exprs, sound, byID, inst.spec)
 	if err != nil {
+		if fe := fleetMisuse(exprs, resources); fe != nil && c.opts.AllErrors && c.ctx.Err() == nil {
+			c.diag.fail(fe)
+			err = c.diag.err()
+		}
 		return nil, err
 	}
 	crd := inst.buildCRD(*inst.spec, status.schema)
@@ -104,10 +117,22 @@ func (c *compilation) run() (*Graph, error) {
 	}
 	g.clusterUse = exprs.cluster
 	g.usesFleet = exprs.fleet
-	if g.usesFleet && !g.IsHubGraph() {
-		return nil, &Error{Err: errorf(ErrInvalid, "the fleet variable is read only by hub graphs (a graph with a target)")}
+	if err := fleetMisuse(exprs, resources); err != nil {
+		return nil, err
 	}
 	return g, nil
+}
+
+// fleetMisuse refuses a graph that reads the fleet variable without being
+// a hub graph (no resource has a target), at the first expression that
+// reads it.
+func fleetMisuse(exprs *exprCompiler, resources []*resource) *Error {
+	if !exprs.fleet || slices.ContainsFunc(resources, func(r *resource) bool { return r.node.target != nil }) {
+		return nil
+	}
+	at := exprs.fleetAt
+	return &Error{ResourceID: at.ResourceID, Path: at.Path, Expression: at.Expression,
+		Err: errorf(ErrInvalid, "the fleet variable is read only by hub graphs (a graph with a target)")}
 }
 
 // checkIdentities applies kro's rules on the objects' names.

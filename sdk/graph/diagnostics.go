@@ -3,6 +3,8 @@ package graph
 import (
 	"errors"
 	"sort"
+
+	apiservercel "k8s.io/apiserver/pkg/cel"
 )
 
 // diagnostics collects what one Compile call finds wrong, the extensions
@@ -31,6 +33,27 @@ func (d *diagnostics) fail(err error) {
 		e.Expression = truncate(e.Expression, d.maxExpression)
 	}
 	d.errs = append(d.errs, err)
+}
+
+// sound returns the resources no error recorded so far names, for
+// Options.AllErrors; the others are typed dyn, so that expressions reading
+// them type-check without guessing their kind.
+func (d *diagnostics) sound(resources []*resource) []*resource {
+	failed := map[string]bool{}
+	for _, err := range d.errs {
+		if e, ok := err.(*Error); ok && e.ResourceID != "" {
+			failed[e.ResourceID] = true
+		}
+	}
+	var out []*resource
+	for _, r := range resources {
+		if failed[r.node.ID] {
+			r.decl = apiservercel.DynType
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // err joins what was recorded; nil when nothing was.

@@ -39,12 +39,14 @@
 //     generated CRD goes through the API server's own CRD validation, so a
 //     validation= rule that does not compile or a default outside its
 //     bounds is reported against the RGD;
-//   - kro's rules on identities: every forEach iterator in the name, no
-//     two resources rendering the same object (kind, and name and
-//     namespace written alike, literally or through the same expressions,
-//     unless includeWhen may keep them apart), and, given a resolver that
-//     is also a ScopeResolver, no namespace on a cluster-scoped child and a
-//     namespace on a namespaced child of a cluster-scoped instance.
+//   - kro's rules on identities: every forEach iterator in the name or the
+//     namespace (in a hub graph the target counts too, so one object per
+//     cluster may have the same name everywhere), no two resources rendering
+//     the same object (kind, and name and namespace written alike, literally
+//     or through the same expressions, and in a hub graph targets written
+//     alike, unless includeWhen may keep them apart), and, given a resolver
+//     that is also a ScopeResolver, no namespace on a cluster-scoped child
+//     and a namespace on a namespaced child of a cluster-scoped instance.
 //
 // # kro compatibility
 //

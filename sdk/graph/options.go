@@ -51,6 +51,17 @@ type Options struct {
 	// pair is reported in Graph.Warnings.
 	RefuseSameObjects bool
 
+	// AllErrors makes a Compile that finds the structure wrong (the
+	// schema, resource ids, templates, forEach, targets) go on to compile
+	// the expressions of every resource no such error names, typing the
+	// others (and a schema that failed) as dyn, so that one call reports
+	// the problems of both phases: what a tool that shows every problem
+	// at once wants. It never changes whether Compile succeeds.
+	//
+	// Defaults to false: Compile returns after the first phase that
+	// found an error, which is all a hub needs to refuse the RGD.
+	AllErrors bool
+
 	// Limits bound what the RGD may make the compiler build and what its
 	// expressions may cost when they run; the compiled Graph keeps them
 	// (Graph.Limits) for the runtime that evaluates it.

@@ -167,8 +167,10 @@ type exprCompiler struct {
 	// every resource id.
 	valueNames map[string]bool
 	cost       costCheck
-	// fleet is set once an expression reads the fleet variable.
-	fleet bool
+	// fleet is set once an expression reads the fleet variable, and
+	// fleetAt says where the first one is.
+	fleet   bool
+	fleetAt Error
 	// cluster gathers how the expressions read the cluster variable.
 	cluster ClusterUse
 	// programs dedupes expressions: the same source in the same
@@ -211,6 +213,9 @@ func (x *exprCompiler) compile(env *cel.Env, src, written, resID, path string) (
 	}
 	if slices.Contains(res.p.refs, VarFleet) && x.valueNames[VarFleet] {
 		x.diag.extension(resID, path, fleetFeature)
+		if !x.fleet {
+			x.fleetAt = Error{ResourceID: resID, Path: path, Expression: written}
+		}
 		x.fleet = true
 	}
 	if res.p.cluster != 0 {
