@@ -62,3 +62,16 @@ func TestCollectionReadyWhenReadsEach(t *testing.T) {
 	_, err := graph.Compile(parseRGD(t, rgdDoc("", "resources:\n"+named("a", strings.Replace(loop, "%s", "${each.metadata.name != \"\"}", 1), "${r}"))), graph.Options{})
 	assert.NoError(t, err)
 }
+
+// kro refuses each in the readyWhen of an externalRef by selector (and its
+// controller binds nothing else there): fleetgraph reads each item as each,
+// as for forEach, and lists it as an extension.
+func TestEachInAnExternalCollectionsReadyWhenIsAnExtension(t *testing.T) {
+	ref := "- id: pods\n  readyWhen: ['${each.metadata.name != \"\"}']\n  externalRef: {apiVersion: v1, kind: Pod, metadata: {selector: {matchLabels: {app: x}}}}\n"
+	rgd := parseRGD(t, rgdDoc("", "resources:\n"+ref))
+	g, err := graph.Compile(rgd, graph.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []graph.Extension{{ResourceID: "pods", Path: "readyWhen[0]", Feature: "each in the readyWhen of an externalRef by selector"}}, g.Extensions)
+	_, err = graph.Compile(rgd, graph.Options{Strict: true})
+	assert.ErrorIs(t, err, graph.ErrExtension)
+}
