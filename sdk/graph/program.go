@@ -29,15 +29,22 @@ type program struct {
 	formats map[string]*formatTree
 	// estimate is its compile-time cost estimate.
 	estimate costEstimate
+	// literalWarning names its malformed duration, timestamp or regex
+	// literals; "" when it has none.
+	literalWarning string
 }
 
 // compileExpr parses, type-checks, prices (see costCheck: an estimate
 // over the limit a platform set refuses the expression) and plans src in
 // env. withCluster says whether env declares the cluster variable.
 func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool, withCluster bool, cost costCheck) (*program, error) {
-	ast, iss := compileSource(env, src) // env.Compile, with parses reused (parse.go)
+	ast, iss, literals := compileSource(env, src) // env.Compile, with parses reused (parse.go)
 	if iss.Err() != nil {
 		return nil, errorf(ErrExpression, "%s", issueMessages(iss))
+	}
+	var literalWarning string
+	if literals.Err() != nil {
+		literalWarning = issueMessages(literals) + ": it fails each time it is evaluated"
 	}
 	estimate, err := cost.estimate(ast)
 	if err != nil {
@@ -47,11 +54,11 @@ func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool, 
 	if err != nil {
 		return nil, errorf(ErrExpression, "%v", err)
 	}
-	prog, err := pl.plan(env, ast)
+	prog, err := pl.plan(env, ast, literalWarning == "")
 	if err != nil {
 		return nil, errorf(ErrExpression, "%v", err)
 	}
-	p := &program{written: written, prog: prog, out: ast.OutputType(), extensions: celExtensions(ast), estimate: estimate}
+	p := &program{written: written, prog: prog, out: ast.OutputType(), extensions: celExtensions(ast), estimate: estimate, literalWarning: literalWarning}
 	for _, id := range identifiers(ast) {
 		if valueNames[id] {
 			p.refs = append(p.refs, id)
@@ -131,8 +138,10 @@ var sharedPlanner = sync.OnceValues(func() (*planner, error) {
 // guard.go), and every comprehension step is charged to the evaluation's
 // meter before it runs (see chargeLoops): one evaluation is bounded in
 // cost, time and the size of what it builds. Constant regular expressions
-// are compiled here, by the guard, once.
-func (p *planner) plan(env *cel.Env, ast *cel.Ast) (interpreter.InterpretableV2, error) {
+// are compiled here, by the guard, once. Without optimize, constants are
+// not folded: an expression with a malformed literal then fails when it
+// is evaluated, as on kro, not here.
+func (p *planner) plan(env *cel.Env, ast *cel.Ast, optimize bool) (interpreter.InterpretableV2, error) {
 	attrs := interpreter.NewAttributeFactory(env.Container, env.CELTypeAdapter(), env.CELTypeProvider())
 	interp := interpreter.NewInterpreter(p.disp, env.Container, env.CELTypeProvider(), env.CELTypeAdapter(), attrs)
 	if unmetered {
@@ -142,11 +151,11 @@ func (p *planner) plan(env *cel.Env, ast *cel.Ast) (interpreter.InterpretableV2,
 			interpreter.CompileRegexConstants(regexConstants...),
 		)
 	}
-	opts := []interpreter.PlannerOption{
-		interpreter.CustomDecoratorV2(lazyOptionalOr),
-		interpreter.Optimize(),
-		interpreter.CustomDecoratorV2(p.guard),
+	opts := []interpreter.PlannerOption{interpreter.CustomDecoratorV2(lazyOptionalOr)}
+	if optimize {
+		opts = append(opts, interpreter.Optimize())
 	}
+	opts = append(opts, interpreter.CustomDecoratorV2(p.guard))
 	if conds := loopConditions(ast.NativeRep().Expr()); len(conds) > 0 {
 		opts = append(opts, interpreter.CustomDecoratorV2(chargeLoops(conds)))
 	}
@@ -209,6 +218,9 @@ func (x *exprCompiler) compile(env *cel.Env, src, written, resID, path string) (
 		x.diag.extension(resID, path, feature)
 	}
 	if msg := res.p.estimate.warning(); msg != "" {
+		x.diag.warn(Warning{ResourceID: resID, Path: path, Expression: written, Message: msg})
+	}
+	if msg := res.p.literalWarning; msg != "" {
 		x.diag.warn(Warning{ResourceID: resID, Path: path, Expression: written, Message: msg})
 	}
 	if slices.Contains(res.p.refs, VarFleet) && x.valueNames[VarFleet] {
