@@ -22,7 +22,7 @@ import (
 //
 // What is left open: an object created by someone else between the moment
 // the cache last heard of its name and our apply is still taken over. kro
-// v0.9.3 has the same window between its GET and its apply.
+// v0.9.4 has the same window between its GET and its apply.
 
 // ErrNotOwned is wrapped by the error of a child that already exists and
 // belongs to someone else: another instance, or nobody we know of. The

@@ -126,7 +126,7 @@ func (r reconciler) cached(key types.NamespacedName) (*unstructured.Unstructured
 
 // suspended reports whether the instance asks not to be reconciled: either
 // annotation set to "suspended" or kro's legacy "disabled", in any case, as
-// kro v0.9.3 accepts them.
+// kro v0.9.4 accepts them.
 func suspended(u *unstructured.Unstructured) bool {
 	a := u.GetAnnotations()
 	return isSuspendValue(a[contract.AnnotationReconcile]) || isSuspendValue(a[contract.AnnotationKroReconcile])

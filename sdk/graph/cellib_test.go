@@ -33,7 +33,7 @@ func evalStatus(t *testing.T, expr string, opts graph.Options) (any, error) {
 }
 
 // The expected values below were computed with an independent Python
-// implementation of kro v0.9.3's algorithms (pkg/cel/library/random.go and
+// implementation of kro v0.9.4's algorithms (pkg/cel/library/random.go and
 // hash.go, read in the Go module cache): sha256 of the seed, four bytes per
 // character modulo "0-9a-z" wrapping every eight characters; the first
 // eight bytes modulo (max-min) for seededInt.
@@ -118,7 +118,7 @@ func TestKroCELFunctionTypeErrors(t *testing.T) {
 }
 
 // kro's own example of its CEL functions compiles unchanged (copied from
-// kro v0.9.3 examples/kubernetes/cel-functions/rg.yaml).
+// kro v0.9.4 examples/kubernetes/cel-functions/rg.yaml).
 func TestKroCELFunctionsExampleCompiles(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("testdata", "kro-cel-functions.yaml"))
 	require.NoError(t, err)

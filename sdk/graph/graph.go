@@ -56,7 +56,7 @@ type Graph struct {
 	// only after the previous one is gone.
 	DeletionWaves [][]*Node
 	// Extensions lists every use of something fleetgraph accepts and kro
-	// v0.9.3 does not, sorted; empty for an RGD that kro accepts as is.
+	// v0.9.4 does not, sorted; empty for an RGD that kro accepts as is.
 	// Always empty under Options.Strict, which refuses them instead.
 	Extensions []Extension
 	// Warnings lists what fleetgraph serves, as kro does, but that is

@@ -22,7 +22,7 @@ var ErrLimit = errors.New("limit exceeded")
 // MaxExpressionEstimatedCost, a refusal a platform opts into). The
 // defaults are generous: no RGD from kro's examples or fleetgraph's corpus
 // comes near them. Kubernetes' own CEL limits for CRD validation rules and
-// admission policies are the reference for what is bounded (kro v0.9.3 has
+// admission policies are the reference for what is bounded (kro v0.9.4 has
 // no CEL cost limit at all).
 //
 // Limits is a plain value: copy it freely. The same Limits serve the

@@ -34,7 +34,7 @@ type Options struct {
 	// Defaults to false: an unknown kind is a compile error.
 	DynamicUnknownKinds bool
 
-	// Strict compiles as kro v0.9.3 does: every fleetgraph extension (see
+	// Strict compiles as kro v0.9.4 does: every fleetgraph extension (see
 	// Graph.Extensions) is an error instead of being allowed and listed.
 	//
 	// Defaults to false: extensions are allowed, and listed in

@@ -20,7 +20,7 @@ func selectorRef(id, selector string) string {
 	return "- id: " + id + "\n  externalRef:\n    apiVersion: v1\n    kind: ConfigMap\n    metadata:\n      selector: " + selector + "\n"
 }
 
-// Rules kro v0.9.3 applies to templates and externalRefs, which fleetgraph
+// Rules kro v0.9.4 applies to templates and externalRefs, which fleetgraph
 // applies too.
 func TestKroTemplateRules(t *testing.T) {
 	runFailCases(t, map[string]failCase{

@@ -9,8 +9,7 @@ import (
 // does, but that is likely to cost more or do other than its author meant:
 // an expression whose worst case is very expensive (it reads lists with no
 // maxItems), two resources that render one object. A warning never refuses
-// an RGD; it says where to look. The RGD controller reports warnings on
-// the RGD, and `fleetgraph validate` prints them.
+// an RGD; it says where to look. `fleetgraph validate` prints them.
 type Warning struct {
 	// ResourceID is the resource concerned; empty for spec.schema.
 	ResourceID string

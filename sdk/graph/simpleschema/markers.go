@@ -90,7 +90,7 @@ func applyMarkers(s *apiextensionsv1.JSONSchemaProps, markers []Marker, ext, war
 	return required, checkListMap(s)
 }
 
-// noteMarkerExtension reports marker uses kro v0.9.3 rejects or reads
+// noteMarkerExtension reports marker uses kro v0.9.4 rejects or reads
 // differently: an enum on a float field, several keys in one listMapKey.
 func noteMarkerExtension(s *apiextensionsv1.JSONSchemaProps, m Marker, ext func(string)) {
 	switch {

@@ -46,7 +46,7 @@ func ToOpenAPI(root string, obj map[string]any, types map[string]any) (*apiexten
 }
 
 // Extension is one use of SimpleSchema syntax that fleetgraph accepts and
-// kro v0.9.3 rejects (or reads differently).
+// kro v0.9.4 rejects (or reads differently).
 type Extension struct {
 	// Path is where it is used, as in PathError.
 	Path string
