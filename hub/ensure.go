@@ -46,7 +46,7 @@ func (f *FanOut) ensure(ctx context.Context, c Cluster, g Graph) (establishedCRD
 		return establishedCRD{}, err
 	}
 	clock.Lap(steps.Apply)
-	f.tracker.record(ctx, g.Name, clusterName, g.Generation, CRDApplied, "")
+	f.tracker.recordVersion(ctx, g.Name, clusterName, g.Generation, g.Revision, CRDApplied, "")
 	crd, err := crds.WaitEstablished(ctx, cl.GetAPIReader(), g.CRD.Name, pollInterval, f.opts.EstablishTimeout, f.opts.RequestTimeout)
 	if err != nil {
 		return establishedCRD{}, err

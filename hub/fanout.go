@@ -106,7 +106,7 @@ func (f *FanOut) record(ctx context.Context, c Cluster, g Graph, ensure func() e
 	if ctx.Err() != nil && err != nil {
 		return err // disengaged or stopped: nothing worth recording
 	}
-	changed := f.tracker.record(ctx, g.Name, c.Name, g.Generation, state, msg)
+	changed := f.tracker.recordVersion(ctx, g.Name, c.Name, g.Generation, g.Revision, state, msg)
 	clock.Lap(steps.Ensure)
 	if changed && f.opts.OnTransition != nil {
 		f.opts.OnTransition(g.Name, c.Name, state, msg)

@@ -36,13 +36,19 @@ func (t *tracker) set(graph, cluster string, state CRDState, msg string) bool {
 	return t.record(context.Background(), graph, cluster, -1, state, msg)
 }
 
-// record records the CRD state of the given generation of graph on cluster
-// (a negative generation keeps the one recorded). It reports whether the
+// record is recordVersion of a version without a revision number.
+func (t *tracker) record(ctx context.Context, graph, cluster string, generation int64, state CRDState, msg string) bool {
+	return t.recordVersion(ctx, graph, cluster, generation, 0, state, msg)
+}
+
+// recordVersion records the CRD state of the given generation (and
+// revision) of graph on cluster (a negative generation keeps the
+// generation and revision recorded). It reports whether the
 // state or generation changed (not only the message), so callers can emit
 // one event per transition. Nothing is recorded once ctx has ended: the
 // work it reports on belongs to a graph or cluster that is gone, and
 // recording it would bring a ghost back after dropGraph or dropCluster.
-func (t *tracker) record(ctx context.Context, graph, cluster string, generation int64, state CRDState, msg string) bool {
+func (t *tracker) recordVersion(ctx context.Context, graph, cluster string, generation, revision int64, state CRDState, msg string) bool {
 	t.mu.Lock()
 	if ctx.Err() != nil {
 		t.mu.Unlock()
@@ -58,15 +64,15 @@ func (t *tracker) record(ctx context.Context, graph, cluster string, generation 
 	}
 	cur := byCluster[cluster]
 	if generation < 0 {
-		generation = 0
+		generation, revision = 0, 0
 		if cur != nil {
-			generation = cur.Generation
+			generation, revision = cur.Generation, cur.Revision
 		}
 	}
-	transition := cur == nil || cur.CRD != state || cur.Generation != generation
+	transition := cur == nil || cur.CRD != state || cur.Generation != generation || cur.Revision != revision
 	changed := transition || cur.Message != msg
 	if changed {
-		byCluster[cluster] = &ClusterStatus{Cluster: cluster, CRD: state, Message: msg, Generation: generation, Since: time.Now()}
+		byCluster[cluster] = &ClusterStatus{Cluster: cluster, CRD: state, Message: msg, Generation: generation, Revision: revision, Since: time.Now()}
 	}
 	if transition {
 		var prev CRDState

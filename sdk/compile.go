@@ -27,10 +27,11 @@ func (r *registry) compileOptions() graph.Options {
 }
 
 // compile compiles rgd through r.compiles. Go's RegisterGraph waits for
-// its compile; the RGD controller waits rgdCompileWait, then goes on with
-// other RGDs and is told when the compile ends.
+// its compile, schema lookups included (or for its context); the RGD
+// controller waits rgdCompileWait, then goes on with other RGDs and is
+// told when the compile ends.
 func (r *registrar) compile(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, src source) (*graph.Graph, error) {
-	wait := r.h.opts.CompileTimeout + time.Second
+	wait := r.compiles.schemaWait + r.h.opts.CompileTimeout + time.Second
 	if src == fromRGD {
 		wait = rgdCompileWait
 	}

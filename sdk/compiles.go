@@ -42,6 +42,9 @@ type compiles struct {
 	// ctx ends every compile (the Hub stops); each has timeout besides.
 	ctx     context.Context
 	timeout time.Duration
+	// schemaWait bounds the lookups of a spec's kinds before its compile
+	// (compile_schemas.go).
+	schemaWait time.Duration
 	// ended is told the name of a graph whose compile ended after a
 	// caller stopped waiting for it.
 	ended func(name string)
@@ -66,7 +69,7 @@ type compileRun struct {
 }
 
 func newCompiles(ctx context.Context, timeout time.Duration, ended func(string)) *compiles {
-	return &compiles{compile: graph.CompileContext, ctx: ctx, timeout: timeout, ended: ended, byName: map[string]*compileRun{}}
+	return &compiles{compile: graph.CompileContext, ctx: ctx, timeout: timeout, schemaWait: schemaWait, ended: ended, byName: map[string]*compileRun{}}
 }
 
 // get returns the graph compiled from rgd with opts (a copy of its own,
@@ -154,16 +157,24 @@ func (c *compiles) start(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinit
 	c.byName[rgd.Name] = run
 	c.mu.Unlock()
 	c.runs.Add(1)
-	opts.Resolver = run.seen.recording(opts.Resolver)
+	resolver := opts.Resolver
 	rgd = rgd.DeepCopy()
 	// The compile outlives the caller's wait: it ends with the Hub, or at
-	// its timeout, not with the caller's context.
-	cctx, cancel := context.WithTimeout(c.ctx, c.timeout)
+	// its timeout, not with the caller's context. Its schemas are looked
+	// up first, outside its timeout (compile_schemas.go).
 	go func() {
-		defer cancel()
-		run.graph, run.err = c.compile(cctx, rgd, opts)
-		if run.err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) && c.ctx.Err() == nil {
-			run.err = c.timedOut(run.err)
+		sctx, stop := context.WithTimeout(c.ctx, c.schemaWait)
+		run.err = warmSchemas(sctx, rgd, resolver)
+		stop()
+		if run.err == nil {
+			cctx, cancel := context.WithTimeout(c.ctx, c.timeout)
+			opts.Resolver = run.seen.recording(bindResolver(cctx, resolver))
+			run.graph, run.err = c.compile(cctx, rgd, opts)
+			if run.err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) && c.ctx.Err() == nil &&
+				!errors.Is(run.err, graph.ErrSchemaUnavailable) {
+				run.err = c.timedOut(run.err)
+			}
+			cancel()
 		}
 		if !rememberable(run.err) {
 			c.forget(rgd.Name, run)

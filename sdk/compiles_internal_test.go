@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
@@ -169,4 +170,112 @@ func TestCompilesStoppedWithTheHubAreNotRemembered(t *testing.T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	assert.Empty(t, c.byName, "nothing remembered")
+}
+
+// slowAPIServer is a context-aware schema resolver whose document takes
+// delay to come, once: then it is cached, as the default resolver's is.
+// A lookup gives up when its context ends. Past failAfter lookups (when
+// set), every lookup blocks until its context ends.
+type slowAPIServer struct {
+	delay     time.Duration
+	fetched   atomic.Bool
+	lookups   atomic.Int64
+	failAfter int64
+	fail      error
+}
+
+func (s *slowAPIServer) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
+	return s.ResolveSchemaContext(context.Background(), gvk)
+}
+
+func (s *slowAPIServer) ResolveSchemaContext(ctx context.Context, _ schema.GroupVersionKind) (*spec.Schema, error) {
+	n := s.lookups.Add(1)
+	if s.fail != nil {
+		return nil, s.fail
+	}
+	if s.failAfter > 0 && n > s.failAfter {
+		<-ctx.Done()
+		return nil, fmt.Errorf("waiting for an OpenAPI v3 document: %w", ctx.Err())
+	}
+	if !s.fetched.Load() {
+		select {
+		case <-time.After(s.delay):
+			s.fetched.Store(true)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for an OpenAPI v3 document: %w", ctx.Err())
+		}
+	}
+	return &spec.Schema{}, nil
+}
+
+// configMapRGD is an RGD with one ConfigMap child.
+func configMapRGD(name string) *v1alpha1.ResourceGraphDefinition {
+	rgd := rgdNamed(name, 1)
+	rgd.Spec.Resources = []v1alpha1.Resource{{ID: "cm", Template: runtime.RawExtension{Raw: []byte(
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`)}}}
+	return rgd
+}
+
+// lookupCompiles is a compiles with a short timeout whose compile asks its
+// resolver for a ConfigMap and stops, as graph.CompileContext does, once
+// its context ends.
+func lookupCompiles(t *testing.T) (*compiles, *atomic.Int64) {
+	t.Helper()
+	c, calls, _ := fakeCompiles(t, func() error { return nil }, nil)
+	c.timeout, c.schemaWait = 100*time.Millisecond, 10*time.Second
+	c.compile = func(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, opts graph.Options) (*graph.Graph, error) {
+		calls.Add(1)
+		if _, err := opts.Resolver.ResolveSchema(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}); err != nil {
+			return nil, &graph.Error{Path: "kind", Err: fmt.Errorf("%w: %w", graph.ErrSchemaUnavailable, err)}
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("compiling %q stopped: %w", rgd.Name, ctx.Err())
+		}
+		return &graph.Graph{Name: rgd.Name}, nil
+	}
+	return c, calls
+}
+
+// The flake of issue 35: under load, the hub's API server answered the
+// OpenAPI request of a compile slower than CompileTimeout, and the compile
+// ran past it (the lookup took no context), past Go's wait of
+// CompileTimeout + 1s too. A slow API server is no fault of the spec: the
+// schemas are looked up before the compile's clock starts, and the
+// registration waits for them.
+func TestASlowAPIServerDoesNotTimeTheCompileOut(t *testing.T) {
+	c, calls := lookupCompiles(t)
+	res := &slowAPIServer{delay: 500 * time.Millisecond}
+	g, err := c.get(context.Background(), configMapRGD("slow"), graph.Options{Resolver: res}, c.schemaWait+c.timeout+time.Second)
+	require.NoError(t, err, "the lookup waited outside the compile's %s", c.timeout)
+	assert.Equal(t, "slow", g.Name)
+	assert.Equal(t, int64(1), calls.Load())
+}
+
+// A lookup that fails before the compile, or that still waits when the
+// compile's clock runs out, says the schema was unavailable: not the
+// spec's fault, not remembered, and compiled again at the next attempt.
+func TestASchemaLookupThatFailsIsNotTheSpecsFault(t *testing.T) {
+	t.Run("before the compile", func(t *testing.T) {
+		c, calls := lookupCompiles(t)
+		res := &slowAPIServer{fail: errors.New("the server is starting")}
+		for range 2 {
+			_, err := c.get(context.Background(), configMapRGD("a"), graph.Options{Resolver: res}, time.Minute)
+			require.ErrorIs(t, err, graph.ErrSchemaUnavailable)
+			assert.NotErrorIs(t, err, graph.ErrLimit)
+		}
+		assert.Zero(t, calls.Load(), "not compiled without its schemas")
+		assert.Equal(t, int64(2), res.lookups.Load(), "asked again: not remembered")
+	})
+	t.Run("during the compile", func(t *testing.T) {
+		c, calls := lookupCompiles(t)
+		res := &slowAPIServer{failAfter: 1}
+		start := time.Now()
+		_, err := c.get(context.Background(), configMapRGD("a"), graph.Options{Resolver: res}, time.Minute)
+		require.ErrorIs(t, err, graph.ErrSchemaUnavailable)
+		assert.NotErrorIs(t, err, graph.ErrLimit, "a lookup that outlasts the compile is no limit of the spec")
+		assert.Less(t, time.Since(start), 5*time.Second, "the lookup ended with the compile's context")
+		_, err = c.get(context.Background(), configMapRGD("a"), graph.Options{Resolver: &slowAPIServer{}}, time.Minute)
+		require.NoError(t, err, "the server answers again")
+		assert.Equal(t, int64(2), calls.Load(), "compiled again: not remembered")
+	})
 }

@@ -77,6 +77,7 @@ type Hub struct {
 	values        *clusterValues    // cluster_values.go: the platform's per-cluster values
 	hubGraphs     *hubgraph.Runtime // hubgraphs.go: graphs with targets, served on the hub
 	changed       *statusChanges    // setup.go: graphs whose RGD status is to be rewritten soon
+	counts        *countChanges     // fleet_truth.go: instance counts' changes, told to changed
 
 	// planner decides placement and rollout waves (rollouts.planner);
 	// rollouts connects it and the GraphRollout controller to the hub.
@@ -125,15 +126,11 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 	h.versions = &versions{h: h}
 	h.clusterSource = &clusterSource{h: h, noClusterWarning: defaultNoClusterWarning}
 	h.values = &clusterValues{h: h}
-	h.hubGraphs = h.newHubGraphs() // hubgraphs.go
-	h.rollouts = newRollouts(h)
-	h.planner = h.rollouts.planner
-	h.crdFanOut = newCRDFanOut(h, provider) // fanout.go
-	h.runtime = spoke.New(spoke.Options{
+	h.counts = newCountChanges(h.changed.notify) // fleet_truth.go
+	instances := spoke.Options{
 		Workers:         opts.Workers,
 		ItemConcurrency: opts.ItemConcurrency,
 		FieldManager:    opts.FieldManager,
-		Gate:            h.gate,
 		Resync:          opts.InstanceResync,
 		OrphanGrace:     opts.OrphanGrace,
 		AdoptUnowned:    opts.AdoptUnowned,
@@ -144,7 +141,14 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 		ClusterLabels:       h.clusterSource.labels, // cluster_labels.go
 		ClusterValues:       h.values.forCluster,    // cluster_values.go
 		LocalClusterName:    opts.LocalClusterName,
-	})
+		CountsChanged:       h.counts.changed,
+	}
+	h.hubGraphs = h.newHubGraphs(instances) // hubgraphs.go
+	h.rollouts = newRollouts(h)
+	h.planner = h.rollouts.planner
+	h.crdFanOut = newCRDFanOut(h, provider) // fanout.go
+	h.runtime = spoke.New(instances)
+	h.runtime.SetGate(h.gate)
 	return h, nil
 }
 
@@ -163,7 +167,10 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 //
 // The compile runs outside every lock the Hub holds for other graphs, so
 // registering one graph never waits for another's compile; it is bounded
-// by Options.Limits and Options.CompileTimeout. A spec that failed to
+// by Options.Limits and Options.CompileTimeout, after the lookups of its
+// kinds' schemas on the hub (at most two minutes; a failed lookup returns
+// an error wrapping graph.ErrSchemaUnavailable, not remembered). ctx
+// bounds the wait. A spec that failed to
 // compile is remembered: registering it again returns the same error
 // without compiling, until the spec (or the hub's schema of a kind it
 // uses) changes.
@@ -192,42 +199,16 @@ func (h *Hub) UnregisterGraph(_ context.Context, name string) error {
 	return h.registrar.unregister(name)
 }
 
-// FleetStatus returns the named graph's state on every engaged cluster: CRD
-// state and instance counts. It is empty for a graph not registered. For a
-// hub graph (one with targets) it lists instead, in Targets, each cluster
-// its hub instances write to, with their counts and its reachability.
-func (h *Hub) FleetStatus(name string) GraphStatus {
-	st := h.fanOut.Status(name)
-	if h.hubGraphStatus(name, &st) {
-		return st
-	}
-	h.countInstances(name, &st)
-	return st
-}
-
-// clusterStatus is FleetStatus without a hub graph's Targets, which cost a
-// list of its instances: what the hub's own loops (servability, rollouts,
-// the RGD's status) read, every tick, for every graph.
-func (h *Hub) clusterStatus(name string) GraphStatus {
-	st := h.fanOut.Status(name)
-	h.countInstances(name, &st)
-	return st
-}
-
-// countInstances fills in the instance fields of st's clusters from the
-// spoke runtime.
-func (h *Hub) countInstances(name string, st *GraphStatus) {
-	served := h.runtime.Served(name)
-	counts := h.runtime.Counts(name)
-	for i := range st.Clusters {
-		cs := &st.Clusters[i]
-		c := counts[multicluster.ClusterName(cs.Cluster)]
-		cs.Instances, cs.ReadyInstances = c.Total, c.Ready
-		if v, ok := served[multicluster.ClusterName(cs.Cluster)]; ok {
-			cs.Serving, cs.ServedGeneration = true, v.Graph.Generation
-		}
-	}
-}
+// FleetStatus returns the named graph's state on every cluster this Hub
+// serves (with a sharded coordinator: the clusters this replica owns; the
+// RGD's status and the replicas' records cover them all): per cluster,
+// its CRD state, the instances and how many are ready and in ERROR, the
+// revision serving it, the one it should serve (as the graph's rollout
+// decides) and why either is not the latest. It is empty for a graph not
+// registered. For a hub graph (one with targets) it counts the graph's
+// instances, which live on the hub, and lists in Targets each cluster
+// they write to, with their counts and its reachability.
+func (h *Hub) FleetStatus(name string) GraphStatus { return h.clusterStatus(name) }
 
 // Graphs returns the names of the registered graphs.
 func (h *Hub) Graphs() []string { return h.names() }

@@ -42,7 +42,10 @@ func TestHubServesAFleetFromRGDObjects(t *testing.T) {
 			rgd := &v1alpha1.ResourceGraphDefinition{}
 			require.NoError(ct, hubClient.Get(context.Background(), client.ObjectKey{Name: "webapp"}, rgd))
 			require.NotNil(ct, rgd.Status.Fleet)
-			assert.Equal(ct, v1alpha1.FleetStatus{Clusters: 3, Established: 3, Instances: 3, ReadyInstances: 3}, *rgd.Status.Fleet)
+			assert.Equal(ct, v1alpha1.FleetStatus{
+				Clusters: 3, Established: 3, Instances: 3, ReadyInstances: 3, LatestRevision: 1,
+				Revisions: []v1alpha1.RevisionClusters{{Revision: 1, Clusters: 3}}, Message: "serving revision 1 on 3 clusters",
+			}, *rgd.Status.Fleet)
 			assert.Equal(ct, []string{"config", "deployment"}, rgd.Status.TopologicalOrder)
 			assert.Equal(ct, v1alpha1.StateActive, rgd.Status.State)
 		}, wait, tick)

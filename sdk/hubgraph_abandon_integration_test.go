@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -21,6 +23,8 @@ import (
 // for the grace; then it goes on without that spoke: the children on the
 // hub and on the healthy spoke are deleted, the one on the frozen spoke
 // is left there (labelled, reported in an event), and the instance goes.
+// When the spoke answers again, what was left there is collected as the
+// orphan it is (Options.OrphanGrace).
 func TestHubGraphAbandonsAnUnreachableTargetAfterItsGrace(t *testing.T) {
 	t.Parallel()
 	const grace = 8 * time.Second
@@ -56,13 +60,14 @@ func TestHubGraphAbandonsAnUnreachableTargetAfterItsGrace(t *testing.T) {
 	assert.Contains(t, abandoned[0], "ConfigMap default/gone-egress")
 	assert.False(t, strings.Contains(strings.ToLower(abandoned[0]), "kubeconfig"), "no credentials in the event")
 
-	// Back, spoke-2 still holds what was abandoned, and nothing deletes it.
+	// Abandoned, the child stays on spoke-2 while it does not answer; once
+	// it answers again, the child of an instance that is gone is collected
+	// as an orphan, as on any cluster.
+	cm, err := f.configMap("hub", "gone-record")
+	require.True(t, apierrors.IsNotFound(err), "%v %v", cm, err)
 	require.NoError(t, frozen.Resume())
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		cm, err := f.configMap("spoke-2", "gone-egress")
-		require.NoError(ct, err, "the abandoned child is left on spoke-2")
-		assert.Nil(ct, cm.DeletionTimestamp)
-		assert.Equal(ct, "link", cm.Labels["fleetgraph.dev/graph"])
+		f.assertNoConfigMap(ct, "spoke-2", "gone-egress", "the abandoned child is collected once spoke-2 answers")
 	}, wait, tick)
 
 	t.Run("a target that left the fleet is abandoned the same way", func(t *testing.T) {
@@ -119,11 +124,13 @@ func TestHubGraphAbandonGraceSurvivesARestart(t *testing.T) {
 }
 
 // abandoning are meshOnly's options with calls to a cluster timing out
-// after 2 s and the children left on an unreachable target after grace.
+// after 2 s, the children left on an unreachable target after grace, and
+// orphans collected 2 s after their instance went.
 func abandoning(grace time.Duration) sdk.Options {
 	opts := meshOnly()
 	opts.Targets.CallTimeout = 2 * time.Second
 	opts.Targets.AbandonAfter = grace
+	opts.OrphanGrace = 2 * time.Second
 	return opts
 }
 
@@ -146,4 +153,33 @@ func (f *hubGraphFleet) abandonEvents(t *testing.T, instance string) []string {
 		assert.NotEmpty(ct, msgs, "the abandon of %s is reported", instance)
 	}, wait, tick)
 	return msgs
+}
+
+// A hub instance whose children live on a spoke that hangs says it is
+// being deleted from the moment its deletion starts: DELETING and
+// Ready=False before any call to the hung spoke has had time to fail
+// (each may take Targets.CallTimeout, here a minute), never ACTIVE over a
+// deletion under way.
+func TestHubGraphDeletionSaysDeletingAtOnceWhileATargetHangs(t *testing.T) {
+	t.Parallel()
+	opts := meshOnly()
+	opts.Targets.CallTimeout = time.Minute
+	f, _, _ := startHubGraphFleet(t, opts, linkRGD)
+	ctx := context.Background()
+	f.activeLink(t, "hung", "spoke-2")
+	f.requireData(t, "spoke-2", "hung-egress", map[string]string{"upstream": "db.default:5432"})
+
+	f.freeze(t, "spoke-2")
+	deleted := time.Now()
+	require.NoError(t, f.hub.Delete(ctx, f.link("hung")))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		u := f.link("hung")
+		require.NotNil(ct, u)
+		state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+		assert.Equal(ct, "DELETING", state)
+		ready := condition(u, "Ready")
+		require.NotNil(ct, ready)
+		assert.Equal(ct, "False", ready["status"])
+	}, opts.Targets.CallTimeout/2, tick, "DELETING well before a call to the hung spoke could time out")
+	t.Logf("DELETING %v after the deletion started", time.Since(deleted).Round(time.Millisecond))
 }

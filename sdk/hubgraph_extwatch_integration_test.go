@@ -4,6 +4,7 @@ package sdk_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
 )
@@ -127,11 +129,13 @@ func TestHubGraphWatchesExternalRefsInOtherClusters(t *testing.T) {
 }
 
 // Watching what an externalRef read brings nothing back by itself: an
-// ACTIVE reader reads its reference no more until the object changes (no
-// loop through its own watch); then it reads it again and follows it.
-// That the watch's first list and the version read requeue nothing is
-// TestExternalReadersByName's (internal/hubgraph): here the instance's
-// first reconciles hide it.
+// ACTIVE reader is not reconciled again until the object changes (no loop
+// through its own watch); then it is, and follows it. The reference is
+// read from a watch of its own, no wider than it names (the engine's
+// scoped informer: a list and a watch of that one object, in its
+// namespace), never by a request per reconcile. That the watch's first
+// list requeues nothing is TestExternalReadersByName's
+// (internal/instance): here the instance's first reconciles hide it.
 func TestHubGraphExternalRefWatchEchoesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -157,10 +161,11 @@ func TestHubGraphExternalRefWatchEchoesNothing(t *testing.T) {
 		assert.Equal(ct, "ACTIVE", stateIn(hub, gvk, ns, "quiet"))
 	}, wait, tick)
 
-	path := "/api/v1/namespaces/" + ns + "/configmaps/quiet-source"
-	before := reads.get("spoke-1", path)
-	require.Positive(t, before, "the reference is read live")
-	assert.Never(t, func() bool { return reads.get("spoke-1", path) != before }, 3*time.Second, tick,
+	assert.Positive(t, reads.get("spoke-1", "/api/v1/namespaces/"+ns+"/configmaps"), "the reference is listed in its namespace")
+	assert.Zero(t, reads.get("spoke-1", "/api/v1/namespaces/"+ns+"/configmaps/quiet-source"), "and never read by a request of its own")
+	before := hubGraphReconciles(t, "quiet-feed")
+	require.Positive(t, before)
+	assert.Never(t, func() bool { return hubGraphReconciles(t, "quiet-feed") != before }, 3*time.Second, tick,
 		"an ACTIVE reader is not brought back by its own watch")
 
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -172,5 +177,29 @@ func TestHubGraphExternalRefWatchEchoesNothing(t *testing.T) {
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		assert.Equal(ct, map[string]string{"value": "v2", "peers": ""}, copyData(ct))
 	}, wait, tick)
-	assert.Greater(t, reads.get("spoke-1", path), before, "the change was read")
+	assert.Greater(t, hubGraphReconciles(t, "quiet-feed"), before, "the change brought the reader back")
+}
+
+// hubGraphReconciles is how many reconciles the controllers of the named
+// hub graph have run in this process (controller-runtime's
+// controller_runtime_reconcile_total, whose controller label is
+// hubgraph-<graph>-<n>).
+func hubGraphReconciles(t *testing.T, graphName string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	require.NoError(t, err)
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && strings.HasPrefix(l.GetValue(), "hubgraph-"+graphName+"-") {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
 }

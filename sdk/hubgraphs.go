@@ -12,9 +12,12 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/cleanup"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/hubgraph"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 // A graph whose resources carry a target (graph.Graph.IsHubGraph) is a hub
@@ -60,11 +63,13 @@ type TargetOptions struct {
 	// instance had on that cluster is left there, still labelled as its
 	// children (fleetgraph.dev/hub, fleetgraph.dev/instance-uid); an
 	// event (reason ChildrenAbandoned) on the instance and the log name
-	// the cluster, those labels and the children last seen there. The
-	// grace counts from the first time the deletion found the cluster
-	// unreachable (recorded on the instance, so a restart keeps it).
-	// Nothing is deleted that is not the instance's own. Defaults to 0:
-	// the deletion waits until the cluster is back.
+	// the cluster, those labels and the children last seen there. If the
+	// cluster answers again while this hub still watches it, those
+	// children are collected as orphans (OrphanGrace). The grace counts
+	// from the first time the deletion found the cluster unreachable
+	// (recorded on the instance, so a restart keeps it). Nothing is
+	// deleted that is not the instance's own. Defaults to 0: the deletion
+	// waits until the cluster is back.
 	AbandonAfter time.Duration
 }
 
@@ -80,13 +85,15 @@ type SecretClusterMapper interface {
 	SecretCluster(namespace, name string) (multicluster.ClusterName, bool)
 }
 
-// newHubGraphs makes the runtime of hub graphs.
-func (h *Hub) newHubGraphs() *hubgraph.Runtime {
+// newHubGraphs makes the runtime of hub graphs. Its instances are served
+// with the spoke runtime's options (the same engine serves both), but for
+// calls to a cluster, bounded by Targets.CallTimeout.
+func (h *Hub) newHubGraphs(instances spoke.Options) *hubgraph.Runtime {
 	stamp := hubStamp{h: h, disabled: h.opts.DisableAdmissionPolicy, admissions: hub.NewAdmissions(hub.Options{
 		FieldManager: h.opts.FieldManager,
 		Logger:       h.opts.Logger.WithName("hubgraph-admission"),
 	})}
-	return hubgraph.New(hubgraph.Options{
+	opts := hubgraph.Options{
 		Stamp:    stamp,
 		Clusters: hubClusters{h},
 		Policy: hubgraph.Policy{
@@ -94,17 +101,13 @@ func (h *Hub) newHubGraphs() *hubgraph.Runtime {
 			Allow:    h.opts.Targets.Allow,
 		},
 		HubName:      h.opts.Targets.HubName,
-		CallTimeout:  h.opts.Targets.CallTimeout,
 		AbandonAfter: h.opts.Targets.AbandonAfter,
 		FleetPoll:    h.opts.Targets.FleetPoll,
-		FieldManager: h.opts.FieldManager,
-		Resync:       h.opts.InstanceResync,
-		Workers:      h.opts.Workers,
-
-		ConfineToNamespace:  h.opts.ConfineToNamespace,
-		ClusterScopedGraphs: h.opts.ClusterScopedGraphs,
-		Logger:              h.opts.Logger.WithName("hubgraph"),
-	})
+		Instances:    instance.Options(instances),
+	}
+	opts.Instances.CallTimeout = h.opts.Targets.CallTimeout
+	opts.Instances.Logger = h.opts.Logger.WithName("hubgraph")
+	return hubgraph.New(opts)
 }
 
 // serveHubGraph serves g on the hub instead of on the spokes: a graph
@@ -143,7 +146,29 @@ func (h *Hub) hubGraphRemovalStep(ctx context.Context, g *graph.Graph) error {
 	if !h.opts.DeleteCRDsOnUnregister {
 		return nil
 	}
-	return h.hubGraphs.DeleteCRD(ctx, g)
+	return h.deleteHubGraphCRD(ctx, g)
+}
+
+// deleteHubGraphCRD deletes a hub graph's CRD from the hub once no
+// instance of it is left there: what Options.DeleteCRDsOnUnregister does
+// on the spokes for the graphs served there. Call it once the graph is
+// stopped. The hub cache's informer of the instance kind goes first, so
+// that nothing keeps watching a kind about to disappear. A CRD that is not
+// labelled as fleetgraph's, or that still has an instance (a released
+// one, with OrphanInstances), stays; so does one that cannot be read,
+// which the caller retries.
+func (h *Hub) deleteHubGraphCRD(ctx context.Context, g *graph.Graph) error {
+	local := h.mgr.GetLocalManager()
+	inst := &unstructured.Unstructured{}
+	inst.SetGroupVersionKind(g.Instance.GVK)
+	if err := local.GetCache().RemoveInformer(ctx, inst); err != nil {
+		return fmt.Errorf("stopping the hub's watch of %s: %w", g.Instance.GVK.Kind, err)
+	}
+	noPolicy := func(context.Context, hub.Cluster) error { return nil }
+	if err := cleanup.DeleteUnusedCRDs(ctx, []hub.Cluster{{Cluster: local}}, g, noPolicy); err != nil {
+		return fmt.Errorf("deleting the CRD of hub graph %s from the hub: %w", g.Name, err)
+	}
+	return nil
 }
 
 // hubClusters gives the hub graphs' runtime the hub cluster and the

@@ -72,7 +72,8 @@ type Options struct {
 	InstanceResync time.Duration
 	// OrphanGrace is how long a child whose instance no longer exists (its
 	// finalizer was removed by hand, or its deletion was interrupted) is
-	// left before the runtime deletes it: only a child labelled as the
+	// left before the runtime deletes it, on a spoke or, for a hub
+	// graph, on whichever cluster holds it: only a child labelled as the
 	// graph's and written by FieldManager, once a live read confirms that
 	// its instance is gone, and never one left in place by a release
 	// (OrphanInstances, DepartureGrace, Placement). Negative turns the
@@ -82,10 +83,12 @@ type Options struct {
 	// target) may write; see TargetOptions. Defaults to its zero value:
 	// literal targets naming engaged clusters only.
 	Targets TargetOptions
-	// AdoptUnowned lets an instance take over an existing object with a
-	// child's name that carries no fleetgraph owner label (kro adopts such
-	// objects). An object labelled for another instance is never taken
-	// over. Defaults to false: the instance reports an OwnershipConflict.
+	// AdoptUnowned lets an instance (of a spoke graph or a hub graph)
+	// take over an existing object with a child's name that carries no
+	// fleetgraph owner label (kro adopts such objects). An object labelled
+	// for another instance is never taken over, nor one that copies this
+	// instance's labels without fleetgraph having written it. Defaults to
+	// false: the instance reports an OwnershipConflict.
 	AdoptUnowned bool
 	// ConfineToNamespace keeps each instance's children and external
 	// references in its own namespace: a child rendered in another
@@ -144,7 +147,10 @@ type Options struct {
 	// like any other compile failure, is not tried again until the RGD's
 	// spec changes (or the hub restarts). Compiles run outside
 	// the registration of other graphs, so a slow one delays only its own
-	// graph. Defaults to DefaultCompileTimeout (30 seconds).
+	// graph. The schemas of the graph's kinds are looked up on the hub
+	// before the clock starts (for at most two minutes): a slow API server
+	// is not the spec's fault, and a lookup that fails is retried, not
+	// remembered. Defaults to DefaultCompileTimeout (30 seconds).
 	CompileTimeout time.Duration
 	// DeleteCRDsOnUnregister removes a graph's CRD from every spoke that has
 	// no instance of it left once the graph's removal is otherwise done
@@ -212,10 +218,15 @@ type Options struct {
 	// ConfigMap fleetgraph-<rgd>-<replica> in ReplicaNamespace) and writes
 	// on the RGD the union of its own view and the other replicas' live
 	// records, so that replicas do not overwrite each other's clusters.
-	// Defaults to "": the only replica, whose view is the fleet.
+	// The clusters of a replica that stopped (its peer Lease, in
+	// ReplicaNamespace, expired) are shown as such (reason ReplicaGone)
+	// until another replica takes them over. Defaults to "": the only
+	// replica, whose view is the fleet; it keeps its record all the same
+	// (fleetgraph-<rgd>-hub), since `fleetgraph status` reads every
+	// cluster there.
 	Replica string
-	// ReplicaNamespace holds the replicas' status records. Defaults to
-	// "kube-system".
+	// ReplicaNamespace holds the replicas' status records (a lone hub's
+	// too). Defaults to "kube-system".
 	ReplicaNamespace string
 	// ReplicaStatusTTL is how long a replica's record counts after its
 	// last renewal (every ReplicaStatusTTL/3 at most, and at each status

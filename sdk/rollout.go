@@ -246,11 +246,28 @@ func (r *rollouts) setup(local manager.Manager) error {
 			List:          r.listInstances,
 			Reconsider:    r.reconsider,
 			ServeRevision: r.serveRevision,
+			Others:        r.others,
+			Changed:       r.h.changed.notify,
 		},
 	}
 	health := &healthGates{h: r.h} // rollout_health.go
 	r.controller.Hooks.CheckCondition, r.controller.Hooks.Judge = health.check, health.judge
 	return local.Add(r.controller)
+}
+
+// others is, for the named graph, the clusters other hub replicas serve,
+// as their status records say, and whether this Hub knows them yet
+// (sharding.go).
+func (r *rollouts) others(graphName string) (map[string]rollout.Foreign, bool) {
+	in, known := r.h.sharding.others(graphName)
+	if len(in) == 0 {
+		return nil, known
+	}
+	out := make(map[string]rollout.Foreign, len(in))
+	for name, f := range in {
+		out[name] = rollout.Foreign{Replica: f.Replica, Gone: f.Gone}
+	}
+	return out, known
 }
 
 // registeredRevision is the revision of the graph last registered.
@@ -274,7 +291,7 @@ func (r *rollouts) offeredRevision(graphName string) int64 {
 func (r *rollouts) observe(graphName string) map[string]rollout.Observation {
 	out := map[string]rollout.Observation{}
 	for name, v := range r.h.runtime.Served(graphName) {
-		out[string(name)] = rollout.Observation{Revision: v.Revision, Established: true}
+		out[string(name)] = rollout.Observation{Revision: v.Revision, Established: true, Serving: true}
 	}
 	for name, c := range r.h.runtime.Counts(graphName) {
 		o := out[string(name)]
@@ -284,7 +301,7 @@ func (r *rollouts) observe(graphName string) map[string]rollout.Observation {
 		o.Instances, o.Ready, o.Errors = c.Total, min(c.Ready, c.Confirmed), c.Errors
 		out[string(name)] = o
 	}
-	for _, c := range r.h.clusterStatus(graphName).Clusters {
+	for _, c := range r.h.observed(graphName).Clusters {
 		o := out[c.Cluster]
 		o.Established = c.CRD == CRDEstablished
 		if !o.Established {

@@ -4,6 +4,7 @@ package sdk_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,9 +24,17 @@ import (
 // version, with a ValidatingAdmissionPolicy, and waits until it does.
 func refuseVersion(t *testing.T, c client.Client, version string) {
 	t.Helper()
+	refuseData(t, c, "version", version)
+}
+
+// refuseData makes the cluster refuse every ConfigMap whose data[key] is
+// value (a Validating admission policy of its own per cluster and key).
+func refuseData(t *testing.T, c client.Client, key, value string) {
+	t.Helper()
 	ctx := context.Background()
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "refuse-version"},
+	name := "refuse-" + key
+	require.NoError(t, c.Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
@@ -35,24 +44,19 @@ func refuseVersion(t *testing.T, c client.Client, version string) {
 				},
 			}}},
 			Validations: []admissionregistrationv1.Validation{{
-				Expression: `!has(object.data) || !('version' in object.data) || object.data.version != '` + version + `'`,
-				Message:    "version " + version + " is refused on this cluster",
+				Expression: fmt.Sprintf(`!has(object.data) || !(%q in object.data) || object.data[%q] != %q`, key, key, value),
+				Message:    fmt.Sprintf("%s %s is refused on this cluster", key, value),
 			}},
 		},
-	}
-	require.NoError(t, c.Create(ctx, policy))
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "refuse-version"},
+	}))
+	require.NoError(t, c.Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        "refuse-version",
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			PolicyName: name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 		},
-	}
-	require.NoError(t, c.Create(ctx, binding))
-	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default"}, Data: map[string]string{"version": version}}
-	require.Eventually(t, func() bool {
-		return c.Create(ctx, probe.DeepCopy(), client.DryRunAll) != nil
-	}, wait, tick, "the policy refuses version %s", version)
+	}))
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default"}, Data: map[string]string{key: value}}
+	require.Eventually(t, func() bool { return c.Create(ctx, probe.DeepCopy(), client.DryRunAll) != nil }, wait, tick, "the policy refuses %s %s", key, value)
 }
 
 // maxFailuresWaves is twoWaves with a 4-second deadline and the main wave

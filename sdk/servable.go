@@ -125,7 +125,7 @@ func (s *servability) changes(ctx context.Context, known map[[2]string]int64) []
 	var events []ServableEvent
 	seen := map[[2]string]bool{}
 	for _, graph := range h.Graphs() {
-		for _, c := range h.clusterStatus(graph).Clusters {
+		for _, c := range h.observed(graph).Clusters {
 			key := [2]string{graph, c.Cluster}
 			seen[key] = true
 			gen, was := known[key]
@@ -165,7 +165,7 @@ func latestServes(c ClusterStatus) bool {
 // why it is not ("" when it is).
 func (s *servability) servable(ctx context.Context, graph, cluster string) (int64, string) {
 	var status *ClusterStatus
-	for _, c := range s.h.clusterStatus(graph).Clusters {
+	for _, c := range s.h.observed(graph).Clusters {
 		if c.Cluster == cluster {
 			status = &c
 		}

@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -79,19 +80,23 @@ const DefaultReplicaStatusTTL = time.Minute
 // status written on each RGD with the other replicas' records.
 type sharding struct {
 	h *Hub
-	// replicas merges the fleet status with other replicas'; nil unless
-	// Options.Replica is set. Set once by setup, as the manager starts and
-	// before the RGD controller that reads it.
-	replicas *replicas.Status
+	// replicas keeps this Hub's status record and merges it with other
+	// replicas'. Set once by setup, as the manager starts, before the RGD
+	// controller but not before the rollouts that read it too (nil
+	// without the RGD controller).
+	replicas atomic.Pointer[replicas.Status]
+	// warned: a failure to keep the records was logged.
+	warned atomic.Bool
 }
 
-// setup prepares the per-replica status records when this
-// Hub is one of several replicas (Options.Replica).
+// loneReplica names a lone hub's status records (Options.Replica unset).
+const loneReplica = "hub"
+
+// setup prepares the per-replica status records: this Hub's share when
+// it is one of several replicas (Options.Replica), else the record of
+// every cluster, which a lone hub keeps for `fleetgraph status`.
 func (s *sharding) setup(local manager.Manager) error {
 	h := s.h
-	if h.opts.Replica == "" {
-		return nil
-	}
 	c, err := client.New(local.GetConfig(), client.Options{})
 	if err != nil {
 		return fmt.Errorf("client for the replicas' status records: %w", err)
@@ -103,25 +108,54 @@ func (s *sharding) setup(local manager.Manager) error {
 	if ttl == 0 {
 		ttl = DefaultReplicaStatusTTL
 	}
-	s.replicas = &replicas.Status{Client: c, Namespace: ns, Replica: h.opts.Replica, TTL: ttl}
+	replica := h.opts.Replica
+	if replica == "" {
+		replica = loneReplica
+	}
+	s.replicas.Store(&replicas.Status{Client: c, Namespace: ns, Replica: replica, TTL: ttl, Lone: h.opts.Replica == ""})
 	return nil
 }
 
 // fleetStatus is the fleet status written on the RGD: this Hub's view,
-// merged with the other replicas' when there are several.
+// merged with the other replicas' when there are several. The view is
+// published as this Hub's record, and the metrics are set from it.
 func (s *sharding) fleetStatus(name string) GraphStatus {
 	h := s.h
 	own := h.clusterStatus(name)
-	if s.replicas == nil {
+	setFleetMetrics(own) // fleet_metrics.go
+	records := s.replicas.Load()
+	if records == nil {
 		return own
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
 	defer cancel()
-	merged, err := s.replicas.Merged(ctx, own)
+	merged, err := records.Merged(ctx, own)
 	if err != nil {
-		h.opts.Logger.Info("merging the fleet status records of the replicas failed; writing what was merged", "graph", name, "reason", err.Error())
+		s.logOnce(name, err)
 	}
 	return merged
+}
+
+// logOnce logs a failure to keep the records, at V(1) after the first: a
+// hub whose role may not write them (an older RBAC) says so once, not at
+// every status refresh.
+func (s *sharding) logOnce(name string, err error) {
+	if s.warned.CompareAndSwap(false, true) {
+		s.h.opts.Logger.Info("keeping the fleet status records of the replicas failed; the RGD's status has what was merged, and `fleetgraph status` may lack clusters", "graph", name, "reason", err.Error())
+		return
+	}
+	s.h.opts.Logger.V(1).Info("keeping the fleet status records of the replicas failed", "graph", name, "reason", err.Error())
+}
+
+// others is, for the named graph, the clusters other replicas serve, and
+// whether this Hub knows them: a lone hub does (none); a replica once it
+// has read the others' records of the graph.
+func (s *sharding) others(name string) (map[string]replicas.Foreign, bool) {
+	records := s.replicas.Load()
+	if records == nil {
+		return nil, s.h.opts.Replica == ""
+	}
+	return records.Others(name)
 }
 
 // forget deletes this replica's status record of a graph that
@@ -129,10 +163,12 @@ func (s *sharding) fleetStatus(name string) GraphStatus {
 // ReplicaStatusTTL, and then any replica's prune, this one's included,
 // deletes it.
 func (s *sharding) forget(ctx context.Context, name string) {
-	if s.replicas == nil {
+	forgetFleetMetrics(name) // fleet_metrics.go
+	records := s.replicas.Load()
+	if records == nil {
 		return
 	}
-	if err := s.replicas.Forget(ctx, name); err != nil {
+	if err := records.Forget(ctx, name); err != nil {
 		s.h.opts.Logger.Info("could not delete this replica's fleet status record of the removed graph; it is pruned once expired", "graph", name, "reason", err.Error())
 	}
 }

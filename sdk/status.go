@@ -25,6 +25,9 @@ type (
 	TargetStatus = hub.TargetStatus
 	// CRDState is where a graph's generated CRD stands on one cluster.
 	CRDState = hub.CRDState
+	// Reason says why a cluster does not serve the revision it should, or
+	// why the revision it should serve is not the graph's latest.
+	Reason = hub.Reason
 	// ProberOptions configures how often, and how patiently, the hub asks
 	// each cluster's /readyz.
 	ProberOptions = hub.ProberOptions
@@ -56,6 +59,32 @@ const (
 	CRDUnreachable = hub.CRDUnreachable
 	// CRDNotEngaged: the provider could not engage the cluster.
 	CRDNotEngaged = hub.CRDNotEngaged
+)
+
+// Why a cluster does not serve the latest revision of a graph
+// (ClusterStatus.Reason); ClusterStatus.Why says it for people.
+const (
+	// ReasonRollingOut: the graph's rollout has not taken the latest
+	// revision to the cluster yet, or is moving it there.
+	ReasonRollingOut = hub.ReasonRollingOut
+	// ReasonHeld: a hold of the graph's rollout pins the cluster.
+	ReasonHeld = hub.ReasonHeld
+	// ReasonRolledBack: the latest revision was rolled back.
+	ReasonRolledBack = hub.ReasonRolledBack
+	// ReasonFailed: the cluster failed its wave of the latest revision
+	// within the wave's budget and went back.
+	ReasonFailed = hub.ReasonFailed
+	// ReasonGate: the revision the cluster should serve has not passed its
+	// gate there yet.
+	ReasonGate = hub.ReasonGate
+	// ReasonIncompatible: the cluster cannot take the revision it should
+	// serve.
+	ReasonIncompatible = hub.ReasonIncompatible
+	// ReasonUnreachable: the cluster does not answer, or is not engaged.
+	ReasonUnreachable = hub.ReasonUnreachable
+	// ReasonReplicaGone: the hub replica that served the cluster stopped
+	// and no other has taken it over yet.
+	ReasonReplicaGone = hub.ReasonReplicaGone
 )
 
 // TrimCache is a cluster.Option for providers that create the clusters the

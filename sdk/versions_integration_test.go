@@ -155,7 +155,8 @@ func TestRefusedUpdateKeepsPreviousVersionServing(t *testing.T) {
 			assert.Equal(ct, int64(2), c.Generation, name)
 			assert.True(ct, c.Serving, name)
 			assert.Equal(ct, int64(1), c.ServedGeneration, name)
-			assert.Contains(ct, c.Explain(), "serving generation 1; generation 2 not served yet", name)
+			assert.Contains(ct, c.Explain(), "serving revision 1; revision 2 cannot be served: CRD Incompatible", name)
+			assert.Equal(ct, sdk.ReasonIncompatible, c.Reason, name)
 		}
 	}, wait, tick)
 	requireServedBy(t, c1, "during-breaking", "1")
@@ -176,7 +177,8 @@ func TestRefusedUpdateKeepsPreviousVersionServing(t *testing.T) {
 	summary := rgdctrl.Summary(h.FleetStatus("paint"))
 	require.Len(t, summary.UnhealthyClusters, 1)
 	assert.Equal(t, "spoke-2", summary.UnhealthyClusters[0].Name)
-	assert.Contains(t, summary.UnhealthyClusters[0].Message, "serving generation 1; generation 3 not served yet")
+	assert.Contains(t, summary.UnhealthyClusters[0].Message, "serving revision 1; revision 3 cannot be served: CRD Incompatible")
+	assert.Equal(t, string(sdk.ReasonIncompatible), summary.UnhealthyClusters[0].Reason)
 
 	requireServedBy(t, c2, "on-two", "1")
 	requireServedBy(t, c1, "on-one", "3")

@@ -48,8 +48,8 @@
 //	_ = mcMgr.Add(rt)
 //
 // The graph's CRD must be established on a cluster before its instances
-// can be served there; Options.Gate holds a graph back on a cluster until
-// the caller says so (the hub applies the CRD there). Without a gate the
+// can be served there; a gate (Runtime.SetGate) holds a graph back on a
+// cluster until the caller says so (the hub applies the CRD there). Without a gate the
 // runtime retries its watch with backoff until the kind is served. The hub
 // also installs an admission policy that stamps the runtime's finalizer on
 // new instances; where it is absent, the runtime adds the finalizer itself,

@@ -64,7 +64,7 @@ func Example_multicluster() {
 		log.Fatal(err)
 	}
 	// Serve compiled graphs with rt.Serve, as in Example; their CRDs must
-	// be on the clusters (Options.Gate can wait for them). Start the
+	// be on the clusters (a gate, Runtime.SetGate, can wait for them). Start the
 	// multicluster manager: it starts the provider.
 	if err := mcMgr.Start(ctx); err != nil {
 		log.Fatal(err)

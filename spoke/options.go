@@ -7,6 +7,7 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	internal "github.com/fleetgraph/fleetgraph/internal/spoke"
 )
 
@@ -34,10 +35,10 @@ const (
 )
 
 // GateFunc decides whether a version of a graph may be served on a cluster
-// yet, e.g. once its CRD is established there. It is called in a goroutine
-// of its own for each (version, cluster) pair, with a context that ends
-// when the cluster is disengaged or the version is replaced or stopped; it
-// may block. A nil error opens the gate; an error is logged and the call
+// yet, e.g. once its CRD is established there (see Runtime.SetGate). It is
+// called in a goroutine of its own for each (version, cluster) pair, with a
+// context that ends when the cluster is disengaged or the version is
+// replaced or stopped; it may block. A nil error opens the gate; an error is logged and the call
 // is retried with backoff (doubling from 200ms up to 30s).
 type GateFunc func(ctx context.Context, cluster multicluster.ClusterName, v Version) error
 
@@ -76,10 +77,6 @@ type Options struct {
 	// of children, and patches of instances. Only children it wrote are
 	// collected as orphans. Defaults to DefaultFieldManager.
 	FieldManager string
-	// Gate is consulted before a version's watches start on a cluster.
-	// Defaults to nil: no gate; the watch on instances is retried with
-	// backoff until the kind is served.
-	Gate GateFunc
 	// Resync is the period of each instance's full resync: every child is
 	// applied again, even one the Runtime believes unchanged, which puts
 	// back drift that no watch event reported. Each instance's period is
@@ -152,34 +149,21 @@ type Options struct {
 	// single-cluster mode). Defaults to "". The sdk's Hub sets it from its
 	// Options.LocalClusterName.
 	LocalClusterName string
+	// CountsChanged, if set, is told the graph's name whenever the
+	// instance counts of the graph on some cluster (Runtime.Counts)
+	// change, so that what shows them can follow at once. It is called
+	// from informer event handlers: it must be quick and must not block.
+	// Defaults to nil.
+	CountsChanged func(graphName string)
 	// Logger is the logger. Defaults to controller-runtime's log.Log named
 	// "spoke".
 	Logger logr.Logger
 }
 
-// runtimeOptions is o for the runtime's plumbing, which fills in the
-// defaults.
-func (o Options) runtimeOptions() internal.Options {
-	out := internal.Options{
-		Workers:             o.Workers,
-		ItemConcurrency:     o.ItemConcurrency,
-		CallTimeout:         o.CallTimeout,
-		FieldManager:        o.FieldManager,
-		Resync:              o.Resync,
-		AdoptUnowned:        o.AdoptUnowned,
-		ConfineToNamespace:  o.ConfineToNamespace,
-		ClusterScopedGraphs: o.ClusterScopedGraphs,
-		OrphanGrace:         o.OrphanGrace,
-		ClusterLabels:       o.ClusterLabels,
-		ClusterLabelsPoll:   o.ClusterLabelsPoll,
-		ClusterValues:       o.ClusterValues,
-		LocalClusterName:    o.LocalClusterName,
-		Logger:              o.Logger,
-	}
-	if gate := o.Gate; gate != nil {
-		out.Gate = func(ctx context.Context, cluster multicluster.ClusterName, v internal.Version) error {
-			return gate(ctx, cluster, versionOf(v))
-		}
-	}
-	return out
+// runtimeConfig is o for the runtime's plumbing, which fills in the
+// defaults. The conversion is what keeps Options equal to the engine's
+// list of options: a field added to one and not the other does not
+// compile.
+func (o Options) runtimeConfig() internal.Config {
+	return internal.Config{Options: instance.Options(o)}
 }

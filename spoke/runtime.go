@@ -42,6 +42,13 @@ type Count struct {
 	// cluster has itself reconciled to ERROR, last time it reconciled
 	// them, whether or not it could write that state.
 	Errors int
+	// InError is the number of instances whose status.state is ERROR,
+	// as the cache shows them (as Ready counts ACTIVE ones).
+	InError int
+	// Counted reports that the instance watch has listed the cluster's
+	// instances: until then every count is zero, whatever the cluster
+	// holds.
+	Counted bool
 }
 
 // Runtime serves compiled graphs on every cluster it is given. Its methods
@@ -51,7 +58,7 @@ type Count struct {
 // for each cluster its provider engages when the Runtime was added with
 // its Add; SetupWithManager engages a controller-runtime manager's own
 // cluster. Graphs come in through Serve and go with Stop. Each version is
-// served on each engaged cluster, once Options.Gate allows it, until the
+// served on each engaged cluster, once its gate (SetGate) allows it, until the
 // cluster's engagement context is cancelled, the graph is stopped, or
 // Start returns.
 //
@@ -67,7 +74,21 @@ type Runtime struct {
 // New returns a Runtime with opts' defaults filled in. It serves nothing
 // until it is started (a manager does that) and given graphs.
 func New(opts Options) *Runtime {
-	return &Runtime{rt: internal.New(opts.runtimeOptions())}
+	return &Runtime{rt: internal.New(opts.runtimeConfig())}
+}
+
+// SetGate sets the gate consulted before a version's watches start on a
+// cluster, e.g. until the caller has established the graph's CRD there.
+// Call it before Start. Defaults to none: the watch on instances is
+// retried with backoff until the kind is served.
+func (r *Runtime) SetGate(gate GateFunc) {
+	if gate == nil {
+		r.rt.SetGate(nil)
+		return
+	}
+	r.rt.SetGate(func(ctx context.Context, cluster multicluster.ClusterName, v internal.Version) error {
+		return gate(ctx, cluster, versionOf(v))
+	})
 }
 
 // SetupWithManager adds r to mgr, serving mgr's own cluster: the idiom of

@@ -91,6 +91,10 @@ type FakeClusterOptions struct {
 //   - every kind gets a generation (real built-in kinds without a spec do
 //     not);
 //   - server-side apply field ownership is what the fake client emulates;
+//     its managedFields are kept and returned (by reads, lists and
+//     watches), so that checks of who wrote an object, such as the
+//     runtime's ownership of children by its field manager, act on fake
+//     clusters as on real ones;
 //   - cache reads go to the object store directly, so they are never
 //     stale; field indexes must be declared through Build (WithIndex):
 //     IndexField on the cache records nothing.
@@ -126,6 +130,7 @@ func NewFakeCluster(opts FakeClusterOptions) *FakeCluster {
 	b := fake.NewClientBuilder().WithScheme(opts.Scheme).
 		WithObjectTracker(newFieldManagedStore(opts.Scheme, store)).
 		WithRESTMapper(fakeMapper{api: api}).
+		WithReturnManagedFields().
 		WithObjects(opts.Objects...)
 	if opts.Build != nil {
 		opts.Build(b)

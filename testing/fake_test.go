@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,4 +59,31 @@ func TestFakeProviderAddAndRemoveWhileRunning(t *testing.T) {
 
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// A fake cluster records who wrote an object, as an API server does: the
+// field manager of an apply is in the object's managedFields, in the
+// answer, in a read and in a metadata-only cache.
+func TestFakeClusterRecordsTheFieldManager(t *testing.T) {
+	ctx := context.Background()
+	f := fgtesting.NewFakeCluster(fgtesting.FakeClusterOptions{})
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "applied"}, Data: map[string]string{"a": "b"}}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cm)
+	require.NoError(t, err)
+	applied := &unstructured.Unstructured{Object: u}
+	require.NoError(t, f.GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.FieldOwner("writer"), client.ForceOwnership))
+	managers := func(entries []metav1.ManagedFieldsEntry) []string {
+		var out []string
+		for _, e := range entries {
+			out = append(out, e.Manager)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"writer"}, managers(applied.GetManagedFields()), "the answer")
+	meta := &metav1.PartialObjectMetadata{TypeMeta: cm.TypeMeta}
+	require.NoError(t, f.GetAPIReader().Get(ctx, client.ObjectKeyFromObject(cm), meta))
+	assert.Equal(t, []string{"writer"}, managers(meta.ManagedFields), "a read")
+	require.NoError(t, f.GetCache().Get(ctx, client.ObjectKeyFromObject(cm), meta))
+	assert.Equal(t, []string{"writer"}, managers(meta.ManagedFields), "the metadata cache")
 }

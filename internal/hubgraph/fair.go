@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
-	"github.com/fleetgraph/fleetgraph/internal/spoke/fair"
+	"github.com/fleetgraph/fleetgraph/internal/fair"
 )
 
 // Tenants share a hub graph's workers as they share a spoke graph's: the

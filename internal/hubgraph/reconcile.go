@@ -10,25 +10,22 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 )
 
 // Requeue delays.
 const (
 	// waitingRequeue is how soon an instance that waits (a child not
-	// ready, a refusal that an engaged cluster may lift) is looked at
-	// again without an event.
+	// ready, a refusal that an engaged cluster may lift, a deletion) is
+	// looked at again without an event.
 	waitingRequeue = 2 * time.Second
-	// unreachableRequeue is how soon a deletion held by a cluster that
-	// cannot be reached is tried again.
-	unreachableRequeue = 5 * time.Second
 	// conflictRequeue is how soon an instance whose finalizer write met a
 	// conflict is tried again: the echo of our own writes requeues
-	// nothing (instance_writes.go), so the retry is asked for here.
+	// nothing (instances.go), so the retry is asked for here.
 	conflictRequeue = 200 * time.Millisecond
 )
 
@@ -36,60 +33,68 @@ const (
 // children in DAG order across clusters, then its status.
 func (s *server) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	start := time.Now()
-	inst := &unstructured.Unstructured{}
-	inst.SetGroupVersionKind(s.g.Instance.GVK)
-	if err := s.rt.hub().GetCache().Get(ctx, req.NamespacedName, inst); err != nil {
-		if apierrors.IsNotFound(err) {
-			s.watches.memory.forgetOwner(req.NamespacedName) // gone: nothing of it is applied again
-			s.externals.forget(req.NamespacedName)
-		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	e := s.engine.Load()
+	inst, err := s.instance(ctx, req.NamespacedName)
+	if apierrors.IsNotFound(err) {
+		e.ForgetInstance(req.NamespacedName, "") // gone: nothing of it is applied again
+		return reconcile.Result{}, nil
 	}
-	inst = s.writes.fresher(inst)
-	if controllerutil.ContainsFinalizer(inst, contract.Finalizer) {
-		// Only an instance that may have children is looked up by its
-		// children's events; finalize forgets it.
-		s.instances.Store(inst.GetUID(), req.NamespacedName)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	if mode := s.removal.Load(); mode != nil {
 		return s.removingReconcile(ctx, inst, mode) // removal.go
 	}
 	if inst.GetDeletionTimestamp() != nil {
-		s.externals.forget(req.NamespacedName) // nothing it reads matters any more
-		return s.finalizer.finalize(ctx, inst)
+		return s.finalize(ctx, inst)
 	}
-	if suspended(inst) {
+	if instance.Suspended(inst) {
 		return reconcile.Result{}, nil
 	}
 	p, err := s.targets.resolve(ctx, inst)
 	if err != nil {
 		s.releaseRefused(ctx, inst) // stamp.go
-		return s.status.refused(ctx, inst, err)
+		return s.refused(inst, err) // status.go
 	}
-	if retry, err := s.record(ctx, inst, p); err != nil {
-		return reconcile.Result{}, err
-	} else if retry {
+	inst, err = s.record(inst, p)
+	if errors.Is(err, instance.ErrConflict) {
 		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+	} else if err != nil {
+		return reconcile.Result{}, err
 	}
-	o := s.eval.evaluate(ctx, inst, p)
-	s.externals.set(req.NamespacedName, o.refs)
-	pruneErr := s.pruner.prune(ctx, inst, p, o)
-	state, err := s.status.writeStatus(ctx, inst, o, pruneErr)
+	full := e.ResyncDue(req.NamespacedName)
+	o := e.Evaluate(inst, p.vals, p, full)
+	pruneErr := e.Prune(inst, o, s.recorded(ctx, inst, p))
+	st, err := e.WriteStatus(inst, o, pruneErr, targetsAllowed)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if o.limited() {
+	if o.Limited() {
 		return reconcile.Result{RequeueAfter: s.limitedRequeue(req, time.Since(start))}, nil // fair.go
 	}
-	if state != contract.StateActive {
+	if st.State != contract.StateActive {
 		return reconcile.Result{RequeueAfter: waitingRequeue}, nil
 	}
-	return reconcile.Result{RequeueAfter: s.rt.opts.Resync}, nil
+	return reconcile.Result{RequeueAfter: e.ScheduleResync(req.NamespacedName, full)}, nil
 }
 
-func suspended(inst *unstructured.Unstructured) bool {
-	a := inst.GetAnnotations()
-	return a[contract.AnnotationReconcile] == contract.ReconcileSuspended || a[contract.AnnotationKroReconcile] == contract.ReconcileSuspended
+// instance is the instance from the hub's cache, or our own newer write
+// of it, with its schema's defaults.
+func (s *server) instance(ctx context.Context, key types.NamespacedName) (*unstructured.Unstructured, error) {
+	e := s.engine.Load()
+	inst := &unstructured.Unstructured{}
+	inst.SetGroupVersionKind(s.g.Instance.GVK)
+	if err := s.rt.hub().GetCache().Get(ctx, key, inst); err != nil {
+		return nil, err
+	}
+	return e.Defaulted(e.Writes().Fresher(inst)), nil
+}
+
+// finalize has the engine delete the instance's children in reverse DAG
+// waves across every cluster it recorded.
+func (s *server) finalize(ctx context.Context, inst *unstructured.Unstructured) (reconcile.Result, error) {
+	after, err := s.engine.Load().Finalize(inst, s.recorded(ctx, inst, nil))
+	return reconcile.Result{RequeueAfter: after}, err
 }
 
 // recordedClusters is the instance's AnnotationClusters.
@@ -101,49 +106,44 @@ func recordedClusters(inst *unstructured.Unstructured) []string {
 	return out
 }
 
+// recorded is every cluster the instance recorded, as the plan (when
+// there is one) or the fleet reaches it now.
+func (s *server) recorded(ctx context.Context, inst *unstructured.Unstructured, p *plan) []instance.Reach {
+	names := recordedClusters(inst)
+	out := make([]instance.Reach, 0, len(names))
+	for _, name := range names {
+		if p != nil && p.clusters[name] != nil {
+			out = append(out, instance.Reach{Name: name, Cluster: p.clusters[name]})
+			continue
+		}
+		out = append(out, s.rt.reach(ctx, name))
+	}
+	return out
+}
+
 // record puts the finalizer and every cluster of p on the instance, in
-// one write, before anything is written to those clusters. An instance
-// the hub's admission policy stamped (stamp.go) has both already, unless
-// a computed or Secret target names another cluster: nothing is written
-// then. Otherwise inst becomes
-// the API server's answer and the reconcile goes on with it: nothing waits
-// for the write's event, which requeues nothing (instance_writes.go). It
-// returns retry when the write met a conflict (somebody else wrote the
-// instance since our copy), for the caller to requeue.
-func (s *server) record(ctx context.Context, inst *unstructured.Unstructured, p *plan) (retry bool, err error) {
-	have := recordedClusters(inst)
-	want := slices.Clone(have)
+// one write (the engine's bookkeeping, with the graph's child kinds),
+// before anything is written to those clusters. An instance the hub's
+// admission policy stamped (stamp.go) has them already, unless a computed
+// or Secret target names another cluster: nothing is written then.
+// Otherwise the reconcile goes on with the API server's answer: nothing
+// waits for the write's event, which requeues nothing (instances.go). A
+// write that met a conflict (somebody else wrote the instance since our
+// copy) returns instance.ErrConflict, for the caller to requeue.
+func (s *server) record(inst *unstructured.Unstructured, p *plan) (*unstructured.Unstructured, error) {
+	want := recordedClusters(inst)
 	for name := range p.clusters {
 		if !slices.Contains(want, name) {
 			want = append(want, name)
 		}
 	}
 	slices.Sort(want)
-	if controllerutil.ContainsFinalizer(inst, contract.Finalizer) && len(want) == len(have) {
-		return false, nil
-	}
-	orig := inst.DeepCopy()
-	controllerutil.AddFinalizer(inst, contract.Finalizer)
 	b, _ := json.Marshal(want)
-	a := inst.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
+	annotations := map[string]string{AnnotationClusters: string(b)}
+	if slices.Equal(want, recordedClusters(inst)) && inst.GetAnnotations()[AnnotationClusters] != "" {
+		annotations = nil // the same list, maybe spelled otherwise
 	}
-	a[AnnotationClusters] = string(b)
-	inst.SetAnnotations(a)
-	cctx, cancel := s.rt.callCtx(ctx)
-	defer cancel()
-	err = s.writes.writing(keyOf(inst.GetNamespace(), inst.GetName()), inst, func() error {
-		return s.rt.hub().GetClient().Patch(cctx, inst, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	})
-	switch {
-	case apierrors.IsConflict(err):
-		return true, nil
-	case err != nil:
-		return false, err
-	}
-	s.instances.Store(inst.GetUID(), keyOf(inst.GetNamespace(), inst.GetName()))
-	return false, nil
+	return s.engine.Load().Bookkeep(inst, annotations)
 }
 
 // toUnstructured converts a typed object.
@@ -155,9 +155,6 @@ func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
-// errorsAs is errors.As for a pointer target.
-func errorsAs[T error](err error) (T, bool) {
-	var t T
-	ok := errors.As(err, &t)
-	return t, ok
+func keyOf(namespace, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: namespace, Name: name}
 }

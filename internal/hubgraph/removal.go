@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -15,8 +14,9 @@ import (
 // Removing a hub graph: from Removing on, the graph's instances are no
 // longer reconciled. An instance being deleted is still finalized (its
 // children deleted in reverse waves), unless release was asked, in which
-// case every instance's finalizer is taken off and its children stay where
-// they are. Held says how many instances still hold the finalizer; the
+// case every instance is released: its children, marked released in every
+// cluster that answers, stay where they are and are never collected as
+// orphans, and its finalizer is taken off. Held says how many instances still hold the finalizer; the
 // caller stops the graph once none does.
 
 // Removing puts the named graph's server in removal mode; release takes
@@ -61,16 +61,9 @@ type removalMode struct{ release bool }
 func (s *server) removingReconcile(ctx context.Context, inst *unstructured.Unstructured, mode *removalMode) (reconcile.Result, error) {
 	switch {
 	case mode.release:
-		if !controllerutil.ContainsFinalizer(inst, contract.Finalizer) {
-			return reconcile.Result{}, nil
-		}
-		orig := inst.DeepCopy()
-		controllerutil.RemoveFinalizer(inst, contract.Finalizer)
-		cctx, cancel := s.rt.callCtx(ctx)
-		defer cancel()
-		return reconcile.Result{}, client.IgnoreNotFound(s.rt.hub().GetClient().Patch(cctx, inst, client.MergeFrom(orig)))
+		return reconcile.Result{}, s.engine.Load().Release(inst, s.recorded(ctx, inst, nil))
 	case inst.GetDeletionTimestamp() != nil:
-		return s.finalizer.finalize(ctx, inst)
+		return s.finalize(ctx, inst)
 	}
 	return reconcile.Result{}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
@@ -29,14 +30,6 @@ const (
 	// cluster it may have children in, the hub's own as "". A cluster is
 	// added before anything is written to it.
 	AnnotationClusters = "fleetgraph.dev/target-clusters"
-)
-
-// Defaults of Options.
-const (
-	DefaultFieldManager = "fleetgraph"
-	DefaultCallTimeout  = 30 * time.Second
-	DefaultResync       = 10 * time.Minute
-	DefaultWorkers      = 4
 )
 
 // ErrStopped is returned by Serve once the Runtime's manager stopped.
@@ -88,29 +81,12 @@ type Options struct {
 	// HubName is the value of LabelHub on the children this hub writes.
 	// Defaults to the UID of the hub cluster's kube-system namespace.
 	HubName string
-	// FieldManager is the server-side apply field manager. Defaults to
-	// DefaultFieldManager.
-	FieldManager string
-	// CallTimeout bounds each call to a cluster. Defaults to
-	// DefaultCallTimeout.
-	CallTimeout time.Duration
 	// AbandonAfter is how long the deletion of an instance waits for a
 	// target cluster it cannot reach (frozen, or gone from the fleet)
 	// before it goes on without it, leaving the instance's children there
-	// (abandon.go). Defaults to 0: it waits until the cluster is back.
+	// (the engine's Config.AbandonAfter). Defaults to 0: it waits until
+	// the cluster is back.
 	AbandonAfter time.Duration
-	// Resync is how often an ACTIVE instance is reconciled without an
-	// event, and how long an apply nothing contradicted is trusted: a
-	// child is applied again at least that often. Defaults to
-	// DefaultResync.
-	Resync time.Duration
-	// ConfineToNamespace keeps each instance's children and external
-	// references in its namespace, in every cluster, as the spoke runtime
-	// does with its option of that name. Defaults to false.
-	ConfineToNamespace bool
-	// ClusterScopedGraphs names the graphs whose cluster-scoped instances
-	// ConfineToNamespace lets through. Defaults to none.
-	ClusterScopedGraphs []string
 	// Stamp, when set, installs each graph's admission policy on the hub
 	// once its CRD is Established there, and removes it when the graph is
 	// removed or stops being served here (stamp.go). Defaults to nil: the
@@ -122,32 +98,23 @@ type Options struct {
 	// relabelled; a relabel told through Runtime.ClusterLabelsChanged is
 	// followed at once. Defaults to DefaultFleetPoll.
 	FleetPoll time.Duration
-	// Workers is how many instances of one graph reconcile at once.
-	// Defaults to DefaultWorkers.
-	Workers int
-	// Logger defaults to a discarding logger.
-	Logger logr.Logger
+	// Instances are the options every instance engine shares, as the
+	// spoke runtime takes them (the public spoke.Options is their
+	// contract): the field manager, call timeout, resync, workers,
+	// adoption, confinement, orphan grace, CountsChanged (told of every
+	// event of a graph's instances on the hub, so that Tally can follow
+	// at once) and logger hold for hub graphs as for spokes.
+	Instances instance.Options
 }
 
 func (o Options) withDefaults() Options {
-	if o.FieldManager == "" {
-		o.FieldManager = DefaultFieldManager
-	}
-	if o.CallTimeout <= 0 {
-		o.CallTimeout = DefaultCallTimeout
-	}
-	if o.Resync <= 0 {
-		o.Resync = DefaultResync
-	}
-	if o.Workers <= 0 {
-		o.Workers = DefaultWorkers
-	}
 	if o.FleetPoll <= 0 {
 		o.FleetPoll = DefaultFleetPoll
 	}
-	if o.Logger.GetSink() == nil {
-		o.Logger = logr.Discard()
+	if o.Instances.Logger.GetSink() == nil {
+		o.Instances.Logger = logr.Discard()
 	}
+	o.Instances = o.Instances.WithDefaults()
 	return o
 }
 
@@ -158,20 +125,24 @@ type Runtime struct {
 	opts Options
 
 	// mu guards ctx, hubName, graphs and seq. Serve and Stop hold it
-	// while they start or stop a server (whose watch set then takes its
-	// own mu); nothing holding a server's lock takes it.
+	// while they start or stop a server; nothing holding a server's lock
+	// takes it.
 	mu      sync.Mutex
 	ctx     context.Context // the manager's, once started
 	hubName string          // the identity read (see identity)
 	graphs  map[string]*server
 	seq     int
+
+	// handles are the clusters as the instance engines reach them
+	// (clusters.go).
+	handles clusterHandles
 }
 
 var _ manager.Runnable = &Runtime{}
 
 // New returns a Runtime.
 func New(opts Options) *Runtime {
-	return &Runtime{opts: opts.withDefaults(), graphs: map[string]*server{}}
+	return &Runtime{opts: opts.withDefaults(), graphs: map[string]*server{}, handles: clusterHandles{m: map[string]*instance.Cluster{}}}
 }
 
 // Start runs the graphs served so far and those served later, until ctx
@@ -184,7 +155,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 		s.start(ctx)
 	}
 	r.mu.Unlock()
-	<-ctx.Done()
+	every(ctx, sweepEvery, nil, r.sweep) // clusters.go
 	return nil
 }
 
@@ -192,7 +163,7 @@ func (r *Runtime) hub() cluster.Cluster { return r.opts.Clusters.Hub() }
 
 // callCtx bounds one call to a cluster.
 func (r *Runtime) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, r.opts.CallTimeout)
+	return instance.CallContext(ctx, r.opts.Instances.CallTimeout)
 }
 
 // identity is Options.HubName, or the hub's kube-system namespace UID,
@@ -208,7 +179,7 @@ func (r *Runtime) identity(ctx context.Context) (string, error) {
 		return r.opts.HubName, nil
 	}
 	ns := &corev1.Namespace{}
-	cctx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
+	cctx, cancel := r.callCtx(ctx)
 	defer cancel()
 	if err := r.hub().GetAPIReader().Get(cctx, client.ObjectKey{Name: "kube-system"}, ns); err != nil {
 		return "", fmt.Errorf("hubgraph: reading the hub's identity (namespace kube-system): %w", err)

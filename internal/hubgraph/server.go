@@ -3,7 +3,6 @@ package hubgraph
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,17 +20,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
-	"github.com/fleetgraph/fleetgraph/internal/spoke/fair"
+	"github.com/fleetgraph/fleetgraph/internal/crdschema"
+	"github.com/fleetgraph/fleetgraph/internal/fair"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 // server is one hub graph served: its CRD on the hub and the controller
-// of its instances. Each concern of a reconcile is a part of its own, made
-// once by newServer: targets (targets.go), evaluation (evaluate.go),
-// writes (apply.go), pruning (prune.go), deletion (finalize.go), status
-// (status.go), the watches of the children in the target clusters
-// (watches.go) and those of what external references read
-// (external_refs.go).
+// of its instances, the driver of an instance engine (package instance)
+// whose instances live on the hub and whose nodes live where their
+// targets say. What is the driver's own is a part of its own: targets
+// (targets.go), the clusters recorded on each instance (reconcile.go),
+// the admission stamp (stamp.go), the fleet variable (fleet.go), removal
+// (removal.go) and the instance watch (instances.go).
 type server struct {
 	rt  *Runtime
 	g   *graph.Graph
@@ -43,18 +44,15 @@ type server struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	// owner names this graph's children; run sets its hub.
-	owner owner
-	// events carries requeues of hub instances from the children's
-	// watches (watches.go) to the controller.
+	// engine evaluates, writes, prunes, deletes and collects the graph's
+	// instances; run makes it once the hub's identity is known, before
+	// the controller starts.
+	engine atomic.Pointer[instance.Engine]
+	// listed is set once the hub's cache lists the instances.
+	listed atomic.Bool
+	// events carries requeues of hub instances from the engine (its
+	// children's and references' watches) to the controller.
 	events chan event.GenericEvent
-	// instances maps each instance's UID to its key, for children whose
-	// name labels were shortened. A sync.Map: reconciles store, the
-	// finalizer deletes, and the watches' handlers load concurrently.
-	instances sync.Map
-	// writes remembers our own latest write of each instance
-	// (instance_writes.go).
-	writes *ownWrites
 	// removal is set once the graph is being removed (removal.go).
 	removal atomic.Pointer[removalMode]
 	// retries are the controller's fair queue's (fair.go), set when the
@@ -67,41 +65,22 @@ type server struct {
 	// the fleet now (fleet.go); it holds one notice at most.
 	fleetNotices chan struct{}
 
-	// The parts, made by newServer and never replaced.
-	watches   *watchSet
-	externals *externals
-	targets   *targets
-	eval      *evaluator
-	pruner    *pruner
-	status    *reporter
-	finalizer *finalizer
+	targets *targets
 }
 
 func newServer(rt *Runtime, g *graph.Graph, seq int) *server {
-	s := &server{
+	return &server{
 		rt: rt, g: g, seq: seq,
-		log:    rt.opts.Logger.WithValues("graph", g.Name),
-		owner:  owner{graph: contract.LabelValue(g.Name)},
-		events: make(chan event.GenericEvent, 1024),
-		writes: newOwnWrites(),
-
+		log:          rt.opts.Instances.Logger.WithValues("graph", g.Name),
+		events:       make(chan event.GenericEvent, 1024),
 		fleetNotices: make(chan struct{}, 1),
+		targets:      &targets{rt: rt, g: g},
 	}
-	s.watches = newWatchSet(&s.owner, newApplyMemory(rt.opts.Resync), &s.instances, s.enqueue)
-	s.targets = &targets{rt: rt, g: g}
-	s.externals = newExternals(rt.opts.Clusters, s.enqueue)
-	s.eval = &evaluator{rt: rt, g: g, apply: newApplier(rt, g, &s.owner, s.watches), refs: s.externals}
-	s.pruner = &pruner{rt: rt, g: g, owner: &s.owner, watches: s.watches}
-	s.status = &reporter{rt: rt, g: g, writes: s.writes}
-	s.finalizer = &finalizer{rt: rt, g: g, prune: s.pruner, report: s.status, instances: &s.instances}
-	return s
 }
 
 // start runs the server in the background until ctx ends or stop.
 func (s *server) start(ctx context.Context) {
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	s.watches.ctx = s.ctx
-	s.externals.ctx = s.ctx
 	s.done = make(chan struct{})
 	go func() {
 		defer close(s.done)
@@ -111,23 +90,25 @@ func (s *server) start(ctx context.Context) {
 	}()
 }
 
-// stop ends the server and removes its watches' handlers.
+// stop ends the server: its engine's watches' handlers are removed.
 func (s *server) stop() {
 	if s.cancel == nil {
 		return
 	}
 	s.cancel()
-	s.watches.removeAll()
-	s.externals.removeAll()
+	if e := s.engine.Load(); e != nil {
+		e.Stop()
+	}
 }
 
 // run applies the CRD on the hub, has its admission policy bound there
-// (stamp.go), then runs the instances' controller.
+// (stamp.go), makes the engine, then runs the instances' controller.
 func (s *server) run(ctx context.Context) error {
+	var hubName string
 	if err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		name, err := s.rt.identity(ctx)
 		if err == nil {
-			s.owner.hub = name
+			hubName = name
 			err = s.ensureCRD(ctx)
 		}
 		if err != nil {
@@ -138,9 +119,10 @@ func (s *server) run(ctx context.Context) error {
 		return err
 	}
 	s.install(ctx) // stamp.go
+	e := s.newEngine(ctx, hubName)
 	c, err := controller.NewTypedUnmanaged(fmt.Sprintf("hubgraph-%s-%d", s.g.Name, s.seq), controller.Options{
 		Reconciler:              s,
-		MaxConcurrentReconciles: s.rt.opts.Workers,
+		MaxConcurrentReconciles: s.rt.opts.Instances.Workers,
 		NewQueue:                s.newQueue, // fair.go
 		SkipNameValidation:      ptr.To(true),
 		NeedLeaderElection:      ptr.To(false),
@@ -151,23 +133,49 @@ func (s *server) run(ctx context.Context) error {
 	}
 	inst := &unstructured.Unstructured{}
 	inst.SetGroupVersionKind(s.g.Instance.GVK)
-	if err := c.Watch(source.Kind[client.Object](s.rt.hub().GetCache(), inst, instanceHandler{writes: s.writes})); err != nil {
+	if err := c.Watch(source.Kind[client.Object](s.rt.hub().GetCache(), inst, instanceHandler{e: e, changed: s.countsChanged()})); err != nil {
 		return err
 	}
 	if err := c.Watch(source.Channel(s.events, &handler.EnqueueRequestForObject{})); err != nil {
 		return err
 	}
-	go s.externals.sweep(ctx) // external_watch.go
+	go s.follow(ctx, inst) // instances.go
 	if s.g.UsesFleet() {
 		go watchFleet(ctx, s.rt.opts.Clusters, s.rt.opts.FleetPoll, s.fleetNotices, s.requeueAll) // fleet.go
 	}
 	return c.Start(ctx)
 }
 
+// newEngine makes the graph's engine: instances on the hub, children
+// labelled with the hub's identity.
+func (s *server) newEngine(ctx context.Context, hubName string) *instance.Engine {
+	e := instance.New(instance.Config{
+		Graph:        s.g,
+		Options:      s.rt.opts.Instances,
+		Home:         s.rt.handle("", s.rt.hub()),
+		Context:      ctx,
+		Enqueue:      s.enqueue,
+		OwnerLabels:  map[string]string{LabelHub: hubName},
+		DeletionPoll: waitingRequeue,
+		AbandonAfter: s.rt.opts.AbandonAfter,
+		Defaults:     crdschema.StorageSchema(s.g.CRD),
+		InstancesListed: func() bool {
+			return s.listed.Load()
+		},
+		Released: func() bool {
+			mode := s.removal.Load()
+			return mode != nil && mode.release
+		},
+		WatchHealthChanged: s.requeueAll,
+	})
+	s.engine.Store(e)
+	return e
+}
+
 // ensureCRD applies the graph's CRD on the hub and waits until it is
 // established.
 func (s *server) ensureCRD(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, s.rt.opts.CallTimeout)
+	cctx, cancel := s.rt.callCtx(ctx)
 	defer cancel()
 	crd := s.g.CRD.DeepCopy()
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
@@ -183,7 +191,7 @@ func (s *server) ensureCRD(ctx context.Context) error {
 		return err
 	}
 	hc := s.rt.hub().GetClient()
-	if err := hc.Apply(cctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(s.rt.opts.FieldManager)); err != nil {
+	if err := hc.Apply(cctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(s.rt.opts.Instances.FieldManager)); err != nil {
 		return fmt.Errorf("applying CRD %s on the hub: %w", crd.Name, err)
 	}
 	// Read back as unstructured: the embedder's scheme need not know

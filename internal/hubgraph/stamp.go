@@ -13,17 +13,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 // New hub instances are stamped in the request that creates them: a
 // MutatingAdmissionPolicy on the hub (Options.Stamp installs it) adds the
-// finalizer and, in AnnotationClusters, every cluster the graph's literal
-// targets name, the hub's own included. An instance that arrives with
+// finalizer, the graph's child kinds (as the spoke runtime's policy does)
+// and, in AnnotationClusters, every cluster the graph's literal targets
+// name, the hub's own included. An instance that arrives with
 // both, and whose targets name no other cluster, is not written before
 // its children (record in reconcile.go): a new instance costs its applies
 // and its status write. Without the policy (the hub's API server lacks the
@@ -55,7 +56,10 @@ func StampPolicyName(g *graph.Graph) string {
 // that tell when it can be bound (contract.AdmissionProbe).
 func StampPolicy(g *graph.Graph) (policy, probe []client.Object) {
 	b, _ := json.Marshal(LiteralClusters(g))
-	policy = contract.StampPolicy(g, StampPolicyName(g), map[string]string{AnnotationClusters: string(b)})
+	policy = contract.StampPolicy(g, StampPolicyName(g), map[string]string{
+		AnnotationClusters:            string(b),
+		contract.AnnotationChildKinds: contract.EncodeChildKinds(contract.GraphKinds(g)),
+	})
 	probe = contract.ProbePolicy(g, "fleetgraph-hub-probe."+g.Instance.Plural+"."+g.Instance.GVK.Group)
 	return policy, probe
 }
@@ -88,37 +92,26 @@ func (s *server) releaseRefused(ctx context.Context, inst *unstructured.Unstruct
 		return // reconciled before: it may have children
 	}
 	for _, name := range recordedClusters(inst) {
-		cl, err := s.pruner.clusterOf(ctx, nil, name)
-		if err != nil {
+		r := s.rt.reach(ctx, name)
+		if r.Err != nil {
 			return
 		}
 		for _, gvk := range contract.GraphKinds(s.g) {
-			if has, err := s.holdsChildren(ctx, inst, cl, gvk); err != nil || has {
+			if has, err := s.holdsChildren(ctx, inst, r.Cluster, gvk); err != nil || has {
 				return
 			}
 		}
 	}
-	orig := inst.DeepCopy()
-	controllerutil.RemoveFinalizer(inst, contract.Finalizer)
-	cctx, cancel := s.rt.callCtx(ctx)
-	defer cancel()
-	err := s.writes.writing(keyOf(inst.GetNamespace(), inst.GetName()), inst, func() error {
-		return s.rt.hub().GetClient().Patch(cctx, inst, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	})
-	if err != nil {
-		*inst = *orig
-		return
-	}
-	s.instances.Delete(inst.GetUID())
+	_, _ = s.engine.Load().RemoveFinalizer(inst) // on a conflict, the next reconcile looks again
 }
 
 // holdsChildren asks cl, live, whether it holds any child of inst of gvk.
-func (s *server) holdsChildren(ctx context.Context, inst *unstructured.Unstructured, cl cluster.Cluster, gvk schema.GroupVersionKind) (bool, error) {
+func (s *server) holdsChildren(ctx context.Context, inst *unstructured.Unstructured, cl *instance.Cluster, gvk schema.GroupVersionKind) (bool, error) {
 	cctx, cancel := s.rt.callCtx(ctx)
 	defer cancel()
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	err := cl.GetAPIReader().List(cctx, list, s.owner.selector(inst, ""), client.Limit(1))
+	err := cl.GetAPIReader().List(cctx, list, s.engine.Load().ChildrenSelector(inst.GetUID()), client.Limit(1))
 	if meta.IsNoMatchError(err) {
 		return false, nil // the kind is not served there
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
@@ -45,7 +46,22 @@ type plan struct {
 	// items holds, for a collection whose target is computed, the
 	// cluster of each of its Iterations.
 	items    map[string][]string
-	clusters map[string]cluster.Cluster
+	clusters map[string]*instance.Cluster
+}
+
+var _ instance.Placement = &plan{}
+
+// Place is where item i of node n goes (instance.Placement).
+func (p *plan) Place(n *graph.Node, i int) (*instance.Cluster, error) {
+	name, err := p.clusterFor(n.ID, i)
+	if err != nil {
+		return nil, err
+	}
+	c := p.clusters[name]
+	if c == nil {
+		return nil, fmt.Errorf("resource %q: cluster %q was not resolved", n.ID, name)
+	}
+	return c, nil
 }
 
 // clusterFor is where item i of node id goes.
@@ -58,16 +74,6 @@ func (p *plan) clusterFor(id string, i int) (string, error) {
 		return "", fmt.Errorf("resource %q: item %d has no resolved target", id, i)
 	}
 	return items[i], nil
-}
-
-// hubDisplay is how messages name the hub cluster.
-const hubDisplay = "the hub cluster"
-
-func displayName(name string) string {
-	if name == "" {
-		return hubDisplay
-	}
-	return name
 }
 
 // targets resolves where each resource of one instance goes and checks it
@@ -89,7 +95,8 @@ func (t *targets) resolve(ctx context.Context, inst *unstructured.Unstructured) 
 	if t.g.UsesFleet() {
 		vals[graph.VarFleet] = fleetOf(t.rt.opts.Clusters)
 	}
-	p := &plan{vals: vals, clusterOf: map[string]string{}, items: map[string][]string{}, clusters: map[string]cluster.Cluster{"": t.rt.hub()}}
+	p := &plan{vals: vals, clusterOf: map[string]string{}, items: map[string][]string{},
+		clusters: map[string]*instance.Cluster{"": t.rt.handle("", t.rt.hub())}}
 	for _, n := range t.g.Nodes {
 		if n.Target() == nil {
 			p.clusterOf[n.ID] = ""
@@ -148,7 +155,7 @@ func (t *targets) resolveOne(ctx context.Context, inst *unstructured.Unstructure
 		}
 		return "", err
 	}
-	p.clusters[name] = cl
+	p.clusters[name] = t.rt.handle(name, cl)
 	return name, nil
 }
 

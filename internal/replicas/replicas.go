@@ -17,6 +17,7 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/shard"
 )
 
 // Labels and annotation of the per-replica status records.
@@ -50,6 +51,9 @@ type Status struct {
 	// that died stops counting after it, by which time its clusters have
 	// a new owner. Records are renewed every TTL/3.
 	TTL time.Duration
+	// Lone is set for a hub that runs alone: it publishes its record (the
+	// CLI reads every cluster there) and merges no other.
+	Lone bool
 
 	mu        sync.Mutex
 	published map[string]record // per graph, what this replica last wrote
@@ -61,6 +65,10 @@ type Status struct {
 	// handing the clusters it let go of since (see replica_handover.go).
 	lastOwn map[string]map[string]hub.ClusterStatus
 	handing map[string]map[string]handover
+	// alive is who was alive at the last read of the peer Leases, and
+	// others, per graph, the clusters other replicas serve (liveness.go).
+	alive  liveness
+	others map[string]map[string]Foreign
 }
 
 type record struct {
@@ -79,6 +87,10 @@ type record struct {
 // returned, with the error; if only the survey failed, the union is, with
 // the error.
 func (r *Status) Merged(ctx context.Context, own hub.GraphStatus) (hub.GraphStatus, error) {
+	if r.Lone {
+		return own, r.publish(ctx, own)
+	}
+	mine := own.Clusters
 	own = r.withHandovers(own, time.Now())
 	if err := r.publish(ctx, own); err != nil {
 		return own, err
@@ -92,8 +104,9 @@ func (r *Status) Merged(ctx context.Context, own hub.GraphStatus) (hub.GraphStat
 		return own, fmt.Errorf("listing the replicas' fleet status of graph %s: %w", own.Graph, err)
 	}
 	r.takenOver(own.Graph, list.Items, now)
-	merged := r.merge(own, list.Items, now)
+	merged, from := r.mergeWith(own, list.Items, now, r.readLiveness(ctx, now))
 	merged.AwaitingReplicas = r.awaiting(list.Items, now)
+	r.setOthers(own.Graph, mine, merged.Clusters, from)
 	return merged, surveyErr
 }
 
@@ -191,6 +204,7 @@ func (r *Status) Forget(ctx context.Context, graph string) error {
 	delete(r.published, graph)
 	delete(r.lastOwn, graph) // a tenant's RGDs come and go: keep nothing of a removed one
 	delete(r.handing, graph)
+	delete(r.others, graph)
 	r.mu.Unlock()
 	cur, err := r.ownRecord(ctx, graph)
 	if errors.Is(err, ErrNotOurRecord) {
@@ -248,32 +262,107 @@ func (r *Status) prune(ctx context.Context, stale []metav1.PartialObjectMetadata
 }
 
 func (r *Status) merge(own hub.GraphStatus, records []corev1.ConfigMap, now time.Time) hub.GraphStatus {
+	merged, _ := r.mergeWith(own, records, now, liveness{})
+	return merged
+}
+
+// mergeWith is the union of own and the live records: every cluster once,
+// taken from this replica's view, else from the freshest record of a
+// replica alive, else from one of a replica that stopped (marked
+// ReasonReplicaGone), and only then from one handing the cluster over.
+// It also returns, per cluster taken from a record, that record's
+// replica.
+func (r *Status) mergeWith(own hub.GraphStatus, records []corev1.ConfigMap, now time.Time, alive liveness) (hub.GraphStatus, map[string]string) {
 	slices.SortFunc(records, func(a, b corev1.ConfigMap) int { return renewed(&b).Compare(renewed(&a)) }) // freshest first
-	views := [][]hub.ClusterStatus{own.Clusters}
+	views := []view{{clusters: own.Clusters}}
+	var dead []view
 	for i := range records {
 		cm := &records[i]
-		if cm.Labels[LabelReplica] == contract.LabelValue(r.Replica) || isExpired(cm, r.TTL, now) {
+		if cm.Labels[LabelReplica] == r.ownLabel() || isExpired(cm, r.TTL, now) {
 			continue
 		}
-		views = append(views, decodeRecord(cm))
+		if alive.gone(cm) {
+			dead = append(dead, view{cm.Labels[LabelReplica], orphaned(cm, decodeRecord(cm))})
+			continue
+		}
+		views = append(views, view{cm.Labels[LabelReplica], decodeRecord(cm)})
 	}
+	views = append(views, dead...)
 	out := own
 	out.Clusters = nil
+	from := map[string]string{}
 	seen := map[string]bool{}
-	// Served entries first (this replica's, then the freshest), and only
-	// then those being handed over, for clusters no one serves yet.
+	last := lastWords(views[1:])
 	for _, handingOver := range []bool{false, true} {
-		for _, view := range views {
-			for _, c := range view {
-				if c.HandingOver == handingOver && !seen[c.Cluster] {
-					seen[c.Cluster] = true
-					out.Clusters = append(out.Clusters, c)
+		for i, v := range views {
+			for _, c := range v.clusters {
+				if c.HandingOver != handingOver || seen[c.Cluster] {
+					continue
 				}
+				seen[c.Cluster] = true
+				from[c.Cluster] = v.replica
+				if was, ok := last[c.Cluster]; i == 0 && unobserved(c) && ok {
+					c, from[c.Cluster] = takingOver(was, r.Replica), was.replica
+				}
+				out.Clusters = append(out.Clusters, c)
 			}
 		}
 	}
 	slices.SortFunc(out.Clusters, func(a, b hub.ClusterStatus) int { return strings.Compare(a.Cluster, b.Cluster) })
+	return out, from
+}
+
+// A replica that has just taken a cluster over (from one that stopped, or
+// let it go) lists it unserved or uncounted until its gate and its
+// instance watch there have run: seconds on a loaded hub, during which the
+// instances are all still there. The union then keeps the last word of
+// the replica that served the cluster (marked HandingOver), rather than
+// drop its counts.
+
+// view is one replica's clusters ("" is this replica's own).
+type view struct {
+	replica  string
+	clusters []hub.ClusterStatus
+}
+
+// lastWord is a cluster as another replica's record last served it.
+type lastWord struct {
+	replica string
+	cluster hub.ClusterStatus
+}
+
+// lastWords returns, per cluster, the first entry of views (other
+// replicas') that serves it.
+func lastWords(views []view) map[string]lastWord {
+	out := map[string]lastWord{}
+	for _, v := range views {
+		for _, c := range v.clusters {
+			if _, ok := out[c.Cluster]; !ok && c.Serving && !c.Uncounted {
+				out[c.Cluster] = lastWord{v.replica, c}
+			}
+		}
+	}
 	return out
+}
+
+// unobserved reports whether this replica's entry of a cluster says
+// nothing yet: no version serves it, or its instances are not counted
+// yet.
+func unobserved(c hub.ClusterStatus) bool {
+	return !c.Serving || c.Uncounted
+}
+
+// takingOver is was, the last word of the replica that served a cluster,
+// as shown while replica (this one) takes the cluster over.
+func takingOver(was lastWord, replica string) hub.ClusterStatus {
+	c := was.cluster
+	last := c.Why
+	if c.Reason == hub.ReasonReplicaGone || last == "" {
+		last = fmt.Sprintf("CRD %s, %d of %d instances ready", c.CRD, c.ReadyInstances, c.Instances)
+	}
+	c.HandingOver, c.Reason = true, ""
+	c.Why = fmt.Sprintf("hub replica %s is taking the cluster over and has not observed it yet; as replica %s last saw it: %s", replica, was.replica, last)
+	return c
 }
 
 // decodeRecord returns a record's clusters; a record that does not decode
@@ -317,7 +406,7 @@ func (r *Status) publish(ctx context.Context, own hub.GraphStatus) error {
 			Namespace:   r.Namespace,
 			Name:        r.recordName(own.Graph),
 			Labels:      map[string]string{LabelFleetStatusOf: contract.LabelValue(own.Graph), LabelReplica: contract.LabelValue(r.Replica), contract.LabelManagedBy: contract.ManagedBy},
-			Annotations: map[string]string{AnnotationRenewed: now.UTC().Format(time.RFC3339Nano)},
+			Annotations: map[string]string{AnnotationRenewed: now.UTC().Format(time.RFC3339Nano), AnnotationPeer: shard.PeerID(r.Replica)},
 		},
 		Data: map[string]string{recordKey: string(raw)},
 	}

@@ -109,3 +109,43 @@ func TestReplicaStatusAwaitsPeersNewToAGraph(t *testing.T) {
 		replicaRecord(t, "b", now), replicaRecord(t, "c", now.Add(-2*time.Minute)),
 	}, now), "an expired record is no report")
 }
+
+// A record whose replica stopped (its peer Lease expired) still counts,
+// but its clusters say so; once another replica lists one, that one's
+// view is taken, and until it has observed the cluster, the stopped
+// replica's last word with it, so the counts do not drop.
+func TestAStoppedReplicasClustersAreMarkedUntilTakenOver(t *testing.T) {
+	now := time.Now()
+	r := &Status{Replica: "a", TTL: time.Minute}
+	dead := replicaRecord(t, "b", now.Add(-5*time.Second),
+		hub.ClusterStatus{Cluster: "c2", CRD: hub.CRDEstablished, Serving: true, ServedRevision: 1, DesiredRevision: 1, Instances: 3, ReadyInstances: 3},
+		hub.ClusterStatus{Cluster: "c3", CRD: hub.CRDEstablished, Serving: true, ServedRevision: 1, DesiredRevision: 1, Instances: 4, ReadyInstances: 4})
+	dead.Annotations[AnnotationPeer] = "b"
+	alive := liveness{known: true, live: map[string]bool{"a": true}}
+	own := hub.GraphStatus{Graph: "g", Clusters: []hub.ClusterStatus{
+		{Cluster: "c1", CRD: hub.CRDEstablished, Serving: true, ServedRevision: 1, Instances: 1},
+		{Cluster: "c3", CRD: hub.CRDPending, Message: "waiting for the first fan-out to this cluster to finish"},
+	}}
+
+	got, from := r.mergeWith(own, []corev1.ConfigMap{dead}, now, alive)
+
+	require.Len(t, got.Clusters, 3, "each cluster once")
+	byName := map[string]hub.ClusterStatus{}
+	total := 0
+	for _, c := range got.Clusters {
+		byName[c.Cluster] = c
+		total += c.Instances
+	}
+	assert.Equal(t, 8, total, "counts summed: the stopped replica's last counts stand")
+	assert.Equal(t, hub.ReasonReplicaGone, byName["c2"].Reason)
+	assert.Contains(t, byName["c2"].Why, "hub replica b, which served the cluster, stopped")
+	assert.False(t, byName["c2"].Healthy())
+	assert.True(t, byName["c3"].HandingOver, "taken over, not observed yet")
+	assert.Contains(t, byName["c3"].Why, "hub replica a is taking the cluster over")
+	assert.Equal(t, "b", from["c2"])
+
+	got, _ = r.mergeWith(own, []corev1.ConfigMap{dead}, now, liveness{known: true, live: map[string]bool{"a": true, "b": true}})
+	for _, c := range got.Clusters {
+		assert.NotEqual(t, hub.ReasonReplicaGone, c.Reason, "%s: b is alive", c.Cluster)
+	}
+}

@@ -340,15 +340,26 @@ func (r *Reconciler) status(rgd *v1alpha1.ResourceGraphDefinition, g *graph.Grap
 				fmt.Sprintf("kind %s: the clusters of hub replicas %s are not known yet", kind, strings.Join(gs.AwaitingReplicas, ", ")), gen)
 		case fleet.Unhealthy > 0:
 			setCondition(&st, v1alpha1.ConditionKindReady, metav1.ConditionFalse, "Failed",
-				fmt.Sprintf("kind %s cannot be served on %d of %d clusters", kind, fleet.Unhealthy, fleet.Clusters), gen)
+				withFleet(fmt.Sprintf("kind %s cannot be served on %d of %d clusters", kind, fleet.Unhealthy, fleet.Clusters), fleet), gen)
 		default:
 			setCondition(&st, v1alpha1.ConditionKindReady, metav1.ConditionTrue, "Ready",
-				fmt.Sprintf("kind %s has been accepted and ready on %d clusters", kind, fleet.Clusters), gen)
+				withFleet(fmt.Sprintf("kind %s has been accepted and ready on %d clusters", kind, fleet.Clusters), fleet), gen)
 		}
 		setCondition(&st, v1alpha1.ConditionControllerReady, metav1.ConditionTrue, "Running", "controller is running", gen)
 	}
 	setReady(&st, gen)
 	return st
+}
+
+// withFleet adds to msg the fleet's one-line account when some cluster
+// does not serve the latest revision, or one is unhealthy: which
+// revisions serve and why ("serving revision 2 (revision 3 rolled back:
+// ...)").
+func withFleet(msg string, fleet *v1alpha1.FleetStatus) string {
+	if fleet.Message == "" || fleet.NotLatest+fleet.Unhealthy == 0 {
+		return msg
+	}
+	return msg + "; " + fleet.Message
 }
 
 // setReady sets Ready from its dependents as kro does: True when all are

@@ -1,30 +1,74 @@
 package rollout
 
 import (
+	"slices"
+	"strings"
+
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 )
+
+// clusterFacts are what describeClusters describes the clusters from.
+type clusterFacts struct {
+	// waves are the placed clusters' waves (held and other replicas'
+	// clusters included), obs what the hub observes of them.
+	waves map[string]int32
+	obs   map[string]Observation
+	// held and pinned are the held clusters' reasons and pins (hold.go).
+	held   map[string]string
+	pinned map[string]int64
+	// foreign are the stored entries of the clusters other replicas
+	// serve, listed as they are (replicas.go).
+	foreign map[string]fgv1alpha1.RolloutCluster
+	// before is status.clusters as read.
+	before []fgv1alpha1.RolloutCluster
+}
 
 // describeClusters rewrites status.clusters after a step: every placed
 // cluster, held ones included, with its wave, the revision serving it,
 // the revision the rollout wants there, the revision it failed and why,
 // and its hold. A cluster that waits gives the reason the wave in
-// progress waits for it.
-func describeClusters(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRolloutSpec, waves map[string]int32, obs map[string]Observation, held map[string]string, pinned map[string]int64) {
+// progress waits for it. Another replica's cluster is listed as the
+// status listed it. A cluster no revision serves yet, which the status
+// listed as serving one (the hub restarted, or took the cluster over from
+// another replica, and its gate has not passed there yet), keeps that
+// revision: its instances and children on the cluster are still that
+// revision's.
+func describeClusters(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRolloutSpec, f clusterFacts) {
 	p := planOf(&fgv1alpha1.GraphRollout{Spec: spec, Status: *st})
 	failed := clustersByName(st.Failed)
 	waiting := clustersByName(st.HoldingBack)
-	out := make([]fgv1alpha1.RolloutCluster, 0, len(waves))
-	for _, name := range sortedKeys(waves) {
-		c := fgv1alpha1.RolloutCluster{Name: name, Wave: waves[name], Revision: obs[name].Revision}
-		f, isFailed := failed[name]
-		reason, isHeld := held[name]
+	prev := clustersByName(f.before)
+	names := sortedKeys(f.waves)
+	for name := range f.foreign {
+		if _, ok := f.waves[name]; !ok {
+			names = append(names, name) // held: in no wave
+		}
+	}
+	out := make([]fgv1alpha1.RolloutCluster, 0, len(names))
+	for _, name := range names {
+		if c, theirs := f.foreign[name]; theirs {
+			if w, ok := waiting[name]; ok && !c.Held {
+				c.Message = w.Message
+			}
+			out = append(out, c)
+			continue
+		}
+		o := f.obs[name]
+		c := fgv1alpha1.RolloutCluster{Name: name, Wave: f.waves[name], Revision: o.Revision}
+		if was, listed := prev[name]; listed && !o.Serving && c.Revision == 0 {
+			c.Revision = was.Revision
+		}
+		fl, isFailed := failed[name]
+		reason, isHeld := f.held[name]
 		switch {
 		case isHeld:
-			c.Held, c.HoldReason, c.Desired = true, reason, pinned[name]
+			c.Held, c.HoldReason, c.Desired = true, reason, f.pinned[name]
 		case isFailed && !allAtOnce(spec):
-			c.Desired, c.FailedRevision, c.Message = f.Revision, st.TargetRevision, f.Message
+			c.Desired, c.FailedRevision, c.Message = fl.Revision, st.TargetRevision, fl.Message
 		case p.decideOn(name, st.TargetRevision, c.Wave) == nil:
 			c.Desired, c.Message = st.TargetRevision, waiting[name].Message
+		case p.back > 0 && c.Wave >= p.backFrom:
+			c.Desired = p.back // an automatic rollback sends it back
 		case c.Revision > 0:
 			c.Desired = c.Revision
 		default:
@@ -32,8 +76,14 @@ func describeClusters(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRo
 		}
 		out = append(out, c)
 	}
+	sortClusters(out)
 	if len(out) == 0 {
 		out = nil
 	}
 	st.Clusters = out
+}
+
+// sortClusters sorts clusters by name.
+func sortClusters(cs []fgv1alpha1.RolloutCluster) {
+	slices.SortFunc(cs, func(a, b fgv1alpha1.RolloutCluster) int { return strings.Compare(a.Name, b.Name) })
 }

@@ -57,6 +57,17 @@ type Observation struct {
 	// rollout of a cluster its stored status lists in the wave in progress
 	// and that the hub has not engaged yet (restart.go): it is unhealthy.
 	Unengaged time.Time
+
+	// Serving reports that some revision serves the cluster (Revision is
+	// then what serves it); before, the status keeps the revision it last
+	// recorded there.
+	Serving bool
+
+	// Replica, when set, names the other hub replica that serves the
+	// cluster (replicas.go): Revision is what the stored status says, and
+	// Unhealthy, when set, why that replica last found it unhealthy.
+	Replica   string
+	Unhealthy string
 }
 
 // Hooks connect the Controller to the hub. Every one is required.
@@ -88,6 +99,16 @@ type Hooks struct {
 	// named cluster: how many the serving revision confirmed ACTIVE pass
 	// it, and why one does not. Optional, with CheckCondition.
 	Judge func(ctx context.Context, graph, cluster, condition string) (passing int, why string, err error)
+
+	// Others returns, for the named graph, the clusters other hub
+	// replicas serve (replicas.go), and whether this hub knows them yet:
+	// until it does, every cluster the status lists that this hub does
+	// not place is kept as it is. Optional: without it, such a cluster
+	// leaves the list (a lone hub).
+	Others func(graph string) (map[string]Foreign, bool)
+	// Changed is told the graph of a rollout whose status was written.
+	// Optional.
+	Changed func(graph string)
 }
 
 // Controller moves GraphRollouts forward; see the package doc.
@@ -263,6 +284,9 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 	placed, labelsOf := placedClusters(ro.Spec.Graph, ro.Spec.ClusterSelector, c.Planner.hook, engaged)
 	waves := assign(ro.Spec, placed, labelsOf)
 	obs := c.Hooks.Observe(ro.Spec.Graph)
+	// Clusters other replicas serve count as they last judged them
+	// (replicas.go).
+	foreign := c.foreign(ro, before, waves, obs)
 	// A restarted hub counts the wave's clusters it has not engaged yet
 	// as unhealthy (restart.go).
 	c.awaited.awaitUnengaged(ro, engaged, waves, obs)
@@ -279,8 +303,9 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 		c.awaited.forgetJudged(ro)
 	}
 	sayRefused(&ro.Status)
+	evs = append(evs, checkBudgets(&ro.Status, ro.Spec, moving)...)
 	evs = append(evs, holdEvents(before.Clusters, held, pinned)...)
-	describeClusters(&ro.Status, ro.Spec, waves, obs, held, pinned)
+	describeClusters(&ro.Status, ro.Spec, clusterFacts{waves: waves, obs: obs, held: held, pinned: pinned, foreign: foreign, before: before.Clusters})
 	if !inWaves(ro.Spec) { // a rollback in waves is offered after the plans are set (tick)
 		if err := c.offer(ctx, ro, latest); err != nil {
 			ro.Status.Message = err.Error()
@@ -293,6 +318,9 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 		if err := c.writeStatus(ctx, ro); err != nil {
 			c.Logger.Info("writing rollout status; retrying", "rollout", ro.Name, "reason", err.Error())
 			return
+		}
+		if c.Hooks.Changed != nil {
+			c.Hooks.Changed(ro.Spec.Graph)
 		}
 	}
 	c.clearApproval(ctx, ro)
@@ -403,6 +431,9 @@ func (c *Controller) list(ctx context.Context, ro *fgv1alpha1.GraphRollout, wave
 			continue
 		}
 		o := obs[name]
+		if o.Replica != "" {
+			continue // another replica's: it lists them
+		}
 		n, err := c.Hooks.List(ctx, ro.Spec.Graph, name)
 		if err != nil {
 			n = -1

@@ -2,29 +2,118 @@ package rollout
 
 import (
 	"fmt"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 )
 
+// A wave's failure budget (maxFailures) is how many of its clusters may
+// fail, be still unhealthy at the progress deadline, without failing the
+// wave. A wave needs at least one healthy cluster: the budget of a wave
+// of n clusters (held ones do not count) is at most n-1, so a wave whose
+// every cluster failed fails, whatever its maxFailures says, and is never
+// healthy nor complete. A maxFailures as large as its wave is reported
+// (condition FailureBudget False, event FailureBudgetCoversWave): the
+// rollout does not do what it seems to say.
+
 // budget is how many clusters of wave w may fail: its maxFailures of the
-// wave's size (a percent rounds down). An invalid value allows none.
+// wave's size (a percent rounds down), at most the size less one. An
+// invalid value allows none.
 func budget(spec fgv1alpha1.GraphRolloutSpec, w int32, waves map[string]int32) int {
+	n, size := declaredBudget(spec, w, waves)
+	return max(0, min(n, size-1))
+}
+
+// declaredBudget is wave w's maxFailures as written, scaled to its size,
+// and its size.
+func declaredBudget(spec fgv1alpha1.GraphRolloutSpec, w int32, waves map[string]int32) (int, int) {
+	size := waveSize(w, waves)
 	if int(w) >= len(spec.Waves) || spec.Waves[w].MaxFailures == nil {
-		return 0
+		return 0, size
 	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(spec.Waves[w].MaxFailures, size, false)
+	if err != nil || n < 0 {
+		return 0, size
+	}
+	return n, size
+}
+
+// waveSize is how many of waves are in wave w.
+func waveSize(w int32, waves map[string]int32) int {
 	size := 0
 	for _, cw := range waves {
 		if cw == w {
 			size++
 		}
 	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(spec.Waves[w].MaxFailures, size, false)
-	if err != nil || n < 0 {
-		return 0
+	return size
+}
+
+// ConditionFailureBudget is the GraphRollout status condition that says
+// whether every wave's maxFailures leaves it a healthy cluster.
+const ConditionFailureBudget = "FailureBudget"
+
+// checkBudgets sets the FailureBudget condition from the waves as placed
+// now, and returns the event to record when a budget starts covering its
+// wave.
+func checkBudgets(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRolloutSpec, waves map[string]int32) []event {
+	var covering []string
+	for i, w := range spec.Waves {
+		if w.MaxFailures == nil {
+			continue
+		}
+		n, size := declaredBudget(spec, int32(i), waves)
+		if size > 0 && n >= size {
+			covering = append(covering, fmt.Sprintf("wave %q allows %d of its %d %s to fail", waveName(spec, int32(i)), n, size, plural(size, "cluster")))
+		}
 	}
-	return n
+	if len(covering) == 0 {
+		if meta.FindStatusCondition(st.Conditions, ConditionFailureBudget) != nil {
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionFailureBudget, Status: metav1.ConditionTrue,
+				Reason: "LeavesHealthyClusters", Message: "every wave's maxFailures leaves it at least one healthy cluster", ObservedGeneration: st.ObservedGeneration})
+		}
+		return nil
+	}
+	msg := strings.Join(covering, "; ") + ": a wave needs at least one healthy cluster, so at most all but one may fail; a wave whose every cluster fails fails the rollout"
+	prev := meta.FindStatusCondition(st.Conditions, ConditionFailureBudget)
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionFailureBudget, Status: metav1.ConditionFalse,
+		Reason: "CoversWave", Message: msg, ObservedGeneration: st.ObservedGeneration})
+	if prev != nil && prev.Status == metav1.ConditionFalse && prev.Message == msg {
+		return nil
+	}
+	return []event{{"Warning", "FailureBudgetCoversWave", msg}}
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// failedIn lists the clusters of st.Failed that failed wave w.
+func failedIn(st *fgv1alpha1.GraphRolloutStatus, w int32) []fgv1alpha1.RolloutCluster {
+	var out []fgv1alpha1.RolloutCluster
+	for _, f := range st.Failed {
+		if f.Wave == w {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// failedNames says which clusters failed, with the revision each went back
+// to and why.
+func failedNames(failed []fgv1alpha1.RolloutCluster) string {
+	parts := make([]string, len(failed))
+	for i, f := range failed {
+		parts[i] = fmt.Sprintf("%s (serves revision %d: %s)", f.Name, f.Revision, f.Message)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // withoutFailed drops the clusters listed as failed from bad.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -72,4 +73,100 @@ func TestMaxFailuresLetsAWaveGoOnWithoutItsFailedClusters(t *testing.T) {
 			assert.Empty(t, ro.Status.Failed, "a new revision starts with no failures")
 		})
 	}
+}
+
+// canaryRollout is a canary wave of the clusters in canary allowing
+// budget failures, then a main wave of the rest, with onFailure.
+func canaryRollout(budget int32, onFailure string) *fgv1alpha1.GraphRollout {
+	b := intstr.FromInt32(budget)
+	return &fgv1alpha1.GraphRollout{Spec: fgv1alpha1.GraphRolloutSpec{
+		Graph: "g", ProgressDeadlineSeconds: 3, OnFailure: onFailure,
+		Health: fgv1alpha1.HealthPolicy{SoakSeconds: 1},
+		Waves:  []fgv1alpha1.Wave{{Name: "canary", Clusters: 1, MaxFailures: &b}, {Name: "main", Percent: 100}},
+	}}
+}
+
+// waveObs observes every cluster of waves serving rev with one instance,
+// Ready but on the named clusters.
+func waveObs(waves map[string]int32, rev int64, bad ...string) map[string]Observation {
+	out := map[string]Observation{}
+	for name := range waves {
+		out[name] = Observation{Revision: rev, Established: true, Serving: true, Instances: 1, Ready: 1, Listed: 1}
+	}
+	for _, name := range bad {
+		out[name] = Observation{Revision: rev, Established: true, Serving: true, Instances: 1, Listed: 1}
+	}
+	return out
+}
+
+// A wave needs at least one healthy cluster: a canary of one cluster that
+// fails fails its wave even with maxFailures 1, and nothing says the wave
+// is healthy or serves the revision it does not serve. The budget as
+// large as the wave is reported.
+func TestAWaveWhoseEveryClusterFailedFailsWhateverItsBudget(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	at := func(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(d)) }
+	waves := map[string]int32{"spoke-1": 0, "spoke-2": 1, "spoke-3": 1}
+	for _, tc := range []struct {
+		onFailure string
+		phase     string
+	}{
+		{fgv1alpha1.OnFailurePause, fgv1alpha1.RolloutFailed},
+		{fgv1alpha1.OnFailureRollback, fgv1alpha1.RolloutRolledBack},
+	} {
+		t.Run(tc.onFailure, func(t *testing.T) {
+			ro := canaryRollout(1, tc.onFailure)
+			step(t0, ro, 1, waves, waveObs(waves, 1))
+			budgetEvs := checkBudgets(&ro.Status, ro.Spec, waves)
+			require.Len(t, budgetEvs, 1)
+			assert.Equal(t, "FailureBudgetCoversWave", budgetEvs[0].reason)
+			assert.Contains(t, budgetEvs[0].note, `wave "canary" allows 1 of its 1 cluster to fail`)
+			cond := meta.FindStatusCondition(ro.Status.Conditions, ConditionFailureBudget)
+			require.NotNil(t, cond)
+			assert.Equal(t, metav1.ConditionFalse, cond.Status)
+			assert.Empty(t, checkBudgets(&ro.Status, ro.Spec, waves), "reported once")
+
+			var evs []event
+			for s := time.Duration(1); s <= 10; s++ {
+				evs = append(evs, step(at(s*time.Second), ro, 2, waves, waveObs(waves, 2, "spoke-1"))...)
+			}
+			assert.Equal(t, tc.phase, ro.Status.Phase, ro.Status.Message)
+			assert.Empty(t, ro.Status.Failed, "not failed within a budget: the wave failed")
+			assert.Contains(t, ro.Status.Message, "spoke-1")
+			assert.NotContains(t, ro.Status.Message, "healthy,")
+			assert.Contains(t, reasons(evs), "WaveFailed")
+			assert.NotContains(t, reasons(evs), "WaveComplete")
+			for _, e := range evs {
+				assert.NotContains(t, e.note, `wave "canary" serves revision 2`, "%s: %s", e.reason, e.note)
+			}
+		})
+	}
+}
+
+// A cluster that fails within its wave's budget, beside a healthy one, is
+// named wherever the wave is said to be healthy or complete.
+func TestAFailedClusterIsNamedWhereItsWaveIsCalledHealthy(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	at := func(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(d)) }
+	waves := map[string]int32{"spoke-1": 0, "spoke-2": 0, "spoke-3": 1}
+	ro := canaryRollout(1, "")
+	ro.Spec.Waves[0].Clusters = 2
+	ro.Spec.Health.SoakSeconds = 30
+	step(t0, ro, 1, waves, waveObs(waves, 1))
+	assert.Empty(t, checkBudgets(&ro.Status, ro.Spec, waves), "1 of 2 leaves a healthy cluster")
+
+	var evs []event
+	for s := time.Duration(1); s <= 5; s++ {
+		evs = append(evs, step(at(s*time.Second), ro, 2, waves, waveObs(waves, 2, "spoke-2"))...)
+	}
+	require.Len(t, ro.Status.Failed, 1)
+	assert.Equal(t, `wave "canary" healthy on 1 of its 2 clusters; failed within its budget: spoke-2 (serves revision 1: 0 of 1 instances Ready, 100% needed), soaking for 30s`, ro.Status.Message)
+	evs = append(evs, step(at(40*time.Second), ro, 2, waves, waveObs(waves, 2, "spoke-2"))...)
+	var done []string
+	for _, e := range evs {
+		if e.reason == "WaveComplete" {
+			done = append(done, e.note)
+		}
+	}
+	assert.Equal(t, []string{`wave "canary" serves revision 2 on 1 of its 2 clusters; failed within its budget: spoke-2 (serves revision 1: 0 of 1 instances Ready, 100% needed)`}, done)
 }

@@ -142,7 +142,7 @@ func (c *Controller) judge(ctx context.Context, ro *fgv1alpha1.GraphRollout, wav
 	}
 	for name, w := range waves {
 		o := obs[name]
-		if w != ro.Status.Wave || o.Revision != ro.Status.TargetRevision || !o.Established {
+		if w != ro.Status.Wave || o.Revision != ro.Status.TargetRevision || !o.Established || o.Replica != "" {
 			continue
 		}
 		n, why, err := c.Hooks.Judge(ctx, ro.Spec.Graph, name, src)

@@ -70,7 +70,7 @@ func TestARolloutGoesOnWithoutItsHeldClusters(t *testing.T) {
 	obs = map[string]Observation{"a": healthy(2), "b": healthy(1), "c": {Revision: 1, Established: true, Instances: 1, Listed: 1}}
 	step(t0, ro, 2, moving, obs)
 	step(metav1.NewTime(t0.Add(time.Second)), ro, 2, moving, obs)
-	describeClusters(&ro.Status, ro.Spec, waves, obs, held, pinned)
+	describeClusters(&ro.Status, ro.Spec, clusterFacts{waves: waves, obs: obs, held: held, pinned: pinned})
 	assert.Equal(t, "rest", ro.Status.WaveName)
 	assert.Equal(t, []fgv1alpha1.RolloutCluster{
 		{Name: "a", Wave: 0, Revision: 2, Desired: 2},
@@ -82,7 +82,7 @@ func TestARolloutGoesOnWithoutItsHeldClusters(t *testing.T) {
 	step(metav1.NewTime(t0.Add(2*time.Second)), ro, 2, moving, obs)
 	assert.Equal(t, fgv1alpha1.RolloutComplete, ro.Status.Phase, ro.Status.Message)
 	assert.Empty(t, ro.Status.HoldingBack, "the held cluster on revision 1 holds nothing back")
-	describeClusters(&ro.Status, ro.Spec, waves, obs, held, pinned)
+	describeClusters(&ro.Status, ro.Spec, clusterFacts{waves: waves, obs: obs, held: held, pinned: pinned})
 	evs := holdEvents(nil, held, pinned)
 	assert.Equal(t, []event{{"Normal", "ClusterHeld", `cluster "c" is held at revision 1: freeze`}}, evs)
 	assert.Equal(t, []event{{"Normal", "ClusterReleased", `cluster "c", held at revision 1, is released to the rollout`}},
@@ -95,7 +95,7 @@ func TestAFailedClusterShowsWhatItFailed(t *testing.T) {
 	st := &fgv1alpha1.GraphRolloutStatus{TargetRevision: 2, StableRevision: 1, Wave: 1,
 		Failed: []fgv1alpha1.RolloutCluster{{Name: "b", Wave: 0, Revision: 1, Message: "0 of 1 instances Ready, 100% needed"}}}
 	spec := fgv1alpha1.GraphRolloutSpec{Waves: []fgv1alpha1.Wave{{Clusters: 2}, {Percent: 100}}}
-	describeClusters(st, spec, map[string]int32{"a": 0, "b": 0, "c": 1}, map[string]Observation{"a": {Revision: 2}, "b": {Revision: 1}}, nil, nil)
+	describeClusters(st, spec, clusterFacts{waves: map[string]int32{"a": 0, "b": 0, "c": 1}, obs: map[string]Observation{"a": {Revision: 2}, "b": {Revision: 1}}})
 	assert.Equal(t, []fgv1alpha1.RolloutCluster{
 		{Name: "a", Wave: 0, Revision: 2, Desired: 2},
 		{Name: "b", Wave: 0, Revision: 1, Desired: 1, FailedRevision: 2, Message: "0 of 1 instances Ready, 100% needed"},

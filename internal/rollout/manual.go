@@ -78,11 +78,18 @@ func movingPhase(st *fgv1alpha1.GraphRolloutStatus) string {
 }
 
 // waveDone is the event for the wave in progress having taken the target.
-func waveDone(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRolloutSpec) event {
-	if manual(st) {
-		return event{"Normal", "WaveRolledBack", fmt.Sprintf("wave %q rolled back to revision %d (manual rollback)", waveName(spec, st.Wave), st.TargetRevision)}
+func waveDone(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRolloutSpec, waves map[string]int32) event {
+	name, failed := waveName(spec, st.Wave), failedIn(st, st.Wave)
+	serves := fmt.Sprintf("serves revision %d", st.TargetRevision)
+	if len(failed) > 0 {
+		size := waveSize(st.Wave, waves)
+		serves = fmt.Sprintf("serves revision %d on %d of its %d %s; failed within its budget: %s",
+			st.TargetRevision, size-len(failed), size, plural(size, "cluster"), failedNames(failed))
 	}
-	return event{"Normal", "WaveComplete", fmt.Sprintf("wave %q serves revision %d", waveName(spec, st.Wave), st.TargetRevision)}
+	if manual(st) {
+		return event{"Normal", "WaveRolledBack", fmt.Sprintf("wave %q rolled back to revision %d (manual rollback): it %s", name, st.TargetRevision, serves)}
+	}
+	return event{"Normal", "WaveComplete", fmt.Sprintf("wave %q %s", name, serves)}
 }
 
 // finishManual ends a manual rollback whose last wave is healthy: the

@@ -135,10 +135,10 @@ func progress(now metav1.Time, ro *fgv1alpha1.GraphRollout, waves map[string]int
 			st.HealthySince = &now
 		}
 		if soak := time.Duration(spec.Health.SoakSeconds) * time.Second; now.Sub(st.HealthySince.Time) < soak {
-			st.Message = fmt.Sprintf("wave %q healthy, soaking for %s", waveName(spec, st.Wave), soak)
+			st.Message = fmt.Sprintf("wave %q %s, soaking for %s", waveName(spec, st.Wave), waveHealth(st, st.Wave, waves), soak)
 			return evs
 		}
-		evs = append(evs, waveDone(st, spec))
+		evs = append(evs, waveDone(st, spec, waves))
 		st.Wave++
 		st.WaveStarted, st.HealthySince = &now, nil
 		st.Moving, st.Moved = nil, nil
@@ -148,7 +148,23 @@ func progress(now metav1.Time, ro *fgv1alpha1.GraphRollout, waves map[string]int
 	}
 	st.Phase, st.StableRevision, st.WaveStarted, st.AwaitingApproval = fgv1alpha1.RolloutComplete, st.TargetRevision, nil, ""
 	st.Message = fmt.Sprintf("revision %d serves every placed cluster", st.TargetRevision)
+	if len(st.Failed) > 0 {
+		st.Message = fmt.Sprintf("revision %d serves every placed cluster but those that failed it within their wave's budget: %s",
+			st.TargetRevision, failedNames(st.Failed))
+	}
 	return append(evs, event{"Normal", "RolloutComplete", st.Message})
+}
+
+// waveHealth says how wave w of the moving clusters (waves) stands once
+// it is healthy: every cluster, or every one but those that failed it
+// within its budget, named.
+func waveHealth(st *fgv1alpha1.GraphRolloutStatus, w int32, waves map[string]int32) string {
+	failed := failedIn(st, w)
+	if len(failed) == 0 {
+		return "healthy"
+	}
+	size := waveSize(w, waves)
+	return fmt.Sprintf("healthy on %d of its %d %s; failed within its budget: %s", size-len(failed), size, plural(size, "cluster"), failedNames(failed))
 }
 
 func deadline(spec fgv1alpha1.GraphRolloutSpec) time.Duration {
@@ -175,12 +191,16 @@ func unhealthy(spec fgv1alpha1.GraphRolloutSpec, target int64, w int32, waves ma
 		switch {
 		case !o.Unengaged.IsZero():
 			why = notEngaged
+		case o.Unhealthy != "":
+			why = o.Unhealthy // another replica's verdict (replicas.go)
 		case !o.Established && o.Message != "":
 			why = o.Message
 		case !o.Established:
 			why = "CRD not established"
 		case o.Revision != target:
 			why = fmt.Sprintf("serves revision %d", o.Revision)
+		case o.Replica != "":
+			continue // healthy as its replica last judged it
 		case o.Listed < 0:
 			why = "instances cannot be listed"
 		case o.Instances < o.Listed:

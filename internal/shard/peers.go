@@ -50,7 +50,7 @@ type PeerRegistry struct {
 func NewPeerRegistry(c client.Client, ns, prefix, id string, weight uint32, ttl, renew time.Duration, log logr.Logger) *PeerRegistry {
 	return &PeerRegistry{
 		c: c, ns: ns, prefix: prefix,
-		self: sharder.PeerInfo{ID: sanitize.DNS1123(id), Weight: max(weight, 1)},
+		self: sharder.PeerInfo{ID: PeerID(id), Weight: max(weight, 1)},
 		ttl:  ttl, renew: renew, log: log,
 	}
 }
@@ -172,3 +172,26 @@ func livePeer(l *coordv1.Lease, now time.Time) (sharder.PeerInfo, bool) {
 	}
 	return sharder.PeerInfo{ID: *s.HolderIdentity, Weight: uint32(w)}, true
 }
+
+// LivePeers returns the IDs of the peers whose Leases in namespace ns (of
+// any prefix) are live now, and whether any peer Lease was found at all:
+// without one, no replica runs this registry there and nothing can be
+// said about who is alive.
+func LivePeers(ctx context.Context, c client.Client, ns string) (map[string]bool, bool, error) {
+	list := &coordv1.LeaseList{}
+	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{labelPeer: "true"}); err != nil {
+		return nil, false, fmt.Errorf("listing the peer Leases in %s: %w", ns, err)
+	}
+	now := time.Now()
+	live := map[string]bool{}
+	for i := range list.Items {
+		if p, ok := livePeer(&list.Items[i], now); ok {
+			live[p.ID] = true
+		}
+	}
+	return live, len(list.Items) > 0, nil
+}
+
+// PeerID is the ID a replica named id has among its peers (its Lease's
+// holder).
+func PeerID(id string) string { return sanitize.DNS1123(id) }

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -300,7 +301,7 @@ func serveSingleCluster(b *testing.B, cfg *rest.Config, g *graph.Graph, opts ...
 		stop()
 		b.Fatal("the cluster's cache did not sync")
 	}
-	rt := spoke.New(spoke.Options{Workers: benchConcurrency})
+	rt := spoke.New(spoke.Config{Options: instance.Options{Workers: benchConcurrency}})
 	wg.Go(func() { _ = rt.Start(ctx) })
 	require.NoError(b, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(b, rt.Engage(ctx, "", cl))
@@ -347,9 +348,9 @@ func activeStatus(inst *unstructured.Unstructured) []byte {
 	now := time.Now().UTC().Format(time.RFC3339)
 	var conds []any
 	for _, c := range [][3]string{
-		{contract.ConditionInstanceManaged, "Managed", spoke.MessageManaged},
-		{contract.ConditionGraphResolved, "Resolved", spoke.MessageResolved},
-		{contract.ConditionResourcesReady, "AllResourcesReady", spoke.MessageResourcesReady},
+		{contract.ConditionInstanceManaged, "Managed", instance.MessageManaged},
+		{contract.ConditionGraphResolved, "Resolved", instance.MessageResolved},
+		{contract.ConditionResourcesReady, "AllResourcesReady", instance.MessageResourcesReady},
 		{contract.ConditionReady, "Ready", ""},
 	} {
 		conds = append(conds, map[string]any{"type": c[0], "status": "True", "reason": c[1], "message": c[2],

@@ -86,6 +86,9 @@ func (m *member) recheckClusterValues() bool {
 
 // requeueAll reconciles every instance of the member again.
 func (m *member) requeueAll(why string) {
+	if m.ctx.Err() != nil {
+		return
+	}
 	keys := m.states.keys()
 	m.log.V(1).Info(why+": reconciling every instance again", "instances", len(keys))
 	for _, key := range keys {
@@ -93,11 +96,8 @@ func (m *member) requeueAll(why string) {
 	}
 }
 
-// ClusterValuesChanged tells the runtime that the values Options.ClusterValues
-// gives may have changed on the named clusters (on every cluster when none
-// is named). On each of them, each graph that reads cluster.values asks
-// for its values again, and only a graph whose values did change
-// reconciles its instances there again. It does not wait for them.
+// ClusterValuesChanged has every member on the named clusters (all when
+// none is named) recheck its graph's values (recheckClusterValues).
 func (rt *Runtime) ClusterValuesChanged(clusters ...multicluster.ClusterName) {
 	for _, c := range rt.allControllers() {
 		if c.g.UsesCluster()&graph.ClusterValues == 0 {
@@ -197,12 +197,9 @@ func (m *member) followClusterLabels() {
 	}()
 }
 
-// ClusterLabelsChanged tells the runtime that the labels
-// Options.ClusterLabels gives changed on the named clusters (on every
-// cluster when none is named), without waiting for the next
-// ClusterLabelsPoll: there, graphs that read labels reconcile every
-// instance again, and graphs that read values only where their values
-// changed with the labels. It does not wait for the reconciles.
+// ClusterLabelsChanged has every member on the named clusters (all when
+// none is named) recheck its cluster's labels now rather than at its next
+// poll (recheckClusterLabels).
 func (rt *Runtime) ClusterLabelsChanged(clusters ...multicluster.ClusterName) {
 	for _, c := range rt.allControllers() {
 		for _, m := range c.liveMembers(clusters) {

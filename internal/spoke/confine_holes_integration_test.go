@@ -22,6 +22,7 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -139,7 +140,7 @@ func asKro(t *testing.T, rgdYAML, name, kind string) *graph.Graph {
 // runtimeOn starts a Runtime with opts on one cluster reached through cfg,
 // engaged directly, and returns it with the log of its requests and a
 // function that stops it (also called on cleanup).
-func runtimeOn(t *testing.T, cfg *rest.Config, opts spoke.Options) (*spoke.Runtime, *requestLog, func()) {
+func runtimeOn(t *testing.T, cfg *rest.Config, opts spoke.Config) (*spoke.Runtime, *requestLog, func()) {
 	t.Helper()
 	log := &requestLog{}
 	cfg = rest.CopyConfig(cfg)
@@ -230,11 +231,11 @@ func TestConfinementHolds(t *testing.T) {
 	for _, g := range []*graph.Graph{everywhere, peek, gather, platform, everywhereKro, peekKro, gatherKro} {
 		installCRD(t, c, g)
 	}
-	confined, confinedLog, _ := runtimeOn(t, cfg, spoke.Options{ConfineToNamespace: true, ClusterScopedGraphs: []string{"platform"}})
+	confined, confinedLog, _ := runtimeOn(t, cfg, spoke.Config{Options: instance.Options{ConfineToNamespace: true, ClusterScopedGraphs: []string{"platform"}}})
 	for _, g := range []*graph.Graph{everywhere, peek, gather, platform} {
 		require.NoError(t, confined.Serve(spoke.Version{Graph: g}))
 	}
-	kro, _, _ := runtimeOn(t, cfg, spoke.Options{})
+	kro, _, _ := runtimeOn(t, cfg, spoke.Config{})
 	for _, g := range []*graph.Graph{everywhereKro, peekKro, gatherKro} {
 		require.NoError(t, kro.Serve(spoke.Version{Graph: g}))
 	}
@@ -296,14 +297,14 @@ func TestConfinementHolds(t *testing.T) {
 	t.Run("an instance made before the option was turned on can still be deleted", func(t *testing.T) {
 		legacy := compile(t, strings.NewReplacer("name: everywhere", "name: legacy", "kind: Everywhere", "kind: Legacy").Replace(everywhereRGD))
 		installCRD(t, c, legacy)
-		before, _, stopBefore := runtimeOn(t, cfg, spoke.Options{})
+		before, _, stopBefore := runtimeOn(t, cfg, spoke.Config{})
 		require.NoError(t, before.Serve(spoke.Version{Graph: legacy}))
 		require.NoError(t, c.Create(ctx, newInstance(legacy, "", "old", map[string]any{"target": victim})))
 		stateIs(t, c, legacy, "", "old", contract.StateActive)
 		configMapData(t, c, victim, "old-config", "owner", "old")
 		stopBefore()
 
-		after, _, _ := runtimeOn(t, cfg, spoke.Options{ConfineToNamespace: true})
+		after, _, _ := runtimeOn(t, cfg, spoke.Config{Options: instance.Options{ConfineToNamespace: true}})
 		require.NoError(t, after.Serve(spoke.Version{Graph: legacy}))
 		refusedOutside(t, c, legacy, "", "old", "config: ConfigMap "+victim+"/old-config would be outside the instance's namespace")
 		deleteInstance(t, c, legacy, "", "old")

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 )
 
@@ -41,7 +42,7 @@ func TestConfineToNamespaceRefusesChildrenElsewhere(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const ns, elsewhere = "confined", "confined-elsewhere"
-	c, g, _ := servedOnOneSpokeWith(t, ns, placedRGD, spoke.Options{ConfineToNamespace: true})
+	c, g, _ := servedOnOneSpokeWith(t, ns, placedRGD, spoke.Config{Options: instance.Options{ConfineToNamespace: true}})
 	createNamespace(t, c, elsewhere)
 
 	require.NoError(t, c.Create(ctx, newInstance(g, ns, "home", map[string]any{"target": ns})))

@@ -3,7 +3,6 @@ package spoke
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -15,7 +14,8 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/fleetgraph/fleetgraph/internal/crdschema"
-	"github.com/fleetgraph/fleetgraph/internal/spoke/fair"
+	"github.com/fleetgraph/fleetgraph/internal/fair"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
@@ -27,7 +27,7 @@ type controller struct {
 	// v is the version served; g is its graph.
 	v     Version
 	g     *graph.Graph
-	opts  Options
+	opts  Config
 	log   logr.Logger
 	queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]
 	// retries is queue's rate limiter: its After adds a floor to a retry
@@ -64,7 +64,7 @@ type controller struct {
 // workqueue_* metrics. It stays the same across updates of the graph.
 func QueueName(graphName string) string { return "fleetgraph-" + graphName }
 
-func newController(parent context.Context, name string, v Version, opts Options) *controller {
+func newController(parent context.Context, name string, v Version, opts Config) *controller {
 	g := v.Graph
 	ctx, cancel := context.WithCancel(parent)
 	c := &controller{
@@ -82,7 +82,7 @@ func newController(parent context.Context, name string, v Version, opts Options)
 		// Per member, this was 12 KiB each on a hub with 5 graphs on
 		// 1,000 clusters.
 		defaults: crdschema.StorageSchema(g.CRD),
-		reads:    readNodes(g),
+		reads:    instance.ReadNodes(g),
 	}
 	c.queue, c.retries = fair.NewQueue(QueueName(g.Name))
 	c.idle = sync.NewCond(&c.mu)
@@ -90,17 +90,6 @@ func newController(parent context.Context, name string, v Version, opts Options)
 		c.wg.Go(c.work)
 	}
 	return c
-}
-
-// readNodes is the set of g's nodes whose observed value g reads.
-func readNodes(g *graph.Graph) map[string]bool {
-	out := map[string]bool{}
-	for _, n := range g.Nodes {
-		if g.Reads(n.ID) {
-			out[n.ID] = true
-		}
-	}
-	return out
 }
 
 // stop ends every member, shuts the queue down and waits for the workers.
@@ -315,7 +304,7 @@ func (c *controller) process(req mcreconcile.Request) {
 	case err != nil && m.ctx.Err() == nil:
 		reconcileTotal.WithLabelValues(c.g.Name, cluster, "error").Inc()
 		reconcileErrors.WithLabelValues(c.g.Name, cluster).Inc()
-		if !errors.Is(err, errConflict) {
+		if !errors.Is(err, instance.ErrConflict) {
 			logFailure(c.log, c.queue, c.g.Name, req, err) // failure_log.go
 		}
 		c.queue.AddAfter(req, c.retries.After(req, err, time.Since(start)))
@@ -327,12 +316,4 @@ func (c *controller) process(req mcreconcile.Request) {
 		reconcileTotal.WithLabelValues(c.g.Name, cluster, "success").Inc()
 		c.queue.Forget(req)
 	}
-}
-
-// errConflict marks a write refused because our copy was stale: retried
-// quietly.
-var errConflict = errors.New("spoke: instance changed meanwhile")
-
-func panicError(id string, r any) error {
-	return fmt.Errorf("panic while evaluating %s: %v", id, r)
 }

@@ -39,7 +39,7 @@ func TestCountsAreTheSpokesInstancesAfterARestart(t *testing.T) {
 
 	provider, clusters := providerFor(t, ns, []*fgtesting.Cluster{s}, cacheopts.TrimCache)
 	cluster := clusters[0]
-	rt, stop := runRuntime(t, fleet, provider, spoke.Options{})
+	rt, stop := runRuntime(t, fleet, provider, spoke.Config{})
 	t.Cleanup(stop)
 	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	names := make([]string, countInstances)
@@ -49,7 +49,7 @@ func TestCountsAreTheSpokesInstancesAfterARestart(t *testing.T) {
 	inParallel(t, names, func(name string) error {
 		return c.Create(ctx, newInstance(g, ns, name, map[string]any{}))
 	})
-	want := spoke.Count{Total: countInstances, Ready: countInstances, Confirmed: countInstances}
+	want := spoke.Count{Total: countInstances, Ready: countInstances, Confirmed: countInstances, Counted: true}
 	countsAre(t, rt, g.Name, cluster, want)
 	stop()
 
@@ -63,17 +63,17 @@ func TestCountsAreTheSpokesInstancesAfterARestart(t *testing.T) {
 	})
 
 	provider2, _ := providerFor(t, ns, []*fgtesting.Cluster{s}, cacheopts.TrimCache)
-	rt2 := startRuntime(t, fleet, provider2, spoke.Options{})
+	rt2 := startRuntime(t, fleet, provider2, spoke.Config{})
 	require.NoError(t, rt2.Serve(spoke.Version{Graph: g}))
 	// The new runtime reconciles none of them (all suspended): what the
 	// instances show counts, but none is confirmed by the version serving.
-	countsAre(t, rt2, g.Name, cluster, spoke.Count{Total: countInstances, Ready: countInstances - 50, Confirmed: 0})
+	countsAre(t, rt2, g.Name, cluster, spoke.Count{Total: countInstances, Ready: countInstances - 50, Confirmed: 0, Counted: true})
 
 	// Deletions count at once too: a suspended instance is still deleted.
 	inParallel(t, names[:10], func(name string) error {
 		return c.Delete(ctx, newInstance(g, ns, name, nil))
 	})
-	countsAre(t, rt2, g.Name, cluster, spoke.Count{Total: countInstances - 10, Ready: countInstances - 50})
+	countsAre(t, rt2, g.Name, cluster, spoke.Count{Total: countInstances - 10, Ready: countInstances - 50, Counted: true})
 }
 
 // countsAre waits until the graph's counts on cluster are want.

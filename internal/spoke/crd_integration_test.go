@@ -53,7 +53,7 @@ func crdComesBack(t *testing.T, ns string, clusterOpts ...cluster.Option) {
 	installCRD(t, c, g)
 	createNamespace(t, c, ns)
 	provider, _ := providerFor(t, ns, []*fgtesting.Cluster{s}, append([]cluster.Option{cacheopts.TrimCache}, clusterOpts...)...)
-	rt := startRuntime(t, fleet, provider, spoke.Options{})
+	rt := startRuntime(t, fleet, provider, spoke.Config{})
 	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(t, c.Create(ctx, newInstance(g, ns, "before", map[string]any{})))
 	stateIs(t, c, g, ns, "before", contract.StateActive)

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -40,7 +41,7 @@ func TestResyncPutsBackDriftNoEventReported(t *testing.T) {
 	wg.Go(func() { _ = cl.Start(ctx) })
 	require.True(t, cl.GetCache().WaitForCacheSync(ctx))
 	const resync = 3 * time.Second
-	rt := spoke.New(spoke.Options{Resync: resync})
+	rt := spoke.New(spoke.Config{Options: instance.Options{Resync: resync}})
 	wg.Go(func() { _ = rt.Start(ctx) })
 	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(t, rt.Engage(ctx, "", cl))

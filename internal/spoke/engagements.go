@@ -4,8 +4,9 @@ import (
 	"context"
 	"sync"
 
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 )
 
 // multicluster-runtime engages a runnable only with clusters that arrive
@@ -16,11 +17,10 @@ import (
 // engagement is one engaged cluster.
 type engagement struct {
 	name multicluster.ClusterName
-	cl   cluster.Cluster
-	ctx  context.Context
-	// fan holds the handlers the graphs' members share on the cluster's
-	// metadata informers (shared_handlers.go).
-	fan *fanouts
+	// cl is the cluster as the instance engines reach it: it holds the
+	// handlers the graphs' members share on its metadata informers.
+	cl  *instance.Cluster
+	ctx context.Context
 }
 
 // engagements is the registry of engaged clusters. Its methods are safe for
@@ -40,7 +40,7 @@ func newEngagements() *engagements {
 func (r *engagements) add(e *engagement) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if old, ok := r.byName[e.name]; ok && old.cl == e.cl && old.ctx.Err() == nil {
+	if old, ok := r.byName[e.name]; ok && old.cl.Cluster == e.cl.Cluster && old.ctx.Err() == nil {
 		return false
 	}
 	r.byName[e.name] = e

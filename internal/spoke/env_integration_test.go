@@ -149,11 +149,11 @@ func providerFor(t testing.TB, prefix string, spokes []*fgtesting.Cluster, clust
 // the graph and the Runtime.
 func servedOnOneSpoke(t *testing.T, name, rgdYAML string) (client.Client, *graph.Graph, *spoke.Runtime) {
 	t.Helper()
-	return servedOnOneSpokeWith(t, name, rgdYAML, spoke.Options{})
+	return servedOnOneSpokeWith(t, name, rgdYAML, spoke.Config{})
 }
 
 // servedOnOneSpokeWith is servedOnOneSpoke with the Runtime's options.
-func servedOnOneSpokeWith(t *testing.T, name, rgdYAML string, opts spoke.Options) (client.Client, *graph.Graph, *spoke.Runtime) {
+func servedOnOneSpokeWith(t *testing.T, name, rgdYAML string, opts spoke.Config) (client.Client, *graph.Graph, *spoke.Runtime) {
 	t.Helper()
 	fleet := sharedFleet(t)
 	g := compileAs(t, rgdYAML, name)
@@ -171,7 +171,7 @@ func servedOnOneSpokeWith(t *testing.T, name, rgdYAML string, opts spoke.Options
 
 // startRuntime starts a multicluster manager over provider with a Runtime
 // added, and stops it on cleanup.
-func startRuntime(t testing.TB, fleet *fgtesting.Fleet, provider *fgtesting.Provider, opts spoke.Options) *spoke.Runtime {
+func startRuntime(t testing.TB, fleet *fgtesting.Fleet, provider *fgtesting.Provider, opts spoke.Config) *spoke.Runtime {
 	t.Helper()
 	rt, stop := runRuntime(t, fleet, provider, opts)
 	t.Cleanup(stop)
@@ -180,7 +180,7 @@ func startRuntime(t testing.TB, fleet *fgtesting.Fleet, provider *fgtesting.Prov
 
 // runRuntime is startRuntime with the stop in the caller's hands; stop
 // waits for the manager to return and may be called more than once.
-func runRuntime(t testing.TB, fleet *fgtesting.Fleet, provider *fgtesting.Provider, opts spoke.Options) (*spoke.Runtime, func()) {
+func runRuntime(t testing.TB, fleet *fgtesting.Fleet, provider *fgtesting.Provider, opts spoke.Config) (*spoke.Runtime, func()) {
 	t.Helper()
 	mgr, err := mcmanager.New(fleet.Hub.Config, provider, manager.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -1,5 +1,7 @@
 package spoke
 
+import "github.com/fleetgraph/fleetgraph/internal/instance"
+
 // KeptAnswerBytes is how many bytes of apply answers the members serving
 // the named graph keep in their apply memories, for tests.
 func KeptAnswerBytes(rt *Runtime, graphName string) int {
@@ -13,11 +15,7 @@ func KeptAnswerBytes(rt *Runtime, graphName string) int {
 	for _, c := range gv.controllers() {
 		c.mu.Lock()
 		for _, m := range c.members {
-			m.memory.mu.Lock()
-			for _, st := range m.memory.children {
-				total += len(st.observed)
-			}
-			m.memory.mu.Unlock()
+			total += m.engine.AnswerBytes()
 		}
 		c.mu.Unlock()
 	}
@@ -27,6 +25,5 @@ func KeptAnswerBytes(rt *Runtime, graphName string) int {
 // OnAnswersHeld has f told, until the test ends, how many answers of the
 // API server each node's children held once they were all applied.
 func OnAnswersHeld(t interface{ Cleanup(func()) }, f func(node string, answers int)) {
-	answersHeld.Store(&f)
-	t.Cleanup(func() { answersHeld.Store(nil) })
+	instance.OnAnswersHeld(t, f)
 }

@@ -103,7 +103,7 @@ func TestAnExternalRefWatchesOnlyWhatItNames(t *testing.T) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	wg.Go(func() { _ = cl.Start(ctx) })
 	require.True(t, cl.GetCache().WaitForCacheSync(ctx))
-	rt := spoke.New(spoke.Options{})
+	rt := spoke.New(spoke.Config{})
 	wg.Go(func() { _ = rt.Start(ctx) })
 	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(t, rt.Engage(ctx, "", cl))

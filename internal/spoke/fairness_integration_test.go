@@ -24,6 +24,7 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -140,7 +141,7 @@ func TestAHeavyNamespaceDelaysOnlyItself(t *testing.T) {
 		createNamespace(t, c, ns)
 	}
 	provider, _ := providerFor(t, "fair", []*fgtesting.Cluster{s}, cacheopts.TrimCache)
-	rt := startRuntime(t, fleet, provider, spoke.Options{Workers: 8})
+	rt := startRuntime(t, fleet, provider, spoke.Config{Options: instance.Options{Workers: 8}})
 	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(t, rt.Serve(spoke.Version{Graph: other}))
 

@@ -78,7 +78,7 @@ func TestSpokesRunTheSameGraphIndependently(t *testing.T) {
 		createNamespace(t, c, ns)
 	}
 	provider, clusters := providerFor(t, ns, fleet.Spokes())
-	rt := startRuntime(t, fleet, provider, spoke.Options{})
+	rt := startRuntime(t, fleet, provider, spoke.Config{})
 	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 
 	require.NoError(t, a.Create(ctx, newInstance(g, ns, "one", map[string]any{"value": "on-a"})))
@@ -93,8 +93,8 @@ func TestSpokesRunTheSameGraphIndependently(t *testing.T) {
 	eventually(t, func() (bool, string) {
 		counts := rt.Counts(g.Name)
 		want := map[multicluster.ClusterName]spoke.Count{
-			clusters[0]: {Total: 1, Ready: 1, Confirmed: 1},
-			clusters[1]: {Total: 1, Ready: 1, Confirmed: 1},
+			clusters[0]: {Total: 1, Ready: 1, Confirmed: 1, Counted: true},
+			clusters[1]: {Total: 1, Ready: 1, Confirmed: 1, Counted: true},
 		}
 		return assert.ObjectsAreEqual(want, counts), fmt.Sprintf("counts %v", counts)
 	})
@@ -112,7 +112,7 @@ func TestGraphServedAfterStartReachesEngagedClusters(t *testing.T) {
 	createNamespace(t, c, ns)
 	require.NoError(t, c.Create(ctx, newInstance(g, ns, "early", map[string]any{"value": "x"})))
 	provider, _ := providerFor(t, ns, []*fgtesting.Cluster{s})
-	rt := startRuntime(t, fleet, provider, spoke.Options{})
+	rt := startRuntime(t, fleet, provider, spoke.Config{})
 	eventually(t, func() (bool, string) {
 		return len(rt.Clusters()) == 1, fmt.Sprintf("engaged: %v", rt.Clusters())
 	})
@@ -140,7 +140,7 @@ func TestRemovedSpokeStopsItsWorkWithoutLeaks(t *testing.T) {
 	g := compileAs(t, pairRGD, ns)
 	first, second := fleet.Spokes()[0], fleet.Spokes()[1]
 	provider, clusters := providerFor(t, ns, []*fgtesting.Cluster{first})
-	rt := startRuntime(t, fleet, provider, spoke.Options{})
+	rt := startRuntime(t, fleet, provider, spoke.Config{})
 	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	eventually(t, func() (bool, string) {
 		return len(rt.Clusters()) == 1, fmt.Sprintf("engaged: %v", rt.Clusters())
@@ -221,7 +221,7 @@ func TestGraphsOnOneClusterShareChildWatches(t *testing.T) {
 	installCRD(t, c, solo)
 	createNamespace(t, c, ns)
 	provider, _ := providerFor(t, ns, []*fgtesting.Cluster{s})
-	rt := startRuntime(t, fleet, provider, spoke.Options{})
+	rt := startRuntime(t, fleet, provider, spoke.Config{})
 	require.NoError(t, rt.Serve(spoke.Version{Graph: pair}))
 	require.NoError(t, c.Create(ctx, newInstance(pair, ns, "p", map[string]any{"value": "x"})))
 	stateIs(t, c, pair, ns, "p", contract.StateActive)

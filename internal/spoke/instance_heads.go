@@ -172,7 +172,7 @@ func (h instanceHeadHandler) OnAdd(obj any, initial bool) {
 	}
 	h.m.heads.saw(meta)
 	key := types.NamespacedName{Namespace: meta.Namespace, Name: meta.Name}
-	if !initial || !h.m.instances.delivered(key, meta.UID, meta.ResourceVersion) {
+	if !initial || !h.m.engine.Instances().Delivered(key, meta.UID, meta.ResourceVersion) {
 		h.m.enqueue(key)
 	}
 }

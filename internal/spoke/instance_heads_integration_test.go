@@ -52,13 +52,13 @@ const instanceLag = 10 * time.Second
 func TestAnInstanceWatchBehindDelaysNoReconcile(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		opts  spoke.Options
+		opts  spoke.Config
 		large bool
 		fast  bool
 	}{
-		{name: "lagged", opts: spoke.Options{InstanceHeadsAbove: -1}, fast: true},
+		{name: "lagged", opts: spoke.Config{InstanceHeadsAbove: -1}, fast: true},
 		{name: "lagged-large", large: true, fast: true},
-		{name: "lagged-unwatched", opts: spoke.Options{InstanceCatchUp: -1}},
+		{name: "lagged-unwatched", opts: spoke.Config{InstanceCatchUp: -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			took, change := lateInstanceWatch(t, tc.name, tc.opts, tc.large)
@@ -83,7 +83,7 @@ var largeValue = strings.Repeat("x", spoke.DefaultInstanceHeadsAbove+1)
 // three new instances took to become ACTIVE and how long a change of one
 // took to reach its children. With large, an instance larger than
 // spoke.DefaultInstanceHeadsAbove is stored before the runtime starts.
-func lateInstanceWatch(t *testing.T, name string, opts spoke.Options, large bool) (took, change time.Duration) {
+func lateInstanceWatch(t *testing.T, name string, opts spoke.Config, large bool) (took, change time.Duration) {
 	fleet := sharedFleet(t)
 	g := compileAs(t, pairRGD, name)
 	ns := name
@@ -129,7 +129,7 @@ func TestOnlyALargeInstanceStartsTheMetadataWatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	rt := spoke.New(spoke.Options{InstanceHeadsAbove: above})
+	rt := spoke.New(spoke.Config{InstanceHeadsAbove: above})
 	wg.Go(func() { _ = rt.Start(ctx) })
 	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	var clients []client.Client

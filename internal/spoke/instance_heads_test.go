@@ -1,6 +1,7 @@
 package spoke
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"github.com/fleetgraph/fleetgraph/internal/instance"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 func instanceAt(name, uid, rv string) *unstructured.Unstructured {
@@ -33,13 +37,13 @@ func headAt(name, uid, rv string) *metav1.PartialObjectMetadata {
 // the instance watch's handler leaves it alone, so the metadata watch must
 // start their reconciles itself, and only theirs.
 func TestALateMetadataWatchStartsWhatTheInstanceWatchHasNotDelivered(t *testing.T) {
-	m := testMember()
-	m.heads = newInstanceHeads()
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[mcreconcile.Request]())
 	t.Cleanup(queue.ShutDown)
-	m.c = &controller{queue: queue}
-	m.observeInstance(instanceAt("same", "u1", "5"))
-	m.observeInstance(instanceAt("older", "u2", "5"))
+	m := &member{c: &controller{queue: queue}, heads: newInstanceHeads()}
+	m.engine = instance.New(instance.Config{Graph: &graph.Graph{Name: "unit"}, Home: instance.NewCluster("", nil),
+		Context: context.Background(), Enqueue: m.enqueue, Options: instance.Options{OrphanGrace: -1}})
+	m.engine.Instances().Saw(instanceAt("same", "u1", "5"))
+	m.engine.Instances().Saw(instanceAt("older", "u2", "5"))
 
 	h := instanceHeadHandler{m: m}
 	h.OnAdd(headAt("same", "u1", "5"), true)

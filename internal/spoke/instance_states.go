@@ -5,12 +5,10 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
 
-// InstanceStates returns, for each instance of the named graph on the
-// named cluster that the version serving the cluster has reconciled, the
-// state (status.state) it last reconciled it to, whether or not it could
-// write it: what that version itself found, never what an earlier one
-// wrote. It is nil when no version serves the cluster. A rollout's health
-// gate reads it to judge each instance on the revision being rolled out.
+// InstanceStates is the states the member serving the cluster recorded
+// (states.go): what that version's reconciles computed, written or not;
+// nil when no member serves the cluster. A rollout's health gate reads
+// it.
 func (rt *Runtime) InstanceStates(graphName string, cluster multicluster.ClusterName) map[types.NamespacedName]string {
 	_, serving := rt.serving(graphName)
 	sc := serving[cluster]

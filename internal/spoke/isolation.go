@@ -3,7 +3,8 @@ package spoke
 import (
 	"context"
 	"fmt"
-	"time"
+
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 )
 
 // A hung cluster must delay only itself. Two things see to it here: every
@@ -16,15 +17,7 @@ import (
 
 // callCtx bounds one call to the member's cluster by Options.CallTimeout.
 func (m *member) callCtx() (context.Context, context.CancelFunc) {
-	return withCallTimeout(m.ctx, m.c.opts.CallTimeout)
-}
-
-// withCallTimeout is ctx bounded by d; a d of zero or less adds no bound.
-func withCallTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if d <= 0 {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, d)
+	return instance.CallContext(m.ctx, m.c.opts.CallTimeout)
 }
 
 // shareLocked is how many reconciles one cluster may have in flight: the
@@ -54,6 +47,6 @@ func (m *member) waitReady() error {
 		if m.ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("%w: instance watch: %w", errWatchStarting, ctx.Err())
+		return fmt.Errorf("%w: instance watch: %w", instance.ErrWatchStarting, ctx.Err())
 	}
 }

@@ -77,7 +77,7 @@ func TestHungSpokeDelaysOnlyItself(t *testing.T) {
 	provider := fgtesting.NewProvider()
 	require.NoError(t, provider.AddConfig(ctx, ns+"-healthy", healthy.Config))
 	require.NoError(t, provider.AddConfig(ctx, ns+"-hung", viaProxy))
-	rt := startRuntime(t, fleet, provider, spoke.Options{})
+	rt := startRuntime(t, fleet, provider, spoke.Config{})
 	t.Cleanup(proxy.Resume) // before the runtime stops: cleanups run last first
 	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	// Warm up both spokes: watches started, first applies done.

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -104,7 +105,7 @@ func TestInstanceLifecycle(t *testing.T) {
 	c := newClient(t, s.Config)
 	installCRD(t, c, g)
 	provider, clusters := providerFor(t, "chain", []*fgtesting.Cluster{s})
-	rt := startRuntime(t, fleet, provider, spoke.Options{})
+	rt := startRuntime(t, fleet, provider, spoke.Config{})
 	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 
 	t.Run("stamped by the runtime", func(t *testing.T) {
@@ -150,7 +151,7 @@ func lifecycle(t *testing.T, spokeCfg *rest.Config, cluster multicluster.Cluster
 		assert.Equal(t, "v1/ConfigMap", got.GetAnnotations()[contract.AnnotationChildKinds])
 		name, _, _ := unstructured.NestedString(got.Object, "status", "firstName")
 		assert.Equal(t, "demo-first", name)
-		assert.Equal(t, spoke.Count{Total: 1, Ready: 1, Confirmed: 1}, rt.Counts(g.Name)[cluster])
+		assert.Equal(t, spoke.Count{Total: 1, Ready: 1, Confirmed: 1, Counted: true}, rt.Counts(g.Name)[cluster])
 	})
 
 	t.Run("updating the instance updates every child down the chain", func(t *testing.T) {
@@ -332,7 +333,7 @@ func TestDroppedKindIsPrunedAfterRestart(t *testing.T) {
 	createNamespace(t, c, ns)
 
 	provider, _ := providerFor(t, ns, []*fgtesting.Cluster{s})
-	rt, stop := runRuntime(t, fleet, provider, spoke.Options{})
+	rt, stop := runRuntime(t, fleet, provider, spoke.Config{})
 	t.Cleanup(stop)
 	require.NoError(t, rt.Serve(spoke.Version{Graph: v1}))
 	require.NoError(t, c.Create(ctx, newInstance(v1, ns, "demo", map[string]any{})))
@@ -349,7 +350,7 @@ func TestDroppedKindIsPrunedAfterRestart(t *testing.T) {
 	v2 := compileAs(t, oneKindRGD, ns)
 	require.Len(t, v2.Nodes, 1)
 	provider2, _ := providerFor(t, ns, []*fgtesting.Cluster{s})
-	rt2 := startRuntime(t, fleet, provider2, spoke.Options{})
+	rt2 := startRuntime(t, fleet, provider2, spoke.Config{})
 	require.NoError(t, rt2.Serve(spoke.Version{Graph: v2}))
 	eventually(t, func() (bool, string) {
 		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "demo-secret"}, &corev1.Secret{})
@@ -432,7 +433,7 @@ func TestForEachItemsAreAppliedConcurrently(t *testing.T) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	wg.Go(func() { _ = cl.Start(ctx) })
 	require.True(t, cl.GetCache().WaitForCacheSync(ctx))
-	rt := spoke.New(spoke.Options{ItemConcurrency: 3})
+	rt := spoke.New(spoke.Config{Options: instance.Options{ItemConcurrency: 3}})
 	wg.Go(func() { _ = rt.Start(ctx) })
 	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(t, rt.Engage(ctx, "", cl))

@@ -104,7 +104,7 @@ func servedRGDWithLimits(t *testing.T, doc, ns string, lim graph.Limits) (client
 	installCRD(t, c, g)
 	createNamespace(t, c, ns)
 	provider, _ := providerFor(t, ns, []*fgtesting.Cluster{s}, cacheopts.TrimCache)
-	rt := startRuntime(t, fleet, provider, spoke.Options{})
+	rt := startRuntime(t, fleet, provider, spoke.Config{})
 	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 	return c, g
 }

@@ -3,6 +3,8 @@ package spoke
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 )
 
 // Metrics are registered with controller-runtime's registry, so they are
@@ -40,5 +42,5 @@ func forgetClusterMetrics(graphName, cluster string) {
 	reconcileErrors.DeletePartialMatch(labels)
 	reconcileDuration.DeletePartialMatch(labels)
 	instancesByState.DeletePartialMatch(labels)
-	orphansCollected.DeletePartialMatch(labels)
+	instance.ForgetMetrics(graphName, cluster)
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -183,7 +184,7 @@ func serveForOrphans(b *testing.B, cfg *rest.Config, g *graph.Graph, grace time.
 		stop()
 		b.Fatal("the cluster's cache did not sync")
 	}
-	rt := spoke.New(spoke.Options{Workers: benchConcurrency, OrphanGrace: grace})
+	rt := spoke.New(spoke.Config{Options: instance.Options{Workers: benchConcurrency, OrphanGrace: grace}})
 	wg.Go(func() { _ = rt.Start(ctx) })
 	require.NoError(b, rt.Serve(spoke.Version{Graph: g}))
 	require.NoError(b, rt.Engage(ctx, "", cl))

@@ -21,6 +21,7 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -105,7 +106,7 @@ func TestOrphansAreCollected(t *testing.T) {
 	c := newClient(t, spokeCfg)
 	installCRD(t, c, g)
 	logs := &logLines{}
-	opts := spoke.Options{OrphanGrace: orphanGrace, Logger: logs.logger()}
+	opts := spoke.Config{Options: instance.Options{OrphanGrace: orphanGrace, Logger: logs.logger()}}
 	const restart, live, released, lonelyNS = "orphans-restart", "orphans-live", "orphans-released", "orphans-lonely"
 	var cluster string
 	newRuntime := func() (*spoke.Runtime, func()) {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -92,7 +93,7 @@ func TestAdoptUnownedTakesOverAnUnlabelledObject(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const ns = "adopting"
-	c, g, _ := servedOnOneSpokeWith(t, ns, pairRGD, spoke.Options{AdoptUnowned: true})
+	c, g, _ := servedOnOneSpokeWith(t, ns, pairRGD, spoke.Config{Options: instance.Options{AdoptUnowned: true}})
 	createUserConfigMap(t, c, ns, "adopted-left")
 
 	require.NoError(t, c.Create(ctx, newInstance(g, ns, "adopted", map[string]any{})))
@@ -112,7 +113,7 @@ func TestTwoInstancesRenderingOneChild(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const ns = "shared"
-	c, g, _ := servedOnOneSpokeWith(t, ns, sharedRGD, spoke.Options{AdoptUnowned: true})
+	c, g, _ := servedOnOneSpokeWith(t, ns, sharedRGD, spoke.Config{Options: instance.Options{AdoptUnowned: true}})
 	require.NoError(t, c.Create(ctx, newInstance(g, ns, "first", map[string]any{"target": "one"})))
 	stateIs(t, c, g, ns, "first", contract.StateActive)
 	configMapData(t, c, ns, "one", "owner", "first")

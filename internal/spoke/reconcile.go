@@ -2,8 +2,6 @@ package spoke
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,14 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 )
 
-// reconciler brings a member's instances in line with its graph: it syncs
-// a live instance (sync.go), finalizes one being deleted (finalize.go),
-// and releases every instance of a graph removed with its instances
-// orphaned (release.go). It finds an instance's children with the owned
-// index (inventory.go), evaluates the graph with the evaluator, and
-// writes the instance with the instanceWriter.
+// reconciler brings a member's instances in line with its graph: it reads
+// the instance, then syncs a live one (sync.go), has the engine finalize
+// one being deleted, and release every instance of a graph removed with
+// its instances orphaned. Every child lives in the instance's own cluster.
 type reconciler struct{ m *member }
 
 // reconcileSafely runs reconcile, turning a panic into an error so that a
@@ -27,7 +24,7 @@ type reconciler struct{ m *member }
 func (r reconciler) reconcileSafely(key types.NamespacedName) (after time.Duration, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = panicError("instance "+key.String(), p)
+			err = fmt.Errorf("panic while evaluating instance %s: %v", key, p)
 		}
 	}()
 	return r.reconcile(key)
@@ -55,34 +52,32 @@ func (r reconciler) reconcile(key types.NamespacedName) (time.Duration, error) {
 		return 0, err
 	}
 	if m.c.v.Removal == RemovalRelease {
-		return r.release(inst)
+		m.states.set(key, "")
+		return 0, m.engine.Release(inst, m.engine.HomeReach())
 	}
 	// Deletion comes first, as in kro: a suspended instance is still
 	// deleted when asked, and a graph being removed serves deletions only.
 	if inst.GetDeletionTimestamp() != nil {
 		return r.finalize(inst)
 	}
-	if suspended(inst) || m.c.v.Removal == RemovalFinalize {
+	if instance.Suspended(inst) || m.c.v.Removal == RemovalFinalize {
 		return 0, nil
 	}
 	return r.sync(inst)
 }
 
-// release takes our finalizer off the instance and forgets it, leaving its
-// children in place: the graph is being removed with its instances
-// orphaned.
-func (r reconciler) release(inst *unstructured.Unstructured) (time.Duration, error) {
-	if slices.Contains(inst.GetFinalizers(), contract.Finalizer) {
-		if err := r.markReleased(inst); err != nil { // release.go
-			return 0, err
-		}
-		rest := slices.DeleteFunc(slices.Clone(inst.GetFinalizers()), func(f string) bool { return f == contract.Finalizer })
-		if _, err := r.m.writer.patchFinalizers(inst, rest); err != nil {
-			return 0, err
-		}
+// finalize has the engine delete the instance's children in reverse DAG
+// waves; while they go, the instance counts as DELETING.
+func (r reconciler) finalize(inst *unstructured.Unstructured) (time.Duration, error) {
+	m := r.m
+	after, err := m.engine.Finalize(inst, m.engine.HomeReach())
+	switch {
+	case err != nil || after > 0:
+		m.states.set(keyOf(inst), contract.StateDeleting)
+	default:
+		m.states.set(keyOf(inst), "")
 	}
-	r.m.forgetInstance(keyOf(inst), inst.GetUID())
-	return 0, nil
+	return after, err
 }
 
 // instance reads the instance from the cache, or our own newer copy, as
@@ -103,7 +98,7 @@ func (r reconciler) instance(key types.NamespacedName) (*unstructured.Unstructur
 	case u == nil:
 		return nil, 0, apierrors.NewNotFound(schema.GroupResource{Group: m.g.Instance.GVK.Group, Resource: m.g.Instance.Plural}, key.Name)
 	}
-	return m.withDefaults(u), 0, nil
+	return m.engine.Defaulted(u), 0, nil
 }
 
 // cached is the instance the full informer holds, or our own newer copy;
@@ -117,24 +112,9 @@ func (r reconciler) cached(key types.NamespacedName) (*unstructured.Unstructured
 	defer cancel()
 	if err := m.cl.GetCache().Get(ctx, key, u); err != nil {
 		if apierrors.IsNotFound(err) {
-			return m.heads.showing(m.instances.ours(key)), nil
+			return m.heads.showing(m.engine.Writes().Ours(key)), nil
 		}
 		return nil, fmt.Errorf("reading instance %s: %w", key, err)
 	}
-	return m.instances.fresher(u), nil
+	return m.engine.Writes().Fresher(u), nil
 }
-
-// suspended reports whether the instance asks not to be reconciled: either
-// annotation set to "suspended" or kro's legacy "disabled", in any case, as
-// kro v0.9.4 accepts them.
-func suspended(u *unstructured.Unstructured) bool {
-	a := u.GetAnnotations()
-	return isSuspendValue(a[contract.AnnotationReconcile]) || isSuspendValue(a[contract.AnnotationKroReconcile])
-}
-
-func isSuspendValue(v string) bool {
-	return strings.EqualFold(v, contract.ReconcileSuspended) || strings.EqualFold(v, reconcileLegacyDisabled)
-}
-
-// reconcileLegacyDisabled is kro's legacy alias of contract.ReconcileSuspended.
-const reconcileLegacyDisabled = "disabled"

@@ -4,15 +4,11 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
 
-// Reconsider makes the runtime decide again which version of the named
-// graph serves the named cluster, after what the gate decides there
-// changed (a placement or a rollout moved). The version serving the
-// cluster is retired when keep refuses it, waiting for its in-flight
-// reconciles; then, unless the latest version serves the cluster, its gate
-// there is tried again at once instead of at the end of its backoff. A
-// version the gate refuses leaves the previous one serving, or none when
-// keep refused that one too: the fallback decides. Unknown graphs and
-// clusters are a no-op.
+// Reconsider retires the controller serving the cluster when keep refuses
+// its version (retire waits for its reconciles in flight), then, unless
+// the latest controller serves the cluster, gives the latest a new member
+// there whose gate is tried at once (reattach): pass switches the cluster
+// over, or the fallback decides.
 func (rt *Runtime) Reconsider(graphName string, cluster multicluster.ClusterName, keep func(Version) bool) {
 	e := rt.clusters.get(cluster)
 	rt.mu.Lock()

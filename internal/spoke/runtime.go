@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 )
 
 var (
@@ -20,44 +22,24 @@ var (
 // ErrInvalidGraph is returned by Serve for a graph it cannot run.
 var ErrInvalidGraph = errors.New("spoke: invalid graph")
 
-// Count is how many instances of a graph one cluster holds, as the
-// cluster's instance cache shows them: right as soon as the instance watch
-// has its initial list, whether or not they were reconciled since the
-// process started (counts.go).
+// Count is the public spoke.Count, which converts to it: its fields are
+// kept from the instance handler's events (Total, Ready: counts.go) and
+// from each member's instance states (Confirmed, Errors: states.go).
+// Counted says the instance watch has listed the cluster's instances.
 type Count struct {
-	// Total is the number of instances in the cache.
-	Total int
-	// Ready is the number of those whose status.state is ACTIVE.
-	Ready int
-	// Confirmed is the number of instances that the version serving the
-	// cluster has itself reconciled to ACTIVE, last time it reconciled
-	// them. A state an earlier version wrote does not count, nor does one
-	// that could not be written: a rollout's health gate reads this, not
-	// Ready.
-	Confirmed int
-	// Errors is the number of instances that the version serving the
-	// cluster has itself reconciled to ERROR, last time it reconciled
-	// them, whether or not it could write that state.
-	Errors int
+	Total, Ready      int
+	Confirmed, Errors int
+	InError           int
+	Counted           bool
 }
 
-// Runtime serves compiled graphs on every engaged cluster. Its methods are
-// safe for concurrent use, before and after Start.
-//
-// Clusters come in through Engage (a multicluster-runtime manager calls it
-// when the Runtime was added with mcmanager's Add; in single-cluster mode the
-// caller engages the local cluster under the empty name). Graphs come in
-// through Serve and go with Stop. Each graph is served on each engaged
-// cluster, once Options.Gate allows it, until the cluster's engagement
-// context is cancelled, the graph is stopped, or Start returns.
-//
-// Each cluster serves exactly one version of a graph at a time. A version
-// given to Serve under a name already served replaces the previous version
-// on a cluster only once its gate passes there; until then the previous
-// version keeps serving that cluster (reconcile, drift repair, deletion), so
-// an update one cluster refuses stops nothing there. See versions.go.
+// Runtime is the public spoke.Runtime's plumbing (its documentation is the
+// contract): a registry of engagements (engagements.go) and, per graph,
+// its versions and the controller of each (versions.go), each controller
+// attaching one member per engaged cluster. Its lock guards the graphs;
+// nothing holding it waits for a cluster.
 type Runtime struct {
-	opts     Options
+	opts     Config
 	clusters *engagements
 
 	mu       sync.Mutex
@@ -67,9 +49,8 @@ type Runtime struct {
 	serial   int
 }
 
-// New returns a Runtime with opts' defaults filled in. It serves nothing until
-// Start is called (a manager does that) and graphs are given to Serve.
-func New(opts Options) *Runtime {
+// New returns a Runtime with opts' defaults filled in.
+func New(opts Config) *Runtime {
 	return &Runtime{
 		opts:     opts.withDefaults(),
 		clusters: newEngagements(),
@@ -77,8 +58,9 @@ func New(opts Options) *Runtime {
 	}
 }
 
-// Start runs the Runtime until ctx is cancelled, then stops every graph's
-// workers and waits for them. It implements manager.Runnable.
+// Start starts the controller of every graph served so far on the clusters
+// engaged so far; once ctx ends it stops every controller, which waits for
+// its workers.
 func (rt *Runtime) Start(ctx context.Context) error {
 	rt.mu.Lock()
 	if rt.ctx != nil {
@@ -112,13 +94,11 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	return nil
 }
 
-// Engage starts serving every graph on cl, under name, until ctx is
-// cancelled. It returns at once: the per-graph work for the cluster runs in
-// goroutines of its own. Engaging the same cluster again with a live context
-// is a no-op; engaging a different cluster under the same name replaces it.
-// It implements multicluster.Aware.
+// Engage records the engagement, which ends with ctx, and attaches every
+// current controller to it; each attachment starts its member in a
+// goroutine of its own.
 func (rt *Runtime) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	e := &engagement{name: name, cl: cl, ctx: ctx, fan: newFanouts()}
+	e := &engagement{name: name, cl: instance.NewCluster(string(name), cl), ctx: ctx}
 	if !rt.clusters.add(e) {
 		return nil
 	}
@@ -133,12 +113,10 @@ func (rt *Runtime) Engage(ctx context.Context, name multicluster.ClusterName, cl
 	return nil
 }
 
-// Serve starts serving v on every engaged cluster, current and future. If a
-// graph of the same name is served already, v replaces it cluster by
-// cluster: on each cluster the previous version keeps serving until v's gate
-// passes there, then stops, and v takes over its instances (children of
-// nodes v's graph no longer has are found by their labels and pruned).
-// Serve does not wait for any cluster.
+// Serve makes v the graph's latest version: a new controller, attached to
+// every engaged cluster, whose gate (pass, versions.go) switches each
+// cluster over from the older controllers, which are dropped once they
+// serve no cluster.
 func (rt *Runtime) Serve(v Version) error {
 	g := v.Graph
 	if g == nil || g.Name == "" || g.Instance.GVK.Kind == "" {
@@ -171,9 +149,7 @@ func (rt *Runtime) Serve(v Version) error {
 	return nil
 }
 
-// Stop stops serving the named graph everywhere, every version of it, and
-// waits for their workers. Children and instances are left as they are.
-// Stopping an unknown graph is a no-op.
+// Stop forgets the graph and stops every controller of it.
 func (rt *Runtime) Stop(graphName string) {
 	rt.mu.Lock()
 	var all []*controller
@@ -187,9 +163,8 @@ func (rt *Runtime) Stop(graphName string) {
 	}
 }
 
-// Counts returns, per cluster the named graph is attached to, how many
-// instances it holds and how many of them are ACTIVE, as counted by the
-// version serving the cluster. It is nil for a graph not served.
+// Counts asks the member of the controller serving each cluster (the
+// latest one's where none has switched over yet) for its count.
 func (rt *Runtime) Counts(graphName string) map[multicluster.ClusterName]Count {
 	c, serving := rt.serving(graphName)
 	if c == nil {
@@ -204,9 +179,8 @@ func (rt *Runtime) Counts(graphName string) map[multicluster.ClusterName]Count {
 	return out
 }
 
-// Served returns, per cluster a version of the named graph serves, that
-// version. It lags the version last given to Serve on a cluster where that
-// one's gate has not passed: the previous version serves there meanwhile.
+// Served is the version of the controller recorded as serving each
+// cluster whose member is live.
 func (rt *Runtime) Served(graphName string) map[multicluster.ClusterName]Version {
 	_, serving := rt.serving(graphName)
 	out := make(map[multicluster.ClusterName]Version, len(serving))
@@ -218,8 +192,7 @@ func (rt *Runtime) Served(graphName string) map[multicluster.ClusterName]Version
 	return out
 }
 
-// Latest returns the version last given to Serve under name; its Graph is
-// nil if there is none.
+// Latest is the version last given to Serve under graphName.
 func (rt *Runtime) Latest(graphName string) Version {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -241,15 +214,12 @@ func (rt *Runtime) serving(graphName string) (*controller, map[multicluster.Clus
 	return gv.current, maps.Clone(gv.serving)
 }
 
-// Clusters returns the names of the clusters currently engaged, in no
-// particular order.
+// Clusters lists the engagements.
 func (rt *Runtime) Clusters() []multicluster.ClusterName {
 	return rt.clusters.names()
 }
 
-// SetWorkers sets Options.Workers for the graph versions served from now
-// on; versions already served keep their workers. It lets the hub take the
-// count from its manager's controller options, which it learns after New.
+// SetWorkers sets Options.Workers for the controllers made from now on;
 // n <= 0 is ignored.
 func (rt *Runtime) SetWorkers(n int) {
 	if n <= 0 {
@@ -258,6 +228,14 @@ func (rt *Runtime) SetWorkers(n int) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	rt.opts.Workers = n
+}
+
+// SetGate sets Config.Gate for the graph versions served from now on.
+// Call it before Start.
+func (rt *Runtime) SetGate(gate GateFunc) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.opts.Gate = gate
 }
 
 // Workers returns the Options.Workers that newly served graph versions get.

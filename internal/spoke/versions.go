@@ -176,18 +176,11 @@ func (c eitherCtx) Err() error {
 	return c.Context.Err()
 }
 
-// FallbackFunc finds the version of a graph a cluster served before, for a
-// cluster that the latest version (latest) cannot be served on yet and that
-// no version serves, typically right after the hub restarted. It returns a
-// Version with a nil Graph (and no error) when there is none. The returned
-// graph must have been compiled from an earlier spec of the same graph
-// whose CRD is the one on the cluster: it is served there without passing
-// the gate, until latest's gate passes.
+// FallbackFunc is the public spoke.FallbackFunc, over this package's
+// Version; fallBack calls it.
 type FallbackFunc func(ctx context.Context, cluster multicluster.ClusterName, latest Version) (Version, error)
 
-// SetFallback sets the function that finds the version to serve on a
-// cluster the latest version cannot take yet. Call it before Start.
-// Defaults to none: such a cluster is not served until the gate passes.
+// SetFallback sets the fallback fallBack consults; before Start.
 func (rt *Runtime) SetFallback(f FallbackFunc) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()

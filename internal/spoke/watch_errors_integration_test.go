@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	"github.com/fleetgraph/fleetgraph/internal/spoke"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
@@ -116,7 +117,7 @@ func watchSeries(t *testing.T, name, cluster, kind string) (float64, bool) {
 func watchedCondition(u *unstructured.Unstructured) map[string]any {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
-		if cm, ok := c.(map[string]any); ok && cm["type"] == spoke.ConditionResourcesWatched {
+		if cm, ok := c.(map[string]any); ok && cm["type"] == instance.ConditionResourcesWatched {
 			return cm
 		}
 	}
@@ -152,7 +153,7 @@ func TestAFailingWatchShowsInStatusAndMetrics(t *testing.T) {
 	const cluster = ns + "-through-proxy"
 	provider := fgtesting.NewProvider()
 	require.NoError(t, provider.AddConfig(ctx, cluster, viaProxy))
-	rt := startRuntime(t, fleet, provider, spoke.Options{})
+	rt := startRuntime(t, fleet, provider, spoke.Config{})
 	require.NoError(t, rt.Serve(spoke.Version{Graph: g}))
 
 	require.NoError(t, admin.Create(ctx, newInstance(g, ns, "a", map[string]any{})))

@@ -311,40 +311,133 @@ type Dependency struct {
 	ID string `json:"id,omitempty"`
 }
 
-// MaxUnhealthyClusters bounds FleetStatus.UnhealthyClusters so that the
-// status of a graph on a large fleet stays small.
+// MaxUnhealthyClusters bounds FleetStatus.UnhealthyClusters, and
+// FleetStatus.NotLatestClusters, so that the status of a graph on a large
+// fleet stays small.
 const MaxUnhealthyClusters = 20
 
-// FleetStatus is the graph's state across the fleet, written by the hub.
+// MaxTargets bounds FleetStatus.Targets.
+const MaxTargets = 20
+
+// MaxRevisions bounds FleetStatus.Revisions.
+const MaxRevisions = 8
+
+// FleetStatus is the graph's state across the fleet, written by the hub:
+// a bounded summary of what the hub's FleetStatus says per cluster (the
+// hub replicas' status records, ConfigMaps labelled
+// fleetgraph.dev/fleet-status-of, hold every cluster).
 type FleetStatus struct {
-	// Clusters is the number of engaged clusters.
+	// Clusters is the number of clusters placed to serve the graph.
 	Clusters int32 `json:"clusters"`
 	// Established is the number of clusters whose generated CRD is
 	// established.
 	Established int32 `json:"established"`
-	// Unhealthy is the number of clusters with a problem (CRD conflict, not
-	// established, apply error...).
+	// Unhealthy is the number of clusters with a problem: they do not
+	// serve the revision they should (its CRD is not established, or the
+	// cluster refuses it), or cannot be reached.
 	Unhealthy int32 `json:"unhealthy"`
-	// Instances is the number of instances across the fleet.
+	// Instances is the number of instances across the fleet (of a hub
+	// graph: on the hub).
 	Instances int64 `json:"instances"`
-	// ReadyInstances is the number of those that are ready.
+	// ReadyInstances is the number of those that are ACTIVE.
 	ReadyInstances int64 `json:"readyInstances"`
+	// ErrorInstances is the number of those that are in ERROR.
+	// +optional
+	ErrorInstances int64 `json:"errorInstances,omitempty"`
+	// LatestRevision is the revision of the graph's newest spec (a
+	// GraphRevision number; absent while it has none).
+	// +optional
+	LatestRevision int64 `json:"latestRevision,omitempty"`
+	// Revisions counts the clusters serving each revision, newest first,
+	// at most MaxRevisions of them; clusters serving none are not counted.
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Revisions []RevisionClusters `json:"revisions,omitempty"`
+	// Message says in one line which revision serves the fleet and why
+	// some clusters serve another: "serving revision 2 (revision 3 rolled
+	// back: ...)".
+	// +optional
+	Message string `json:"message,omitempty"`
 	// UnhealthyClusters lists some unhealthy clusters, sorted by name, at
 	// most MaxUnhealthyClusters of them.
 	// +kubebuilder:validation:MaxItems=20
 	// +optional
 	UnhealthyClusters []ClusterHealth `json:"unhealthyClusters,omitempty"`
+	// NotLatestClusters lists some healthy clusters that serve, by
+	// decision, another revision than the latest (held, rolled back,
+	// failed within their wave's budget, or not reached by the rollout
+	// yet), each with why, sorted by name, at most MaxUnhealthyClusters
+	// of them; NotLatest counts them all.
+	// +kubebuilder:validation:MaxItems=20
+	// +optional
+	NotLatestClusters []ClusterHealth `json:"notLatestClusters,omitempty"`
+	// NotLatest is the number of such clusters.
+	// +optional
+	NotLatest int32 `json:"notLatest,omitempty"`
+	// Targets lists, for a hub graph, the clusters its instances write to
+	// (the hub's own as ""), sorted by name, at most MaxTargets of them;
+	// TargetClusters counts them all.
+	// +kubebuilder:validation:MaxItems=20
+	// +optional
+	Targets []TargetHealth `json:"targets,omitempty"`
+	// TargetClusters is the number of such clusters.
+	// +optional
+	TargetClusters int32 `json:"targetClusters,omitempty"`
+}
+
+// RevisionClusters is how many clusters serve one revision.
+type RevisionClusters struct {
+	// Revision is the revision (0: a spec the hub has not numbered).
+	Revision int64 `json:"revision"`
+	// Clusters is how many clusters serve it.
+	Clusters int32 `json:"clusters"`
 }
 
 // ClusterHealth is the state of the graph on one cluster.
 type ClusterHealth struct {
 	// Name of the cluster, as the provider knows it.
 	Name string `json:"name"`
-	// State is a short machine-readable word, e.g. Conflict, Pending, Error.
+	// State is a short machine-readable word: the CRD's state (Conflict,
+	// Pending, Error, Unreachable...), or Updating for an established CRD
+	// whose revision does not serve yet.
 	State string `json:"state"`
-	// Message says what is wrong, for humans.
+	// Reason is why the cluster does not serve the latest revision (or the
+	// revision it should): RollingOut, Held, RolledBack, Failed,
+	// GateNotPassed, Incompatible, Unreachable or ReplicaGone.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// ServedRevision is the revision serving the cluster (absent: none).
+	// +optional
+	ServedRevision int64 `json:"servedRevision,omitempty"`
+	// DesiredRevision is the revision the cluster should serve now.
+	// +optional
+	DesiredRevision int64 `json:"desiredRevision,omitempty"`
+	// Message says what is wrong, or why, for humans.
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// TargetHealth is how a hub graph's instances use one target cluster.
+type TargetHealth struct {
+	// Name of the cluster; "" is the hub's own.
+	Name string `json:"name"`
+	// Instances is how many instances may have children there.
+	Instances int32 `json:"instances"`
+	// ReadyInstances is how many of those are ACTIVE.
+	ReadyInstances int32 `json:"readyInstances"`
+	// ErrorInstances is how many of those are in ERROR.
+	// +optional
+	ErrorInstances int32 `json:"errorInstances,omitempty"`
+	// Deleting is how many of those are being deleted and wait for what
+	// they wrote there.
+	// +optional
+	Deleting int32 `json:"deleting,omitempty"`
+	// Engaged is false when the cluster has left the fleet while
+	// instances still name it.
+	Engaged bool `json:"engaged"`
+	// Unreachable says why the cluster does not answer, if it does not.
+	// +optional
+	Unreachable string `json:"unreachable,omitempty"`
 }
 
 func init() {

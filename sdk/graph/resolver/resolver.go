@@ -74,6 +74,8 @@ func (o *Options) setDefaults() {
 // No lock is held while a document is fetched or a server error is waited
 // out: a slow or failing group-version delays only the callers that need
 // it, and concurrent callers that need the same one share a single fetch.
+// A caller with a context (ResolveSchemaContext, Bound) waits for a fetch
+// no longer than its context allows, even the fetch it started.
 type Resolver struct {
 	client openapi.Client
 	opts   Options
@@ -93,6 +95,13 @@ type fetchCall struct {
 	done chan struct{}
 	doc  *document
 	err  error
+
+	// Under Resolver.mu: the callers waiting, the last of which to give
+	// up before done stops the retries; and the last server error
+	// retried, which says why a caller that gave up waited.
+	waiters int
+	stop    context.CancelFunc
+	retried error
 }
 
 var (
@@ -219,27 +228,36 @@ func (r *Resolver) document(ctx context.Context, gv schema.GroupVersion, refetch
 			r.mu.Unlock()
 			return doc, nil
 		}
-		if call, ok := r.fetching[gv]; ok {
-			r.mu.Unlock()
-			doc, err := r.wait(ctx, call)
-			if err != nil && ctx.Err() == nil && isContextError(err) {
-				continue // the caller that fetched gave up; this one has not
-			}
-			return doc, err
+		call, ok := r.fetching[gv]
+		if !ok {
+			// The fetch runs on its own and every caller, this one
+			// included, waits for it as long as its own context allows: a
+			// request to an API server that takes long (the OpenAPI
+			// client's calls take no context) holds no caller past its
+			// context. Its retries end with the last caller waiting, its
+			// request with the client's timeout, and a document it gets
+			// is cached for whoever asks next.
+			fetchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+			call = &fetchCall{done: make(chan struct{}), stop: stop}
+			r.fetching[gv] = call
+			go r.fetchFor(fetchCtx, gv, refetch, call, r.generation)
 		}
-		call := &fetchCall{done: make(chan struct{})}
-		r.fetching[gv] = call
-		generation := r.generation
+		call.waiters++
 		r.mu.Unlock()
-		return r.fetchFor(ctx, gv, refetch, call, generation)
+		doc, err := r.wait(ctx, call)
+		if err != nil && ctx.Err() == nil && isContextError(err) {
+			continue // the fetch stopped when every other caller gave up; this one has not
+		}
+		return doc, err
 	}
 }
 
 // fetchFor fetches gv's document for call, caches it unless a Reset came
 // meanwhile, and hands it to every caller waiting on call.
-func (r *Resolver) fetchFor(ctx context.Context, gv schema.GroupVersion, refetch bool, call *fetchCall, generation int) (*document, error) {
+func (r *Resolver) fetchFor(ctx context.Context, gv schema.GroupVersion, refetch bool, call *fetchCall, generation int) {
+	defer call.stop()
 	now := r.opts.Now()
-	doc, err := r.fetchRetrying(ctx, gv, refetch)
+	doc, err := r.fetchRetrying(ctx, gv, refetch, call)
 	r.mu.Lock()
 	if err == nil {
 		doc.fetched = now
@@ -247,19 +265,30 @@ func (r *Resolver) fetchFor(ctx context.Context, gv schema.GroupVersion, refetch
 			r.docs[gv] = doc
 		}
 	}
-	delete(r.fetching, gv)
+	if r.fetching[gv] == call {
+		delete(r.fetching, gv)
+	}
 	r.mu.Unlock()
 	call.doc, call.err = doc, err
 	close(call.done)
-	return doc, err
 }
 
-// wait waits for another caller's fetch, or for ctx to end.
+// wait waits for call's fetch, or for ctx to end; the last caller to
+// give up stops the fetch's retries.
 func (r *Resolver) wait(ctx context.Context, call *fetchCall) (*document, error) {
 	select {
 	case <-call.done:
 		return call.doc, call.err
 	case <-ctx.Done():
+		r.mu.Lock()
+		if call.waiters--; call.waiters == 0 {
+			call.stop()
+		}
+		retried := call.retried
+		r.mu.Unlock()
+		if retried != nil {
+			return nil, fmt.Errorf("waiting for an OpenAPI v3 document: %w (retrying after: %w)", ctx.Err(), retried)
+		}
 		return nil, fmt.Errorf("waiting for an OpenAPI v3 document: %w", ctx.Err())
 	}
 }
@@ -273,7 +302,7 @@ func isContextError(err error) bool {
 // ctx ends. Right after a CRD is installed some servers fail OpenAPI
 // requests for a moment (kcp v0.30.0 answers 500, "CRD ... not found"), and
 // a compile must not fail for that. Called without r.mu.
-func (r *Resolver) fetchRetrying(ctx context.Context, gv schema.GroupVersion, refreshPaths bool) (*document, error) {
+func (r *Resolver) fetchRetrying(ctx context.Context, gv schema.GroupVersion, refreshPaths bool, call *fetchCall) (*document, error) {
 	deadline := time.Now().Add(r.opts.RetryFor)
 	delay := 50 * time.Millisecond
 	for {
@@ -281,6 +310,9 @@ func (r *Resolver) fetchRetrying(ctx context.Context, gv schema.GroupVersion, re
 		if err == nil || !transient(err) || time.Now().Add(delay).After(deadline) {
 			return doc, err
 		}
+		r.mu.Lock()
+		call.retried = err
+		r.mu.Unlock()
 		pause := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():

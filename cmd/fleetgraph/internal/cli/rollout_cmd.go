@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -235,165 +232,6 @@ func revisionExists(ctx context.Context, c client.Client, graph string, rev int6
 	return err
 }
 
-func newRolloutStatusCommand(g *globals, name string) *cobra.Command {
-	var watchFlag bool
-	var timeout, interval time.Duration
-	var output string
-	cmd := &cobra.Command{
-		Use:   "status NAME",
-		Short: "Show a rollout's phase, waves and clusters; --watch waits until it ends",
-		Long: `Show the rollout: its phase, target and stable revisions, the wave in
-progress, the holds, every placed cluster (its wave and the revision it
-serves), the clusters holding the wave back, with why, and the clusters a
-hold pins, at which revision and why.
-
-With --watch it shows each change and ends when the rollout does: exit code
-0 when it is Complete or RolledBack, 1 when it Failed or --timeout passed.`,
-		Example: example(name, `  fleetgraph rollout status webapp
-  fleetgraph rollout status webapp --watch --timeout 15m`),
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeRollouts(g),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "", "wide", "json", "yaml"); err != nil {
-				return err
-			}
-			c, err := g.hubClient()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
-			return rolloutStatus(ctx, c, g.streams.Out, args[0], output, watchFlag, interval)
-		},
-	}
-	cmd.Flags().BoolVarP(&watchFlag, "watch", "w", false, "show each change until the rollout completes, rolls back or fails")
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --watch, give up after this long (exit code 1); 0: no limit")
-	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "how often --watch reads the hub")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, json or yaml (default: a summary and a table)")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("wide", "json", "yaml"))
-	return cmd
-}
-
-func rolloutStatus(ctx context.Context, c client.Client, w io.Writer, name, output string, watchFlag bool, interval time.Duration) error {
-	var last string
-	for {
-		ro, err := findRollout(ctx, c, name)
-		if err != nil {
-			if ctx.Err() != nil {
-				return failed("GraphRollout %s did not finish in time", name)
-			}
-			return err
-		}
-		text, err := renderRollout(ro, output)
-		if err != nil {
-			return err
-		}
-		if text != last {
-			if last != "" {
-				fmt.Fprintln(w)
-			}
-			fmt.Fprint(w, text)
-			last = text
-		}
-		if !watchFlag {
-			return nil
-		}
-		switch ro.Status.Phase {
-		case fgv1alpha1.RolloutRolledBack:
-			if ro.Status.RollbackWave != nil {
-				return failed("GraphRollout %s rolled back: %s", ro.Name, ro.Status.Message)
-			}
-			if ro.Status.ObservedGeneration >= ro.Generation {
-				return nil
-			}
-		case fgv1alpha1.RolloutComplete:
-			if ro.Status.ObservedGeneration >= ro.Generation {
-				return nil
-			}
-		case fgv1alpha1.RolloutFailed:
-			return failed("GraphRollout %s failed: %s", ro.Name, ro.Status.Message)
-		}
-		select {
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return failed("GraphRollout %s did not finish in time: %s", ro.Name, ro.Status.Phase)
-			}
-			return nil
-		case <-time.After(interval):
-		}
-	}
-}
-
-func renderRollout(ro *fgv1alpha1.GraphRollout, output string) (string, error) {
-	var b strings.Builder
-	switch output {
-	case "json":
-		err := writeJSON(&b, rolloutView(ro))
-		return b.String(), err
-	case "yaml":
-		err := writeYAML(&b, rolloutView(ro))
-		return b.String(), err
-	}
-	st := ro.Status
-	fmt.Fprintf(&b, "GraphRollout %s (graph %s): %s\n", ro.Name, ro.Spec.Graph, dashIfEmpty(st.Phase))
-	fmt.Fprintf(&b, "  target revision %d, stable revision %d", st.TargetRevision, st.StableRevision)
-	if st.WaveName != "" && int(st.Wave) < waves(ro) {
-		fmt.Fprintf(&b, ", wave %q (%d of %d)", st.WaveName, st.Wave+1, waves(ro))
-	}
-	fmt.Fprintln(&b)
-	if ro.Spec.Paused {
-		fmt.Fprintln(&b, "  paused (spec.paused)")
-	}
-	if mr := st.ManualRollback; ro.Spec.RollbackTo > 0 && ro.Spec.RollbackStrategy == fgv1alpha1.RollbackInWaves && mr != nil {
-		fmt.Fprintf(&b, "  rolling back to revision %d in waves (spec.rollbackTo), from revision %d: wave %q\n", mr.Revision, mr.From, mr.WaveName)
-	} else if ro.Spec.RollbackTo > 0 {
-		fmt.Fprintf(&b, "  rolled back to revision %d (spec.rollbackTo)\n", ro.Spec.RollbackTo)
-	}
-	if v := ro.Annotations[AnnotationApprove]; v != "" {
-		fmt.Fprintf(&b, "  approved: %s (%s, not recorded by the hub yet)\n", v, AnnotationApprove)
-	}
-	for _, a := range st.Approvals {
-		what := fmt.Sprintf("wave %q of revision %d", a.Wave, a.Revision)
-		if a.Wave == "" {
-			what = fmt.Sprintf("revision %d", a.Revision)
-		}
-		fmt.Fprintf(&b, "  approved: %s by %s\n", what, dashIfEmpty(a.By))
-	}
-	for _, h := range ro.Spec.Holds {
-		fmt.Fprintf(&b, "  hold: %s%s (spec.holds)\n", holdLabel(h), reasonSuffix(h.Reason))
-	}
-	if st.AwaitingApproval != "" {
-		fmt.Fprintf(&b, "  wave %q awaits approval (fleetgraph rollout approve)\n", st.AwaitingApproval)
-	}
-	if st.Message != "" {
-		fmt.Fprintf(&b, "  %s\n", st.Message)
-	}
-	if len(st.Clusters) > 0 {
-		tr := &trimmed{w: &b}
-		tw := tabwriter.NewWriter(tr, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "CLUSTER\tWAVE\tREVISION\tMESSAGE")
-		for _, c := range st.Clusters {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, waveLabel(ro, c.Wave), revisionLabel(c.Revision), c.Message)
-		}
-		if err := errors.Join(tw.Flush(), tr.done()); err != nil {
-			return "", err
-		}
-	}
-	for _, h := range st.HoldingBack {
-		fmt.Fprintf(&b, "holding back: %s: %s\n", h.Name, h.Message)
-	}
-	for _, c := range st.Clusters {
-		if c.Held {
-			fmt.Fprintf(&b, "held: %s at revision %s%s\n", c.Name, revisionLabel(c.Desired), reasonSuffix(c.HoldReason))
-		}
-	}
-	return b.String(), nil
-}
-
 // trimmed holds a table until done, then writes it without the spaces
 // tabwriter leaves at the end of a line whose last cell is empty.
 type trimmed struct {
@@ -410,30 +248,6 @@ func (t *trimmed) done() error {
 	}
 	_, err := t.w.Write(bytes.Join(lines, []byte("\n")))
 	return err
-}
-
-// rolloutView is what -o json and yaml print: the GraphRollout as the hub
-// stores it, without server bookkeeping.
-func rolloutView(ro *fgv1alpha1.GraphRollout) map[string]any {
-	return map[string]any{"name": ro.Name, "annotations": ro.Annotations, "spec": ro.Spec, "status": ro.Status}
-}
-
-func waves(ro *fgv1alpha1.GraphRollout) int {
-	return max(len(ro.Spec.Waves), 1)
-}
-
-func waveLabel(ro *fgv1alpha1.GraphRollout, w int32) string {
-	if int(w) < len(ro.Spec.Waves) && ro.Spec.Waves[w].Name != "" {
-		return ro.Spec.Waves[w].Name
-	}
-	return fmt.Sprintf("wave-%d", w+1)
-}
-
-func revisionLabel(r int64) string {
-	if r == 0 {
-		return "none"
-	}
-	return strconv.FormatInt(r, 10)
 }
 
 // holdLabel names what a hold takes.

@@ -34,7 +34,7 @@ func holdAndRelease(t *testing.T) {
 	held := requireHeld(t, "spoke-2")
 	r = hub(t, "rollout", "status", "webapp")
 	assert.Contains(t, r.out, "\n  hold: spoke-2: customer freeze (spec.holds)\n", r.String())
-	assert.Contains(t, r.out, "held: spoke-2 at revision "+revisionOf(held["spoke-2"])+": customer freeze")
+	assert.Contains(t, r.out, "held: spoke-2, wave \"rest\", at revision "+revisionOf(held["spoke-2"])+": customer freeze")
 
 	r = hub(t, "rollout", "release", "webapp", "--cluster", "spoke-1")
 	assert.Equal(t, cli.ExitFailed, r.code, r.String())

@@ -30,18 +30,20 @@ func newStatusCommand(g *globals, name string) *cobra.Command {
 		Use:   "status [RGD]",
 		Short: "Show which revision of each graph serves which cluster, and what is wrong",
 		Long: `Read, from the hub cluster alone, each graph's state on each cluster. With an
-RGD named: its table of clusters × CRD state, served and desired revision,
-instances (total, ready, in error), reachability and message. Without: the
+RGD named: its table of clusters × CRD state, the revision served and the one
+the cluster should serve, instances (total, ready, in ERROR), and why the
+cluster does not serve the latest revision (REASON: RollingOut, Held,
+RolledBack, Failed, GateNotPassed, Incompatible, Unreachable, ReplicaGone),
+then, for a hub graph, the clusters its instances write to. Without: the
 fleet matrix, graphs × clusters, each cell the revision served ("1→2" while a
 cluster should move to 2) or the CRD state when it is not established.
 
-It reads what the hub publishes there: the RGD's status (conditions, revision,
-status.fleet), GraphRevisions, the GraphRollout that rules the graph, and the
-hub replicas' status records (ConfigMaps in --record-namespace). It needs no
-access to spokes. A hub run as the only replica lists by name only the
-clusters that are unhealthy or placed by a GraphRollout; the others are
-counted. No hub publishes instances in error per cluster yet: that column
-shows "-".
+It shows what the hub computed and published there, and computes nothing
+itself: the hub's status records (ConfigMaps in --record-namespace, every
+cluster of every graph, kept by a lone hub and by each hub replica), the
+RGD's status (conditions, the latest revision, status.fleet) and the
+GraphRollout that rules the graph (waves, holds). It needs no access to
+spokes. -o json omits what the hub did not publish (never a -1).
 
 -o dot and -o svg draw the fleet matrix as a picture (the svg is drawn by the
 command itself; the dot source renders with Graphviz): each cell filled by its

@@ -36,7 +36,7 @@ func (st Style) bold(s string) string {
 func crdTone(c Cluster) tone {
 	switch c.CRD {
 	case "Established":
-		if c.Healthy() {
+		if c.Healthy {
 			return good
 		}
 		return busy
@@ -73,6 +73,23 @@ func phaseTone(p string) tone {
 	case "Complete", "RolledBack":
 		return good
 	case "Failed":
+		return bad
+	}
+	return busy
+}
+
+func errorTone(n *int64) tone {
+	if n != nil && *n > 0 {
+		return bad
+	}
+	return plain
+}
+
+func reasonTone(c Cluster) tone {
+	switch {
+	case c.Reason == "":
+		return plain
+	case !c.Healthy:
 		return bad
 	}
 	return busy

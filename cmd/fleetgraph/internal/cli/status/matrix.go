@@ -41,7 +41,7 @@ func newMatrix(f *Fleet, st Style) matrix {
 			ready = "Unknown"
 		}
 		row := matrixRow{
-			graph: g.Name, kind: g.Kind, ready: ready, readyTone: readyTone(ready), revision: rev(g.LatestRevision),
+			graph: g.Name, kind: g.Kind, ready: ready, readyTone: readyTone(ready), revision: latest(g.LatestRevision),
 			counts: fmt.Sprintf("%d/%d clusters, %d/%d instances ready", g.Established, g.ClusterCount, g.ReadyInstances, g.Instances),
 		}
 		byName := map[string]Cluster{}
@@ -66,12 +66,16 @@ func newMatrix(f *Fleet, st Style) matrix {
 
 // cellOf is what the matrix says of one graph on one cluster.
 func cellOf(c Cluster) matrixCell {
-	mc := matrixCell{lines: []string{cell(c)}, tone: crdTone(c), detail: c.Message}
-	if c.Instances != Unknown {
+	detail := c.Why
+	if detail == "" {
+		detail = c.Message
+	}
+	mc := matrixCell{lines: []string{cell(c)}, tone: crdTone(c), detail: detail}
+	if c.Instances != nil {
 		mc.lines = append(mc.lines, fmt.Sprintf("%s/%s ready", num(c.ReadyInstances), num(c.Instances)))
 	}
-	if c.ErrorInstances > 0 {
-		mc.lines = append(mc.lines, fmt.Sprintf("%d in error", c.ErrorInstances))
+	if c.ErrorInstances != nil && *c.ErrorInstances > 0 {
+		mc.lines = append(mc.lines, fmt.Sprintf("%d in error", *c.ErrorInstances))
 		mc.tone = bad
 	}
 	if c.Reachable == "no" {

@@ -33,14 +33,15 @@ func fleetOfEveryCell() *Fleet {
 		Graphs: []Graph{
 			{Name: "shop", Kind: "shop.example/v1 Shop", Ready: "False", Reason: "RollingOut", LatestRevision: 3,
 				ClusterCount: 3, Established: 2, Instances: 9, ReadyInstances: 5, Clusters: []Cluster{
-					{Name: "eu-1", CRD: "Established", Served: 3, Desired: 3, Instances: 4, ReadyInstances: 4},
-					{Name: "eu-2", CRD: "Established", Served: 2, Desired: 3, Instances: 3, ReadyInstances: 1, ErrorInstances: 2, Message: `instance "a": Deployment "a" is not available`},
-					{Name: "us-1", CRD: "Unreachable", Served: 2, Desired: 3, Instances: Unknown, ReadyInstances: Unknown, ErrorInstances: Unknown, Reachable: "no", Message: "GET /readyz: context deadline exceeded"},
+					{Name: "eu-1", CRD: "Established", Healthy: true, ServedRevision: ptr[int64](3), DesiredRevision: ptr[int64](3), Instances: ptr[int64](4), ReadyInstances: ptr[int64](4), ErrorInstances: ptr[int64](0)},
+					{Name: "eu-2", CRD: "Established", ServedRevision: ptr[int64](2), DesiredRevision: ptr[int64](3), Instances: ptr[int64](3), ReadyInstances: ptr[int64](1), ErrorInstances: ptr[int64](2),
+						Reason: "GateNotPassed", Message: `instance "a": Deployment "a" is not available`},
+					{Name: "us-1", CRD: "Unreachable", ServedRevision: ptr[int64](2), DesiredRevision: ptr[int64](3), Reachable: "no", Reason: "Unreachable", Message: "GET /readyz: context deadline exceeded"},
 				}},
 			{Name: "webapp", Kind: "kro.run/v1alpha1 WebApp", Ready: "True", LatestRevision: 1,
 				ClusterCount: 2, Established: 2, Instances: 2, ReadyInstances: 2, Clusters: []Cluster{
-					{Name: "eu-1", CRD: "Established", Served: 1, Desired: 1, Instances: 1, ReadyInstances: 1},
-					{Name: "eu-2", CRD: "Established", Served: 1, Desired: 1, Instances: 1, ReadyInstances: 1},
+					{Name: "eu-1", CRD: "Established", Healthy: true, ServedRevision: ptr[int64](1), DesiredRevision: ptr[int64](1), Instances: ptr[int64](1), ReadyInstances: ptr[int64](1), ErrorInstances: ptr[int64](0)},
+					{Name: "eu-2", CRD: "Established", Healthy: true, ServedRevision: ptr[int64](1), DesiredRevision: ptr[int64](1), Instances: ptr[int64](1), ReadyInstances: ptr[int64](1), ErrorInstances: ptr[int64](0)},
 				}},
 		},
 	}
@@ -84,7 +85,7 @@ func TestMatrixAsSVG(t *testing.T) {
 // message says becomes markup.
 func TestMatrixEscapesWhatItQuotes(t *testing.T) {
 	f := &Fleet{Clusters: []string{`<script>alert("x")</script>`}, Graphs: []Graph{{Name: "a&b", Ready: "True", Clusters: []Cluster{
-		{Name: `<script>alert("x")</script>`, CRD: "Error", Message: `</title><a href="x">`, Served: 1, Desired: 1},
+		{Name: `<script>alert("x")</script>`, CRD: "Error", Message: `</title><a href="x">`, ServedRevision: ptr[int64](1), DesiredRevision: ptr[int64](1)},
 	}}}}
 	var svg, dot bytes.Buffer
 	require.NoError(t, WriteMatrixSVG(&svg, f, Style{}))

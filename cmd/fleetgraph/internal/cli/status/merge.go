@@ -6,16 +6,19 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/api/meta"
 
+	"github.com/fleetgraph/fleetgraph/hub"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 )
 
-// sources are what the hub publishes about one graph.
+// sources are what the hub publishes about one graph. The view renders
+// them and decides nothing: every cluster's revisions, counts and reason
+// are the hub's (its records), and the graph's counts, one-line summary
+// and targets are the RGD's status; the GraphRollout names waves.
 type sources struct {
-	rgd       *v1alpha1.ResourceGraphDefinition
-	revisions map[int64]int64 // generation -> revision
-	rollout   *fgv1alpha1.GraphRollout
-	records   map[string]recordCluster
+	rgd     *v1alpha1.ResourceGraphDefinition
+	rollout *fgv1alpha1.GraphRollout
+	records map[string]hub.ClusterStatus
 }
 
 func (s sources) graph() Graph {
@@ -33,7 +36,19 @@ func (s sources) graph() Graph {
 		}
 	}
 	if f := st.Fleet; f != nil {
-		g.ClusterCount, g.Established, g.Unhealthy, g.Instances, g.ReadyInstances = f.Clusters, f.Established, f.Unhealthy, f.Instances, f.ReadyInstances
+		g.ClusterCount, g.Established, g.Unhealthy = f.Clusters, f.Established, f.Unhealthy
+		g.Instances, g.ReadyInstances, g.ErrorInstances = f.Instances, f.ReadyInstances, f.ErrorInstances
+		g.Summary = f.Message
+		if f.LatestRevision > g.LatestRevision {
+			g.LatestRevision = f.LatestRevision
+		}
+		for _, r := range f.Revisions {
+			g.Revisions = append(g.Revisions, RevisionCount{Revision: r.Revision, Clusters: r.Clusters})
+		}
+		for _, t := range f.Targets {
+			g.Targets = append(g.Targets, Target{Name: t.Name, Instances: t.Instances, ReadyInstances: t.ReadyInstances,
+				ErrorInstances: t.ErrorInstances, Deleting: t.Deleting, Engaged: t.Engaged, Unreachable: t.Unreachable})
+		}
 	}
 	if ro := s.rollout; ro != nil {
 		g.Rollout = &Rollout{
@@ -42,19 +57,11 @@ func (s sources) graph() Graph {
 		}
 	}
 	rows := map[string]*Cluster{}
-	row := func(name, source string) *Cluster {
-		if c, ok := rows[name]; ok {
-			return c
-		}
-		c := &Cluster{Name: name, Served: Unknown, Desired: Unknown, Instances: Unknown, ReadyInstances: Unknown, ErrorInstances: Unknown, Source: source}
-		rows[name] = c
-		return c
+	for name, cs := range s.records {
+		rows[name] = fromRecord(cs)
 	}
-	for name, rc := range s.records {
-		s.fromRecord(row(name, "record"), rc)
-	}
-	s.fromRollout(row)
-	s.fromFleet(row)
+	s.fromFleet(rows)
+	s.fromRollout(rows)
 	for _, c := range rows {
 		g.Clusters = append(g.Clusters, *c)
 	}
@@ -65,87 +72,72 @@ func (s sources) graph() Graph {
 	return g
 }
 
-func (s sources) revision(gen int64) int64 {
-	if rev, ok := s.revisions[gen]; ok {
-		return rev
+// fromRecord is a cluster as a hub's record says.
+func fromRecord(cs hub.ClusterStatus) *Cluster {
+	c := &Cluster{
+		Name: cs.Cluster, CRD: string(cs.CRD), Message: cs.Message, Healthy: cs.Healthy(),
+		Reason: string(cs.Reason), Why: cs.Why, HandingOver: cs.HandingOver, Reachable: reachable(string(cs.CRD)), Source: "record",
 	}
-	return Unknown
-}
-
-func (s sources) fromRecord(c *Cluster, rc recordCluster) {
-	c.CRD, c.Message = rc.CRD, rc.Message
-	c.Instances, c.ReadyInstances = rc.Instances, rc.ReadyInstances
-	if rc.ErrorInstances != nil {
-		c.ErrorInstances = *rc.ErrorInstances
+	if !cs.Uncounted {
+		c.Instances, c.ReadyInstances, c.ErrorInstances = ptr(int64(cs.Instances)), ptr(int64(cs.ReadyInstances)), ptr(int64(cs.ErrorInstances))
 	}
-	c.Desired = s.revision(rc.Generation)
-	if rc.Revision != nil {
-		c.Desired = *rc.Revision
+	if cs.Serving {
+		c.ServedRevision = ptr(cs.ServedRevision)
 	}
-	c.Served = 0
-	if rc.Serving {
-		c.Served = s.revision(rc.ServedGeneration)
-		if rc.ServedRevision != nil {
-			c.Served = *rc.ServedRevision
-		}
+	if cs.DesiredRevision > 0 {
+		c.DesiredRevision = ptr(cs.DesiredRevision)
 	}
-	if !rc.Since.IsZero() {
-		since := rc.Since
+	if !cs.Since.IsZero() {
+		since := cs.Since
 		c.Since = &since
 	}
-	c.Reachable = reachable(rc.CRD)
+	return c
 }
 
-// fromRollout adds what the graph's GraphRollout says of each placed
-// cluster: its wave, the revision it serves, and the one the rollout
-// wants it to serve.
-func (s sources) fromRollout(row func(string, string) *Cluster) {
-	ro := s.rollout
-	if ro == nil {
+// fromFleet adds what status.fleet lists by name. The hub writes it from
+// every replica's record merged, so it alone knows that a cluster's
+// replica stopped: that verdict replaces the dead replica's record. A
+// cluster no readable record lists gets a row from the list alone.
+func (s sources) fromFleet(rows map[string]*Cluster) {
+	f := s.rgd.Status.Fleet
+	if f == nil {
 		return
 	}
-	for _, rc := range ro.Status.Clusters {
-		c := row(rc.Name, "rollout")
-		c.Wave = waveName(ro, rc.Wave)
-		c.Desired = desired(ro, rc.Name, rc.Wave)
-		if c.Source == "rollout" {
-			c.Served = rc.Revision
-			if rc.Message != "" {
-				c.Message = rc.Message
+	for _, list := range [][]v1alpha1.ClusterHealth{f.UnhealthyClusters, f.NotLatestClusters} {
+		for _, h := range list {
+			c, ok := rows[h.Name]
+			if !ok {
+				c = &Cluster{Name: h.Name, CRD: h.State, Reason: h.Reason, Why: h.Message, Source: "fleet", Reachable: reachable(h.State)}
+				if h.State == "Updating" { // established, not switched over yet
+					c.CRD = "Established"
+				}
+				if h.ServedRevision > 0 {
+					c.ServedRevision = ptr(h.ServedRevision)
+				}
+				if h.DesiredRevision > 0 {
+					c.DesiredRevision = ptr(h.DesiredRevision)
+				}
+				rows[h.Name] = c
+				continue
+			}
+			if h.Reason == string(hub.ReasonReplicaGone) {
+				c.Reason, c.Why, c.Healthy = h.Reason, h.Message, false
 			}
 		}
 	}
 }
 
-// desired is the revision the named cluster, of wave w, should serve.
-func desired(ro *fgv1alpha1.GraphRollout, name string, w int32) int64 {
-	st := ro.Status
-	switch {
-	case ro.Spec.RollbackTo > 0 && ro.Spec.RollbackStrategy != fgv1alpha1.RollbackInWaves:
-		return ro.Spec.RollbackTo // at once; in waves it follows the waves below
-	case st.RollbackWave != nil && w >= *st.RollbackWave:
-		return st.StableRevision // onFailure: Rollback took the target back
-	case w == st.Wave && waitsItsTurn(ro, name):
-		return st.StableRevision
-	case st.Phase == fgv1alpha1.RolloutComplete || st.Phase == fgv1alpha1.RolloutRolledBack || w <= st.Wave:
-		return st.TargetRevision
+// fromRollout names each listed cluster's wave and hold.
+func (s sources) fromRollout(rows map[string]*Cluster) {
+	ro := s.rollout
+	if ro == nil {
+		return
 	}
-	return st.StableRevision
-}
-
-// waitsItsTurn reports whether the named cluster of the wave in progress
-// waits for its turn under the wave's maxConcurrency.
-func waitsItsTurn(ro *fgv1alpha1.GraphRollout, name string) bool {
-	st := ro.Status
-	if int(st.Wave) >= len(ro.Spec.Waves) || ro.Spec.Waves[st.Wave].MaxConcurrency == nil || st.Phase == fgv1alpha1.RolloutComplete {
-		return false
-	}
-	for _, m := range st.Moving {
-		if m.Name == name {
-			return false
+	for _, rc := range ro.Status.Clusters {
+		if c, ok := rows[rc.Name]; ok {
+			c.Wave, c.Held = waveName(ro, rc.Wave), rc.Held
 		}
 	}
-	return !slices.Contains(st.Moved, name)
 }
 
 func waveName(ro *fgv1alpha1.GraphRollout, w int32) string {
@@ -158,47 +150,6 @@ func waveName(ro *fgv1alpha1.GraphRollout, w int32) string {
 	return "wave-" + itoa(int64(w)+1)
 }
 
-// fromFleet adds status.fleet's unhealthy clusters and, where that list
-// is complete, marks every other listed cluster as healthy.
-func (s sources) fromFleet(row func(string, string) *Cluster) {
-	f := s.rgd.Status.Fleet
-	if f == nil {
-		return
-	}
-	unhealthy := map[string]bool{}
-	for _, h := range f.UnhealthyClusters {
-		unhealthy[h.Name] = true
-		c := row(h.Name, "fleet")
-		if c.Source == "record" {
-			continue // the record says more
-		}
-		c.CRD, c.Message = h.State, h.Message
-		if h.State == "Updating" { // established, not switched over yet
-			c.CRD = "Established"
-		}
-		c.Reachable = reachable(h.State)
-	}
-	complete := int32(len(f.UnhealthyClusters)) == f.Unhealthy
-	for _, c := range s.rolloutRows(row) {
-		if c.Source == "rollout" && complete && !unhealthy[c.Name] {
-			// Not unhealthy and the list of unhealthy clusters is whole:
-			// established, serving the latest revision.
-			c.CRD, c.Reachable, c.Source = "Established", "yes", "inferred"
-		}
-	}
-}
-
-func (s sources) rolloutRows(row func(string, string) *Cluster) []*Cluster {
-	if s.rollout == nil {
-		return nil
-	}
-	var out []*Cluster
-	for _, rc := range s.rollout.Status.Clusters {
-		out = append(out, row(rc.Name, "rollout"))
-	}
-	return out
-}
-
 // reachable says whether a CRD state means the hub reaches the cluster.
 func reachable(state string) string {
 	switch state {
@@ -209,3 +160,5 @@ func reachable(state string) string {
 	}
 	return "yes"
 }
+
+func ptr[T any](v T) *T { return &v }

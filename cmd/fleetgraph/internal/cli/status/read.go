@@ -17,11 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fleetgraph/fleetgraph/hub"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 )
 
-// The hub's per-replica status records (see the package doc).
+// The hub's status records (see the package doc).
 const (
 	// LabelRecordOf marks a replica's record of one graph; its value is
 	// the graph's name.
@@ -65,10 +66,6 @@ func Read(ctx context.Context, c client.Client, o Options) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	revisions, err := listFleetgraph(ctx, c, fgv1alpha1.GraphRevisionKind)
-	if err != nil {
-		return nil, err
-	}
 	rollouts, err := listFleetgraph(ctx, c, fgv1alpha1.GraphRolloutKind)
 	if err != nil {
 		return nil, err
@@ -80,7 +77,7 @@ func Read(ctx context.Context, c client.Client, o Options) (*Fleet, error) {
 	f := &Fleet{}
 	seen := map[string]bool{}
 	for _, rgd := range rgds {
-		src := sources{rgd: rgd, revisions: revisionsOf(revisions, rgd.Name), rollout: rolloutOf(rollouts, rgd.Name), records: records[rgd.Name]}
+		src := sources{rgd: rgd, rollout: rolloutOf(rollouts, rgd.Name), records: records[rgd.Name]}
 		g := src.graph()
 		for _, cl := range g.Clusters {
 			seen[cl.Name] = true
@@ -135,27 +132,10 @@ func listFleetgraph(ctx context.Context, c client.Client, kind string) ([]unstru
 	return list.Items, nil
 }
 
-// recordCluster is one cluster of a replica's record, as the hub encodes
-// it. ErrorInstances, Revision and ServedRevision are read if a hub
-// publishes them (today's hubs do not).
-type recordCluster struct {
-	Cluster          string
-	CRD              string
-	Message          string
-	Generation       int64
-	Serving          bool
-	ServedGeneration int64
-	Instances        int64
-	ReadyInstances   int64
-	ErrorInstances   *int64
-	Revision         *int64
-	ServedRevision   *int64
-	Since            time.Time
-}
-
-// readRecords returns, per graph, the freshest live record of each
-// cluster.
-func readRecords(ctx context.Context, c client.Client, o Options) (map[string]map[string]recordCluster, error) {
+// readRecords returns, per graph, each cluster as the hub's records say:
+// from the freshest live record that serves it, else from the freshest
+// one handing it over (as the hub merges them).
+func readRecords(ctx context.Context, c client.Client, o Options) (map[string]map[string]hub.ClusterStatus, error) {
 	list := &corev1.ConfigMapList{}
 	opts := []client.ListOption{client.InNamespace(o.RecordNamespace), client.HasLabels{LabelRecordOf}}
 	if o.Graph != "" {
@@ -165,12 +145,18 @@ func readRecords(ctx context.Context, c client.Client, o Options) (map[string]ma
 		if apierrors.IsForbidden(err) {
 			return nil, nil // not allowed to read them: the view has less detail
 		}
-		return nil, fmt.Errorf("listing the hub replicas' status records in %s: %w", o.RecordNamespace, err)
+		return nil, fmt.Errorf("listing the hub's status records in %s: %w", o.RecordNamespace, err)
 	}
 	now := o.Now()
 	type dated struct {
-		rc      recordCluster
+		cs      hub.ClusterStatus
 		renewed time.Time
+	}
+	better := func(a, b dated) bool { // a over b
+		if a.cs.HandingOver != b.cs.HandingOver {
+			return !a.cs.HandingOver
+		}
+		return a.renewed.After(b.renewed)
 	}
 	best := map[string]map[string]dated{}
 	for _, cm := range list.Items {
@@ -178,7 +164,7 @@ func readRecords(ctx context.Context, c client.Client, o Options) (map[string]ma
 		if err != nil || now.Sub(renewed) > o.RecordTTL {
 			continue // expired: the hub counts it for nothing either
 		}
-		var clusters []recordCluster
+		var clusters []hub.ClusterStatus
 		if json.Unmarshal([]byte(cm.Data[recordKey]), &clusters) != nil {
 			continue
 		}
@@ -186,35 +172,21 @@ func readRecords(ctx context.Context, c client.Client, o Options) (map[string]ma
 		if best[graph] == nil {
 			best[graph] = map[string]dated{}
 		}
-		for _, rc := range clusters {
-			if cur, ok := best[graph][rc.Cluster]; !ok || renewed.After(cur.renewed) {
-				best[graph][rc.Cluster] = dated{rc, renewed}
+		for _, cs := range clusters {
+			d := dated{cs, renewed}
+			if cur, ok := best[graph][cs.Cluster]; !ok || better(d, cur) {
+				best[graph][cs.Cluster] = d
 			}
 		}
 	}
-	out := map[string]map[string]recordCluster{}
+	out := map[string]map[string]hub.ClusterStatus{}
 	for graph, m := range best {
-		out[graph] = map[string]recordCluster{}
+		out[graph] = map[string]hub.ClusterStatus{}
 		for name, d := range m {
-			out[graph][name] = d.rc
+			out[graph][name] = d.cs
 		}
 	}
 	return out, nil
-}
-
-// revisionsOf maps the graph's generations to revision numbers.
-func revisionsOf(list []unstructured.Unstructured, graph string) map[int64]int64 {
-	out := map[int64]int64{}
-	for _, u := range list {
-		rev := &fgv1alpha1.GraphRevision{}
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, rev) != nil || rev.Spec.Snapshot.Name != graph {
-			continue
-		}
-		if cur := out[rev.Spec.Snapshot.Generation]; rev.Spec.Revision > cur {
-			out[rev.Spec.Snapshot.Generation] = rev.Spec.Revision
-		}
-	}
-	return out
 }
 
 // rolloutOf returns the GraphRollout that rules the graph: the oldest

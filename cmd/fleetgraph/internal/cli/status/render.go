@@ -26,46 +26,86 @@ type Style struct {
 // maxMessage is how much of a message a narrow table shows.
 const maxMessage = 60
 
-// WriteGraphs writes one table per graph: its clusters and their state.
+// WriteGraphs writes one table per graph: its clusters and their state,
+// and for a hub graph the clusters its instances write to.
 func WriteGraphs(w io.Writer, f *Fleet, st Style) error {
 	for i, g := range f.Graphs {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
 		writeHeader(w, g, st)
-		tr := &trimmed{w: w}
-		tw := tabwriter.NewWriter(tr, 0, 4, 2, ' ', 0)
-		head := "CLUSTER\tCRD\tSERVED\tDESIRED\tINSTANCES\tREADY\tERRORS\tREACHABLE"
-		if st.Wide {
-			head += "\tWAVE\tSINCE\tSOURCE"
+		if err := writeClusters(w, g, st); err != nil {
+			return err
 		}
-		fmt.Fprintln(tw, head+"\tMESSAGE")
-		for _, c := range g.Clusters {
-			cells := []string{
-				c.Name, st.paint(dash(c.CRD), crdTone(c)), rev(c.Served), rev(c.Desired),
-				num(c.Instances), num(c.ReadyInstances), num(c.ErrorInstances), st.paint(dash(c.Reachable), reachTone(c.Reachable)),
-			}
-			if st.Wide {
-				cells = append(cells, dash(c.Wave), st.age(c.Since), c.Source)
-			}
-			msg := c.Message
-			if !st.Wide {
-				msg = shorten(msg, maxMessage)
-			}
-			fmt.Fprintln(tw, strings.Join(append(cells, msg), "\t"))
-		}
-		if err := errors.Join(tw.Flush(), tr.done()); err != nil {
+		if err := writeTargets(w, g, st); err != nil {
 			return err
 		}
 		if g.Unlisted > 0 {
-			fmt.Fprintf(w, "and %d more %s that the hub counts as healthy but does not list (it lists every cluster only in replica status records or a GraphRollout)\n",
-				g.Unlisted, pluralize(int(g.Unlisted), "cluster"))
+			fmt.Fprintf(w, "and %d more %s that the hub counts but whose records this view could not read (ConfigMaps labelled %s)\n",
+				g.Unlisted, pluralize(int(g.Unlisted), "cluster"), LabelRecordOf)
 		}
 	}
 	if len(f.Graphs) == 0 {
 		fmt.Fprintln(w, "No ResourceGraphDefinitions on the hub.")
 	}
 	return nil
+}
+
+// writeClusters is the table of g's clusters.
+func writeClusters(w io.Writer, g Graph, st Style) error {
+	if len(g.Clusters) == 0 {
+		return nil
+	}
+	tr := &trimmed{w: w}
+	tw := tabwriter.NewWriter(tr, 0, 4, 2, ' ', 0)
+	head := "CLUSTER\tCRD\tSERVED\tDESIRED\tINSTANCES\tREADY\tERRORS\tREASON"
+	if st.Wide {
+		head += "\tWAVE\tREACHABLE\tSINCE\tSOURCE"
+	}
+	fmt.Fprintln(tw, head+"\tMESSAGE")
+	for _, c := range g.Clusters {
+		cells := []string{
+			c.Name, st.paint(dash(c.CRD), crdTone(c)), served(c.ServedRevision), rev(c.DesiredRevision),
+			num(c.Instances), num(c.ReadyInstances), st.paint(num(c.ErrorInstances), errorTone(c.ErrorInstances)), st.paint(dash(c.Reason), reasonTone(c)),
+		}
+		if st.Wide {
+			cells = append(cells, dash(c.Wave), st.paint(dash(c.Reachable), reachTone(c.Reachable)), st.age(c.Since), c.Source)
+		}
+		msg := c.Why
+		if msg == "" {
+			msg = c.Message
+		}
+		if !st.Wide {
+			msg = shorten(msg, maxMessage)
+		}
+		fmt.Fprintln(tw, strings.Join(append(cells, msg), "\t"))
+	}
+	return errors.Join(tw.Flush(), tr.done())
+}
+
+// writeTargets is the table of a hub graph's target clusters.
+func writeTargets(w io.Writer, g Graph, st Style) error {
+	if len(g.Targets) == 0 {
+		return nil
+	}
+	tr := &trimmed{w: w}
+	tw := tabwriter.NewWriter(tr, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TARGET\tINSTANCES\tREADY\tERRORS\tDELETING\tENGAGED\tREACHABLE")
+	for _, t := range g.Targets {
+		name, engaged, reach := t.Name, "yes", "yes"
+		if name == "" {
+			name = "(hub)"
+		}
+		if !t.Engaged {
+			engaged = "no"
+		}
+		if t.Unreachable != "" {
+			reach = "no: " + shorten(t.Unreachable, maxMessage)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", name, t.Instances, t.ReadyInstances, t.ErrorInstances, t.Deleting,
+			st.paint(engaged, reachTone(map[bool]string{true: "yes", false: "no"}[t.Engaged])), st.paint(reach, reachTone(map[bool]string{true: "yes", false: "no"}[t.Unreachable == ""])))
+	}
+	return errors.Join(tw.Flush(), tr.done())
 }
 
 func writeHeader(w io.Writer, g Graph, st Style) {
@@ -75,9 +115,16 @@ func writeHeader(w io.Writer, g Graph, st Style) {
 	}
 	fmt.Fprintf(w, "%s (%s)  Ready=%s", st.bold(g.Name), g.Kind, st.paint(ready, readyTone(ready)))
 	if g.LatestRevision > 0 {
-		fmt.Fprintf(w, "  revision %d", g.LatestRevision)
+		fmt.Fprintf(w, "  latest revision %d", g.LatestRevision)
 	}
-	fmt.Fprintf(w, "  clusters %d/%d established  instances %d/%d ready\n", g.Established, g.ClusterCount, g.ReadyInstances, g.Instances)
+	fmt.Fprintf(w, "  clusters %d/%d established  instances %d/%d ready", g.Established, g.ClusterCount, g.ReadyInstances, g.Instances)
+	if g.ErrorInstances > 0 {
+		fmt.Fprintf(w, ", %s", st.paint(fmt.Sprintf("%d in ERROR", g.ErrorInstances), bad))
+	}
+	fmt.Fprintln(w)
+	if g.Summary != "" {
+		fmt.Fprintf(w, "  %s\n", g.Summary)
+	}
 	if g.Ready != "True" && g.Message != "" {
 		fmt.Fprintf(w, "  %s: %s\n", g.Reason, g.Message)
 	}
@@ -135,7 +182,7 @@ func WriteMatrix(w io.Writer, f *Fleet, st Style) error {
 			ready = "Unknown"
 		}
 		cells := []string{
-			g.Name, st.paint(ready, readyTone(ready)), rev(g.LatestRevision),
+			g.Name, st.paint(ready, readyTone(ready)), latest(g.LatestRevision),
 			fmt.Sprintf("%d/%d", g.Established, g.ClusterCount), fmt.Sprintf("%d/%d", g.ReadyInstances, g.Instances),
 		}
 		byName := map[string]Cluster{}
@@ -159,7 +206,7 @@ func WriteMatrix(w io.Writer, f *Fleet, st Style) error {
 		return err
 	}
 	if unlisted := f.unlisted(); unlisted > 0 {
-		fmt.Fprintf(w, "%d healthy %s not listed by name (the hub lists every cluster only in replica status records or a GraphRollout)\n", unlisted, pluralize(int(unlisted), "cluster"))
+		fmt.Fprintf(w, "%d %s counted by the hub whose records this view could not read\n", unlisted, pluralize(int(unlisted), "cluster"))
 	}
 	return nil
 }
@@ -177,7 +224,7 @@ func (st Style) columns(f *Fleet) ([]string, int) {
 	bad := map[string]bool{}
 	for _, g := range f.Graphs {
 		for _, c := range g.Clusters {
-			if !c.Healthy() {
+			if !c.Healthy {
 				bad[c.Name] = true
 			}
 		}
@@ -198,7 +245,7 @@ func (g Graph) healthyOutside(cols []string) int {
 	}
 	n := int(g.Unlisted)
 	for _, c := range g.Clusters {
-		if !in[c.Name] && c.Healthy() {
+		if !in[c.Name] && c.Healthy {
 			n++
 		}
 	}
@@ -218,28 +265,37 @@ func cell(c Cluster) string {
 	if c.CRD != "Established" && c.CRD != "" {
 		return c.CRD
 	}
-	s := rev(c.Served)
-	if c.Desired != Unknown && c.Served != c.Desired {
-		s += "→" + rev(c.Desired)
+	s := served(c.ServedRevision)
+	if c.DesiredRevision != nil && (c.ServedRevision == nil || *c.ServedRevision != *c.DesiredRevision) {
+		s += "→" + rev(c.DesiredRevision)
 	}
 	return s
 }
 
-func rev(n int64) string {
-	switch n {
-	case Unknown:
-		return "-"
-	case 0:
+// served is the revision serving a cluster: "none" while none does.
+func served(n *int64) string {
+	if n == nil {
 		return "none"
 	}
-	return itoa(n)
+	return rev(n)
 }
 
-func num(n int64) string {
-	if n == Unknown {
+// rev is a revision in a cell: "-" when not published.
+func rev(n *int64) string {
+	if n == nil {
 		return "-"
 	}
-	return itoa(n)
+	if *n == 0 {
+		return "unnumbered"
+	}
+	return itoa(*n)
+}
+
+func num(n *int64) string {
+	if n == nil {
+		return "-"
+	}
+	return itoa(*n)
 }
 
 func dash(s string) string {
@@ -282,4 +338,12 @@ func (st Style) age(t *time.Time) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// latest is a graph's latest revision: "-" while it has none.
+func latest(n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	return itoa(n)
 }
