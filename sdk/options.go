@@ -129,7 +129,7 @@ type Options struct {
 	// are typed dynamically and checked only when instances are reconciled.
 	// Defaults to false.
 	DisableSchemaResolver bool
-	// Strict compiles every graph as kro v0.9.3 would: fleetgraph's
+	// Strict compiles every graph as kro v0.9.4 would: fleetgraph's
 	// extensions (graph.Graph.Extensions) are refused instead of listed.
 	// Defaults to false.
 	Strict bool
