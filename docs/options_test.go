@@ -38,6 +38,7 @@ func TestEveryOptionIsListed(t *testing.T) {
 		{"reference/options.md", "sdk.FleetOptions", sdk.FleetOptions{}},
 		{"reference/options.md", "sdk.RolloutOptions", sdk.RolloutOptions{}},
 		{"reference/options.md", "sdk.ReplicaOptions", sdk.ReplicaOptions{}},
+		{"reference/options.md", "sdk.PullOptions", sdk.PullOptions{}},
 		{"reference/options.md", "sdk.TargetOptions", sdk.TargetOptions{}},
 		{"reference/options.md", "sdk.ShardingOptions", sdk.ShardingOptions{}},
 		{"reference/options.md", "hub.ProberOptions", hub.ProberOptions{}},

@@ -450,7 +450,7 @@ func TestHubGraphFromAnRGDObject(t *testing.T) {
 	}, wait, tick, "a hub graph is not waiting for any spoke")
 
 	// Deleting the RGD: the instance stays, and is still finalized when
-	// deleted; then the CRD leaves the hub (DeleteCRDsOnUnregister), and
+	// deleted; then the CRD leaves the hub (CRDs.DeleteOnUnregister), and
 	// the RGD goes.
 	rgdGone := func() {
 		t.Helper()

@@ -80,7 +80,7 @@ func (l *leavingPairs) childExists(t require.TestingT, cluster, name string) boo
 
 // Unregistering a hub graph with an instance left: the removal waits for
 // it (the CRD stays), the instance is still finalized when deleted (its
-// children leave both spokes), and with DeleteCRDsOnUnregister the CRD then
+// children leave both spokes), and with CRDs.DeleteOnUnregister the CRD then
 // leaves the hub. With OrphanInstances too, the instance is released
 // instead: its children stay, and so does the CRD, which it still needs.
 func TestHubGraphUnregisterWithInstancesLeft(t *testing.T) {

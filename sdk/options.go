@@ -64,6 +64,10 @@ type Options struct {
 	// target) may write; see TargetOptions. Defaults to its zero value:
 	// literal targets naming engaged clusters only.
 	Targets TargetOptions
+	// Pull configures pull mode: clusters served through an agent inside
+	// each, which the hub never connects to (see PullOptions). Defaults to
+	// off.
+	Pull PullOptions
 	// Logger defaults to controller-runtime's log.Log named "fleetgraph".
 	Logger logr.Logger
 }
@@ -125,7 +129,7 @@ type CompileOptions struct {
 	// are typed dynamically and checked only when instances are reconciled.
 	// Defaults to false.
 	DisableSchemaResolver bool
-	// Strict compiles every graph as kro v0.9.3 would: fleetgraph's
+	// Strict compiles every graph as kro v0.9.4 would: fleetgraph's
 	// extensions (graph.Graph.Extensions) are refused instead of listed.
 	// Defaults to false.
 	Strict bool

@@ -122,7 +122,7 @@ func TestHubWarnsWhenItsProviderEngagesNoCluster(t *testing.T) {
 	}, fakeWait, time.Millisecond)
 }
 
-// SetupWithManager does no I/O, even with InstallRGDCRD: a hub cluster that
+// SetupWithManager does no I/O, even with RGDs.InstallCRD: a hub cluster that
 // fails every request is not contacted until the manager starts, and then
 // Start ends with the install's failure.
 func TestSetupDoesNoIOAndStartReportsTheInstallFailure(t *testing.T) {

@@ -46,6 +46,7 @@ func newManager(cfg *rest.Config, o options) (mcmanager.Manager, error) {
 			EstablishTimeout:   o.establishTimeout,
 		},
 		Fleet: sdk.FleetOptions{StatusResync: o.statusResync},
+		Pull:  sdk.PullOptions{Enable: o.pull, HeartbeatGrace: o.pullGrace},
 	}))
 	if err != nil {
 		return nil, err
