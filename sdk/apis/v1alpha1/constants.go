@@ -27,6 +27,10 @@ const (
 	// rollouts. It is declared here once: hub.DefaultFieldManager and
 	// spoke.DefaultFieldManager are this constant.
 	FieldManager = "fleetgraph"
+
+	// Finalizer holds an instance until its children are deleted. It is
+	// declared here once: spoke.Finalizer is this constant.
+	Finalizer = "fleetgraph.dev/finalizer"
 )
 
 // LabelGraph, on a generated CRD, names the ResourceGraphDefinition it was
