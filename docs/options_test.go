@@ -31,6 +31,7 @@ func TestEveryOptionIsListed(t *testing.T) {
 		value         any
 	}{
 		{"reference/options.md", "sdk.Options", sdk.Options{}},
+		{"reference/options.md", "sdk.PullOptions", sdk.PullOptions{}},
 		{"reference/options.md", "sdk.TargetOptions", sdk.TargetOptions{}},
 		{"reference/options.md", "sdk.ShardingOptions", sdk.ShardingOptions{}},
 		{"reference/options.md", "hub.ProberOptions", hub.ProberOptions{}},

@@ -253,6 +253,7 @@ func fleetgraphCRDs() map[schema.GroupVersionKind]*apiextensionsv1.CustomResourc
 	out := map[schema.GroupVersionKind]*apiextensionsv1.CustomResourceDefinition{}
 	for _, crd := range []*apiextensionsv1.CustomResourceDefinition{
 		fleetv1alpha1.GraphRolloutCRD(), fleetv1alpha1.ClusterValuesCRD(), fleetv1alpha1.GraphRevisionCRD(),
+		fleetv1alpha1.PullClusterCRD(), fleetv1alpha1.GraphAssignmentCRD(), fleetv1alpha1.GraphReportCRD(),
 	} {
 		for _, v := range crd.Spec.Versions {
 			out[schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}] = crd

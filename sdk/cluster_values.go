@@ -72,7 +72,7 @@ func (c *clusterValues) setup(local manager.Manager) error {
 	c.ctrl = clustervalues.New(clustervalues.Options{
 		Config:       local.GetConfig(),
 		Store:        &c.store,
-		Notify:       func() { h.runtime.ClusterValuesChanged() },
+		Notify:       func() { h.runtime.ClusterValuesChanged(); h.pull.poke() },
 		Clusters:     c.engagedLabels,
 		FieldManager: h.opts.FieldManager,
 		Resync:       h.opts.StatusResync,

@@ -5,59 +5,81 @@ package sdk_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/spoke"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 // runFloor is BenchmarkFleet's floor (FLEET_MODES=floor): no hub, only
-// the informers any controller serving the same graphs on the same
-// clusters needs, each with one handler, over one shared HTTP client. Per
-// cluster: one informer of each graph's instance kind in the cluster's
-// namespace, and one of ConfigMap (the child kind) metadata there. It
-// reports the time until they have all synced and the memory they take,
-// as the hub's figures are reported: what one machine and one API server
-// cannot do faster or in less, whatever the hub does.
+// what any controller serving the same graphs on the same clusters must
+// do, from the same start: install each graph's CRD (create, wait until
+// established); per cluster, run one informer of each graph's instance
+// kind in the cluster's namespace and one of ConfigMap (the child kind)
+// metadata there, each with one handler, over one shared HTTP client with
+// no rate limit; and reconcile each instance the informers deliver with
+// one server-side apply of its ConfigMap and one status write (ACTIVE),
+// spoke.DefaultWorkers per graph at a time. The instances are created by
+// the same client as in the hub's runs. It reports when every informer had
+// synced (as s-attached) and when, besides, every instance was ACTIVE
+// (s-served), and the memory the informers and their caches take, as the
+// hub's figures are reported: what one machine and one API server cannot
+// do faster or in less, whatever the hub does. It reads nothing else,
+// keeps no status beyond ACTIVE, checks no schema and stamps no finalizer.
 func runFloor(b *testing.B, n, graphs int) {
 	fleet, c, names := startFleetNamespaces(b, n)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	gvrs := installFleetCRDs(b, c, graphs)
+	cfg := fgtesting.NoRateLimit(fleet.Hub.Config)
 	base := measure(b)
 
-	httpClient, err := rest.HTTPClientFor(fleet.Hub.Config)
+	httpClient, err := rest.HTTPClientFor(cfg)
 	require.NoError(b, err)
-	dyn, err := dynamic.NewForConfigAndClient(fleet.Hub.Config, httpClient)
+	dyn, err := dynamic.NewForConfigAndClient(cfg, httpClient)
 	require.NoError(b, err)
-	meta, err := metadata.NewForConfigAndClient(fleet.Hub.Config, httpClient)
+	meta, err := metadata.NewForConfigAndClient(cfg, httpClient)
 	require.NoError(b, err)
 	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	var informers []toolscache.SharedIndexInformer
 	start := time.Now()
+	gvrs, kinds := installFleetCRDs(b, c, graphs)
+	go createFleetInstances(ctx, c, kinds, names)
+	floor := newFloorReconciler(dyn)
+	var informers []toolscache.SharedIndexInformer
 	for _, ns := range names {
 		for _, gvr := range gvrs {
-			informers = append(informers, dynamicinformer.NewFilteredDynamicInformer(dyn, gvr, ns, 0, toolscache.Indexers{}, nil).Informer())
+			inf := dynamicinformer.NewFilteredDynamicInformer(dyn, gvr, ns, 0, toolscache.Indexers{}, nil).Informer()
+			_, err := inf.AddEventHandler(floor.handler(gvr))
+			require.NoError(b, err)
+			informers = append(informers, inf)
 		}
-		informers = append(informers,
-			metadatainformer.NewFilteredMetadataInformer(meta, configMaps, ns, 0, toolscache.Indexers{}, nil).Informer())
-	}
-	for _, inf := range informers {
+		inf := metadatainformer.NewFilteredMetadataInformer(meta, configMaps, ns, 0, toolscache.Indexers{}, nil).Informer()
 		_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{})
 		require.NoError(b, err)
+		informers = append(informers, inf)
+	}
+	for _, inf := range informers {
 		go inf.RunWithContext(ctx)
 	}
+	floor.start(ctx, spoke.DefaultWorkers*graphs)
+	defer floor.stop()
 	synced := waitFor(b, "every informer synced", 20*time.Millisecond, func() {}, func() (bool, string) {
 		done := 0
 		for _, inf := range informers {
@@ -67,20 +89,95 @@ func runFloor(b *testing.B, n, graphs int) {
 		}
 		return done == len(informers), fmt.Sprintf("%d of %d informers synced", done, len(informers))
 	})
+	served := waitFor(b, "every instance ACTIVE", 500*time.Millisecond, func() {}, func() (bool, string) {
+		got := countActiveAll(ctx, c, kinds)
+		return got == n*graphs, fmt.Sprintf("%d of %d instances ACTIVE", got, n*graphs)
+	})
 	after := settle(b)
-	report(b, "floor", n, graphs, synced.Sub(start), 0, base, after)
+	report(b, "floor", n, graphs, synced.Sub(start), served.Sub(start), base, after)
+}
+
+// floorReconciler is the floor's controller: a queue of instances and
+// workers that write each one's ConfigMap and status once.
+type floorReconciler struct {
+	dyn   dynamic.Interface
+	queue workqueue.TypedRateLimitingInterface[floorKey]
+	wg    sync.WaitGroup
+}
+
+type floorKey struct {
+	gvr             schema.GroupVersionResource
+	namespace, name string
+}
+
+func (f *floorReconciler) handler(gvr schema.GroupVersionResource) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			f.queue.Add(floorKey{gvr: gvr, namespace: u.GetNamespace(), name: u.GetName()})
+		}
+	}}
+}
+
+func newFloorReconciler(dyn dynamic.Interface) *floorReconciler {
+	return &floorReconciler{dyn: dyn, queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[floorKey]())}
+}
+
+// start runs workers until stop.
+func (f *floorReconciler) start(ctx context.Context, workers int) {
+	for range workers {
+		f.wg.Go(func() {
+			for {
+				key, shutdown := f.queue.Get()
+				if shutdown {
+					return
+				}
+				if err := f.reconcile(ctx, key); err != nil && ctx.Err() == nil {
+					f.queue.AddRateLimited(key)
+				} else {
+					f.queue.Forget(key)
+				}
+				f.queue.Done(key)
+			}
+		})
+	}
+}
+
+func (f *floorReconciler) stop() {
+	f.queue.ShutDown()
+	f.wg.Wait()
+}
+
+// reconcile applies the instance's ConfigMap, as the graph renders it, and
+// writes its status ACTIVE.
+func (f *floorReconciler) reconcile(ctx context.Context, key floorKey) error {
+	cm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": key.name, "namespace": key.namespace},
+		"data":     map[string]any{"size": "1", "generation": "0"},
+	}}
+	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	if _, err := f.dyn.Resource(configMaps).Namespace(key.namespace).Apply(ctx, key.name, cm,
+		metav1.ApplyOptions{FieldManager: "floor", Force: true}); err != nil {
+		return err
+	}
+	_, err := f.dyn.Resource(key.gvr).Namespace(key.namespace).Patch(ctx, key.name, types.MergePatchType,
+		[]byte(`{"status":{"state":"ACTIVE"}}`), metav1.PatchOptions{FieldManager: "floor"}, "status")
+	return err
 }
 
 // installFleetCRDs installs the CRDs of BenchmarkFleet's graphs, as the
-// hub would, and returns their resources once they are served.
-func installFleetCRDs(b *testing.B, c client.Client, graphs int) []schema.GroupVersionResource {
+// hub would, and returns their resources and kinds once they are
+// established.
+func installFleetCRDs(b *testing.B, c client.Client, graphs int) ([]schema.GroupVersionResource, []schema.GroupVersionKind) {
 	ctx := context.Background()
 	var gvrs []schema.GroupVersionResource
+	var kinds []schema.GroupVersionKind
 	for i := range graphs {
 		g, err := graph.Compile(oneConfigMapRGD(b, fmt.Sprintf("FleetBench%d", i)), graph.Options{})
 		require.NoError(b, err)
 		require.NoError(b, c.Create(ctx, g.CRD))
 		gvrs = append(gvrs, schema.GroupVersionResource{Group: g.CRD.Spec.Group, Version: g.Instance.GVK.Version, Resource: g.CRD.Spec.Names.Plural})
+		kinds = append(kinds, g.Instance.GVK)
 		waitFor(b, "CRD established", 20*time.Millisecond, func() {}, func() (bool, string) {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			if err := c.Get(ctx, client.ObjectKeyFromObject(g.CRD), crd); err != nil {
@@ -94,5 +191,5 @@ func installFleetCRDs(b *testing.B, c client.Client, graphs int) []schema.GroupV
 			return false, "not established"
 		})
 	}
-	return gvrs
+	return gvrs, kinds
 }

@@ -47,6 +47,7 @@ func (h *Hub) clusterStatus(name string) GraphStatus {
 func (h *Hub) observed(name string) GraphStatus {
 	st := h.fanOut.Status(name)
 	h.countInstances(name, &st)
+	h.pull.addStatus(name, &st) // pull.go
 	return st
 }
 

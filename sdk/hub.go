@@ -77,6 +77,7 @@ type Hub struct {
 	values        *clusterValues    // cluster_values.go: the platform's per-cluster values
 	hubGraphs     *hubgraph.Runtime // hubgraphs.go: graphs with targets, served on the hub
 	changed       *statusChanges    // setup.go: graphs whose RGD status is to be rewritten soon
+	pull          *pullClusters     // pull.go: clusters served through an agent inside each
 	counts        *countChanges     // fleet_truth.go: instance counts' changes, told to changed
 
 	// planner decides placement and rollout waves (rollouts.planner);
@@ -126,6 +127,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 	h.versions = &versions{h: h}
 	h.clusterSource = &clusterSource{h: h, noClusterWarning: defaultNoClusterWarning}
 	h.values = &clusterValues{h: h}
+	h.pull = newPullClusters(h)
 	h.counts = newCountChanges(h.changed.notify) // fleet_truth.go
 	instances := spoke.Options{
 		Workers:         opts.Workers,

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -89,24 +90,40 @@ spec:
 // requests per instance the hub made, counted on every cluster it talks
 // to (the hub's own API server and both spokes), against the applies
 // floor's 2 and the full floor's 4 (the benchmark's creates excluded).
+//
+// The floors' clients are made once, and warmed, before the first round;
+// they, the hub and the user's client have no client-side rate limit
+// (fgtesting.NoRateLimit). Every phase (floor, full floor, run) starts
+// once the hub has settled (waitQuiet). The
+// floors read and watch nothing; the full floor's status writes follow
+// its applies phase by phase, where the hub overlaps instances. Each
+// phase's API-server CPU (hub and spokes) is printed.
 func BenchmarkHubGraph200(b *testing.B) {
 	fleet := fgtesting.StartFleet(b, 2)
 	ctx := context.Background()
-	var reqs atomic.Int64
+	var reqs requestCount
 	kinds := &requestKinds{n: map[string]int{}}
 	provider := fgtesting.NewProvider()
 	spokes := map[string]client.Client{}
 	for _, s := range fleet.Spokes() {
-		require.NoError(b, provider.AddConfig(ctx, s.Name, countedByKind(s.Config, &reqs, s.Name, kinds)))
-		spokes[s.Name] = benchClient(b, s.Config)
+		require.NoError(b, provider.AddConfig(ctx, s.Name, fgtesting.NoRateLimit(countedByKind(s.Config, &reqs, s.Name, kinds))))
+		spokes[s.Name] = benchClient(b, fgtesting.NoRateLimit(s.Config))
 	}
-	hub, err := client.NewWithWatch(fleet.Hub.Config, client.Options{Scheme: fgtesting.NewScheme()})
+	hub, err := client.NewWithWatch(fgtesting.NoRateLimit(fleet.Hub.Config), client.Options{Scheme: fgtesting.NewScheme()})
 	require.NoError(b, err)
-	h := startHub(b, countedByKind(fleet.Hub.Config, &reqs, "hub", kinds), provider, sdk.Options{DisableRGDController: true})
+	h := startHub(b, fgtesting.NoRateLimit(countedByKind(fleet.Hub.Config, &reqs, "hub", kinds)), provider, sdk.Options{DisableRGDController: true})
 	require.NoError(b, h.RegisterGraph(ctx, rgdFromString(b, pairRGD)))
 	warmUp(b, hub, spokes)
 	requireStamping(b, hub, pairGVK, "default")
 	floorGVK := installFloorPair(b, hub)
+	fc := newPairFloorClients(b, fleet, floorGVK)
+	servers := append([]*fgtesting.Cluster{fleet.Hub}, fleet.Spokes()...)
+	phase := func(what string, f func()) {
+		waitQuiet(b, &reqs)
+		cpu0 := fleetCPU(b, servers)
+		f()
+		fmt.Printf("    API servers' CPU, %s: %s\n", what, fleetCPU(b, servers).Sub(cpu0))
+	}
 
 	var ratios, fullRatios []float64
 	b.ResetTimer()
@@ -120,14 +137,21 @@ func BenchmarkHubGraph200(b *testing.B) {
 		}
 		kinds.reset()
 		b.StartTimer()
-		floorA, floorReqs := applyPairFloor(b, fleet, ns+"-floor-a")
-		fullA := fullPairFloor(b, fleet, hub, floorGVK, ns+"-full-a")
-		start, before := time.Now(), reqs.Load()
-		created := runPairs(b, hub, ns)
-		wall, used := time.Since(start), reqs.Load()-before
-		byKind := kinds.reset()
-		fullB := fullPairFloor(b, fleet, hub, floorGVK, ns+"-full-b")
-		floorB, _ := applyPairFloor(b, fleet, ns+"-floor-b")
+		var floorA, floorB, wall, created time.Duration
+		var floorReqs, used int64
+		var fullA, fullB fullFloor
+		var byKind []string
+		phase("applies floor", func() { floorA, floorReqs = applyPairFloor(b, fc, ns+"-floor-a") })
+		phase("full floor", func() { fullA = fullPairFloor(b, fc, ns+"-full-a") })
+		phase("hub graphs", func() {
+			kinds.reset()
+			start, before := time.Now(), reqs.Load()
+			created = runPairs(b, hub, ns)
+			wall, used = time.Since(start), reqs.Load()-before
+			byKind = kinds.reset()
+		})
+		phase("full floor", func() { fullB = fullPairFloor(b, fc, ns+"-full-b") })
+		phase("applies floor", func() { floorB, _ = applyPairFloor(b, fc, ns+"-floor-b") })
 		floor := (floorA + floorB) / 2
 		full := fullA.mean(fullB)
 		ratio, fullRatio := wall.Seconds()/floor.Seconds(), wall.Seconds()/full.total.Seconds()
@@ -197,34 +221,55 @@ func (f fullFloor) mean(o fullFloor) fullFloor {
 	}
 }
 
+// pairFloorClients are the floors' clients, one per cluster, made once and
+// warmed, with no rate limit; requests counts what they make.
+type pairFloorClients struct {
+	hub      client.Client
+	spokes   map[string]client.Client
+	floorGVK schema.GroupVersionKind
+	requests *requestCount
+}
+
+func newPairFloorClients(b *testing.B, fleet *fgtesting.Fleet, floorGVK schema.GroupVersionKind) pairFloorClients {
+	fc := pairFloorClients{spokes: map[string]client.Client{}, floorGVK: floorGVK, requests: &requestCount{}}
+	fc.hub = benchClient(b, fgtesting.NoRateLimit(countedConfig(fleet.Hub.Config, fc.requests)))
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(floorGVK.GroupVersion().WithKind(floorGVK.Kind + "List"))
+	require.NoError(b, fc.hub.List(context.Background(), list, client.Limit(1)))
+	for _, s := range fleet.Spokes() {
+		fc.spokes[s.Name] = benchClient(b, fgtesting.NoRateLimit(countedConfig(s.Config, fc.requests)))
+		require.NoError(b, fc.spokes[s.Name].List(context.Background(), &corev1.ConfigMapList{}, client.Limit(1)))
+	}
+	return fc
+}
+
 // fullPairFloor makes directly, at the run's concurrency, what any hub
 // graph must do for the run: the 200 creates of instances on the hub (of
-// kind floorGVK, which nothing serves), the 400 applies on the spokes, and
-// the 200 status writes of the instances, with the conditions the hub
+// kind fc.floorGVK, which nothing serves), the 400 applies on the spokes,
+// and the 200 status writes of the instances, with the conditions the hub
 // writes. Each phase follows the one before, as an instance's writes do.
-func fullPairFloor(b *testing.B, fleet *fgtesting.Fleet, hub client.Client, floorGVK schema.GroupVersionKind, ns string) fullFloor {
-	var n atomic.Int64
-	hc := benchClient(b, countedConfig(fleet.Hub.Config, &n))
+func fullPairFloor(b *testing.B, fc pairFloorClients, ns string) fullFloor {
+	before := fc.requests.Load()
 	var f fullFloor
 	start := time.Now()
 	parallelN(b, hubBenchInstances, func(i int) error {
-		p := instance(floorGVK, fmt.Sprintf("pair-%03d", i), map[string]any{"value": "v"})
+		p := instance(fc.floorGVK, fmt.Sprintf("pair-%03d", i), map[string]any{"value": "v"})
 		p.SetNamespace(ns)
-		return hc.Create(context.Background(), p)
+		return fc.hub.Create(context.Background(), p)
 	})
 	f.creates = time.Since(start)
 	mark := time.Now()
-	_, applies := applyPairFloor(b, fleet, ns)
+	applyPairFloor(b, fc, ns)
 	f.applies = time.Since(mark)
 	mark = time.Now()
 	parallelN(b, hubBenchInstances, func(i int) error {
-		p := instance(floorGVK, fmt.Sprintf("pair-%03d", i), nil)
+		p := instance(fc.floorGVK, fmt.Sprintf("pair-%03d", i), nil)
 		p.SetNamespace(ns)
-		return hc.Status().Patch(context.Background(), p, client.RawPatch(types.MergePatchType, floorStatus))
+		return fc.hub.Status().Patch(context.Background(), p, client.RawPatch(types.MergePatchType, floorStatus))
 	})
 	f.statuses = time.Since(mark)
 	f.total = time.Since(start)
-	f.requests = n.Load() + applies
+	f.requests = fc.requests.Load() - before
 	return f
 }
 
@@ -255,16 +300,14 @@ func warmUp(b *testing.B, hub client.Client, spokes map[string]client.Client) {
 // runPairs creates the instances in ns and waits until all are ACTIVE. It
 // learns their states from a watch, not by listing them again and again:
 // a list of 200 instances every few milliseconds would load the hub's API
-// server, during the run only (the floor has nothing of the kind).
-// It returns how long the creates took.
+// server, during the run only (the floor has nothing of the kind). A watch
+// that ends (an API server under load may drop it) is made again from a
+// list. It returns how long the creates took.
 func runPairs(b *testing.B, hub client.WithWatch, ns string) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(pairGVK.GroupVersion().WithKind("PairList"))
-	w, err := hub.Watch(ctx, list, client.InNamespace(ns))
-	require.NoError(b, err)
-	defer w.Stop()
+	w := watchPairs(b, ctx, hub, ns, "")
+	defer func() { w.Stop() }()
 	start := time.Now()
 	createdAt := make([]time.Time, hubBenchInstances)
 	parallelN(b, hubBenchInstances, func(i int) error {
@@ -279,28 +322,54 @@ func runPairs(b *testing.B, hub client.WithWatch, ns string) time.Duration {
 	activeAt := map[string]time.Time{}
 	active := 0
 	defer func() { printLatencies(createdAt, activeAt) }()
+	seen := func(u *unstructured.Unstructured) {
+		s, _, _ := unstructured.NestedString(u.Object, "status", "state")
+		if states[u.GetName()] == "ACTIVE" {
+			active--
+		}
+		if s == "ACTIVE" {
+			active++
+			if _, ok := activeAt[u.GetName()]; !ok {
+				activeAt[u.GetName()] = time.Now()
+			}
+		}
+		states[u.GetName()] = s
+	}
 	for active < hubBenchInstances {
 		select {
 		case ev, ok := <-w.ResultChan():
-			require.True(b, ok, "the watch of the Pairs in %s ended with %d of %d ACTIVE", ns, active, hubBenchInstances)
+			if !ok {
+				fmt.Printf("the watch of the Pairs in %s ended with %d of %d ACTIVE; watching again from a list\n", ns, active, hubBenchInstances)
+				list := &unstructured.UnstructuredList{}
+				list.SetGroupVersionKind(pairGVK.GroupVersion().WithKind("PairList"))
+				require.NoError(b, hub.List(ctx, list, client.InNamespace(ns)))
+				for i := range list.Items {
+					seen(&list.Items[i])
+				}
+				w = watchPairs(b, ctx, hub, ns, list.GetResourceVersion())
+				continue
+			}
 			u, ok := ev.Object.(*unstructured.Unstructured)
 			require.True(b, ok, "watch event %s: %v", ev.Type, ev.Object)
-			s, _, _ := unstructured.NestedString(u.Object, "status", "state")
-			if states[u.GetName()] == "ACTIVE" {
-				active--
-			}
-			if s == "ACTIVE" {
-				active++
-				if _, ok := activeAt[u.GetName()]; !ok {
-					activeAt[u.GetName()] = time.Now()
-				}
-			}
-			states[u.GetName()] = s
+			seen(u)
 		case <-ctx.Done():
 			require.Fail(b, "timed out", "%d of %d Pairs ACTIVE in %s", active, hubBenchInstances, ns)
 		}
 	}
 	return created
+}
+
+// watchPairs watches the Pairs in ns from resourceVersion ("" for now).
+func watchPairs(b *testing.B, ctx context.Context, hub client.WithWatch, ns, resourceVersion string) watch.Interface {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(pairGVK.GroupVersion().WithKind("PairList"))
+	opts := []client.ListOption{client.InNamespace(ns)}
+	if resourceVersion != "" {
+		opts = append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: resourceVersion}})
+	}
+	w, err := hub.Watch(ctx, list, opts...)
+	require.NoError(b, err)
+	return w
 }
 
 // printLatencies prints the distribution of the time from each Pair's
@@ -322,13 +391,10 @@ func printLatencies(createdAt []time.Time, activeAt map[string]time.Time) {
 }
 
 // applyPairFloor applies the run's 400 ConfigMaps directly, 200 on each
-// spoke, with server-side apply at the run's concurrency.
-func applyPairFloor(b *testing.B, fleet *fgtesting.Fleet, ns string) (time.Duration, int64) {
-	var n atomic.Int64
-	clients := map[string]client.Client{}
-	for _, s := range fleet.Spokes() {
-		clients[s.Name] = benchClient(b, countedConfig(s.Config, &n))
-	}
+// spoke, with server-side apply at the run's concurrency, and returns the
+// time and the requests it took.
+func applyPairFloor(b *testing.B, fc pairFloorClients, ns string) (time.Duration, int64) {
+	clients, before := fc.spokes, fc.requests.Load()
 	start := time.Now()
 	parallelN(b, 2*hubBenchInstances, func(i int) error {
 		cluster, suffix := "spoke-1", "left"
@@ -342,7 +408,7 @@ func applyPairFloor(b *testing.B, fleet *fgtesting.Fleet, ns string) (time.Durat
 		cm.SetName(fmt.Sprintf("pair-%03d-%s", i/2, suffix))
 		return clients[cluster].Apply(context.Background(), client.ApplyConfigurationFromUnstructured(cm), client.FieldOwner("floor"), client.ForceOwnership)
 	})
-	return time.Since(start), n.Load()
+	return time.Since(start), fc.requests.Load() - before
 }
 
 // parallelN runs f(0..n-1) on hubBenchConcurrency goroutines.
@@ -371,26 +437,33 @@ func parallelN(b *testing.B, n int, f func(i int) error) {
 	}
 }
 
+// requestCount counts the requests clients made, started and answered.
+type requestCount struct{ started, answered atomic.Int64 }
+
+// Load returns how many requests were started.
+func (r *requestCount) Load() int64 { return r.started.Load() }
+
 // countingRoundTripper counts the requests made through it and, when
 // kinds is set, each kind of request (cluster, verb and resource).
 type countingRoundTripper struct {
 	next    http.RoundTripper
-	n       *atomic.Int64
+	n       *requestCount
 	cluster string
 	kinds   *requestKinds
 }
 
 func (c countingRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.n.Add(1)
+	c.n.started.Add(1)
+	defer c.n.answered.Add(1)
 	c.kinds.add(c.cluster, r)
 	return c.next.RoundTrip(r)
 }
 
-func countedConfig(cfg *rest.Config, n *atomic.Int64) *rest.Config {
+func countedConfig(cfg *rest.Config, n *requestCount) *rest.Config {
 	return countedByKind(cfg, n, "", nil)
 }
 
-func countedByKind(cfg *rest.Config, n *atomic.Int64, cluster string, kinds *requestKinds) *rest.Config {
+func countedByKind(cfg *rest.Config, n *requestCount, cluster string, kinds *requestKinds) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return countingRoundTripper{next: rt, n: n, cluster: cluster, kinds: kinds}

@@ -188,6 +188,9 @@ func (c hubClusters) Cluster(_ context.Context, name string) (cluster.Cluster, e
 	c.h.mu.Lock()
 	e := c.h.clusters[name]
 	c.h.mu.Unlock()
+	if e == nil && c.h.pull.is(name) { // pull.go
+		return nil, errPullTarget
+	}
 	if e == nil || e.ctx.Err() != nil {
 		return nil, fmt.Errorf("cluster %q: %w", name, multicluster.ErrClusterNotFound)
 	}

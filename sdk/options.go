@@ -129,7 +129,7 @@ type Options struct {
 	// are typed dynamically and checked only when instances are reconciled.
 	// Defaults to false.
 	DisableSchemaResolver bool
-	// Strict compiles every graph as kro v0.9.3 would: fleetgraph's
+	// Strict compiles every graph as kro v0.9.4 would: fleetgraph's
 	// extensions (graph.Graph.Extensions) are refused instead of listed.
 	// Defaults to false.
 	Strict bool
@@ -212,6 +212,10 @@ type Options struct {
 	RolloutResync time.Duration
 	// Logger defaults to controller-runtime's log.Log named "fleetgraph".
 	Logger logr.Logger
+	// Pull configures pull mode: clusters served through an agent inside
+	// each, which the hub never connects to (see PullOptions). Defaults to
+	// off.
+	Pull PullOptions
 	// Replica names this Hub among the replicas that share one hub cluster
 	// (see NewShardedCoordinator); use the same ID as ShardingOptions.ID.
 	// Each replica then keeps a record of the clusters it serves (a

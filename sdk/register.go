@@ -59,6 +59,7 @@ func (r *registrar) register(ctx context.Context, rgd *v1alpha1.ResourceGraphDef
 		return nil, fmt.Errorf("serving graph %s: %w", rgd.Name, err)
 	}
 	r.stepSince(rgd.Name, steps.Serve, start)
+	h.pull.registered(rgd.Name) // pull.go
 	// With a publishing provider, the graph is published at once, so that
 	// clusters can bind it before any of them is engaged (fanout.go).
 	h.fanOut.Publish(h.hubGraph(g, rev))

@@ -138,6 +138,7 @@ func (r *remover) startLocked(name string, orphan bool, uid types.UID) {
 	} else if err := h.runtime.Serve(removing); err != nil {
 		h.opts.Logger.Error(err, "serving a graph being removed", "graph", name)
 	}
+	h.pull.poke() // pull.go
 	h.opts.Logger.Info("graph unregistered; removing it from every cluster", "graph", name, "orphan", orphan)
 	go r.run(ctx, name, rm)
 }
@@ -194,6 +195,7 @@ func (r *remover) run(ctx context.Context, name string, rm *removal) {
 	h.fanOut.Stop(name) // its fleet status goes
 	h.registrar.compiles.forget(name, nil)
 	h.sharding.forget(ctx, name)
+	h.pull.removed(name) // pull.go: the assignments go
 	h.endRemoval(name, rm, true)
 	h.opts.Logger.Info("graph removed from every cluster", "graph", name)
 	h.changed.notify(name)
@@ -235,6 +237,9 @@ func (r *remover) step(ctx context.Context, name string, rm *removal, cleaned ma
 		total += held[i]
 	}
 	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := h.pull.removalStep(name); err != nil { // pull.go
 		return err
 	}
 	if total > 0 || !settled {

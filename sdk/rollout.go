@@ -178,7 +178,7 @@ func (r *rollouts) labelledClusters() []rollout.Cluster {
 			out[i].Labels = labeler.Labels(multicluster.ClusterName(name))
 		}
 	}
-	return out
+	return append(out, r.h.pull.clusters()...) // pull.go
 }
 
 // gate is the gate's first question: may v's revision reach the
@@ -315,12 +315,16 @@ func (r *rollouts) observe(graphName string) map[string]rollout.Observation {
 		}
 		out[c.Cluster] = o
 	}
+	r.h.pull.observe(graphName, out) // pull.go
 	return out
 }
 
 // listInstances counts the named graph's instances on the cluster, live:
 // health must not pass on a runtime that has not seen them all yet.
 func (r *rollouts) listInstances(ctx context.Context, graphName, cluster string) (int, error) {
+	if n, isPull, err := r.h.pull.listInstances(graphName, cluster); isPull { // pull.go
+		return n, err
+	}
 	g := r.h.runtime.Latest(graphName).Graph
 	r.h.mu.Lock()
 	e := r.h.clusters[cluster]
@@ -340,6 +344,7 @@ func (r *rollouts) listInstances(ctx context.Context, graphName, cluster string)
 // allows it and, on a cluster the graph left, releases the instances: no
 // hub serves them there any more, so none may keep our finalizer.
 func (r *rollouts) reconsider(graphName, cluster string, placed bool) {
+	r.h.pull.poke() // pull.go: pull clusters are decided for again
 	name := multicluster.ClusterName(cluster)
 	latest := r.h.runtime.Latest(graphName)
 	r.h.runtime.Reconsider(graphName, name, func(v spoke.Version) bool {
@@ -415,5 +420,7 @@ func (r *rollouts) serveRevision(ctx context.Context, graphName string, rev int6
 			return fmt.Errorf("compiling revision %d of graph %s: %w", rev, graphName, err)
 		}
 	}
-	return r.h.runtime.Serve(spoke.Version{Graph: g, Revision: rev})
+	err := r.h.runtime.Serve(spoke.Version{Graph: g, Revision: rev})
+	r.h.pull.poke() // pull.go
+	return err
 }

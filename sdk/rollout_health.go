@@ -110,6 +110,9 @@ func (hg *healthGates) check(graphName, src string) error {
 // cluster's look is bounded whatever its instances hold.
 func (hg *healthGates) judge(ctx context.Context, graphName, cluster, src string) (int, string, error) {
 	h := hg.h
+	if n, why, isPull, err := h.pull.judge(graphName, cluster, src); isPull { // pull.go: the agent answers
+		return n, why, err
+	}
 	v, ok := h.runtime.Served(graphName)[multicluster.ClusterName(cluster)]
 	e := h.cluster(cluster)
 	if !ok || v.Graph == nil || e == nil {

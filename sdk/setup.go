@@ -95,6 +95,9 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 	if err := h.values.setup(local); err != nil { // cluster_values.go
 		return err
 	}
+	if err := h.pull.setup(local); err != nil { // pull.go
+		return err
+	}
 	h.clusterSource.followLabelNotices() // cluster_labels.go
 	if err := h.clusterSource.setup(mgr); err != nil {
 		return err

@@ -126,6 +126,9 @@ func (c *crdFanOut) expected(graphName string) (int64, map[string]string) {
 	decided, placed := h.planner.DecideEngaged(graphName, v.Revision)
 	out := make(map[string]string, len(placed))
 	for name := range placed {
+		if h.pull.is(name) {
+			continue // not the fan-out's: pull.go lists it
+		}
 		if why := decided[name]; why != "" {
 			out[name] = fmt.Sprintf("revision %d waits: %s", v.Revision, why)
 		} else {

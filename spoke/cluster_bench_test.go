@@ -6,16 +6,19 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -27,33 +30,43 @@ import (
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
-const (
-	relabelInstances = 100
-	relabelPoll      = 100 * time.Millisecond
-)
+const relabelInstances = 100
 
 // BenchmarkRelabel100 measures what a relabel costs: 100 instances of a
-// graph whose ConfigMap holds cluster.labels.tier, on one cluster; each
-// iteration changes the tier and waits until every ConfigMap holds it.
-// The floor is writing the same 100 ConfigMaps directly with server-side
-// apply, 8 at a time, on the same API server. The labels are polled every
-// 100ms here (2s by default), so half a poll of each figure is waiting.
+// graph whose ConfigMap holds cluster.labels.tier, on one cluster. Each
+// sample changes the tier, tells the runtime (ClusterLabelsChanged, as a
+// provider that notifies does; the poll is off, so no part of a sample is
+// waiting for it) and ends when a watch of the ConfigMaps shows every one
+// holding the new tier (watchConfigMaps).
+//
+// The floor is the same 100 updates made directly: server-side applies
+// that change the value of 100 existing ConfigMaps, spoke.DefaultWorkers at
+// a time, through one client made before the clock, ending when the same
+// watch shows them all. It reads nothing before writing, and nothing of it
+// watches what it writes. Each iteration takes one sample of each, alternating which goes
+// first, so that the machine's drift falls on both; x-floor is the ratio
+// of their sums. The runtime and the floor have no client-side rate limit
+// (fgtesting.NoRateLimit). It prints where a sample's time goes (until the
+// first write, the writes, until the watch shows them), the API server's
+// CPU per sample and its account of the samples.
 func BenchmarkRelabel100(b *testing.B) {
 	cl, err := fgtesting.StartCluster("relabel", fgtesting.ClusterOptions{})
 	require.NoError(b, err)
 	b.Cleanup(func() { require.NoError(b, cl.Stop()) })
-	c, err := client.New(cl.Config, client.Options{Scheme: fgtesting.NewScheme()})
+	cfg := fgtesting.NoRateLimit(cl.Config)
+	c, err := client.New(cfg, client.Options{Scheme: fgtesting.NewScheme()})
 	require.NoError(b, err)
 	g := relabelGraph(b)
 	benchInstallCRD(b, c, g.CRD)
 
 	var requests atomic.Int64
-	mgr, err := manager.New(countedConfig(cl.Config, &requests), manager.Options{
+	clocks := [2]*requestClock{{}, {}} // the runtime's writes, the floor's
+	mgr, err := manager.New(countedConfig(cfg, &requests, clocks[0]), manager.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 	})
 	require.NoError(b, err)
 	labels := &labelSource{labels: map[string]string{"tier": "t0"}}
-	rt := spoke.New(spoke.Options{ClusterLabels: labels.get, ClusterLabelsPoll: relabelPoll})
+	rt := spoke.New(spoke.Options{ClusterLabels: labels.get, ClusterLabelsPoll: -1})
 	require.NoError(b, rt.SetupWithManager(mgr))
 	require.NoError(b, rt.Serve(spoke.Version{Graph: g, Revision: 1}))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -61,6 +74,7 @@ func BenchmarkRelabel100(b *testing.B) {
 	go func() { done <- mgr.Start(ctx) }()
 	b.Cleanup(func() { cancel(); require.NoError(b, <-done) })
 
+	seen := watchConfigMaps(b, ctx, cfg)
 	for i := range relabelInstances {
 		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"name": "x"}}}
 		u.SetGroupVersionKind(g.Instance.GVK)
@@ -68,26 +82,146 @@ func BenchmarkRelabel100(b *testing.B) {
 		u.SetName(fmt.Sprintf("r%03d", i))
 		require.NoError(b, c.Create(ctx, u))
 	}
-	waitAllHold(b, c, "t0")
-	floor := applyFloor(b, c, "floor")
+	waitAllHold(b, seen, relabelChild, "t0")
+	var floorRequests atomic.Int64
+	fc, err := client.New(countedConfig(cfg, &floorRequests, clocks[1]), client.Options{})
+	require.NoError(b, err)
+	applyFloor(b, fc, "t0") // the floor's ConfigMaps exist, and its client is warm, before its first sample
+	waitAllHold(b, seen, floorChild, "t0")
 
-	var relabel time.Duration
-	before := requests.Load()
+	relabel := func(tier string) {
+		labels.set(map[string]string{"tier": tier})
+		rt.ClusterLabelsChanged()
+		waitAllHold(b, seen, relabelChild, tier)
+	}
+	floor := func(tier string) {
+		applyFloor(b, fc, tier)
+		waitAllHold(b, seen, floorChild, tier)
+	}
+	var took [2]time.Duration // relabels, floors
+	var apiserver [2]fgtesting.ProcessCPU
+	var phases [2]samplePhases
+	var loads [2]fgtesting.ServerLoad
+	var relabelRequests int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		tier := fmt.Sprintf("t%d", i+1)
-		start := time.Now()
-		labels.set(map[string]string{"tier": tier})
-		waitAllHold(b, c, tier)
-		relabel += time.Since(start)
+		order := []int{0, 1}
+		if i%2 == 1 {
+			order = []int{1, 0}
+		}
+		for _, k := range order {
+			load0 := serverLoad(b, cl) // read outside the CPU's window: /metrics is large
+			cpu0, requests0 := serverCPU(b, cl), requests.Load()
+			clocks[k].reset()
+			start := time.Now()
+			if k == 0 {
+				relabel(tier)
+				relabelRequests += requests.Load() - requests0
+			} else {
+				floor(tier)
+			}
+			end := time.Now()
+			took[k] += end.Sub(start)
+			phases[k].add(start, end, clocks[k])
+			apiserver[k] = apiserver[k].Add(serverCPU(b, cl).Sub(cpu0))
+			loads[k] = loads[k].Add(serverLoad(b, cl).Sub(load0))
+		}
 	}
 	b.StopTimer()
-	per := relabel / time.Duration(b.N)
-	b.ReportMetric(float64(per.Milliseconds()), "ms/relabel")
-	b.ReportMetric(float64(floor.Milliseconds()), "floor-ms")
-	b.ReportMetric(float64(per)/float64(floor), "x-floor")
-	b.ReportMetric(float64(requests.Load()-before)/float64(b.N*relabelInstances), "req/instance")
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	b.ReportMetric(per(took[0]), "ms/relabel")
+	b.ReportMetric(per(took[1]), "floor-ms")
+	b.ReportMetric(float64(took[0])/float64(took[1]), "x-floor")
+	b.ReportMetric(float64(relabelRequests)/float64(b.N*relabelInstances), "req/instance")
+	fmt.Printf("relabel %.1f ms, floor %.1f ms (%.2fx, %d samples each); server CPU per sample: relabel %s, floor %s\n",
+		per(took[0]), per(took[1]), float64(took[0])/float64(took[1]), b.N,
+		perSample(apiserver[0], b.N), perSample(apiserver[1], b.N))
+	fmt.Printf("where a sample goes, mean ms (until the first write starts / from it until the last write is answered / until the watch shows them all):\n  relabel %s\n  floor   %s\n",
+		phases[0].String(b.N), phases[1].String(b.N))
+	fmt.Printf("the API server's account of all samples: relabels %s\nfloors %s\n", loads[0], loads[1])
 }
+
+// serverLoad reads the API server's account of its work so far.
+func serverLoad(b *testing.B, cl *fgtesting.Cluster) fgtesting.ServerLoad {
+	l, err := cl.Load(context.Background())
+	require.NoError(b, err)
+	return l
+}
+
+// samplePhases sums, over samples, the three parts of a sample that its
+// writes mark: until the first write starts, from then until the last
+// write is answered, and from then until the watch shows every ConfigMap.
+type samplePhases struct{ before, writes, after time.Duration }
+
+func (p *samplePhases) add(start, end time.Time, clock *requestClock) {
+	first, last := clock.span()
+	if first.IsZero() {
+		return
+	}
+	p.before += first.Sub(start)
+	p.writes += last.Sub(first)
+	p.after += end.Sub(last)
+}
+
+func (p samplePhases) String(n int) string {
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(n) }
+	return fmt.Sprintf("%6.1f / %6.1f / %6.1f", ms(p.before), ms(p.writes), ms(p.after))
+}
+
+// requestClock records when the first write (PATCH) through a client
+// started and when the last was answered, since its last reset.
+type requestClock struct {
+	mu                 sync.Mutex
+	since, first, last time.Time
+}
+
+// reset forgets the writes so far: from now on, only writes started
+// after it count.
+func (c *requestClock) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.since, c.first, c.last = time.Now(), time.Time{}, time.Time{}
+}
+
+func (c *requestClock) span() (time.Time, time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.first, c.last
+}
+
+func (c *requestClock) record(start, end time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if start.Before(c.since) {
+		return // the tail of an earlier sample
+	}
+	if c.first.IsZero() || start.Before(c.first) {
+		c.first = start
+	}
+	if end.After(c.last) {
+		c.last = end
+	}
+}
+
+// perSample divides a CPU total by n samples.
+func perSample(cpu fgtesting.ProcessCPU, n int) fgtesting.ProcessCPU {
+	return fgtesting.ProcessCPU{APIServer: cpu.APIServer / time.Duration(n), Etcd: cpu.Etcd / time.Duration(n)}
+}
+
+// serverCPU reads the CPU cl's kube-apiserver and etcd have used.
+func serverCPU(b *testing.B, cl *fgtesting.Cluster) fgtesting.ProcessCPU {
+	cpu, err := cl.CPU()
+	require.NoError(b, err)
+	return cpu
+}
+
+// The ConfigMaps of BenchmarkRelabel100: the graph's children, and the
+// floor's.
+var (
+	relabelChild = regexp.MustCompile(`^r\d{3}-config$`)
+	floorChild   = regexp.MustCompile(`^floor\d{3}$`)
+)
 
 func relabelGraph(b *testing.B) *graph.Graph {
 	rgd := &v1alpha1.ResourceGraphDefinition{}
@@ -110,30 +244,46 @@ spec:
 	return g
 }
 
-// waitAllHold waits until every instance's ConfigMap holds value.
-func waitAllHold(b *testing.B, c client.Client, value string) {
+// watchConfigMaps returns a cache of the ConfigMaps in "default", synced.
+// A sample ends when it shows them all holding the new value: a watch
+// costs the API server one event per write, for the relabel and the floor
+// alike, where polling with a List would load the server while the
+// runtime writes and not while the floor does (its writes have ended
+// before it first looks).
+func watchConfigMaps(b *testing.B, ctx context.Context, cfg *rest.Config) cache.Cache {
+	seen, err := cache.New(cfg, cache.Options{Scheme: fgtesting.NewScheme(), DefaultNamespaces: map[string]cache.Config{"default": {}}})
+	require.NoError(b, err)
+	go func() { _ = seen.Start(ctx) }()
+	_, err = seen.GetInformer(ctx, &corev1.ConfigMap{})
+	require.NoError(b, err)
+	require.True(b, seen.WaitForCacheSync(ctx))
+	return seen
+}
+
+// waitAllHold waits until seen shows relabelInstances ConfigMaps whose
+// names match names holding value (polled every 2 ms, in memory).
+func waitAllHold(b *testing.B, seen client.Reader, names *regexp.Regexp, value string) {
 	b.Helper()
 	require.Eventually(b, func() bool {
 		list := &corev1.ConfigMapList{}
-		if err := c.List(context.Background(), list, client.InNamespace("default")); err != nil {
+		if err := seen.List(context.Background(), list, client.InNamespace("default"), client.UnsafeDisableDeepCopy); err != nil {
 			return false
 		}
 		n := 0
 		for _, cm := range list.Items {
-			if cm.Data["value"] == value && len(cm.Name) == len("r000-config") {
+			if cm.Data["value"] == value && names.MatchString(cm.Name) {
 				n++
 			}
 		}
 		return n == relabelInstances
-	}, wait, 10*time.Millisecond)
+	}, wait, 2*time.Millisecond)
 }
 
-// applyFloor writes 100 ConfigMaps with server-side apply, 8 at a time,
-// and returns how long that took.
-func applyFloor(b *testing.B, c client.Client, value string) time.Duration {
+// applyFloor sets the value of the floor's 100 ConfigMaps (floor000...)
+// with server-side apply, spoke.DefaultWorkers at a time.
+func applyFloor(b *testing.B, c client.Client, value string) {
 	b.Helper()
-	start := time.Now()
-	sem := make(chan struct{}, 8)
+	sem := make(chan struct{}, spoke.DefaultWorkers)
 	var wg sync.WaitGroup
 	for i := range relabelInstances {
 		sem <- struct{}{}
@@ -144,11 +294,10 @@ func applyFloor(b *testing.B, c client.Client, value string) time.Duration {
 				"metadata": map[string]any{"name": fmt.Sprintf("floor%03d", i), "namespace": "default"},
 				"data":     map[string]any{"value": value},
 			}}
-			require.NoError(b, c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("floor"), client.ForceOwnership))
+			assert.NoError(b, c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("floor"), client.ForceOwnership))
 		})
 	}
 	wg.Wait()
-	return time.Since(start)
 }
 
 func benchInstallCRD(b *testing.B, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) {
@@ -169,18 +318,27 @@ func benchInstallCRD(b *testing.B, c client.Client, crd *apiextensionsv1.CustomR
 }
 
 type countingRoundTripper struct {
-	next http.RoundTripper
-	n    *atomic.Int64
+	next  http.RoundTripper
+	n     *atomic.Int64
+	clock *requestClock
 }
 
 func (c countingRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
-	return c.next.RoundTrip(r)
+	start := time.Now()
+	resp, err := c.next.RoundTrip(r)
+	if c.clock != nil && r.Method == http.MethodPatch {
+		c.clock.record(start, time.Now())
+	}
+	return resp, err
 }
 
-// countedConfig counts the requests of clients made from cfg.
-func countedConfig(cfg *rest.Config, n *atomic.Int64) *rest.Config {
+// countedConfig counts the requests of clients made from cfg and, with
+// clock, times their writes.
+func countedConfig(cfg *rest.Config, n *atomic.Int64, clock *requestClock) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingRoundTripper{next: rt, n: n} }
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return countingRoundTripper{next: rt, n: n, clock: clock}
+	}
 	return cfg
 }

@@ -11,6 +11,11 @@
 // WriteKubeconfigs writes a fleet's kubeconfigs for kubectl: one with a
 // context per cluster, named after it, and one per cluster.
 //
+// For benchmarks against a floor (docs/performance.md): NoRateLimit gives
+// the system under test and its floor clients without a client-side rate
+// limit; a Cluster's CPU and Load say what a phase cost its kube-apiserver
+// and etcd, and where the server's time went.
+//
 // Fake clusters: FakeProvider engages in-memory clusters backed by
 // controller-runtime's fake client, for unit tests that must run in
 // milliseconds. Their limits are stated on FakeCluster.

@@ -34,6 +34,8 @@ type options struct {
 	establishTimeout time.Duration
 	kubeconfigs      kubeconfigOptions
 	statusResync     time.Duration
+	pull             bool
+	pullGrace        time.Duration
 	replicas         replicaOptions
 	zap              zap.Options
 }
@@ -58,6 +60,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.IntVar(&o.workers, "workers", 0, "instances of one graph reconciled at once (0: the SDK's default)")
 	fs.DurationVar(&o.establishTimeout, "establish-timeout", 0, "bound on one wait for a CRD to be established on a spoke (0: the SDK's default)")
 	fs.DurationVar(&o.statusResync, "status-resync", 0, "how often each RGD's fleet status is refreshed (0: the SDK's default, 10s)")
+	fs.BoolVar(&o.pull, "pull", false, "serve pull clusters: PullClusters on the hub, each served by an agent inside it (cmd/fleetgraph-agent) that the hub never connects to")
+	fs.DurationVar(&o.pullGrace, "pull-heartbeat-grace", 0, "how long a pull cluster's agent may miss its heartbeat before the cluster shows Unreachable (0: the SDK's default, 40s)")
 	o.replicas.bindFlags(fs)
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -79,6 +83,9 @@ func (o *options) validate() error {
 	}
 	if o.workers < 0 {
 		return fmt.Errorf("--workers must not be negative, got %d", o.workers)
+	}
+	if o.pull && o.replicas.shard {
+		return fmt.Errorf("--pull and --replicas-shard exclude each other: pull clusters are served by one replica (use --leader-elect)")
 	}
 	if o.replicas.shard && o.leaderElect {
 		return fmt.Errorf("--replicas-shard and --leader-elect exclude each other: sharded replicas all serve, each its own clusters")

@@ -36,11 +36,12 @@ func TestFlagsDefaultToSecretSpokesWithSafeKubeconfigs(t *testing.T) {
 
 func TestFlagsRefuseWhatCannotRun(t *testing.T) {
 	for name, args := range map[string][]string{
-		"unknown provider":        {"--provider=cluster-api"},
-		"kcp without a parent":    {"--provider=kcp-workspaces"},
-		"negative workers":        {"--workers=-1"},
-		"a malformed CIDR":        {"--spoke-denied-cidrs=0.0.0.0/0,nope"},
-		"a flag that is not ours": {"--no-such-flag"},
+		"unknown provider":           {"--provider=cluster-api"},
+		"kcp without a parent":       {"--provider=kcp-workspaces"},
+		"negative workers":           {"--workers=-1"},
+		"a malformed CIDR":           {"--spoke-denied-cidrs=0.0.0.0/0,nope"},
+		"a flag that is not ours":    {"--no-such-flag"},
+		"pull with sharded replicas": {"--pull", "--replicas-shard"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := parse(t, args...)

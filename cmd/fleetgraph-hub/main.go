@@ -8,6 +8,7 @@
 //	fleetgraph-hub --provider=kcp-workspaces --kcp-parent=root:org  # kcp workspaces below root:org
 //	fleetgraph-hub --leader-elect --leader-election-namespace=fleetgraph-system
 //	fleetgraph-hub --replicas-shard --shard-namespace=fleetgraph-system   # one of N replicas
+//	fleetgraph-hub --pull                                           # also serve pull clusters (cmd/fleetgraph-agent)
 //
 // With --replicas-shard every replica serves, each its own share of the
 // spokes (multicluster-runtime's sharded coordinator: peer Leases and a

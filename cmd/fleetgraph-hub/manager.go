@@ -43,6 +43,7 @@ func newManager(cfg *rest.Config, o options) (mcmanager.Manager, error) {
 		Workers:                o.workers,
 		EstablishTimeout:       o.establishTimeout,
 		StatusResync:           o.statusResync,
+		Pull:                   sdk.PullOptions{Enable: o.pull, HeartbeatGrace: o.pullGrace},
 	}))
 	if err != nil {
 		return nil, err

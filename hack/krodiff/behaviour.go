@@ -134,6 +134,9 @@ type Snapshot struct {
 	Current  bool
 	Status   map[string]any
 	Children map[string]any // "Kind/name" -> normalised object
+	// Names are the served kind's short names and categories, as its CRD
+	// says: what kubectl lets a user type.
+	Names map[string]any
 }
 
 // bookkeeping reports whether a label or annotation key is one
@@ -160,6 +163,9 @@ func TakeSnapshot(ctx context.Context, dyn dynamic.Interface, c *Case, ns string
 	case !apierrors.IsNotFound(err):
 		return s, err
 	}
+	if s.Names, err = kindNames(ctx, dyn, c.InstanceResource); err != nil {
+		return s, err
+	}
 	for _, gvk := range c.ChildKinds {
 		gvr, namespaced, err := kindResource(gvk)
 		if err != nil {
@@ -183,6 +189,26 @@ func TakeSnapshot(ctx context.Context, dyn dynamic.Interface, c *Case, ns string
 		}
 	}
 	return s, nil
+}
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// kindNames returns the short names and categories of the CRD serving r.
+func kindNames(ctx context.Context, dyn dynamic.Interface, r schema.GroupVersionResource) (map[string]any, error) {
+	crd, err := dyn.Resource(crdResource).Get(ctx, r.Resource+"."+r.Group, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	for _, field := range []string{"shortNames", "categories"} {
+		if v, found, _ := unstructured.NestedStringSlice(crd.Object, "spec", "names", field); found {
+			out[field] = v
+		}
+	}
+	return out, nil
 }
 
 // observedCurrent reports whether inst has conditions and each names its
@@ -275,13 +301,15 @@ func normaliseStatus(raw any) map[string]any {
 }
 
 // SnapshotDiff lists how two snapshots differ, one line each:
-// "status: <path>: kro X, fleetgraph Y" and "child: <Kind/name.path>: ...".
+// "status: <path>: kro X, fleetgraph Y", "child: <Kind/name.path>: ..."
+// and "kind: <shortNames|categories>: ...".
 func SnapshotDiff(kro, fg Snapshot) []string {
 	if kro.Exists != fg.Exists {
 		return []string{fmt.Sprintf("instance: kro exists=%t, fleetgraph exists=%t", kro.Exists, fg.Exists)}
 	}
-	return append(prefixed("status: ", jsonDiff(kro.Status, fg.Status)),
+	out := append(prefixed("status: ", jsonDiff(kro.Status, fg.Status)),
 		prefixed("child: ", jsonDiff(kro.Children, fg.Children))...)
+	return append(out, prefixed("kind: ", jsonDiff(kro.Names, fg.Names))...)
 }
 
 var widgetResource = schema.GroupVersionResource{Group: "krodiff.test", Version: "v1", Resource: "widgets"}

@@ -62,7 +62,7 @@ type side struct {
 }
 
 // TestBehaviourAgainstKro applies the same RGDs and instances to kro's
-// controller (v0.9.3, on one API server) and to fleetgraph's hub in
+// controller (v0.9.4, on one API server) and to fleetgraph's hub in
 // single-cluster mode (on another), and compares the children and the
 // instance status each produces.
 func TestBehaviourAgainstKro(t *testing.T) {

@@ -32,7 +32,7 @@ spec:
   schema: {apiVersion: v1alpha1, kind: Probe, spec: {name: string}}
 `
 
-// TestCompileAgainstKro runs every corpus RGD through kro v0.9.3 and
+// TestCompileAgainstKro runs every corpus RGD through kro v0.9.4 and
 // fleetgraph against one real API server and requires them to agree, up
 // to the KnownDifferences table.
 func TestCompileAgainstKro(t *testing.T) {
@@ -66,7 +66,7 @@ type input struct {
 	raw        []byte
 }
 
-// corpusInputs are testdata/corpus's files and the RGDs of kro v0.9.3's own
+// corpusInputs are testdata/corpus's files and the RGDs of kro v0.9.4's own
 // examples (read from kro's module, Apache-2.0; named "kro/<path in the
 // module>", with "#n" for the n-th RGD of a file holding several).
 func corpusInputs(t *testing.T) []input {
@@ -180,7 +180,7 @@ func reportResult(t *testing.T, r Result, path string) {
 	t.Helper()
 	switch r.Outcome {
 	case Unexplained:
-		t.Errorf("fleetgraph differs from kro v0.9.3 on %s; the known-differences table does not cover:\n%s\nall differences:\n%s",
+		t.Errorf("fleetgraph differs from kro v0.9.4 on %s; the known-differences table does not cover:\n%s\nall differences:\n%s",
 			path, indented(r.Unexplained), indented(r.Diff))
 	case Stale:
 		t.Errorf("the known-differences table lists %s (%q) but fleetgraph and kro agree on it now: remove the entry", r.File, r.Reason)

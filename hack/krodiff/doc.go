@@ -1,4 +1,4 @@
-// Package krodiff uses kro v0.9.3 as a test oracle for fleetgraph.
+// Package krodiff uses kro v0.9.4 as a test oracle for fleetgraph.
 //
 // fleetgraph promises that ResourceGraphDefinitions written for kro apply
 // unchanged and behave the same. Hand-written expectations can only check
@@ -24,7 +24,7 @@
 // fleetgraph's bookkeeping labels are removed, and every resource must
 // depend on the same resources.
 //
-// rejections.md lists every way kro v0.9.3 can refuse an RGD (each error
+// rejections.md lists every way kro v0.9.4 can refuse an RGD (each error
 // path of its admission, builder and CRD creation) with the corpus cases
 // that take it; TestRejectionTableNamesCorpusFiles keeps it and the corpus
 // in step. A corpus file fleetgraph refuses says, in "# names: " comment

@@ -37,8 +37,8 @@ const (
 const MirrorGroup = "mirror.krodiff.fleetgraph.dev"
 
 // kro's controller defaults (cmd/controller flags rgd-max-collection-size
-// and rgd-max-collection-dimension-size in v0.9.3).
-var kroRGDConfig = krograph.RGDConfig{MaxCollectionSize: 1000, MaxCollectionDimensionSize: 10}
+// and rgd-max-collection-dimension-size in v0.9.4).
+var kroRGDConfig = krograph.Config{MaxCollectionSize: 1000, MaxCollectionDimensionSize: 10}
 
 // Verdict is what one implementation did with one RGD.
 type Verdict struct {

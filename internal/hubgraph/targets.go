@@ -17,6 +17,14 @@ import (
 // ErrTargetRefused is wrapped by a refusal of an instance's target.
 var ErrTargetRefused = errors.New("target refused")
 
+// UntargetableError is what Clusters.Cluster returns for a cluster that
+// exists in the fleet but that hub graphs may not target (a pull
+// cluster, which the hub never connects to): the refusal gives Rule as
+// its reason instead of "not an engaged cluster".
+type UntargetableError struct{ Rule string }
+
+func (e *UntargetableError) Error() string { return e.Rule }
+
 // refusal names the resource, the cluster (and the kubeconfig Secret it
 // was named by, for a Secret target) and the rule that refused it.
 type refusal struct {
@@ -184,6 +192,9 @@ func (t *targets) allowed(ctx context.Context, n *graph.Node, inst *unstructured
 		return refuse("a target computed from the instance needs the platform to allow it (no allowed set is configured)")
 	}
 	cl, err := t.rt.opts.Clusters.Cluster(ctx, name)
+	if u := (*UntargetableError)(nil); errors.As(err, &u) {
+		return refuse(u.Rule)
+	}
 	if err != nil || cl == nil {
 		return refuse("not an engaged cluster")
 	}

@@ -23,7 +23,7 @@ import (
 //
 // What is left open: an object created by someone else between the moment
 // the cache last heard of its name and our apply is still taken over. kro
-// v0.9.3 has the same window between its GET and its apply. And who wrote
+// v0.9.4 has the same window between its GET and its apply. And who wrote
 // an object is what managedFields says, whose manager names the writer
 // picks: someone who writes with our field manager's name is taken for us.
 

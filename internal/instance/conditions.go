@@ -10,7 +10,7 @@ import (
 )
 
 // authorConditions gives the conditions of an instance whose RGD declares
-// its own (spec.schema.status.conditions), as kro v0.9.3 does:
+// its own (spec.schema.status.conditions), as kro v0.9.4 does:
 //   - only the declared conditions are shown; the runtime's four stay
 //     readable from CEL through runtime.condition(schema, 'Ready'), because
 //     they are handed to the expressions as schema.status.conditions;

@@ -179,7 +179,7 @@ func (e *Engine) Defaulted(inst *unstructured.Unstructured) *unstructured.Unstru
 
 // Suspended reports whether the instance asks not to be reconciled: either
 // annotation (contract.AnnotationReconcile, or kro's) set to "suspended"
-// or kro's legacy "disabled", in any case, as kro v0.9.3 accepts them. A
+// or kro's legacy "disabled", in any case, as kro v0.9.4 accepts them. A
 // suspended instance is still deleted when asked.
 func Suspended(u *unstructured.Unstructured) bool {
 	a := u.GetAnnotations()

@@ -16,7 +16,7 @@ import (
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
-// The messages and reasons of the built-in conditions, kro v0.9.3's words:
+// The messages and reasons of the built-in conditions, kro v0.9.4's words:
 // tooling written for kro reads them.
 const (
 	MessageManaged        = "instance is properly managed with finalizers and labels"

@@ -61,7 +61,7 @@ func BenchmarkOrphans500(b *testing.B) {
 		createNamespace(b, c, "floor")
 		b.StartTimer()
 
-		applyFloor(b, srv.Config, g, "floor")
+		applyFloor(b, newRoundClients(b, srv, g), g, "floor")
 		start := time.Now()
 		deleteFloor(b, c, g, "floor")
 		floor := time.Since(start)

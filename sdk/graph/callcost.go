@@ -71,6 +71,9 @@ var callCosts = map[string]priceFunc{
 		return bytesOut("a base64 encoding", (strLen(a[0])+2)/3*4, l)
 	},
 	"base64_decode_string": traversal(0),
+	// cel-go's json.encode (ext.Encoders, since cel-go v0.31) writes the
+	// same compact JSON as kro's json.marshal.
+	"json_encode_dyn": jsonMarshalPrice,
 
 	// --- cel-go's lists (ext.Lists) and two-variable comprehensions. ---
 	"lists_range": func(a []ref.Val, l *Limits) (uint64, error) {
@@ -120,6 +123,7 @@ var callCosts = map[string]priceFunc{
 	"map_merge": func(a []ref.Val, l *Limits) (uint64, error) {
 		return elemsOut("a merged map", size(a[0])+size(a[1]), l)
 	},
+	"dyn_deepmerge_dyn": deepMergePrice,
 	"lists.setAtIndex_list_int_T": func(a []ref.Val, l *Limits) (uint64, error) {
 		return elemsOut("an edited list", size(a[0]), l)
 	},
@@ -411,6 +415,30 @@ func mapInsertPrice(a []ref.Val, l *Limits) (uint64, error) {
 		return uint64(add), nil
 	}
 	return elemsOut("a map", size(a[0])+add, l)
+}
+
+// deepMergePrice bounds deepMerge's copies by the entries of both maps,
+// nested maps included (deepMerge copies a nested map only where both
+// sides hold one), walked until they pass the limit.
+func deepMergePrice(a []ref.Val, l *Limits) (uint64, error) {
+	limit := l.MaxValueBytes + 1
+	n := mapEntries(a[0], limit)
+	n += mapEntries(a[1], limit-min(n, limit))
+	return elemsOut("a deep-merged map", n, l)
+}
+
+// mapEntries counts the entries of v and of the maps nested in its
+// values, stopping once the count passes limit; 0 when v is not a map.
+func mapEntries(v ref.Val, limit int) int {
+	m, ok := v.(traits.Mapper)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for it := m.Iterator(); it.HasNext() == types.True && n <= limit; {
+		n += 1 + mapEntries(m.Get(it.Next()), limit-n)
+	}
+	return n
 }
 
 // jsonMarshalPrice bounds json.marshal's output by the encoded size of

@@ -16,7 +16,7 @@ import (
 //	random.seededString(length int, seed string) string
 //	random.seededInt(min int, max int, seed string) int   // in [min, max)
 //
-// The values equal kro v0.9.3's (pkg/cel/library/random.go), byte for byte:
+// The values equal kro v0.9.4's (pkg/cel/library/random.go), byte for byte:
 // they end up in users' objects, so they are part of the wire contract.
 type randomLib struct{}
 

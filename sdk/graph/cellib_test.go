@@ -33,7 +33,7 @@ func evalStatus(t *testing.T, expr string, opts graph.Options) (any, error) {
 }
 
 // The expected values below were computed with an independent Python
-// implementation of kro v0.9.3's algorithms (pkg/cel/library/random.go and
+// implementation of kro v0.9.4's algorithms (pkg/cel/library/random.go and
 // hash.go, read in the Go module cache): sha256 of the seed, four bytes per
 // character modulo "0-9a-z" wrapping every eight characters; the first
 // eight bytes modulo (max-min) for seededInt.
@@ -57,6 +57,13 @@ func TestKroCELFunctionsMatchKro(t *testing.T) {
 		"json.marshal schema":             {`${json.marshal(schema.spec)}`, `{"name":"hello world"}`},
 		"merge":                           {`${{"a": 1, "b": 2}.merge({"b": 3, "c": 4})}`, map[string]any{"a": int64(1), "b": int64(3), "c": int64(4)}},
 		"merge empty":                     {`${{"a": "x"}.merge({})}`, map[string]any{"a": "x"}},
+		"deepMerge (kro v0.9.4)":          {`${{"a": {"x": 1, "l": [1]}, "b": 1}.deepMerge({"a": {"y": 2, "l": [2]}, "c": {"z": 3}})}`, map[string]any{"a": map[string]any{"x": int64(1), "y": int64(2), "l": []any{int64(2)}}, "b": int64(1), "c": map[string]any{"z": int64(3)}}},
+		"deepMerge overwrites":            {`${{"a": {"x": 1}}.deepMerge({"a": {"x": 9}})}`, map[string]any{"a": map[string]any{"x": int64(9)}}},
+		"deepMerge scalar over map":       {`${{"a": {"x": 1}}.deepMerge({"a": "s"})}`, map[string]any{"a": "s"}},
+		"deepMerge map over scalar":       {`${{"a": "s"}.deepMerge({"a": {"x": 1}})}`, map[string]any{"a": map[string]any{"x": int64(1)}}},
+		"deepMerge empty sides":           {`${[{}.deepMerge({"a": 1}), {"a": 1}.deepMerge({})]}`, []any{map[string]any{"a": int64(1)}, map[string]any{"a": int64(1)}}},
+		"deepMerge of the instance":       {`${json.marshal(schema.metadata.deepMerge({"labels": {"x": "y"}}))}`, `{"labels":{"x":"y"},"name":"demo","namespace":"default","uid":"uid-1234"}`},
+		"json.encode (cel-go v0.31)":      {`${json.encode({"b": 1, "a": ["<"]})}`, `{"a":["\u003c"],"b":1}`},
 		"setAtIndex":                      {`${lists.setAtIndex([1, 2, 3], 1, 99)}`, []any{int64(1), int64(99), int64(3)}},
 		"insertAtIndex front":             {`${lists.insertAtIndex([1, 2, 3], 0, 99)}`, []any{int64(99), int64(1), int64(2), int64(3)}},
 		"insertAtIndex appends":           {`${lists.insertAtIndex([1, 2, 3], 3, 99)}`, []any{int64(1), int64(2), int64(3), int64(99)}},
@@ -84,6 +91,8 @@ func TestKroCELFunctionErrors(t *testing.T) {
 		"setAtIndex out of range":  {`${lists.setAtIndex([1], 1, 2)}`, "lists.setAtIndex: index 1 out of bounds [0, 1)"},
 		"insertAtIndex negative":   {`${lists.insertAtIndex([1], -1, 2)}`, "lists.insertAtIndex: index -1 out of bounds [0, 1]"},
 		"removeAtIndex empty":      {`${lists.removeAtIndex([], 0)}`, "lists.removeAtIndex: index 0 out of bounds [0, 0)"},
+		"deepMerge of a list":      {`${dyn([1]).deepMerge({})}`, "no such overload"},
+		"deepMerge with a string":  {`${{"a": 1}.deepMerge(dyn("x"))}`, "no such overload"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -109,7 +118,7 @@ func TestKroCELFunctionTypeErrors(t *testing.T) {
 }
 
 // kro's own example of its CEL functions compiles unchanged (copied from
-// kro v0.9.3 examples/kubernetes/cel-functions/rg.yaml).
+// kro v0.9.4 examples/kubernetes/cel-functions/rg.yaml).
 func TestKroCELFunctionsExampleCompiles(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("testdata", "kro-cel-functions.yaml"))
 	require.NoError(t, err)

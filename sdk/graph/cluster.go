@@ -10,7 +10,7 @@ import (
 // graph served on a cluster may read that cluster's name and labels, so
 // that one RGD can say "3 replicas where tier is prod" without a copy per
 // cluster. It is typed like schema (an object whose fields are known), so
-// a misspelt field fails the compile. kro v0.9.3 does not reserve the
+// a misspelt field fails the compile. kro v0.9.4 does not reserve the
 // word: an RGD with a resource id or a forEach iterator named cluster
 // keeps kro's meaning, and the variable is not offered to it.
 

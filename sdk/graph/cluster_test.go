@@ -130,7 +130,7 @@ func TestClusterVariableMisspelt(t *testing.T) {
 	})
 }
 
-// kro v0.9.3 does not reserve cluster: an RGD that names a resource or
+// kro v0.9.4 does not reserve cluster: an RGD that names a resource or
 // an iterator cluster keeps kro's meaning, and is no extension.
 func TestClusterNamedResourceStaysKros(t *testing.T) {
 	res := "resources:\n" + cm("cluster", "", "x: one") + cm("b", "", "v: ${cluster.data.x}")

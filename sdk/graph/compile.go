@@ -141,6 +141,7 @@ func (c *compilation) checkIdentities(inst *instanceKind, resources []*resource,
 	ic := &identityChecker{
 		name: c.rgd.Name, rgd: c.rgd, resources: resources, scopes: scopes,
 		namespaced: inst.namespaced(), env: envs.graph, diag: c.diag,
+		refuseSameObjects: c.opts.RefuseSameObjects,
 	}
 	ic.check()
 }
@@ -177,6 +178,7 @@ func (c *compilation) graph(inst *instanceKind, resources []*resource, crd *apie
 		Levels:        levels,
 		DeletionWaves: reversed(levels),
 		Extensions:    c.diag.extensions(),
+		Warnings:      c.diag.warnings(),
 		status:        status.program,
 		conditions:    status.conditions,
 		byID:          map[string]*Node{},

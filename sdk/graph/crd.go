@@ -97,7 +97,13 @@ func instanceSchema(spec, status apiextensionsv1.JSONSchemaProps) *apiextensions
 	if status.Properties == nil {
 		status = apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{}}
 	}
-	maps.Copy(status.Properties, statusBase())
+	// As in kro, a field a projection already typed (status.state, which
+	// the runtime writes: see statusCompiler.dropReserved) keeps its type.
+	for k, v := range statusBase() {
+		if _, ok := status.Properties[k]; !ok {
+			status.Properties[k] = v
+		}
+	}
 	root.Properties["status"] = status
 	return root
 }

@@ -66,6 +66,17 @@ func TestGeneratedCRDShape(t *testing.T) {
 	assert.Equal(t, "string", status.Properties["url"].Type)
 }
 
+// kro v0.9.4 puts spec.schema.shortNames and categories on the generated
+// CRD: they are no fleetgraph extension, and Strict accepts them.
+func TestShortNamesAndCategoriesAreKros(t *testing.T) {
+	g, err := graph.Compile(parseRGD(t, rgdDoc("apiVersion: v1alpha1\nkind: App\nshortNames: [ap, app]\ncategories: [all, platform]\nspec:\n  name: string", "")), graph.Options{Strict: true})
+	require.NoError(t, err)
+	assert.Empty(t, g.Extensions)
+	assert.Equal(t, []string{"ap", "app"}, g.CRD.Spec.Names.ShortNames)
+	assert.Equal(t, []string{"all", "platform"}, g.CRD.Spec.Names.Categories)
+	validateCRD(t, g.CRD)
+}
+
 func TestClusterScopedCRDWithCustomColumns(t *testing.T) {
 	g := compileFile(t, "tenant", graph.Options{})
 	assert.False(t, g.Instance.Namespaced)

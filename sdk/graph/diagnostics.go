@@ -7,8 +7,8 @@ import (
 	apiservercel "k8s.io/apiserver/pkg/cel"
 )
 
-// diagnostics collects what one Compile call finds wrong, and the
-// extensions it uses, in the order found. Every phase of a compile records
+// diagnostics collects what one Compile call finds wrong, the extensions
+// it uses and the warnings it has, in the order found. Every phase of a compile records
 // into the same diagnostics; it is the only state they all share.
 type diagnostics struct {
 	// strict turns every extension into an error (Options.Strict).
@@ -18,6 +18,7 @@ type diagnostics struct {
 	maxExpression int
 	errs          []error
 	exts          []Extension
+	warns         []Warning
 }
 
 func newDiagnostics(opts Options) *diagnostics {

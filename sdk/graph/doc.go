@@ -16,12 +16,13 @@
 // # What Compile checks
 //
 //   - spec.schema: kind, version, group, scope; SimpleSchema (types and
-//     markers) converted to OpenAPI v3 for the generated CRD, markers that
-//     contradict each other (minimum above maximum, an enum value the
-//     field's own bounds refuse...) refused naming both;
+//     markers) converted to OpenAPI v3 for the generated CRD, markers no
+//     value can meet (minimum above maximum, an enum value the field's own
+//     bounds refuse...) kept as kro keeps them, with a Graph.Warnings entry;
 //   - resources: ids (lowerCamelCase, unique, not reserved), exactly one of
 //     template and externalRef, apiVersion/kind/metadata in templates, no
-//     kro.run/ labels, label selectors shaped as kro's CRD requires;
+//     kro.run/ or internal.kro.run/ labels or annotations, label selectors
+//     shaped and valid as kro v0.9.4 requires;
 //   - expressions: every ${} is parsed and type-checked against the
 //     instance schema and, given a SchemaResolver, the schema of each
 //     referenced kind, typed as kro and the API server type it (a string
@@ -41,16 +42,18 @@
 //     bounds is reported against the RGD;
 //   - kro's rules on identities: every forEach iterator in the name or the
 //     namespace (in a hub graph the target counts too, so one object per
-//     cluster may have the same name everywhere), no two resources rendering
+//     cluster may have the same name everywhere), two resources rendering
 //     the same object (kind, and name and namespace written alike, literally
 //     or through the same expressions, and in a hub graph targets written
-//     alike, unless includeWhen may keep them apart), and, given a resolver
+//     alike) accepted as kro accepts them, with a Graph.Warnings entry, and
+//     refused under Options.RefuseSameObjects unless includeWhen may keep
+//     them apart, and, given a resolver
 //     that is also a ScopeResolver, no namespace on a cluster-scoped child
 //     and a namespace on a namespaced child of a cluster-scoped instance.
 //
 // # kro compatibility
 //
-// Compile accepts the RGDs kro v0.9.3 accepts and generates the same CRD,
+// Compile accepts the RGDs kro v0.9.4 accepts and generates the same CRD,
 // with kro's CEL libraries (random, hash, json, merge, list editing, custom
 // status conditions with runtime.newCondition) in the versions kro uses.
 // Beyond kro it accepts a few extensions (more CEL libraries, the number
@@ -114,8 +117,10 @@
 //     instance: Limits.InstanceCost, InstanceTimeout, MaxChildren and
 //     MaxRenderedBytes. Graph.Status is bounded by Limits.MaxStatusBytes.
 //   - Compile prices every expression with cel-go's estimator and the
-//     instance schema's maxLength/maxItems/maxProperties, and refuses one
-//     estimated above Limits.MaxExpressionEstimatedCost.
+//     instance schema's maxLength/maxItems/maxProperties. As kro refuses no
+//     expression for its cost, an estimate above EstimatedCostWarning is a
+//     Graph.Warnings entry naming the values that lack a bound; only a
+//     platform that sets Limits.MaxExpressionEstimatedCost refuses it.
 //   - What an RGD makes Compile build is bounded too, and a refusal is an
 //     *Error wrapping ErrLimit and ErrSchema. Custom types are expanded at
 //     every use, so a type made of two copies of the previous one doubles

@@ -18,7 +18,7 @@ const (
 	varEach   = "each"   // one item of a collection, in readyWhen
 )
 
-// kroLibraries are the CEL libraries kro v0.9.3 offers in every
+// kroLibraries are the CEL libraries kro v0.9.4 offers in every
 // expression (pkg/cel/environment.go BaseDeclarations), in the same
 // versions: the standard library, optional types, cel-go's lists, strings,
 // encoders, bindings and two-variable comprehensions, the Kubernetes

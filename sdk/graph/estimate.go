@@ -1,7 +1,10 @@
 package graph
 
 import (
+	"fmt"
 	"math"
+	"sort"
+	"strings"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
@@ -10,16 +13,28 @@ import (
 	"k8s.io/apiserver/pkg/cel/library"
 )
 
-// Compile prices every expression before it accepts it, as the API server
-// prices a CRD's validation rules: cel-go's estimator walks the checked
-// expression with the size of every value it reads, and refuses the
-// expression when its most expensive path passes
-// Limits.MaxExpressionEstimatedCost. Sizes come from the instance schema's
+// Compile prices every expression, as the API server prices a CRD's
+// validation rules: cel-go's estimator walks the checked expression with
+// the size of every value it reads. Sizes come from the instance schema's
 // maxLength, maxItems and maxProperties; a size the schema leaves open is
 // the largest an API server accepts in one request (maxRequestBytes), and
-// a child's fields are always open. Evaluation is bounded at run time
-// whatever the estimate (meter.go); the estimate refuses, at compile, what
-// could never run within the limits on the largest instance.
+// a child's fields are always open.
+//
+// The estimate refuses nothing by default: kro has no such bound, and RGDs
+// written for kro read lists their schema leaves unbounded, whose worst
+// case estimates far above anything an instance actually runs. Evaluation
+// is bounded at run time whatever the estimate (meter.go: actual cost,
+// sizes and deadlines). An estimate above EstimatedCostWarning is reported
+// in Graph.Warnings, naming the unbounded values it reads; a platform that
+// wants such expressions refused at compile sets
+// Limits.MaxExpressionEstimatedCost.
+
+// EstimatedCostWarning is the estimated cost above which an expression is
+// reported in Graph.Warnings: about what a quadratic function over one
+// unbounded list, or a comprehension nested in another over two, estimates.
+// Ordinary expressions over unbounded lists (a map over a list of
+// children, joined) estimate below it.
+const EstimatedCostWarning = 10_000_000_000_000
 
 // sizedKinds are the kinds of values whose size varies.
 var sizedKinds = map[types.Kind]bool{
@@ -39,9 +54,19 @@ type costCheck struct {
 	limits Limits
 }
 
-// check refuses an expression whose estimated cost passes
-// Limits.MaxExpressionEstimatedCost.
-func (cc costCheck) check(env *cel.Env, ast *cel.Ast) error {
+// costEstimate is what the estimator found for one expression.
+type costEstimate struct {
+	// max is the estimated cost of its most expensive path.
+	max uint64
+	// open names the values it reads whose size nothing bounds, each with
+	// the marker it lacks: "schema.spec.xs (no maxItems)", or "the fields
+	// of deployment (a resource's schema bounds none)".
+	open []string
+}
+
+// estimate prices an expression, and refuses it when its estimate passes
+// Limits.MaxExpressionEstimatedCost (when a platform set it).
+func (cc costCheck) estimate(ast *cel.Ast) (costEstimate, error) {
 	e := &sizeEstimator{spec: cc.spec, valueBytes: uint64(cc.limits.MaxValueBytes)}
 	e.k8s = &library.CostEstimator{SizeEstimator: e}
 	// The libraries' own estimates (env's cost options) are left out on
@@ -49,13 +74,32 @@ func (cc costCheck) check(env *cel.Env, ast *cel.Ast) error {
 	// argument as unbounded, where the guards bound them at run time.
 	est, err := checker.Cost(ast.NativeRep(), e)
 	if err != nil {
-		return nil // the estimator gave up: run time bounds it
+		return costEstimate{}, nil // the estimator gave up: run time bounds it
 	}
-	if est.Max > cc.limits.MaxExpressionEstimatedCost {
-		return errorf(ErrLimit, "estimated cost %d passes %d (Limits.MaxExpressionEstimatedCost): bound the lists and strings it reads with maxItems and maxLength",
-			est.Max, cc.limits.MaxExpressionEstimatedCost)
+	out := costEstimate{max: est.Max, open: e.openValues()}
+	if bound := cc.limits.MaxExpressionEstimatedCost; bound != 0 && est.Max > bound {
+		return out, errorf(ErrLimit, "estimated cost %d passes %d (Limits.MaxExpressionEstimatedCost): %s",
+			est.Max, bound, boundAdvice(out.open))
 	}
-	return nil
+	return out, nil
+}
+
+// warning is the Graph.Warnings message for an expression estimated above
+// EstimatedCostWarning; "" below it.
+func (ce costEstimate) warning() string {
+	if ce.max <= EstimatedCostWarning {
+		return ""
+	}
+	return fmt.Sprintf("estimated cost %.2g over %.0g (a worst case; each evaluation is bounded by Limits.ExpressionCost and ExpressionTimeout): %s",
+		float64(ce.max), float64(EstimatedCostWarning), boundAdvice(ce.open))
+}
+
+// boundAdvice says which values to bound.
+func boundAdvice(open []string) string {
+	if len(open) == 0 {
+		return "bound the lists and strings it reads with maxItems and maxLength"
+	}
+	return "it reads " + strings.Join(open, ", ")
 }
 
 // sizeEstimator sizes the values an expression reads (from the instance
@@ -69,6 +113,26 @@ type sizeEstimator struct {
 	valueBytes uint64
 	// k8s prices every other library's functions.
 	k8s *library.CostEstimator
+	// open collects the values estimated at the largest request because
+	// nothing bounds them (see openValues).
+	open map[string]bool
+}
+
+// openValues returns what open collected, sorted.
+func (e *sizeEstimator) openValues() []string {
+	out := make([]string, 0, len(e.open))
+	for v := range e.open {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (e *sizeEstimator) noteOpen(v string) {
+	if e.open == nil {
+		e.open = map[string]bool{}
+	}
+	e.open[v] = true
 }
 
 var _ checker.CostEstimator = &sizeEstimator{}
@@ -82,10 +146,44 @@ func (e *sizeEstimator) EstimateSize(el checker.AstNode) *checker.SizeEstimate {
 	if len(path) == 0 || path[0] != varSchema || e.spec == nil {
 		// A value computed, or read from a child: no larger than the
 		// largest request.
+		if len(path) > 0 && path[0] != varSchema {
+			e.noteOpen("the fields of " + path[0] + " (a resource's schema bounds none)")
+		}
 		return &checker.SizeEstimate{Min: 0, Max: maxRequestBytes}
 	}
 	s := schemaAt(e.spec, path[1:])
-	return &checker.SizeEstimate{Min: 0, Max: declaredSize(s)}
+	size := declaredSize(s)
+	if size == maxRequestBytes && s != nil {
+		e.noteOpen(strings.Join(visiblePath(path), ".") + " (" + boundMarker(el.Type()) + ")")
+	}
+	return &checker.SizeEstimate{Min: 0, Max: size}
+}
+
+// visiblePath is path as the RGD writes it: the estimator's @items and
+// @values steps (into a list's items, a map's values) written as [*].
+func visiblePath(path []string) []string {
+	out := make([]string, 0, len(path))
+	for _, p := range path {
+		if p == "@items" || p == "@values" {
+			if len(out) > 0 {
+				out[len(out)-1] += "[*]"
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// boundMarker names the SimpleSchema marker that bounds a value of type t.
+func boundMarker(t *types.Type) string {
+	switch t.Kind() {
+	case types.ListKind:
+		return "no maxItems"
+	case types.MapKind, types.StructKind:
+		return "a map: no SimpleSchema marker bounds it"
+	}
+	return "no maxLength"
 }
 
 // schemaAt follows path (after schema.) into the instance's spec schema;
@@ -146,11 +244,11 @@ func (e *sizeEstimator) EstimateCallCost(function, overloadID string, target *ch
 	switch overloadID {
 	case "random.seededString_int_string", "lists_range":
 		return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: valueBytes}, ResultSize: out}
-	case "json.marshal_dyn", "json.unmarshal_string", "hash.fnv64a_string", "hash.sha256_string", "hash.md5_string",
+	case "json.marshal_dyn", "json_encode_dyn", "json.unmarshal_string", "hash.fnv64a_string", "hash.sha256_string", "hash.md5_string",
 		"random.seededInt_int_int_string":
 		s := size(0)
 		return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: s.Max + 1}, ResultSize: out}
-	case "map_merge":
+	case "map_merge", "dyn_deepmerge_dyn":
 		a, b := size(0), size(1)
 		n := satAdd(a.Max, b.Max)
 		return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: n}, ResultSize: &checker.SizeEstimate{Min: 0, Max: n}}

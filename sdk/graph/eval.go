@@ -56,14 +56,8 @@ func newScope(ctx context.Context, lim *Limits, vals Values, extra map[string]an
 // done charges the budget with what the scope's evaluations spent.
 func (sc *scope) done() { sc.meter.flush() }
 
-// interruptVar is the name cel-go's comprehensions read after each step.
-const interruptVar = "#interrupted"
-
 // ResolveName implements interpreter.Activation.
 func (sc *scope) ResolveName(name string) (any, bool) {
-	if len(name) > 0 && name[0] == '#' && name == interruptVar {
-		return sc.meter.interrupted(), true
-	}
 	if v, ok := sc.converted[name]; ok {
 		return v, true
 	}
@@ -389,7 +383,7 @@ func copyJSONChecked(v any, sz *sizer) (any, error) {
 }
 
 // run evaluates prog, turning CEL error values and panics into errors.
-func run(prog interpreter.Interpretable, sc *scope) (out ref.Val, err error) {
+func run(prog interpreter.InterpretableV2, sc *scope) (out ref.Val, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = nil, fmt.Errorf("evaluation stopped: %v", r)

@@ -11,11 +11,11 @@ import (
 )
 
 // ErrExtension marks, under Options.Strict, the use of something fleetgraph
-// accepts and kro v0.9.3 does not.
+// accepts and kro v0.9.4 does not.
 var ErrExtension = errors.New("not supported by kro (fleetgraph extension)")
 
 // Extension is one use, in a compiled RGD, of something fleetgraph accepts
-// and kro v0.9.3 rejects: such an RGD would not work unchanged on kro.
+// and kro v0.9.4 rejects: such an RGD would not work unchanged on kro.
 // Options.Strict turns every one into a compile error.
 type Extension struct {
 	// ResourceID is the resource concerned; empty for spec.schema.

@@ -10,7 +10,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/strfmt"
 )
 
-// Strings with an OpenAPI format are typed as kro v0.9.3 and the API
+// Strings with an OpenAPI format are typed as kro v0.9.4 and the API
 // server's CEL type them: date-time and date as timestamp, duration as
 // duration, byte as bytes. So `job.status.completionTime < timestamp(...)`
 // compiles, and `secret.data.password + "x"` does not, exactly as in kro.

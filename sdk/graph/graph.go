@@ -56,9 +56,13 @@ type Graph struct {
 	// only after the previous one is gone.
 	DeletionWaves [][]*Node
 	// Extensions lists every use of something fleetgraph accepts and kro
-	// v0.9.3 does not, sorted; empty for an RGD that kro accepts as is.
+	// v0.9.4 does not, sorted; empty for an RGD that kro accepts as is.
 	// Always empty under Options.Strict, which refuses them instead.
 	Extensions []Extension
+	// Warnings lists what fleetgraph serves, as kro does, but that is
+	// likely to cost more or do other than the author meant (see
+	// Warning), sorted; empty when there is nothing to say.
+	Warnings []Warning
 
 	status     *statusProgram
 	conditions []conditionProgram

@@ -35,9 +35,13 @@ var regexConstants = []*interpreter.RegexOptimization{
 // fns are the environment's functions: a call the checker could not bind
 // to one overload (its arguments are dyn) is priced at run time by the
 // overload its argument values select.
-func guardCalls(disp interpreter.Dispatcher, fns map[string]*decls.FunctionDecl) interpreter.InterpretableDecorator {
+//
+// cel-go evaluates a planned expression through Exec with an execution
+// frame, and through Eval only at its root: every guard implements both,
+// Eval as Exec of the frame the activation stands for.
+func guardCalls(disp interpreter.Dispatcher, fns map[string]*decls.FunctionDecl) interpreter.InterpretableDecoratorV2 {
 	dynamic := dynamicPrices(fns)
-	return func(i interpreter.Interpretable) (interpreter.Interpretable, error) {
+	return func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
 		call, ok := i.(interpreter.InterpretableCall)
 		if !ok {
 			return i, nil
@@ -109,7 +113,7 @@ func matchesValues(params []*types.Type, values []ref.Val) bool {
 // pricedEquality prices == and != (cel-go plans them as nodes of their
 // own, not through the dispatcher) by the smaller operand: comparing two
 // long lists or strings walks them.
-func pricedEquality(call interpreter.InterpretableCall) interpreter.Interpretable {
+func pricedEquality(call interpreter.InterpretableCall) interpreter.InterpretableV2 {
 	if (call.Function() != "_==_" && call.Function() != "_!=_") || len(call.Args()) != 2 {
 		return nil
 	}
@@ -120,20 +124,24 @@ func pricedEquality(call interpreter.InterpretableCall) interpreter.Interpretabl
 // them (an unknown or error operand is the result).
 type pricedEq struct {
 	interpreter.InterpretableCall
-	lhs, rhs interpreter.Interpretable
+	lhs, rhs interpreter.InterpretableV2
 	negate   bool
 }
 
 func (e *pricedEq) Eval(vars interpreter.Activation) ref.Val {
-	l := e.lhs.Eval(vars)
-	r := e.rhs.Eval(vars)
+	return e.Exec(interpreter.AsFrame(vars))
+}
+
+func (e *pricedEq) Exec(frame *interpreter.ExecutionFrame) ref.Val {
+	l := e.lhs.Exec(frame)
+	r := e.rhs.Exec(frame)
 	if types.IsUnknownOrError(l) {
 		return l
 	}
 	if types.IsUnknownOrError(r) {
 		return r
 	}
-	if m := meterOf(vars); m != nil && !m.charge(min(scaled(l), scaled(r))) {
+	if m := meterOf(frame); m != nil && !m.charge(min(scaled(l), scaled(r))) {
 		return types.LabelErrNode(e.ID(), types.WrapErr(m.err))
 	}
 	eq := types.Equal(l, r)
@@ -149,10 +157,14 @@ type countedCall struct {
 }
 
 func (c *countedCall) Eval(vars interpreter.Activation) ref.Val {
-	if m := meterOf(vars); m != nil && !m.charge(1) {
+	return c.Exec(interpreter.AsFrame(vars))
+}
+
+func (c *countedCall) Exec(frame *interpreter.ExecutionFrame) ref.Val {
+	if m := meterOf(frame); m != nil && !m.charge(1) {
 		return types.LabelErrNode(c.ID(), types.WrapErr(m.err))
 	}
-	return c.InterpretableCall.Eval(vars)
+	return c.InterpretableCall.Exec(frame)
 }
 
 // pricedCall is a call priced from its arguments before it runs. It
@@ -160,7 +172,7 @@ func (c *countedCall) Eval(vars interpreter.Activation) ref.Val {
 // (strictness, operand trait, receiver dispatch).
 type pricedCall struct {
 	interpreter.InterpretableCall
-	args      []interpreter.Interpretable
+	args      []interpreter.InterpretableV2
 	price     priceFunc
 	nonStrict bool
 	trait     int
@@ -168,14 +180,18 @@ type pricedCall struct {
 }
 
 func (c *pricedCall) Eval(vars interpreter.Activation) ref.Val {
+	return c.Exec(interpreter.AsFrame(vars))
+}
+
+func (c *pricedCall) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	vals := make([]ref.Val, len(c.args))
 	for i, a := range c.args {
-		vals[i] = a.Eval(vars)
+		vals[i] = a.Exec(frame)
 		if !c.nonStrict && types.IsUnknownOrError(vals[i]) {
 			return vals[i]
 		}
 	}
-	m := meterOf(vars)
+	m := meterOf(frame)
 	lim := defaultLimits
 	if m != nil {
 		lim = m.lim
@@ -250,7 +266,7 @@ func invoker(def *functions.Overload, n int) func([]ref.Val) ref.Val {
 // pricedRegexCall prices a call whose pattern is a constant, compiling the
 // pattern once as cel-go's regex optimizations do. The optimized call is
 // built over argument slots that read the values the guard evaluated.
-func pricedRegexCall(call interpreter.InterpretableCall, price priceFunc) (interpreter.Interpretable, bool, error) {
+func pricedRegexCall(call interpreter.InterpretableCall, price priceFunc) (interpreter.InterpretableV2, bool, error) {
 	var opt *interpreter.RegexOptimization
 	for _, o := range regexConstants {
 		if o.Function == call.Function() && (o.OverloadID == "" || o.OverloadID == call.OverloadID()) {
@@ -269,13 +285,15 @@ func pricedRegexCall(call interpreter.InterpretableCall, price priceFunc) (inter
 	if !ok {
 		return nil, false, nil
 	}
-	slots := make([]interpreter.Interpretable, len(args))
+	slots := make([]interpreter.InterpretableV2, len(args))
 	for i, a := range args {
 		slots[i] = argSlot{id: a.ID(), index: i}
 	}
 	optimized, err := opt.Factory(&slottedCall{InterpretableCall: call, slots: slots}, string(s))
 	if err != nil {
-		return nil, false, err
+		// A malformed pattern (a compile warning) fails when the call is
+		// evaluated, as on kro.
+		return nil, false, nil //nolint:nilerr
 	}
 	invoke := func(vals []ref.Val) ref.Val { return optimized.Eval(slotValues(vals)) }
 	return &pricedCall{InterpretableCall: call, args: args, price: price, invoke: invoke}, true, nil
@@ -284,10 +302,10 @@ func pricedRegexCall(call interpreter.InterpretableCall, price priceFunc) (inter
 // slottedCall is call with its arguments replaced by slots.
 type slottedCall struct {
 	interpreter.InterpretableCall
-	slots []interpreter.Interpretable
+	slots []interpreter.InterpretableV2
 }
 
-func (c *slottedCall) Args() []interpreter.Interpretable { return c.slots }
+func (c *slottedCall) Args() []interpreter.InterpretableV2 { return c.slots }
 
 // argSlot evaluates to the index-th value of the slotValues it is given.
 type argSlot struct {
@@ -298,8 +316,13 @@ type argSlot struct {
 func (s argSlot) ID() int64 { return s.id }
 
 func (s argSlot) Eval(vars interpreter.Activation) ref.Val {
+	if f, ok := vars.(*interpreter.ExecutionFrame); ok {
+		vars = f.Unwrap()
+	}
 	return vars.(slotValues)[s.index]
 }
+
+func (s argSlot) Exec(frame *interpreter.ExecutionFrame) ref.Val { return s.Eval(frame) }
 
 // slotValues is the activation of a slotted call: the argument values.
 type slotValues []ref.Val

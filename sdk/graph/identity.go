@@ -40,6 +40,8 @@ type identityChecker struct {
 	// env parses the names' expressions.
 	env  *cel.Env
 	diag *diagnostics
+	// refuseSameObjects is Options.RefuseSameObjects.
+	refuseSameObjects bool
 }
 
 // check makes every check, in order.

@@ -48,6 +48,7 @@ func TestIdentityChecks(t *testing.T) {
 		"cluster-scoped child with a namespace": {resources: "resources:\n" + nsResource("ns", "x"),
 			opts: scopedOptions(t), kind: graph.ErrInvalid, want: `resource "ns": metadata.namespace: Namespace is cluster-scoped and must not set a namespace`},
 		"two resources render one object": {resources: "resources:\n" + cm("a", "", "") + strings.Replace(cm("b", "", ""), "name: b", "name: a", 1),
+			opts: graph.Options{RefuseSameObjects: true},
 			kind: graph.ErrInvalid, want: `resource "b": metadata.name: resource "a" already renders the same object (ConfigMap "a" in the instance's namespace): each would overwrite the other`},
 		"id too long for a label": {resources: "resources:\n" + cm("a"+long, "", ""),
 			kind: graph.ErrInvalid, want: `id: the id labels the objects it creates: must be no more than 63 characters`},
@@ -82,33 +83,50 @@ func named(id, entry, name string) string {
 	return strings.Replace(cm(id, entry, ""), "name: "+id, "name: "+name, 1)
 }
 
-// Two templates that render one object through the same expression are
-// refused, naming both resources and the expression.
+// Two resources that render one object, written alike, are accepted as
+// kro accepts them, with a warning naming both; a platform that sets
+// Options.RefuseSameObjects refuses them. Each case says what the warning
+// and the refusal name.
 func TestSameObjectThroughTheSameExpression(t *testing.T) {
-	const same = `resource "a" already renders the same object (ConfigMap "${schema.spec.name}" in the instance's namespace): each would overwrite the other`
-	runFailCases(t, map[string]failCase{
-		"same name expression": {resources: "resources:\n" + named("a", "", "${schema.spec.name}") + named("b", "", "${schema.spec.name}"),
-			kind: graph.ErrInvalid, want: `resource "b": metadata.name: ${schema.spec.name}: ` + same},
-		"same expression, other spacing": {resources: "resources:\n" + named("a", "", "${schema.spec.name}") + named("b", "", "'${ schema.spec.name }'"),
-			kind: graph.ErrInvalid, want: `resource "b": metadata.name: ${ schema.spec.name }: resource "a" already renders the same object`},
-		"same expression, same namespace expression": {resources: "resources:\n" +
+	const same = `resource "a" renders the same object (ConfigMap "${schema.spec.name}" in the instance's namespace)`
+	const refused = `resource "a" already renders the same object (ConfigMap "${schema.spec.name}" in the instance's namespace): each would overwrite the other`
+	tests := map[string]struct{ resources, warning, refusal string }{
+		"same name expression": {"resources:\n" + named("a", "", "${schema.spec.name}") + named("b", "", "${schema.spec.name}"),
+			`resource "b": metadata.name: ${schema.spec.name}: ` + same + ": when both are included", `resource "b": metadata.name: ${schema.spec.name}: ` + refused},
+		"same expression, other spacing": {"resources:\n" + named("a", "", "${schema.spec.name}") + named("b", "", "'${ schema.spec.name }'"),
+			`resource "b": metadata.name: ${ schema.spec.name }: resource "a" renders the same object`, `resource "b": metadata.name: ${ schema.spec.name }: resource "a" already renders the same object`},
+		"same expression, same namespace expression": {"resources:\n" +
 			named("a", "", "${schema.spec.name}\n      namespace: ${schema.spec.name}") + named("b", "", "${schema.spec.name}\n      namespace: ${schema.spec.name}"),
-			kind: graph.ErrInvalid, want: `resource "a" already renders the same object (ConfigMap "${schema.spec.name}" in namespace "${schema.spec.name}")`},
-		"the instance's namespace, written or not": {resources: "resources:\n" +
+			`resource "a" renders the same object (ConfigMap "${schema.spec.name}" in namespace "${schema.spec.name}")`, `resource "a" already renders the same object (ConfigMap "${schema.spec.name}" in namespace "${schema.spec.name}")`},
+		"the instance's namespace, written or not": {"resources:\n" +
 			named("a", "", "x-${schema.spec.name}") + named("b", "", "x-${schema.spec.name}\n      namespace: ${schema.metadata.namespace}"),
-			kind: graph.ErrInvalid, want: `resource "b": metadata.name: x-${schema.spec.name}: resource "a" already renders`},
-		"one of them conditional": {resources: "resources:\n" + named("a", "", "${schema.spec.name}") + named("b", "includeWhen: ['${schema.spec.enabled}']", "${schema.spec.name}"),
-			kind: graph.ErrInvalid, want: same + "; their includeWhen do not keep them apart"},
-		"the same condition": {resources: "resources:\n" + named("a", "includeWhen: ['${schema.spec.enabled}']", "${schema.spec.name}") +
-			named("b", "includeWhen: ['${schema.spec.enabled}']", "${schema.spec.name}"),
-			kind: graph.ErrInvalid, want: same},
-		"the same forEach": {resources: "resources:\n" + named("a", "forEach: [{r: '${schema.spec.regions}'}]", "${r}") +
+			`resource "b": metadata.name: x-${schema.spec.name}: resource "a" renders`, `resource "b": metadata.name: x-${schema.spec.name}: resource "a" already renders`},
+		"one of them conditional": {"resources:\n" + named("a", "", "${schema.spec.name}") + named("b", "includeWhen: ['${schema.spec.enabled}']", "${schema.spec.name}"),
+			same + "; their includeWhen do not keep them apart", refused + "; their includeWhen do not keep them apart"},
+		"the same condition": {"resources:\n" + named("a", "includeWhen: ['${schema.spec.enabled}']", "${schema.spec.name}") +
+			named("b", "includeWhen: ['${schema.spec.enabled}']", "${schema.spec.name}"), same, refused},
+		"the same forEach": {"resources:\n" + named("a", "forEach: [{r: '${schema.spec.regions}'}]", "${r}") +
 			named("b", "forEach: [{r: '${schema.spec.regions}'}]", "${r}"),
-			kind: graph.ErrInvalid, want: `resource "b": metadata.name: ${r}: resource "a" already renders the same object`},
-	})
+			`resource "b": metadata.name: ${r}: resource "a" renders the same object`, `resource "b": metadata.name: ${r}: resource "a" already renders the same object`},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			rgd := parseRGD(t, rgdDoc("", tt.resources))
+			g, err := graph.Compile(rgd, graph.Options{})
+			require.NoError(t, err, "kro accepts it")
+			require.Len(t, g.Warnings, 1)
+			assert.Contains(t, g.Warnings[0].String(), tt.warning)
+
+			_, err = graph.Compile(rgd, graph.Options{RefuseSameObjects: true})
+			require.ErrorIs(t, err, graph.ErrInvalid)
+			assert.Contains(t, err.Error(), tt.refusal)
+			assert.Contains(t, err.Error(), "(Options.RefuseSameObjects)")
+		})
+	}
 }
 
-// Templates whose objects can differ are accepted, as kro accepts them.
+// Templates whose objects can differ raise nothing, even under
+// Options.RefuseSameObjects.
 func TestSameObjectRefusesOnlyWhatCannotWork(t *testing.T) {
 	secret := func(id, name string) string {
 		return strings.Replace(named(id, "", name), "kind: ConfigMap", "kind: Secret", 1)
@@ -126,7 +144,10 @@ func TestSameObjectRefusesOnlyWhatCannotWork(t *testing.T) {
 		"two externalRefs": "- id: a\n  externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {name: '${schema.spec.name}'}}\n" +
 			"- id: b\n  externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {name: '${schema.spec.name}'}}\n",
 	} {
-		_, err := graph.Compile(parseRGD(t, rgdDoc("", "resources:\n"+resources)), scopedOptions(t))
-		assert.NoError(t, err, name)
+		opts := scopedOptions(t)
+		opts.RefuseSameObjects = true
+		g, err := graph.Compile(parseRGD(t, rgdDoc("", "resources:\n"+resources)), opts)
+		require.NoError(t, err, name)
+		assert.Empty(t, g.Warnings, name)
 	}
 }

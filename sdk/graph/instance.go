@@ -55,12 +55,6 @@ func (k *instanceKind) checkHeader() {
 	if msgs := validation.IsDNS1123Subdomain(k.group()); len(msgs) > 0 || !strings.Contains(k.group(), ".") {
 		k.diag.fail(&Error{Path: "spec.schema.group", Err: errorf(ErrInvalid, "group %q must be a DNS subdomain with at least one dot", k.group())})
 	}
-	if len(s.ShortNames) > 0 {
-		k.diag.extension("", "spec.schema.shortNames", "CRD short names")
-	}
-	if len(s.Categories) > 0 {
-		k.diag.extension("", "spec.schema.categories", "CRD categories")
-	}
 	switch s.Scope {
 	case "", v1alpha1.ResourceScopeNamespaced, v1alpha1.ResourceScopeCluster:
 	default:
@@ -95,7 +89,8 @@ func (k *instanceKind) parseSpec() {
 	}
 	lim := k.limits
 	bounds := simpleschema.Bounds{MaxProperties: lim.MaxSchemaProperties, MaxBytes: lim.MaxCRDBytes}
-	out, exts, err := bounds.Convert("", obj, types)
+	res, err := bounds.Convert("", obj, types)
+	out := res.Schema
 	for _, e := range unjoin(err) {
 		path := "spec.schema.spec"
 		var pe *simpleschema.PathError
@@ -105,8 +100,11 @@ func (k *instanceKind) parseSpec() {
 		}
 		k.diag.fail(&Error{Path: path, Err: schemaError(e)})
 	}
-	for _, e := range exts {
+	for _, e := range res.Extensions {
 		k.diag.extension("", schemaPath(e.Path), e.Feature)
+	}
+	for _, w := range res.Warnings {
+		k.diag.warn(Warning{Path: schemaPath(w.Path), Message: w.Message})
 	}
 	k.spec = out
 	if err != nil {

@@ -35,7 +35,7 @@ type InstanceCondition struct {
 // them, so a misspelt field is refused here rather than found false at
 // run time. It must give a bool. It may use every function a graph's
 // expressions may (kro's and fleetgraph's libraries), and is priced
-// against Limits.MaxExpressionEstimatedCost. Errors are *Error values
+// against Limits.MaxExpressionEstimatedCost when that is set. Errors are *Error values
 // wrapping ErrExpression, ErrType or ErrLimit, naming the expression
 // (truncated to Limits.MaxMessageExpression).
 func (g *Graph) CompileInstanceCondition(src string) (*InstanceCondition, error) {
@@ -55,8 +55,7 @@ func (g *Graph) CompileInstanceCondition(src string) (*InstanceCondition, error)
 	if err != nil {
 		return nil, fail(errorf(ErrExpression, "declaring the instance type: %v", err))
 	}
-	cost := costCheck{limits: g.opts.Limits}
-	p, err := compileExpr(te.env, src, written, map[string]bool{VarInstance: true}, false, cost.check)
+	p, err := compileExpr(te.env, src, written, map[string]bool{VarInstance: true}, false, costCheck{limits: g.opts.Limits})
 	if err != nil {
 		return nil, fail(err)
 	}

@@ -18,10 +18,11 @@ var ErrLimit = errors.New("limit exceeded")
 // run without a bound, and one tenant's excess delays only that tenant.
 //
 // Every field has a default, filled in by WithDefaults and documented on
-// the field; a zero field means "the default", never "unlimited". The
+// the field; a zero field means "the default", never "unlimited" (except
+// MaxExpressionEstimatedCost, a refusal a platform opts into). The
 // defaults are generous: no RGD from kro's examples or fleetgraph's corpus
 // comes near them. Kubernetes' own CEL limits for CRD validation rules and
-// admission policies are the reference for what is bounded (kro v0.9.3 has
+// admission policies are the reference for what is bounded (kro v0.9.4 has
 // no CEL cost limit at all).
 //
 // Limits is a plain value: copy it freely. The same Limits serve the
@@ -48,21 +49,21 @@ type Limits struct {
 	// Defaults to 1 MiB.
 	MaxCRDBytes int
 
-	// MaxExpressionEstimatedCost is the largest compile-time cost estimate
-	// of one expression, in the CEL cost units Kubernetes uses, with the
-	// instance schema's maxLength/maxItems/maxProperties as size bounds. An
-	// expression estimated above it is refused at compile. Sizes a schema
-	// leaves open (and every value read from a child) are estimated the way
-	// the API server estimates them, from the largest request it accepts (3
-	// MiB), so this is deliberately far above Kubernetes' per-rule limit
-	// for CRD validation (1e7): ordinary kro expressions over unbounded
-	// lists must compile. The largest estimate over kro's examples and
-	// fleetgraph's corpus is about 2e12 (a map over a list of children,
-	// joined); a quadratic function over an unbounded list (distinct,
-	// nested comprehensions) is about 2e13 and is refused. Evaluation is
-	// bounded at run time by the fields below whatever the estimate.
+	// MaxExpressionEstimatedCost, when set, refuses at compile an
+	// expression whose compile-time cost estimate passes it, in the CEL
+	// cost units Kubernetes uses, with the instance schema's maxLength and
+	// maxItems as size bounds. Sizes a schema leaves open (and every value
+	// read from a child) are estimated the way the API server estimates
+	// them, from the largest request it accepts (3 MiB), so expressions
+	// that kro serves over lists without maxItems estimate as high as 1e19.
+	// A platform that wants its tenants to bound such lists sets it (1e13
+	// refuses a quadratic function over an unbounded list, and passes kro's
+	// examples). Whatever the estimate, every evaluation is bounded at run
+	// time by the fields below, and estimates above EstimatedCostWarning
+	// are reported in Graph.Warnings.
 	//
-	// Defaults to 1e13.
+	// Defaults to 0: no expression is refused for its estimate, as kro
+	// refuses none. It is the one field whose zero is no bound.
 	MaxExpressionEstimatedCost uint64
 
 	// --- Evaluation: what one expression may do at run time. ---
@@ -143,18 +144,17 @@ type Limits struct {
 
 // Default values of Limits; see the field of the same name.
 const (
-	DefaultMaxSchemaProperties        = 10_000
-	DefaultMaxCRDBytes                = 1 << 20
-	DefaultMaxExpressionEstimatedCost = 10_000_000_000_000
-	DefaultExpressionCost             = 1_000_000
-	DefaultExpressionTimeout          = 100 * time.Millisecond
-	DefaultMaxValueBytes              = 1 << 20
-	DefaultInstanceCost               = 100_000_000
-	DefaultInstanceTimeout            = 2 * time.Second
-	DefaultMaxChildren                = 5_000
-	DefaultMaxRenderedBytes           = 64 << 20
-	DefaultMaxStatusBytes             = 1 << 20
-	DefaultMaxMessageExpression       = 200
+	DefaultMaxSchemaProperties  = 10_000
+	DefaultMaxCRDBytes          = 1 << 20
+	DefaultExpressionCost       = 1_000_000
+	DefaultExpressionTimeout    = 100 * time.Millisecond
+	DefaultMaxValueBytes        = 1 << 20
+	DefaultInstanceCost         = 100_000_000
+	DefaultInstanceTimeout      = 2 * time.Second
+	DefaultMaxChildren          = 5_000
+	DefaultMaxRenderedBytes     = 64 << 20
+	DefaultMaxStatusBytes       = 1 << 20
+	DefaultMaxMessageExpression = 200
 )
 
 // WithDefaults returns l with every zero (or negative) field set to its
@@ -162,7 +162,6 @@ const (
 func (l Limits) WithDefaults() Limits {
 	setInt(&l.MaxSchemaProperties, DefaultMaxSchemaProperties)
 	setInt(&l.MaxCRDBytes, DefaultMaxCRDBytes)
-	setUint(&l.MaxExpressionEstimatedCost, DefaultMaxExpressionEstimatedCost)
 	setUint(&l.ExpressionCost, DefaultExpressionCost)
 	setDuration(&l.ExpressionTimeout, DefaultExpressionTimeout)
 	setInt(&l.MaxValueBytes, DefaultMaxValueBytes)

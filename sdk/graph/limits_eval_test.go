@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,6 +102,8 @@ func TestGrowingFunctionsAreRefusedBeforeTheyAllocate(t *testing.T) {
 		"findAll of empty matches":   {`(schema.spec.s + schema.spec.s + schema.spec.s).findAll("").size()`, hostileSpec(0, strings.Repeat("a", 400_000), 0, 0)},
 		"insertAtIndex in a loop":    {`lists.range(1000).map(i, lists.insertAtIndex(schema.spec.xs, 0, i)).size()`, hostileSpec(0, "", 100000, 0)},
 		"merge of a map with itself": {`cel.bind(m, schema.spec.xs.transformMap(i, v, v), lists.range(1000).map(i, m.merge(m)).size())`, hostileSpec(0, "", 100000, 0)},
+		"deepMerge of shared maps":   {`cel.bind(a, schema.spec.xs.transformMap(i, v, {"k": v}), cel.bind(b, schema.spec.xs.transformMap(i, v, a), cel.bind(c, schema.spec.xs.transformMap(i, v, b), c.deepMerge(c).size())))`, hostileSpec(0, "", 1000, 0)},
+		"json.encode of shared":      {`cel.bind(a, [schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s], cel.bind(b, [a, a, a, a, a, a, a, a, a, a], cel.bind(c, [b, b, b, b, b, b, b, b, b, b], json.encode([c, c, c, c, c, c, c, c, c, c]).size())))`, hostileSpec(0, s1k, 0, 0)},
 		"dynamic concatenation":      {`cel.bind(a, dyn(schema.spec.s) + dyn(schema.spec.s), cel.bind(b, dyn(a) + dyn(a), cel.bind(c, dyn(b) + dyn(b), cel.bind(d, dyn(c) + dyn(c), cel.bind(e, dyn(d) + dyn(d), cel.bind(f, dyn(e) + dyn(e), cel.bind(g, dyn(f) + dyn(f), cel.bind(h, dyn(g) + dyn(g), cel.bind(i, dyn(h) + dyn(h), cel.bind(j, dyn(i) + dyn(i), cel.bind(k, dyn(j) + dyn(j), size(k))))))))))))`, hostileSpec(0, s1k, 0, 0)},
 		"dynamic replace":            {`dyn(schema.spec.s).replace("", dyn(schema.spec.s)).replace("", dyn(schema.spec.s))`, hostileSpec(0, s1k, 0, 0)},
 		"status of shared values":    {`cel.bind(a, [schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s, schema.spec.s], cel.bind(b, [a, a, a, a, a, a, a, a, a, a], cel.bind(c, [b, b, b, b, b, b, b, b, b, b], [c, c, c, c, c, c, c, c, c, c])))`, hostileSpec(0, s1k, 0, 0)},
@@ -196,9 +197,9 @@ func TestQuadraticEvaluationsEndWithinTheDeadline(t *testing.T) {
 	lim := graph.Limits{}.WithDefaults()
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			// Compile would refuse some of these (their estimate is too
-			// high): let them through to test the run-time bounds.
-			g := statusGraph(t, tt.expr, graph.Limits{MaxExpressionEstimatedCost: math.MaxUint64})
+			// Compile refuses none of these by default (a platform may
+			// refuse some by their estimate): the run-time bounds stop them.
+			g := statusGraph(t, tt.expr, graph.Limits{})
 			start := time.Now()
 			_, err := g.Status(context.Background(), tt.vals)
 			requireLimit(t, err)
@@ -341,12 +342,25 @@ func TestLongExpressionsAreTruncatedInMessages(t *testing.T) {
 }
 
 // Compile prices every expression with the instance schema's bounds, as
-// the API server prices a CRD's validation rules, and refuses one whose
-// estimate passes Limits.MaxExpressionEstimatedCost; bounding the lists it
-// reads lets it compile.
-func TestCompileRefusesExpressionsEstimatedTooExpensive(t *testing.T) {
+// the API server prices a CRD's validation rules. kro refuses no
+// expression for its cost, so by default a high estimate is a warning that
+// names the expression and the lists that lack maxItems; a platform that
+// sets Limits.MaxExpressionEstimatedCost refuses it. Bounding the lists
+// silences both.
+func TestExpensiveEstimatesWarnUnlessThePlatformRefusesThem(t *testing.T) {
 	const quadratic = `${string(schema.spec.xs.all(x, schema.spec.ys.exists(y, y == x)))}`
-	_, err := graph.Compile(parseRGD(t, rgdDoc(hostileSchema, "resources:\n"+cm("a", "", "k: "+quoteYAML(quadratic)))), graph.Options{})
+	rgd := parseRGD(t, rgdDoc(hostileSchema, "resources:\n"+cm("a", "", "k: "+quoteYAML(quadratic))))
+	g, err := graph.Compile(rgd, graph.Options{})
+	require.NoError(t, err, "kro accepts it: fleetgraph does too")
+	require.Len(t, g.Warnings, 1)
+	w := g.Warnings[0]
+	assert.Equal(t, "a", w.ResourceID)
+	assert.Equal(t, "data.k", w.Path)
+	assert.Equal(t, quadratic, w.Expression)
+	assert.Contains(t, w.Message, "schema.spec.xs (no maxItems), schema.spec.ys (no maxItems)")
+	assert.NotContains(t, w.Message, "schema.spec.s ", "the string it does not read is not named")
+
+	_, err = graph.Compile(rgd, graph.Options{Limits: graph.Limits{MaxExpressionEstimatedCost: graph.EstimatedCostWarning}})
 	requireLimit(t, err)
 	var ge *graph.Error
 	require.ErrorAs(t, err, &ge)
@@ -354,10 +368,23 @@ func TestCompileRefusesExpressionsEstimatedTooExpensive(t *testing.T) {
 	assert.Equal(t, "data.k", ge.Path)
 	assert.Equal(t, quadratic, ge.Expression)
 	assert.Contains(t, err.Error(), "Limits.MaxExpressionEstimatedCost")
+	assert.Contains(t, err.Error(), "schema.spec.ys (no maxItems)")
 
 	bounded := strings.ReplaceAll(hostileSchema, `"[]integer"`, `"[]integer | maxItems=1000"`)
-	_, err = graph.Compile(parseRGD(t, rgdDoc(bounded, "resources:\n"+cm("a", "", "k: "+quoteYAML(quadratic)))), graph.Options{})
+	g, err = graph.Compile(parseRGD(t, rgdDoc(bounded, "resources:\n"+cm("a", "", "k: "+quoteYAML(quadratic)))),
+		graph.Options{Limits: graph.Limits{MaxExpressionEstimatedCost: graph.EstimatedCostWarning}})
 	require.NoError(t, err)
+	assert.Empty(t, g.Warnings)
+}
+
+// An expensive estimate over the fields of a resource names the resource:
+// no schema bounds what a child holds.
+func TestExpensiveEstimatesOverAResourceNameIt(t *testing.T) {
+	res := "resources:\n" + cm("a", "", "") + cm("b", "", "k: "+quoteYAML(`${string(a.data.all(k, a.data.exists(j, a.data[j] == a.data[k])))}`))
+	g, err := graph.Compile(parseRGD(t, rgdDoc(hostileSchema, res)), graph.Options{})
+	require.NoError(t, err)
+	require.Len(t, g.Warnings, 1)
+	assert.Contains(t, g.Warnings[0].Message, "the fields of a (a resource's schema bounds none)")
 }
 
 // No RGD of the repository's corpora comes near a limit at compile: the

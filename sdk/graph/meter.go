@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 )
 
@@ -136,23 +139,71 @@ func (m *meter) checkClock() bool {
 	return m.err == nil
 }
 
-// interrupted is read by every comprehension after each step (see
-// interpreter.InterruptableEval): a step costs one unit.
-func (m *meter) interrupted() bool {
-	return !m.charge(1)
-}
-
 // meterOf finds the meter of the evaluation an activation belongs to: the
 // scope at the root of the activations cel-go stacks (comprehensions,
-// bindings). Nil when the activation is not ours.
+// bindings), inside the execution frames it wraps them in. Nil when the
+// activation is not ours.
 func meterOf(vars interpreter.Activation) *meter {
-	for a := vars; a != nil; a = a.Parent() {
-		if sc, ok := a.(*scope); ok {
-			if sc.meter.lim == nil {
+	for a := vars; a != nil; {
+		switch v := a.(type) {
+		case *scope:
+			if v.meter.lim == nil {
 				return nil
 			}
-			return &sc.meter
+			return &v.meter
+		case *interpreter.ExecutionFrame:
+			a = v.Unwrap()
+		default:
+			a = a.Parent()
 		}
 	}
 	return nil
+}
+
+// loopConditions returns the ids of the loop conditions of the
+// comprehensions in e (nil when it has none).
+func loopConditions(e celast.Expr) map[int64]bool {
+	var conds map[int64]bool
+	celast.PostOrderVisit(e, celast.NewExprVisitor(func(x celast.Expr) {
+		if x.Kind() == celast.ComprehensionKind {
+			if conds == nil {
+				conds = map[int64]bool{}
+			}
+			conds[x.AsComprehension().LoopCondition().ID()] = true
+		}
+	}))
+	return conds
+}
+
+// chargeLoops returns the decorator that charges one unit to the
+// evaluation's meter each time a comprehension asks its loop condition
+// whether to go on (the conditions are the nodes whose ids are in conds),
+// and ends the loop once the meter refuses: a loop whose step calls
+// nothing is bounded too, and a refused evaluation stops at once. The
+// evaluation then fails with the meter's error (see eval), whatever the
+// comprehension returns.
+func chargeLoops(conds map[int64]bool) interpreter.InterpretableDecoratorV2 {
+	return func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+		if !conds[i.ID()] {
+			return i, nil
+		}
+		return &chargedCondition{InterpretableV2: i}, nil
+	}
+}
+
+// chargedCondition is a loop condition that costs one unit and is false
+// once the meter refuses.
+type chargedCondition struct {
+	interpreter.InterpretableV2
+}
+
+func (c *chargedCondition) Eval(vars interpreter.Activation) ref.Val {
+	return c.Exec(interpreter.AsFrame(vars))
+}
+
+func (c *chargedCondition) Exec(frame *interpreter.ExecutionFrame) ref.Val {
+	if m := meterOf(frame); m != nil && !m.charge(1) {
+		return types.False
+	}
+	return c.InterpretableV2.Exec(frame)
 }

@@ -11,7 +11,7 @@ import (
 // that in through a program option; since we plan interpretables ourselves
 // (see planner), this decorator does the same.
 
-func lazyOptionalOr(i interpreter.Interpretable) (interpreter.Interpretable, error) {
+func lazyOptionalOr(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
 	call, ok := i.(interpreter.InterpretableCall)
 	if !ok || len(call.Args()) != 2 {
 		return i, nil
@@ -30,14 +30,18 @@ func lazyOptionalOr(i interpreter.Interpretable) (interpreter.Interpretable, err
 // evaluates alt.
 type optionalOr struct {
 	id       int64
-	opt, alt interpreter.Interpretable
+	opt, alt interpreter.InterpretableV2
 	unwrap   bool
 }
 
 func (o *optionalOr) ID() int64 { return o.id }
 
 func (o *optionalOr) Eval(act interpreter.Activation) ref.Val {
-	v := o.opt.Eval(act)
+	return o.Exec(interpreter.AsFrame(act))
+}
+
+func (o *optionalOr) Exec(frame *interpreter.ExecutionFrame) ref.Val {
+	v := o.opt.Exec(frame)
 	opt, ok := v.(*types.Optional)
 	switch {
 	case types.IsUnknownOrError(v):
@@ -49,5 +53,5 @@ func (o *optionalOr) Eval(act interpreter.Activation) ref.Val {
 	case opt.HasValue():
 		return opt
 	}
-	return o.alt.Eval(act)
+	return o.alt.Exec(frame)
 }

@@ -34,12 +34,22 @@ type Options struct {
 	// Defaults to false: an unknown kind is a compile error.
 	DynamicUnknownKinds bool
 
-	// Strict compiles as kro v0.9.3 does: every fleetgraph extension (see
+	// Strict compiles as kro v0.9.4 does: every fleetgraph extension (see
 	// Graph.Extensions) is an error instead of being allowed and listed.
 	//
 	// Defaults to false: extensions are allowed, and listed in
 	// Graph.Extensions.
 	Strict bool
+
+	// RefuseSameObjects refuses two resources that render the same object
+	// (same kind, namespace and name, written alike) whenever one of them
+	// is created, that is unless each has an includeWhen entry the other
+	// lacks. Both would be applied, and the one applied last would
+	// overwrite what the other wrote.
+	//
+	// Defaults to false: as kro does, such graphs are accepted, and each
+	// pair is reported in Graph.Warnings.
+	RefuseSameObjects bool
 
 	// AllErrors makes a Compile that finds the structure wrong (the
 	// schema, resource ids, templates, forEach, targets) go on to compile

@@ -52,24 +52,24 @@ type parsedExpr struct {
 
 // compileSource parses (or reuses the parse of) src and type-checks it in
 // env: what env.Compile does, and the literal validators.
-func compileSource(env *cel.Env, src string) (*cel.Ast, *cel.Issues) {
+// The issues of a malformed duration, timestamp or regex literal come
+// apart (literals): kro v0.9.4 accepts such an expression, which fails
+// each time it is evaluated, so it is a warning, not a refusal.
+func compileSource(env *cel.Env, src string) (checked *cel.Ast, iss, literals *cel.Issues) {
 	ast, iss := parse(env, src)
 	if iss.Err() != nil {
-		return nil, iss
+		return nil, iss, nil
 	}
-	checked, iss := env.Check(ast)
+	checked, iss = env.Check(ast)
 	if iss.Err() != nil {
-		return nil, iss
+		return nil, iss, nil
 	}
-	if iss := validateLiterals(env, checked); iss.Err() != nil {
-		return nil, iss
-	}
-	return checked, iss
+	return checked, iss, validateLiterals(env, checked)
 }
 
-// literalValidators reject a malformed duration, timestamp or regex
-// literal when the RGD is compiled, where kro fails on it at every
-// evaluation.
+// literalValidators find a malformed duration, timestamp or regex literal
+// when the RGD is compiled, where kro fails on it at every evaluation that
+// reaches it.
 var literalValidators = []cel.ASTValidator{
 	cel.ValidateDurationLiterals(),
 	cel.ValidateTimestampLiterals(),

@@ -14,7 +14,7 @@ import (
 type program struct {
 	// written is the expression as it appears in the RGD, ${} included.
 	written string
-	prog    interpreter.Interpretable
+	prog    interpreter.InterpretableV2
 	out     *cel.Type
 	// refs are the names this expression reads from Values ("schema" and
 	// resource ids), sorted. Evaluation waits (ErrPending) until all are
@@ -27,30 +27,38 @@ type program struct {
 	// formats are the format trees of the refs that hold formatted
 	// strings, nil when none does.
 	formats map[string]*formatTree
+	// estimate is its compile-time cost estimate.
+	estimate costEstimate
+	// literalWarning names its malformed duration, timestamp or regex
+	// literals; "" when it has none.
+	literalWarning string
 }
 
-// compileExpr parses, type-checks and plans src in env; check, if set,
-// may refuse the checked expression (see costCheck). withCluster says
-// whether env declares the cluster variable.
-func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool, withCluster bool, check func(*cel.Env, *cel.Ast) error) (*program, error) {
-	ast, iss := compileSource(env, src) // env.Compile, with parses reused (parse.go)
+// compileExpr parses, type-checks, prices (see costCheck: an estimate
+// over the limit a platform set refuses the expression) and plans src in
+// env. withCluster says whether env declares the cluster variable.
+func compileExpr(env *cel.Env, src, written string, valueNames map[string]bool, withCluster bool, cost costCheck) (*program, error) {
+	ast, iss, literals := compileSource(env, src) // env.Compile, with parses reused (parse.go)
 	if iss.Err() != nil {
 		return nil, errorf(ErrExpression, "%s", issueMessages(iss))
 	}
-	if check != nil {
-		if err := check(env, ast); err != nil {
-			return nil, err
-		}
+	var literalWarning string
+	if literals.Err() != nil {
+		literalWarning = issueMessages(literals) + ": it fails each time it is evaluated"
+	}
+	estimate, err := cost.estimate(ast)
+	if err != nil {
+		return nil, err
 	}
 	pl, err := sharedPlanner()
 	if err != nil {
 		return nil, errorf(ErrExpression, "%v", err)
 	}
-	prog, err := pl.plan(env, ast)
+	prog, err := pl.plan(env, ast, literalWarning == "")
 	if err != nil {
 		return nil, errorf(ErrExpression, "%v", err)
 	}
-	p := &program{written: written, prog: prog, out: ast.OutputType(), extensions: celExtensions(ast)}
+	p := &program{written: written, prog: prog, out: ast.OutputType(), extensions: celExtensions(ast), estimate: estimate, literalWarning: literalWarning}
 	for _, id := range identifiers(ast) {
 		if valueNames[id] {
 			p.refs = append(p.refs, id)
@@ -104,7 +112,7 @@ func issueMessages(iss *cel.Issues) string {
 // variables and types, never functions, so one dispatcher serves them all.
 type planner struct {
 	disp  interpreter.Dispatcher
-	guard interpreter.InterpretableDecorator
+	guard interpreter.InterpretableDecoratorV2
 }
 
 var sharedPlanner = sync.OnceValues(func() (*planner, error) {
@@ -127,26 +135,31 @@ var sharedPlanner = sync.OnceValues(func() (*planner, error) {
 
 // plan builds the interpretable of a checked expression. Every call goes
 // through a guard that prices it from its arguments before it runs (see
-// guard.go), and every comprehension step asks the evaluation's meter
-// whether to go on (see meter.go): one evaluation is bounded in cost, time
-// and the size of what it builds. Constant regular expressions are
-// compiled here, by the guard, once.
-func (p *planner) plan(env *cel.Env, ast *cel.Ast) (interpreter.Interpretable, error) {
+// guard.go), and every comprehension step is charged to the evaluation's
+// meter before it runs (see chargeLoops): one evaluation is bounded in
+// cost, time and the size of what it builds. Constant regular expressions
+// are compiled here, by the guard, once. Without optimize, constants are
+// not folded: an expression with a malformed literal then fails when it
+// is evaluated, as on kro, not here.
+func (p *planner) plan(env *cel.Env, ast *cel.Ast, optimize bool) (interpreter.InterpretableV2, error) {
 	attrs := interpreter.NewAttributeFactory(env.Container, env.CELTypeAdapter(), env.CELTypeProvider())
 	interp := interpreter.NewInterpreter(p.disp, env.Container, env.CELTypeProvider(), env.CELTypeAdapter(), attrs)
 	if unmetered {
 		return interp.NewInterpretable(ast.NativeRep(),
-			interpreter.CustomDecorator(lazyOptionalOr),
+			interpreter.CustomDecoratorV2(lazyOptionalOr),
 			interpreter.Optimize(),
 			interpreter.CompileRegexConstants(regexConstants...),
 		)
 	}
-	return interp.NewInterpretable(ast.NativeRep(),
-		interpreter.CustomDecorator(lazyOptionalOr),
-		interpreter.Optimize(),
-		interpreter.CustomDecorator(p.guard),
-		interpreter.InterruptableEval(),
-	)
+	opts := []interpreter.PlannerOption{interpreter.CustomDecoratorV2(lazyOptionalOr)}
+	if optimize {
+		opts = append(opts, interpreter.Optimize())
+	}
+	opts = append(opts, interpreter.CustomDecoratorV2(p.guard))
+	if conds := loopConditions(ast.NativeRep().Expr()); len(conds) > 0 {
+		opts = append(opts, interpreter.CustomDecoratorV2(chargeLoops(conds)))
+	}
+	return interp.NewInterpretable(ast.NativeRep(), opts...)
 }
 
 // unmetered plans and evaluates without guards, meter or sizer. Only the
@@ -195,7 +208,7 @@ func (x *exprCompiler) compile(env *cel.Env, src, written, resID, path string) (
 	key := programKey{env, src}
 	res, ok := x.programs[key]
 	if !ok {
-		res.p, res.err = compileExpr(env, src, written, x.valueNames, x.envs.cluster, x.cost.check)
+		res.p, res.err = compileExpr(env, src, written, x.valueNames, x.envs.cluster, x.cost)
 		x.programs[key] = res
 	}
 	if res.err != nil {
@@ -203,6 +216,12 @@ func (x *exprCompiler) compile(env *cel.Env, src, written, resID, path string) (
 	}
 	for _, feature := range res.p.extensions {
 		x.diag.extension(resID, path, feature)
+	}
+	if msg := res.p.estimate.warning(); msg != "" {
+		x.diag.warn(Warning{ResourceID: resID, Path: path, Expression: written, Message: msg})
+	}
+	if msg := res.p.literalWarning; msg != "" {
+		x.diag.warn(Warning{ResourceID: resID, Path: path, Expression: written, Message: msg})
 	}
 	if slices.Contains(res.p.refs, VarFleet) && x.valueNames[VarFleet] {
 		x.diag.extension(resID, path, fleetFeature)

@@ -2,6 +2,8 @@ package graph
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -92,16 +94,36 @@ func (c *resourceCompiler) compileIterators(r *resource, np *nodeProgram) *cel.E
 func compileExternalRef(r *resource, tc *templateCompiler) *refProgram {
 	md := r.src.ExternalRef.Metadata
 	rp := &refProgram{gvk: r.node.GVK}
-	if md.Name != "" {
+	if strings.TrimSpace(md.Name) != "" {
 		rp.name = tc.value("externalRef.metadata.name", md.Name, apiservercel.StringType)
 	}
 	if md.Namespace != "" {
 		rp.namespace = tc.value("externalRef.metadata.namespace", md.Namespace, apiservercel.StringType)
 	}
 	if r.selector != nil {
-		rp.selector = tc.value("externalRef.metadata.selector", r.selector, nil)
+		rp.selector = tc.value("externalRef.metadata.selector", r.selector, selectorType(r.selector))
 	}
 	return rp
+}
+
+// The types kro v0.9.4 expects of a label selector's parts, lenient where
+// it is (matchExpressions' items are checked when the selector is used).
+var (
+	selectorMapType    = apiservercel.NewMapType(apiservercel.StringType, apiservercel.DynType, -1)
+	selectorLabelsType = apiservercel.NewMapType(apiservercel.StringType, apiservercel.StringType, -1)
+	selectorObjectType = apiservercel.NewObjectType("LabelSelector", map[string]*apiservercel.DeclField{
+		"matchLabels":      apiservercel.NewDeclField("matchLabels", selectorLabelsType, false, nil, nil),
+		"matchExpressions": apiservercel.NewDeclField("matchExpressions", apiservercel.NewListType(apiservercel.DynType, -1), false, nil, nil),
+	})
+)
+
+// selectorType is the type a selector written as sel must have: a map
+// for one expression, else an object of matchLabels and matchExpressions.
+func selectorType(sel any) *apiservercel.DeclType {
+	if _, ok := sel.(string); ok {
+		return selectorMapType
+	}
+	return selectorObjectType
 }
 
 // compileConditions compiles includeWhen or readyWhen entries: each a
@@ -124,6 +146,10 @@ func (c *resourceCompiler) compileConditions(r *resource, field string, entries 
 		}
 		if field == "readyWhen" && !c.checkReadyRefs(r, env, src, fail) {
 			continue
+		}
+		if field == "readyWhen" && r.node.External && r.node.Collection && slices.Contains(parsedIdentifiers(env, src), varEach) {
+			// kro refuses each here, and its controller binds nothing else.
+			c.diag.extension(r.node.ID, path, "each in the readyWhen of an externalRef by selector")
 		}
 		p, err := c.exprs.compile(env, src, written, r.node.ID, path)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -132,7 +133,7 @@ func (p *resourceParser) parseTemplate(r *resource) {
 		r.node.GVK = p.gvk(r, apiVersion, kind, "apiVersion")
 	}
 	checks := templateChecker{r: r, diag: p.diag}
-	checks.reservedLabels()
+	checks.reservedMetadata()
 	checks.crdTemplate()
 }
 
@@ -155,7 +156,8 @@ func (p *resourceParser) parseExternalRef(r *resource) {
 		fail("externalRef.kind", "required, and must be a plain string without ${}")
 	}
 	hasSelector := ref.Metadata.HasSelector()
-	if (ref.Metadata.Name != "") == hasSelector {
+	// As in kro v0.9.4, a blank name is no name.
+	if (strings.TrimSpace(ref.Metadata.Name) != "") == hasSelector {
 		fail("externalRef.metadata", "exactly one of name and selector is required")
 	}
 	if hasSelector {

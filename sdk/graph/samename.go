@@ -10,22 +10,24 @@ import (
 	"github.com/fleetgraph/fleetgraph/sdk/graph/expr"
 )
 
-// checkSameObjects refuses two templates that render the same object: the
+// checkSameObjects finds two templates that render the same object: the
 // same group and kind, and the same name and namespace, written alike
 // (literally, or through the same expressions: ${schema.spec.name} in both,
-// whitespace aside). Both would apply one object and each overwrite what
-// the other wrote; kro v0.9.3 accepts such graphs and serves them.
+// whitespace aside). kro v0.9.4 accepts such graphs and applies both, so
+// that when both are included the one applied last overwrites what the
+// other wrote; fleetgraph does the same (its prune keeps an object either
+// resource applied), warns, and refuses them only under
+// Options.RefuseSameObjects.
 //
-// What can work is accepted: different kinds, namespaces or names (a
-// literal prefix is enough), collections whose forEach differs,
-// externalRefs (reading one object twice is harmless), and resources whose
-// includeWhen may keep them apart. For the last, the rule is: two
-// resources collide when the includeWhen entries of one are all entries of
-// the other (none at all included), because then whenever the one with more
-// entries is created, so is the other. Otherwise each has a condition the
-// other lacks, which can make them mutually exclusive (mode == "a" and mode
-// == "b"); proving that they are, or are not, needs more than the text, so
-// such graphs are accepted, as kro accepts them.
+// Different kinds, namespaces or names (a literal prefix is enough),
+// collections whose forEach differs, externalRefs (reading one object
+// twice is harmless) and resources whose includeWhen may keep them apart
+// raise nothing. For the last, the rule is: two resources collide when the
+// includeWhen entries of one are all entries of the other (none at all
+// included), because then whenever the one with more entries is created,
+// so is the other. Otherwise each has a condition the other lacks, which
+// can make them mutually exclusive (mode == "a" and mode == "b"): proving
+// that they are, or are not, needs more than the text.
 func (c *identityChecker) checkSameObjects() {
 	byKind := make(map[schema.GroupKind][]*resource, len(c.resources))
 	for _, r := range c.resources {
@@ -47,7 +49,7 @@ func (c *identityChecker) checkSameObjects() {
 			}
 			for _, other := range seen[key] {
 				if sameConditions(other, r) {
-					c.failSameObject(r, other, key)
+					c.sameObject(r, other, key)
 					break
 				}
 			}
@@ -134,7 +136,7 @@ func subset(a, b []string) bool {
 	return true
 }
 
-func (c *identityChecker) failSameObject(r, other *resource, key objectKey) {
+func (c *identityChecker) sameObject(r, other *resource, key objectKey) {
 	name, _ := r.metadataField("name")
 	n, _ := name.(string)
 	where := "in the instance's namespace"
@@ -151,12 +153,19 @@ func (c *identityChecker) failSameObject(r, other *resource, key objectKey) {
 	if len(r.src.IncludeWhen)+len(other.src.IncludeWhen) > 0 {
 		why = "; their includeWhen do not keep them apart"
 	}
-	e := &Error{ResourceID: r.node.ID, Path: "metadata.name", Err: errorf(ErrInvalid,
-		"resource %q already renders the same object (%s %q %s): each would overwrite the other%s", other.node.ID, r.node.GVK.Kind, n, where, why)}
+	expression := ""
 	if expr.HasExpr(n) {
-		e.Expression = n
+		expression = n
 	}
-	c.diag.fail(e)
+	if c.refuseSameObjects {
+		c.diag.fail(&Error{ResourceID: r.node.ID, Path: "metadata.name", Expression: expression, Err: errorf(ErrInvalid,
+			"resource %q already renders the same object (%s %q %s): each would overwrite the other%s (Options.RefuseSameObjects)",
+			other.node.ID, r.node.GVK.Kind, n, where, why)})
+		return
+	}
+	c.diag.warn(Warning{ResourceID: r.node.ID, Path: "metadata.name", Expression: expression, Message: fmt.Sprintf(
+		"resource %q renders the same object (%s %q %s)%s: when both are included, the one applied last overwrites what the other wrote, as in kro",
+		other.node.ID, r.node.GVK.Kind, n, where, why)})
 }
 
 // normalizeTemplate rewrites a string so that two templates written alike

@@ -3,10 +3,11 @@ package graph
 import (
 	"fmt"
 	"reflect"
-	"strings"
 
 	"github.com/google/cel-go/cel"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph/expr"
 )
 
 // reservedStatusFields are set by the runtime, not by projections.
@@ -58,15 +59,28 @@ func (sc *statusCompiler) compile(raw []byte, spec *apiextensionsv1.JSONSchemaPr
 		sc.conditions = sc.compileConditionList(conds)
 		delete(obj, "conditions")
 	}
-	for k := range obj {
-		if reservedStatusFields[k] {
-			written, _ := obj[k].(string)
-			sc.diag.fail(&Error{Path: "spec.schema.status." + k, Expression: written, Err: errorf(ErrInvalid, "status.%s is reserved for the runtime", k)})
-			delete(obj, k)
-		}
-	}
 	sc.schema.specProps = countProperties(spec)
-	return sc.object(nil, "spec.schema.status", 0, obj)
+	out := sc.object(nil, "spec.schema.status", 0, obj)
+	sc.dropReserved(obj)
+	return out
+}
+
+// dropReserved takes the projections of fields the runtime writes
+// (status.state) out of the program. As in kro v0.9.4, such a projection
+// is compiled and its type is the field's in the CRD, but the runtime's
+// value is the one written: a warning says so.
+func (sc *statusCompiler) dropReserved(obj map[string]any) {
+	leaves := sc.program.leaves[:0]
+	for _, l := range sc.program.leaves {
+		if l.path.parent == nil && reservedStatusFields[l.path.key] {
+			written, _ := obj[l.path.key].(string)
+			sc.diag.warn(Warning{Path: "spec.schema.status." + l.path.key, Expression: written,
+				Message: fmt.Sprintf("status.%s is written by the runtime (ACTIVE, IN_PROGRESS, ...): this projection is never seen, as in kro", l.path.key)})
+			continue
+		}
+		leaves = append(leaves, l)
+	}
+	sc.program.leaves = leaves
 }
 
 func (sc *statusCompiler) object(path *fieldPath, where string, depth int, obj map[string]any) apiextensionsv1.JSONSchemaProps {
@@ -101,7 +115,7 @@ func (sc *statusCompiler) field(path *fieldPath, where string, depth int, v any)
 			sc.program.leaves = append(sc.program.leaves, statusLeaf{path: path, t: t})
 			return apiextensionsv1.JSONSchemaProps{Type: "string"}, true
 		}
-		if !strings.Contains(v, "${") {
+		if segs, err := expr.Scan(v); err == nil && !hasExprSegment(segs) {
 			sc.diag.fail(&Error{Path: where, Expression: v, Err: errorf(ErrInvalid, "a status field must be a ${} expression")})
 		}
 		return apiextensionsv1.JSONSchemaProps{}, false

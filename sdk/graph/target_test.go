@@ -173,19 +173,21 @@ func sameName(targets ...string) string {
 
 // The same name in two clusters is two objects; in one cluster, one.
 func TestSameNameInDifferentTargetsIsTwoObjects(t *testing.T) {
-	_, err := graph.Compile(parseRGD(t, rgdDoc(targetSchema, sameName("spoke-1", "spoke-2", ""))), graph.Options{})
+	g, err := graph.Compile(parseRGD(t, rgdDoc(targetSchema, sameName("spoke-1", "spoke-2", ""))), graph.Options{})
 	require.NoError(t, err, "spoke-1, spoke-2 and the hub each hold their own gateway")
+	assert.Empty(t, g.Warnings)
 
 	for name, targets := range map[string][]string{
 		"one literal cluster": {"spoke-1", "spoke-1"},
 		"the same expression": {"${schema.spec.egressCluster}", "${ schema.spec.egressCluster }"},
 		"both on the hub":     {"", ""},
 	} {
-		_, err := graph.Compile(parseRGD(t, rgdDoc(targetSchema, sameName(targets...))), graph.Options{})
-		require.ErrorIs(t, err, graph.ErrInvalid, name)
-		assert.Contains(t, err.Error(), "already renders the same object", name)
+		g, err := graph.Compile(parseRGD(t, rgdDoc(targetSchema, sameName(targets...))), graph.Options{})
+		require.NoError(t, err, name)
+		require.Len(t, g.Warnings, 1, name)
+		assert.Contains(t, g.Warnings[0].Message, "renders the same object", name)
 		if targets[0] != "" {
-			assert.Contains(t, err.Error(), "in the same target cluster", name)
+			assert.Contains(t, g.Warnings[0].Message, "in the same target cluster", name)
 		}
 	}
 }

@@ -202,11 +202,22 @@ func (tc *templateCompiler) list(path string, items []any, want *apiservercel.De
 	return out
 }
 
-// str compiles a string holding at least one "${".
+// str compiles a string holding at least one "${". As in kro v0.9.4, a
+// "${" that nothing closes is text; it is reported in Graph.Warnings.
 func (tc *templateCompiler) str(path, s string, want *apiservercel.DeclType) tmpl {
 	segs, err := expr.Scan(s)
 	if err != nil {
 		tc.fail(path, s, errorf(ErrExpression, "%v", err))
+		return tmplLiteral{s}
+	}
+	if expr.Unterminated(s) {
+		tc.exprs.diag.warn(Warning{ResourceID: tc.resourceID, Path: path, Expression: s,
+			Message: `a "${" that no "}" closes is written as text, as kro v0.9.4 does (kro v0.10 refuses it): close it, or drop the "${"`})
+	}
+	if !hasExprSegment(segs) {
+		if tc.check != nil && !literalFits(want, s) {
+			tc.fail(path, s, errorf(ErrType, "%s does not fit a field of type %s", describeLiteral(s), typeName(want.CelType())))
+		}
 		return tmplLiteral{s}
 	}
 	if len(segs) == 1 && segs[0].Expr {
@@ -234,6 +245,11 @@ func (tc *templateCompiler) str(path, s string, want *apiservercel.DeclType) tmp
 		}
 		if !isStringish(p.out) {
 			tc.fail(path, written, errorf(ErrType, "an expression inside a longer string must return a string, got %s; wrap it in string()", typeName(p.out)))
+		} else if isOptional(p.out) {
+			// kro type-checks the template as one concatenation, where
+			// string + optional has no overload; fleetgraph writes the
+			// optional's value, or nothing when it has none.
+			tc.exprs.diag.extension(tc.resourceID, path, "an optional value inside a longer string")
 		}
 		out.parts = append(out.parts, tmplPart{p: p})
 	}
@@ -263,6 +279,21 @@ func isStringish(t *cel.Type) bool {
 		return true
 	}
 	return false
+}
+
+// hasExprSegment reports whether segs hold an expression.
+func hasExprSegment(segs []expr.Segment) bool {
+	for _, seg := range segs {
+		if seg.Expr {
+			return true
+		}
+	}
+	return false
+}
+
+// isOptional reports whether t is optional_type(T).
+func isOptional(t *cel.Type) bool {
+	return t != nil && t.Kind() == types.OpaqueKind && t.TypeName() == "optional_type"
 }
 
 // unwrapOptional returns T for optional_type(T), else t.

@@ -1,32 +1,41 @@
 package graph
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph/expr"
 )
 
-// kroLabelPrefix starts the labels kro keeps for its own bookkeeping.
-const kroLabelPrefix = "kro.run/"
+// kroPrefixes start the labels and annotations kro v0.9.4 keeps for its
+// own bookkeeping and persisted state.
+var kroPrefixes = []string{"kro.run/", "internal.kro.run/"}
 
 // templateChecker applies kro's rules to what one resource writes
-// literally: the labels and the CustomResourceDefinition templates it may
-// not write, and the shape of its externalRef's label selector.
+// literally: the labels, annotations and CustomResourceDefinition templates
+// it may not write, and the shape of its externalRef's label selector.
 type templateChecker struct {
 	r    *resource
 	diag *diagnostics
 }
 
-// reservedLabels refuses, as kro does, a template that sets a label
-// in kro's own domain: kro writes those on every object it creates, so an
-// RGD setting one works on neither.
-func (tc templateChecker) reservedLabels() {
+// reservedMetadata refuses, as kro v0.9.4 does, a template that sets a
+// label or an annotation in kro's own domains: kro writes those on every
+// object it creates, so an RGD setting one works on neither.
+func (tc templateChecker) reservedMetadata() {
 	md, _ := tc.r.template["metadata"].(map[string]any)
-	labels, _ := md["labels"].(map[string]any)
-	for _, key := range sortedKeys(labels) {
-		if strings.HasPrefix(key, kroLabelPrefix) {
-			tc.fail("metadata.labels."+key, "labels starting with %q are kro's own: a template may not set them", kroLabelPrefix)
+	for _, field := range []string{"labels", "annotations"} {
+		m, _ := md[field].(map[string]any)
+		for _, key := range sortedKeys(m) {
+			for _, prefix := range kroPrefixes {
+				if strings.HasPrefix(key, prefix) {
+					tc.fail("metadata."+field+"."+key, "%s starting with %q are kro's own: a template may not set them", field, prefix)
+				}
+			}
 		}
 	}
 }
@@ -64,23 +73,29 @@ func (tc templateChecker) noExpressions(path string, v any) {
 	}
 }
 
-// selector checks an externalRef's label selector as kro's
-// ResourceGraphDefinition CRD does when the RGD is admitted: an object with
-// matchLabels (strings) and matchExpressions (key, operator and values, all
-// strings), which may contain ${} expressions. A selector that is one
-// ${} expression as a whole is a fleetgraph extension.
+// selector checks an externalRef's label selector as kro v0.9.4's builder
+// does: one ${} expression as a whole (its type is checked when it is
+// compiled), or an object with matchLabels (strings, or one expression)
+// and matchExpressions (key, operator and values, all strings, or one
+// expression), whose strings may hold expressions. A selector with no
+// expression at all is validated as the API server validates a
+// LabelSelector.
 func (tc templateChecker) selector() {
 	const path = "externalRef.metadata.selector"
 	switch sel := tc.r.selector.(type) {
 	case string:
 		if _, ok, _ := expr.Standalone(sel); ok {
-			tc.diag.extension(tc.r.node.ID, path, "a label selector computed by one expression")
 			return
 		}
-		tc.fail(path, "must be a label selector (matchLabels, matchExpressions) or one ${} expression")
+		tc.fail(path, "must be a label selector (matchLabels, matchExpressions) or one ${} expression, not %s", describeLiteral(sel))
 	case map[string]any:
 		for _, key := range sortedKeys(sel) {
 			p := path + "." + key
+			if s, ok := sel[key].(string); ok {
+				if _, whole, _ := expr.Standalone(s); whole {
+					continue
+				}
+			}
 			switch key {
 			case "matchLabels":
 				tc.stringMap(p, sel[key])
@@ -90,9 +105,27 @@ func (tc templateChecker) selector() {
 				tc.fail(p, "unknown field %q of a label selector (matchLabels, matchExpressions)", key)
 			}
 		}
+		tc.literalSelector(path, sel)
 	case nil:
 	default:
-		tc.fail(path, "must be a label selector (matchLabels, matchExpressions)")
+		tc.fail(path, "must be a label selector (matchLabels, matchExpressions), not %s %v", describeLiteral(sel), sel)
+	}
+}
+
+// literalSelector validates a selector without expressions as the API
+// server would (operators, values that fit them, label keys and values),
+// as kro v0.9.4 does when the RGD is admitted.
+func (tc templateChecker) literalSelector(path string, sel map[string]any) {
+	raw, err := json.Marshal(sel)
+	if err != nil || strings.Contains(string(raw), "${") {
+		return
+	}
+	var ls metav1.LabelSelector
+	if err := json.Unmarshal(raw, &ls); err != nil {
+		return // the shape checks above say what is wrong
+	}
+	if errs := metav1validation.ValidateLabelSelector(&ls, metav1validation.LabelSelectorValidationOptions{}, nil); len(errs) > 0 {
+		tc.fail(path, "invalid label selector: %v", errs.ToAggregate())
 	}
 }
 

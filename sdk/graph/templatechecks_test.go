@@ -20,7 +20,7 @@ func selectorRef(id, selector string) string {
 	return "- id: " + id + "\n  externalRef:\n    apiVersion: v1\n    kind: ConfigMap\n    metadata:\n      selector: " + selector + "\n"
 }
 
-// Rules kro v0.9.3 applies to templates and externalRefs, which fleetgraph
+// Rules kro v0.9.4 applies to templates and externalRefs, which fleetgraph
 // applies too.
 func TestKroTemplateRules(t *testing.T) {
 	runFailCases(t, map[string]failCase{
@@ -44,12 +44,11 @@ func TestKroTemplateRules(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, g.Extensions)
 
+	// kro v0.9.4 takes a selector computed by one expression.
 	whole := "resources:\n" + selectorRef("a", "'${ {\"matchLabels\": {\"app\": schema.spec.name}} }'")
-	g, err = graph.Compile(parseRGD(t, rgdDoc("", whole)), graph.Options{})
+	g, err = graph.Compile(parseRGD(t, rgdDoc("", whole)), graph.Options{Strict: true})
 	require.NoError(t, err)
-	assert.Equal(t, []graph.Extension{{ResourceID: "a", Path: "externalRef.metadata.selector", Feature: "a label selector computed by one expression"}}, g.Extensions)
-	_, err = graph.Compile(parseRGD(t, rgdDoc("", whole)), graph.Options{Strict: true})
-	assert.ErrorIs(t, err, graph.ErrExtension)
+	assert.Empty(t, g.Extensions)
 }
 
 // As in kro, a collection's readyWhen reads each item as each, never the
@@ -62,4 +61,17 @@ func TestCollectionReadyWhenReadsEach(t *testing.T) {
 	})
 	_, err := graph.Compile(parseRGD(t, rgdDoc("", "resources:\n"+named("a", strings.Replace(loop, "%s", "${each.metadata.name != \"\"}", 1), "${r}"))), graph.Options{})
 	assert.NoError(t, err)
+}
+
+// kro refuses each in the readyWhen of an externalRef by selector (and its
+// controller binds nothing else there): fleetgraph reads each item as each,
+// as for forEach, and lists it as an extension.
+func TestEachInAnExternalCollectionsReadyWhenIsAnExtension(t *testing.T) {
+	ref := "- id: pods\n  readyWhen: ['${each.metadata.name != \"\"}']\n  externalRef: {apiVersion: v1, kind: Pod, metadata: {selector: {matchLabels: {app: x}}}}\n"
+	rgd := parseRGD(t, rgdDoc("", "resources:\n"+ref))
+	g, err := graph.Compile(rgd, graph.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []graph.Extension{{ResourceID: "pods", Path: "readyWhen[0]", Feature: "each in the readyWhen of an externalRef by selector"}}, g.Extensions)
+	_, err = graph.Compile(rgd, graph.Options{Strict: true})
+	assert.ErrorIs(t, err, graph.ErrExtension)
 }

@@ -60,7 +60,7 @@ func isFreeForm(want *apiservercel.DeclType) bool {
 type fitChecker struct{ envs *celEnvs }
 
 // fits checks that a value of type got may fill a field of type want: by
-// kind (assignable), then structurally, as kro v0.9.3 does (see
+// kind (assignable), then structurally, as kro v0.9.4 does (see
 // structurallyFits). It returns why not; the error of a kind mismatch is
 // empty, the caller's message says it all.
 func (fc fitChecker) fits(want *apiservercel.DeclType, got *cel.Type) error {

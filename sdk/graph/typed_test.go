@@ -164,7 +164,7 @@ func pod(id, container string) string {
 		"\n    spec:\n      containers:\n      - name: c\n        image: nginx\n" + indent(container, "        ") + "\n"
 }
 
-// As kro v0.9.3, an object fills an object field only with fields the
+// As kro v0.9.4, an object fills an object field only with fields the
 // field has, a map only if its values fit every field, an object fills a
 // map only if every field fits the map's values; an int does not fill a
 // number field and null fills only objects.
@@ -198,7 +198,7 @@ func TestTypedObjectsFitFieldByField(t *testing.T) {
 	}
 }
 
-// As kro v0.9.3, an int does not fill a number field: double() it.
+// As kro v0.9.4, an int does not fill a number field: double() it.
 func TestTypedIntDoesNotFillANumber(t *testing.T) {
 	widget := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
 	s := &spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}, Properties: map[string]spec.Schema{

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
@@ -93,8 +94,6 @@ func TestSchemaValidation(t *testing.T) {
 			kind: graph.ErrSchema, want: `spec.schema.spec.port: unknown type "Port"`},
 		"custom type cycle": {schema: "apiVersion: v1\nkind: App\ntypes:\n  A:\n    b: A\nspec:\n  a: string", resources: ok,
 			kind: graph.ErrSchema, want: `spec.schema.types.A: custom type cycle: A -> A`},
-		"reserved status field": {schema: "apiVersion: v1\nkind: App\nstatus:\n  state: ${a.metadata.name}", resources: ok,
-			kind: graph.ErrInvalid, want: `spec.schema.status.state: ${a.metadata.name}: status.state is reserved`},
 		"status literal": {schema: "apiVersion: v1\nkind: App\nstatus:\n  x: hello", resources: ok,
 			kind: graph.ErrInvalid, want: `spec.schema.status.x: hello: a status field must be a ${} expression`},
 		"status list without expressions": {schema: "apiVersion: v1\nkind: App\nstatus:\n  x: [a]", resources: ok,
@@ -158,8 +157,8 @@ func TestExpressionValidation(t *testing.T) {
 			want: `resource "a": data.x: ${schema.spec.nam}: undefined field 'nam'`},
 		"syntax error": {resources: "resources:\n" + cm("a", "", "x: ${schema.spec.name +}"), kind: graph.ErrExpression,
 			want: `resource "a": data.x: ${schema.spec.name +}: Syntax error`},
-		"unterminated ${": {resources: "resources:\n" + cm("a", "", "x: ${schema.spec.name"), kind: graph.ErrExpression,
-			want: `resource "a": data.x: ${schema.spec.name: invalid ${} expression: unterminated expression`},
+		"an expression inside an expression": {resources: "resources:\n" + cm("a", "", "x: ${schema.spec.name + ${schema.spec.name}}"), kind: graph.ErrExpression,
+			want: `resource "a": data.x: ${schema.spec.name + ${schema.spec.name}}: invalid ${} expression: an expression inside an expression`},
 		"non-string in a longer string": {resources: "resources:\n" + cm("a", "", "x: n-${schema.spec.replicas}"), kind: graph.ErrType,
 			want: `resource "a": data.x: ${schema.spec.replicas}: an expression inside a longer string must return a string, got int`},
 		"unknown resource": {resources: "resources:\n" + cm("a", "", "x: ${b.metadata.name}"), kind: graph.ErrExpression,
@@ -270,4 +269,59 @@ func TestOptionalConditionsReadEmptyAsFalse(t *testing.T) {
 	in, err = g.Node("a").Included(context.Background(), graph.Values{"schema": instance("x", map[string]any{"flag": true})})
 	require.NoError(t, err)
 	assert.True(t, in)
+}
+
+// As kro v0.9.4 does, a "${" that nothing closes is written as text; it is
+// a warning (kro v0.10 refuses it), and so under Strict too.
+func TestAnUnterminatedExpressionIsTextWithAWarning(t *testing.T) {
+	rgd := parseRGD(t, rgdDoc("", "resources:\n"+cm("a", "", `x: "hello ${schema.spec.name"`+"\nz: ${schema.spec.name}-${schema.spec.name")))
+	for _, opts := range []graph.Options{{}, {Strict: true}} {
+		g, err := graph.Compile(rgd, opts)
+		require.NoError(t, err)
+		require.Len(t, g.Warnings, 2)
+		assert.Equal(t, "data.x", g.Warnings[0].Path)
+		assert.Equal(t, "hello ${schema.spec.name", g.Warnings[0].Expression)
+		assert.Contains(t, g.Warnings[0].Message, `a "${" that no "}" closes is written as text`)
+		assert.Equal(t, "data.z", g.Warnings[1].Path)
+
+		obj, err := g.Node("a").Render(context.Background(), graph.Values{"schema": instance("x", map[string]any{"name": "n"})}, nil)
+		require.NoError(t, err)
+		data, _, _ := unstructured.NestedStringMap(obj.Object, "data")
+		assert.Equal(t, map[string]string{"x": "hello ${schema.spec.name", "z": "n-${schema.spec.name"}, data)
+	}
+}
+
+// kro type-checks a string template as one concatenation, where string +
+// optional has no overload, and refuses it; fleetgraph writes the
+// optional's value (nothing when it has none): an extension, refused under
+// Strict.
+func TestAnOptionalInsideAStringIsAnExtension(t *testing.T) {
+	rgd := parseRGD(t, rgdDoc("", "resources:\n"+cm("a", "", `x: "${schema.metadata.?labels.app}/${schema.spec.name}"`)))
+	g, err := graph.Compile(rgd, graph.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []graph.Extension{{ResourceID: "a", Path: "data.x", Feature: "an optional value inside a longer string"}}, g.Extensions)
+
+	_, err = graph.Compile(rgd, graph.Options{Strict: true})
+	require.ErrorIs(t, err, graph.ErrExtension)
+	assert.Contains(t, err.Error(), `resource "a": data.x: an optional value inside a longer string`)
+
+	alone := parseRGD(t, rgdDoc("", "resources:\n"+cm("a", "", `x: "${schema.metadata.?labels.app.orValue('none')}"`)))
+	g, err = graph.Compile(alone, graph.Options{Strict: true})
+	require.NoError(t, err, "an optional unwrapped with orValue is a string, as in kro")
+	assert.Empty(t, g.Extensions)
+}
+
+// As in kro v0.9.4, a projection named state is accepted and types the
+// CRD's status.state, but the runtime writes its own state there: the
+// projection is dropped with a warning.
+func TestAStateProjectionIsNeverWritten(t *testing.T) {
+	g, err := graph.Compile(parseRGD(t, rgdDoc("apiVersion: v1\nkind: App\nspec:\n  name: string\nstatus:\n  state: ${schema.spec.name}\n  other: ${a.metadata.name}", "resources:\n"+cm("a", "", ""))), graph.Options{Strict: true})
+	require.NoError(t, err)
+	require.Len(t, g.Warnings, 1)
+	assert.Equal(t, "spec.schema.status.state", g.Warnings[0].Path)
+	assert.Contains(t, g.Warnings[0].Message, "written by the runtime")
+	st, err := g.Status(context.Background(), graph.Values{"schema": instance("x", map[string]any{"name": "n"}), "a": map[string]any{"metadata": map[string]any{"name": "a1"}}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"other": "a1"}, st)
+	assert.Equal(t, "string", g.CRD.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"].Properties["state"].Type)
 }

@@ -26,11 +26,19 @@ func TestScan(t *testing.T) {
 		{"pre ${a} post", []expr.Segment{lit("pre "), ex("a"), lit(" post")}},
 		{"${{'k': 1}}", []expr.Segment{ex("{'k': 1}")}},
 		{"${{'k': {'n': 2}}.k}", []expr.Segment{ex("{'k': {'n': 2}}.k")}},
-		{`${"}" + '{'}`, []expr.Segment{ex(`"}" + '{'`)}},
+		{`${"}" + "{"}`, []expr.Segment{ex(`"}" + "{"`)}},
 		{`${"a\"}" + x}`, []expr.Segment{ex(`"a\"}" + x`)}},
-		{`${r"\" + x}`, []expr.Segment{ex(`r"\" + x`)}},
-		{`${"""a"}b""" + x}`, []expr.Segment{ex(`"""a"}b""" + x`)}},
 		{"${x}${y}", []expr.Segment{ex("x"), ex("y")}},
+		{`${"${x}"}`, []expr.Segment{ex(`"${x}"`)}},
+		// As in kro v0.9.4: only double quotes hide braces, and a "${"
+		// that nothing closes is text.
+		{"${'}'}", []expr.Segment{ex("'"), lit("'}")}},
+		{`${"}" + '{'}`, []expr.Segment{lit(`${"}" + '{'}`)}},
+		{`${'a"b'}`, []expr.Segment{lit(`${'a"b'}`)}},
+		{`${"abc}`, []expr.Segment{lit(`${"abc}`)}},
+		{"${", []expr.Segment{lit("${")}},
+		{"a ${b", []expr.Segment{lit("a ${b")}},
+		{"${a} and ${b", []expr.Segment{ex("a"), lit(" and ${b")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -43,13 +51,10 @@ func TestScan(t *testing.T) {
 
 func TestScanRejects(t *testing.T) {
 	tests := map[string]string{
-		"${":           "unterminated expression",
-		"a ${b":        "unterminated expression starting at offset 2",
-		"${}":          "empty expression",
-		"${  }":        "empty expression",
-		`${"abc}`:      "unterminated string literal",
-		"${{'a': 1}":   "unterminated expression",
-		`${'''abc'}'}`: "unterminated",
+		"${}":             "empty expression",
+		"${  }":           "empty expression",
+		"${a ${b}}":       "an expression inside an expression at offset 4",
+		"${{'a': 1} ${x}": "an expression inside an expression",
 	}
 	for in, want := range tests {
 		t.Run(in, func(t *testing.T) {
@@ -60,13 +65,36 @@ func TestScanRejects(t *testing.T) {
 	}
 }
 
+// kro v0.9.4 reads a "${" that nothing closes as text; Unterminated finds
+// it, for a warning.
+func TestUnterminated(t *testing.T) {
+	for _, s := range []string{"${", "hello ${schema.spec.name", "${a} and ${b", `${"abc}`, "${{'a': 1}"} {
+		assert.True(t, expr.Unterminated(s), s)
+		segs, err := expr.Scan(s)
+		require.NoError(t, err, s)
+		assert.NotEmpty(t, segs, s)
+	}
+	for _, s := range []string{"", "plain", "${a}", "$ {a", "${a ${b}}"} {
+		assert.False(t, expr.Unterminated(s), s)
+	}
+}
+
+// Scanning a string of many unterminated "${" costs a bounded number of
+// passes over it, not one per "${".
+func TestUnterminatedScansAreBounded(t *testing.T) {
+	s := strings.Repeat(`${"`, 200_000)
+	segs, err := expr.Scan(s)
+	require.NoError(t, err)
+	assert.Equal(t, []expr.Segment{lit(s)}, segs)
+}
+
 func TestStandalone(t *testing.T) {
 	src, ok, err := expr.Standalone("${schema.spec.replicas}")
 	require.NoError(t, err)
 	assert.True(t, ok)
 	assert.Equal(t, "schema.spec.replicas", src)
 
-	for _, s := range []string{"x${a}", "${a} ", "${a}${b}", "plain"} {
+	for _, s := range []string{"x${a}", "${a} ", "${a}${b}", "plain", "${a"} {
 		_, ok, err := expr.Standalone(s)
 		require.NoError(t, err)
 		assert.False(t, ok, s)
@@ -76,7 +104,7 @@ func TestStandalone(t *testing.T) {
 // FuzzScan checks that Scan never panics and that what it returns puts the
 // input back together.
 func FuzzScan(f *testing.F) {
-	for _, s := range []string{"", "a", "${a}", "x-${a.b}-${c}", `${"}"}`, "${{'a':{}}}", `${r'\'}`, `${"""}"""}`, "${", "$${a}}"} {
+	for _, s := range []string{"", "a", "${a}", "x-${a.b}-${c}", `${"}"}`, "${{'a':{}}}", `${r'\'}`, `${"""}"""}`, "${", "$${a}}", "${a ${b}"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -12,34 +12,46 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
-// checkBounds refuses markers that contradict each other, so that no value
-// could ever be valid or a listed value could never be accepted: a lower
-// bound above its upper bound (minimum, minLength, minItems,
+// contradictions says which markers contradict each other, so that no
+// value could ever be valid or a listed value could never be accepted: a
+// lower bound above its upper bound (minimum, minLength, minItems,
 // minProperties), bounds that leave no integer, an enum value the field's
-// own bounds or pattern refuse, and a default outside them. kro v0.9.3
-// and the API server accept the first kinds and serve a field nothing can
-// be written to; the last is refused by the API server only when the CRD is
-// applied. Each message names both markers, e.g.
+// own bounds or pattern refuse. kro v0.9.4 and the API server accept them
+// and serve a field nothing can be written to (an instance that leaves it
+// out works), so they are warnings, each naming both markers, e.g.
 //
-//	invalid marker: minimum=10 is greater than maximum=1: no value can satisfy both
-func checkBounds(s *apiextensionsv1.JSONSchemaProps) error {
+//	minimum=10 is greater than maximum=1: no value can satisfy both
+//
+// "" when nothing contradicts.
+func contradictions(s *apiextensionsv1.JSONSchemaProps) string {
 	if err := checkRanges(s); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidMarker, err)
+		return err.Error()
 	}
-	if len(s.Enum) == 0 && s.Default == nil {
+	if len(s.Enum) == 0 {
+		return ""
+	}
+	v, err := newValueCheck(s)
+	if err != nil {
+		return "" // applyPattern has checked the pattern already
+	}
+	for _, e := range s.Enum {
+		if why := v.refuses(e.Raw); why != "" {
+			return fmt.Sprintf("enum value %s %s: it can never be accepted", e.Raw, why)
+		}
+	}
+	return ""
+}
+
+// checkDefault refuses a default outside the field's bounds, pattern or
+// enum: the API server refuses such a CRD when it is applied, so kro's
+// RGD fails there too.
+func checkDefault(s *apiextensionsv1.JSONSchemaProps) error {
+	if s.Default == nil {
 		return nil
 	}
 	v, err := newValueCheck(s)
 	if err != nil {
 		return nil //nolint:nilerr // applyPattern has checked the pattern already
-	}
-	for _, e := range s.Enum {
-		if why := v.refuses(e.Raw); why != "" {
-			return fmt.Errorf("%w: enum value %s %s: it can never be accepted", ErrInvalidMarker, e.Raw, why)
-		}
-	}
-	if s.Default == nil {
-		return nil
 	}
 	if why := v.refuses(s.Default.Raw); why != "" {
 		return fmt.Errorf("%w: default=%s %s", ErrInvalidMarker, s.Default.Raw, why)

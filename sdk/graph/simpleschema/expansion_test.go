@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/fleetgraph/fleetgraph/sdk/graph/simpleschema"
 )
@@ -59,7 +58,7 @@ func TestDoublingCustomTypesAreRefusedBeforeTheyExpand(t *testing.T) {
 			types := doublingTypes(levels)
 			spec := map[string]any{"root": fmt.Sprintf("T%d", levels-1)}
 			var err error
-			alloc, took := measure(func() { _, _, err = simpleschema.Convert("", spec, types) })
+			alloc, took := measure(func() { _, err = simpleschema.Convert("", spec, types) })
 			be, pe := boundError(t, err)
 			assert.Equal(t, "properties", be.Bound)
 			assert.Equal(t, simpleschema.DefaultMaxProperties, be.Limit)
@@ -86,10 +85,11 @@ func TestWrappingALargeTypeCostsOneNodePerWrapper(t *testing.T) {
 		types[fmt.Sprintf("W%d", i)] = map[string]any{"x": fmt.Sprintf("W%d", i-1)}
 	}
 	spec := map[string]any{"root": fmt.Sprintf("W%d", wrappers-1)}
-	var out *apiextensionsv1.JSONSchemaProps
+	var res simpleschema.Result
 	var err error
-	alloc, _ := measure(func() { out, _, err = simpleschema.Bounds{MaxDepth: 5000}.Convert("", spec, types) })
+	alloc, _ := measure(func() { res, err = simpleschema.Bounds{MaxDepth: 5000}.Convert("", spec, types) })
 	require.NoError(t, err)
+	out := res.Schema
 	depth := 0
 	for s := out.Properties["root"]; s.Properties["x"].Type != ""; s = s.Properties["x"] {
 		depth++
@@ -139,7 +139,7 @@ func TestSchemaBounds(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			var err error
-			alloc, _ := measure(func() { _, _, err = simpleschema.Convert("", tt.spec, tt.types) })
+			alloc, _ := measure(func() { _, err = simpleschema.Convert("", tt.spec, tt.types) })
 			be, pe := boundError(t, err)
 			assert.Equal(t, tt.bound, be.Bound, "%v", err)
 			if len(tt.path) > 200 {
@@ -158,7 +158,7 @@ func TestSchemaBounds(t *testing.T) {
 func TestALongTypeStringIsRefusedAtOnce(t *testing.T) {
 	var err error
 	alloc, _ := measure(func() {
-		_, _, err = simpleschema.Convert("", map[string]any{"a": strings.Repeat("[]", 50_000) + "string"}, nil)
+		_, err = simpleschema.Convert("", map[string]any{"a": strings.Repeat("[]", 50_000) + "string"}, nil)
 	})
 	require.ErrorIs(t, err, simpleschema.ErrSyntax)
 	assert.Contains(t, err.Error(), "nests more than 16")
@@ -174,7 +174,7 @@ func TestDeepLongKeysCostWhatTheyWeigh(t *testing.T) {
 		v = map[string]any{key: v}
 	}
 	var err error
-	alloc, _ := measure(func() { _, _, err = simpleschema.Bounds{MaxBytes: 4 << 20}.Convert("", map[string]any{"a": v}, nil) })
+	alloc, _ := measure(func() { _, err = simpleschema.Bounds{MaxBytes: 4 << 20}.Convert("", map[string]any{"a": v}, nil) })
 	require.NoError(t, err)
 	// The input's keys alone take 0.9 MB; spelling each node's path would
 	// allocate 270 MB.
@@ -239,9 +239,9 @@ func TestUnusedTypeOverTheBoundIsRefused(t *testing.T) {
 // plus the field that uses it.
 func TestBoundIsInclusive(t *testing.T) {
 	types := doublingTypes(13) // T12: 2^13 - 2 = 8190 fields
-	_, _, err := simpleschema.Bounds{MaxProperties: 8191}.Convert("", map[string]any{"f": "T12"}, types)
+	_, err := simpleschema.Bounds{MaxProperties: 8191}.Convert("", map[string]any{"f": "T12"}, types)
 	require.NoError(t, err)
-	_, _, err = simpleschema.Bounds{MaxProperties: 8190}.Convert("", map[string]any{"f": "T12"}, types)
+	_, err = simpleschema.Bounds{MaxProperties: 8190}.Convert("", map[string]any{"f": "T12"}, types)
 	be, pe := boundError(t, err)
 	assert.Equal(t, 8191, be.Size)
 	assert.Equal(t, "f", pe.Path)

@@ -2,6 +2,7 @@ package simpleschema
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -11,8 +12,15 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
-// markerFunc applies one marker to s.
+// markerFunc applies one marker to s. It returns a *markerWarning when it
+// applied the marker as kro does although it constrains nothing.
 type markerFunc func(s *apiextensionsv1.JSONSchemaProps, value string) error
+
+// markerWarning is a marker applied as kro applies it that constrains
+// nothing: reported as a Warning, not refused.
+type markerWarning struct{ msg string }
+
+func (w *markerWarning) Error() string { return w.msg }
 
 var markerFuncs = map[string]markerFunc{
 	"default":     applyDefault,
@@ -46,8 +54,9 @@ func Markers() []string {
 // field is required. As in kro, a marker may repeat: validation and
 // listMapKey accumulate, required=true anywhere makes the field required,
 // and for the others the last one wins. ext is told about each use of
-// syntax kro does not accept.
-func applyMarkers(s *apiextensionsv1.JSONSchemaProps, markers []Marker, ext func(string)) (bool, error) {
+// syntax kro does not accept, warn about each marker kro accepts that
+// constrains nothing or that no value can satisfy.
+func applyMarkers(s *apiextensionsv1.JSONSchemaProps, markers []Marker, ext, warn func(string)) (bool, error) {
 	required := false
 	for _, m := range markers {
 		if m.Name == "required" {
@@ -64,16 +73,24 @@ func applyMarkers(s *apiextensionsv1.JSONSchemaProps, markers []Marker, ext func
 			return false, fmt.Errorf("%w %q (known: %s)", ErrUnknownMarker, m.Name, strings.Join(Markers(), ", "))
 		}
 		if err := apply(s, m.Value); err != nil {
+			var w *markerWarning
+			if errors.As(err, &w) {
+				warn(fmt.Sprintf("%s=%q: %s", m.Name, m.Value, w.msg))
+				continue
+			}
 			return false, fmt.Errorf("%w: %s=%q: %w", ErrInvalidMarker, m.Name, m.Value, err)
 		}
 	}
-	if err := checkBounds(s); err != nil {
+	if msg := contradictions(s); msg != "" {
+		warn(msg)
+	}
+	if err := checkDefault(s); err != nil {
 		return false, err
 	}
 	return required, checkListMap(s)
 }
 
-// noteMarkerExtension reports marker uses kro v0.9.3 rejects or reads
+// noteMarkerExtension reports marker uses kro v0.9.4 rejects or reads
 // differently: an enum on a float field, several keys in one listMapKey.
 func noteMarkerExtension(s *apiextensionsv1.JSONSchemaProps, m Marker, ext func(string)) {
 	switch {
@@ -135,16 +152,18 @@ func literal(t, v string) ([]byte, error) {
 	return json.Marshal(x)
 }
 
+// numberBound sets minimum or maximum. As in kro, it is set on a field
+// of any type; on a field that is not a number it constrains nothing.
 func numberBound(set func(*apiextensionsv1.JSONSchemaProps, float64)) markerFunc {
 	return func(s *apiextensionsv1.JSONSchemaProps, v string) error {
-		if s.Type != "integer" && s.Type != "number" {
-			return fmt.Errorf("only for integer and float fields, not %s", s.Type)
-		}
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
 			return fmt.Errorf("not a number")
 		}
 		set(s, f)
+		if s.Type != "integer" && s.Type != "number" {
+			return &markerWarning{fmt.Sprintf("constrains only integer and float fields, not %s: it has no effect", s.Type)}
+		}
 		return nil
 	}
 }
@@ -155,10 +174,13 @@ func count(typ string, set func(*apiextensionsv1.JSONSchemaProps, int64)) marker
 			return fmt.Errorf("only for %s fields, not %s", typ, s.Type)
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return fmt.Errorf("not a non-negative integer")
+		if err != nil {
+			return fmt.Errorf("not an integer")
 		}
 		set(s, n)
+		if n < 0 {
+			return &markerWarning{"a negative bound: it has no effect"}
+		}
 		return nil
 	}
 }

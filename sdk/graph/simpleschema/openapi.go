@@ -41,12 +41,12 @@ func (e *PathError) Unwrap() error { return e.Err }
 // paths of errors, e.g. "spec". All errors are returned, joined; each is a
 // *PathError. The schema may expand as far as the default Bounds allow.
 func ToOpenAPI(root string, obj map[string]any, types map[string]any) (*apiextensionsv1.JSONSchemaProps, error) {
-	out, _, err := Convert(root, obj, types)
-	return out, err
+	out, err := Convert(root, obj, types)
+	return out.Schema, err
 }
 
 // Extension is one use of SimpleSchema syntax that fleetgraph accepts and
-// kro v0.9.3 rejects (or reads differently).
+// kro v0.9.4 rejects (or reads differently).
 type Extension struct {
 	// Path is where it is used, as in PathError.
 	Path string
@@ -54,14 +54,38 @@ type Extension struct {
 	Feature string
 }
 
-// Convert is ToOpenAPI that also lists the extensions the schema uses, in
-// path order. The schema may expand as far as the default Bounds allow.
-func Convert(root string, obj map[string]any, types map[string]any) (*apiextensionsv1.JSONSchemaProps, []Extension, error) {
+// Warning is a marker that kro v0.9.4 and the API server accept, and that
+// fleetgraph copies into the schema as they do, but that constrains
+// nothing (minimum on a string) or leaves a field no value can satisfy
+// (minimum above maximum, an enum value the field's own bounds refuse).
+type Warning struct {
+	// Path is where it is used, as in PathError.
+	Path string
+	// Message says what is wrong, naming the markers.
+	Message string
+}
+
+// Result is what Convert builds.
+type Result struct {
+	// Schema is the OpenAPI schema; partial when Convert returns an error.
+	Schema *apiextensionsv1.JSONSchemaProps
+	// Extensions lists the syntax the schema uses that kro rejects, in
+	// path order.
+	Extensions []Extension
+	// Warnings lists the markers that constrain nothing or that no value
+	// can satisfy, in path order.
+	Warnings []Warning
+}
+
+// Convert is ToOpenAPI that also lists the extensions the schema uses and
+// the warnings its markers raise. The schema may expand as far as the
+// default Bounds allow.
+func Convert(root string, obj map[string]any, types map[string]any) (Result, error) {
 	return Bounds{}.Convert(root, obj, types)
 }
 
 // Convert is the package's Convert with b as the bounds of the expansion.
-func (b Bounds) Convert(root string, obj map[string]any, types map[string]any) (*apiextensionsv1.JSONSchemaProps, []Extension, error) {
+func (b Bounds) Convert(root string, obj map[string]any, types map[string]any) (Result, error) {
 	c := &converter{
 		defs: types, done: map[string]*apiextensionsv1.JSONSchemaProps{}, required: map[string]bool{},
 		sizes: map[string]size{}, bounds: b.withDefaults(),
@@ -72,13 +96,14 @@ func (b Bounds) Convert(root string, obj map[string]any, types map[string]any) (
 	c.size = size{}
 	out := c.object(pathOf(root), obj)
 	slices.SortStableFunc(c.exts, func(a, b Extension) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortStableFunc(c.warns, func(a, b Warning) int { return strings.Compare(a.Path, b.Path) })
 	if c.shared {
 		// Custom types were used by reference while the size was counted;
 		// now that it is known to fit (what a bound refused was left out),
 		// every use gets a copy of its own.
 		out = out.DeepCopy()
 	}
-	return out, c.exts, errors.Join(c.errs...)
+	return Result{Schema: out, Extensions: c.exts, Warnings: c.warns}, errors.Join(c.errs...)
 }
 
 type converter struct {
@@ -90,6 +115,7 @@ type converter struct {
 	required map[string]bool
 	errs     []error
 	exts     []Extension
+	warns    []Warning
 
 	bounds Bounds
 	// sizes is what each resolved custom type expands to.
@@ -109,6 +135,10 @@ type converter struct {
 
 func (c *converter) ext(p *path, feature string) {
 	c.exts = append(c.exts, Extension{Path: p.String(), Feature: feature})
+}
+
+func (c *converter) warn(p *path, msg string) {
+	c.warns = append(c.warns, Warning{Path: p.String(), Message: msg})
 }
 
 func (c *converter) fail(p *path, err error) {
@@ -203,7 +233,7 @@ func (c *converter) leaf(p *path, s string) (*apiextensionsv1.JSONSchemaProps, b
 		return nil, false // a bound was passed; already reported
 	}
 	before := ownBytes(out)
-	required, err := applyMarkers(out, f.Markers, func(feature string) { c.ext(p, feature) })
+	required, err := applyMarkers(out, f.Markers, func(feature string) { c.ext(p, feature) }, func(msg string) { c.warn(p, msg) })
 	if err != nil {
 		c.fail(p, err)
 		return nil, false

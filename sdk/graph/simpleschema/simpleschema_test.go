@@ -167,7 +167,6 @@ func TestErrorsNameTheField(t *testing.T) {
 		"default not boolean":      {spec: `f: boolean | default=1x`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "not a boolean"},
 		"default not float":        {spec: `f: float | default=x`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "not a number"},
 		"default list not json":    {spec: `f: '[]string | default={"a": 1}'`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "not a JSON array"},
-		"minimum on string":        {spec: `f: string | minimum=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for integer and float"},
 		"maximum not a number":     {spec: `f: integer | maximum=ten`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "not a number"},
 		"enum on boolean":          {spec: `f: boolean | enum="true"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for string, integer and float"},
 		"enum empty value":         {spec: `f: string | enum="a,,b"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "empty value"},
@@ -175,9 +174,8 @@ func TestErrorsNameTheField(t *testing.T) {
 		"pattern invalid":          {spec: `f: string | pattern="a("`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "missing closing )"},
 		"pattern on integer":       {spec: `f: integer | pattern="a"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for string"},
 		"minLength on integer":     {spec: `f: integer | minLength=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for string"},
-		"maxLength negative":       {spec: `f: string | maxLength=-1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "non-negative"},
 		"minItems on string":       {spec: `f: string | minItems=1`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for array"},
-		"maxItems not integer":     {spec: `f: "[]string | maxItems=x"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "non-negative"},
+		"maxItems not integer":     {spec: `f: "[]string | maxItems=x"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "not an integer"},
 		"uniqueItems on string":    {spec: `f: string | uniqueItems=true`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "only for array"},
 		"uniqueItems on objects":   {spec: "f: \"[]P | uniqueItems=true\"", types: "P:\n  a: string", path: "f", kind: simpleschema.ErrInvalidMarker, msg: "scalar items"},
 		"listType unknown":         {spec: `f: "[]string | listType=bag"`, path: "f", kind: simpleschema.ErrInvalidMarker, msg: "atomic, set or map"},
@@ -275,10 +273,12 @@ func FuzzSimpleSchema(f *testing.F) {
 	})
 }
 
-// Markers that contradict each other are refused when compiling, naming
-// both: kro v0.9.3 and the API server accept them and serve a field that
-// no value (or an enum value that no instance) can ever satisfy.
-func TestContradictoryMarkersAreRefused(t *testing.T) {
+// Markers that contradict each other, or constrain nothing, are kept in
+// the schema as kro v0.9.4 keeps them (the API server accepts them, and an
+// instance that leaves the field out works) and reported as warnings that
+// name the markers. A default outside the field's own bounds is refused:
+// the API server refuses that CRD.
+func TestContradictoryMarkersAreWarnings(t *testing.T) {
 	tests := map[string]struct{ spec, want string }{
 		"minimum above maximum":       {`f: integer | minimum=10 maximum=1`, "minimum=10 is greater than maximum=1"},
 		"float minimum above maximum": {`f: float | maximum=0.5 minimum=0.75`, "minimum=0.75 is greater than maximum=0.5"},
@@ -290,10 +290,37 @@ func TestContradictoryMarkersAreRefused(t *testing.T) {
 		"enum outside pattern":        {`f: string | enum="prod,Dev" pattern="^[a-z]+$"`, `enum value "Dev" does not match pattern="^[a-z]+$"`},
 		"enum too long":               {`f: string | enum="ab,abcd" maxLength=3`, `enum value "abcd" is longer than maxLength=3`},
 		"enum too short":              {`f: string | minLength=2 enum="a,ab"`, `enum value "a" is shorter than minLength=2`},
-		"default outside pattern":     {`f: string | default=Prod pattern="^[a-z]+$"`, `default="Prod" does not match pattern="^[a-z]+$"`},
-		"default too long":            {`f: string | default=abcd maxLength=3`, `default="abcd" is longer than maxLength=3`},
-		"default too few items":       {`f: '[]string | default=["a"] minItems=2'`, `default=["a"] has fewer items than minItems=2`},
-		"default not in enum":         {`f: string | enum="a,b" default=c`, `default="c" is not one of enum`},
+		"minimum on a string":         {`f: string | minimum=1`, `minimum="1": constrains only integer and float fields, not string: it has no effect`},
+		"a negative maxLength":        {`f: string | maxLength=-1`, `maxLength="-1": a negative bound: it has no effect`},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			var s map[string]any
+			require.NoError(t, yaml.Unmarshal([]byte(tt.spec), &s))
+			res, err := simpleschema.Convert("", s, nil)
+			require.NoError(t, err)
+			require.Len(t, res.Warnings, 1)
+			assert.Equal(t, "f", res.Warnings[0].Path)
+			assert.True(t, strings.HasPrefix(res.Warnings[0].Message, tt.want), "%q does not start with %q", res.Warnings[0].Message, tt.want)
+		})
+	}
+	var s map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(`f: string | minimum=1 maxLength=-1`), &s))
+	res, err := simpleschema.Convert("", s, nil)
+	require.NoError(t, err)
+	f := res.Schema.Properties["f"]
+	assert.Equal(t, 1.0, *f.Minimum, "kept as kro keeps it")
+	assert.Equal(t, int64(-1), *f.MaxLength)
+}
+
+// A default the field's own markers refuse is refused: the API server
+// refuses such a CRD.
+func TestDefaultsOutsideTheMarkersAreRefused(t *testing.T) {
+	tests := map[string]struct{ spec, want string }{
+		"default outside pattern": {`f: string | default=Prod pattern="^[a-z]+$"`, `default="Prod" does not match pattern="^[a-z]+$"`},
+		"default too long":        {`f: string | default=abcd maxLength=3`, `default="abcd" is longer than maxLength=3`},
+		"default too few items":   {`f: '[]string | default=["a"] minItems=2'`, `default=["a"] has fewer items than minItems=2`},
+		"default not in enum":     {`f: string | enum="a,b" default=c`, `default="c" is not one of enum`},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -321,8 +348,13 @@ func TestConsistentMarkersAreAccepted(t *testing.T) {
 			assert.NoError(t, err)
 		})
 	}
-	_, err := convert(t, "f: T | minimum=9", "T: integer | maximum=5")
-	assert.ErrorContains(t, err, "minimum=9 is greater than maximum=5", "bounds from a custom type and the field combine")
+	var s, types map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte("f: T | minimum=9"), &s))
+	require.NoError(t, yaml.Unmarshal([]byte("T: integer | maximum=5"), &types))
+	res, err := simpleschema.Convert("", s, types)
+	require.NoError(t, err)
+	require.Len(t, res.Warnings, 1)
+	assert.Contains(t, res.Warnings[0].Message, "minimum=9 is greater than maximum=5", "bounds from a custom type and the field combine")
 }
 
 // As in kro, listMapKey repeats to name several keys.
@@ -350,8 +382,9 @@ func TestExtensionsAreListed(t *testing.T) {
 		"plain": "string | default=x",
 	}
 	types := map[string]any{"P": map[string]any{"a": "string | required=true", "b": "string | required=true"}}
-	_, exts, err := simpleschema.Convert("", obj, types)
+	res, err := simpleschema.Convert("", obj, types)
 	require.NoError(t, err)
+	exts := res.Extensions
 	assert.Equal(t, []simpleschema.Extension{
 		{Path: "e", Feature: "enum on a float field"},
 		{Path: "list", Feature: "YAML list as a type"},

@@ -7,7 +7,7 @@ import (
 )
 
 // maxTypeNesting is how many collections ([] and map[string]) one type
-// string may nest, as in kro v0.9.3.
+// string may nest, as in kro v0.9.4.
 const maxTypeNesting = 16
 
 // normalizeType reads the type part of a field string as kro does: spaces

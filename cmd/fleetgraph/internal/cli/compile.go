@@ -21,7 +21,7 @@ type compileFlags struct {
 
 func (f *compileFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.name, "name", "", "the RGD to use when the file holds several (default: all, or the only one)")
-	cmd.Flags().BoolVar(&f.strict, "strict", false, "refuse fleetgraph extensions, as kro v0.9.3 would")
+	cmd.Flags().BoolVar(&f.strict, "strict", false, "refuse fleetgraph extensions, as kro v0.9.4 would")
 	cmd.Flags().StringArrayVar(&f.schemasFrom, "schemas-from", nil, `schemas of child kinds: a CRD directory or file, a kubeconfig file, or "cluster" (repeatable)`)
 	f.bindInput(cmd)
 }

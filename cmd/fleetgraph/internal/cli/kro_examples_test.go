@@ -16,7 +16,7 @@ import (
 
 // kroVersion is the kro release whose examples are checked (the oracle's,
 // hack/krodiff).
-const kroVersion = "v0.9.3"
+const kroVersion = "v0.9.4"
 
 // kroExamples returns kro's examples directory in the module cache,
 // downloading the module through the Go module proxy when it is missing.

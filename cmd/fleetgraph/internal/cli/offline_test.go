@@ -266,3 +266,23 @@ func TestCompletionScripts(t *testing.T) {
 	r := fleetgraph(t, "__complete", "diagram", "x.yaml", "-o", "")
 	assert.Contains(t, r.out, "mermaid\ndot\nsvg\n")
 }
+
+// What the compiler serves, as kro does, but warns about (two resources
+// rendering one object) is a warning line naming the resource; the RGD
+// stays valid.
+func TestValidatePrintsCompileWarnings(t *testing.T) {
+	rgd := `apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: twice}
+spec:
+  schema: {apiVersion: v1alpha1, kind: Twice, spec: {name: string}}
+  resources:
+    - id: first
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${schema.spec.name}"}, data: {a: "1"}}
+    - id: second
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${schema.spec.name}"}, data: {b: "2"}}
+`
+	r := run(t, "fleetgraph", rgd, "validate", "-")
+	assert.Equal(t, cli.ExitOK, r.code, r.String())
+	assert.Regexp(t, `-:10: warning: resource "second": metadata\.name: \$\{schema\.spec\.name\}: .*first`, r.out)
+}

@@ -78,7 +78,7 @@ kubeconfig file, or "cluster" for the cluster of --kubeconfig/--context
 (read through its OpenAPI, as the hub reads its own). With --schemas-from a
 kind none of the sources knows is an error, as on a spoke that lacks it.
 
---strict compiles as kro v0.9.3 does: every fleetgraph extension (CEL
+--strict compiles as kro v0.9.4 does: every fleetgraph extension (CEL
 libraries kro lacks, the number type, ...) is an error naming it. Without
 it, each use is listed as a note.
 
@@ -98,7 +98,7 @@ be read.`,
 	}
 	g.bindKubeconfig(cmd, false)
 	o.bindInput(cmd)
-	cmd.Flags().BoolVar(&o.strict, "strict", false, "refuse fleetgraph extensions, as kro v0.9.3 would")
+	cmd.Flags().BoolVar(&o.strict, "strict", false, "refuse fleetgraph extensions, as kro v0.9.4 would")
 	cmd.Flags().StringArrayVar(&o.schemasFrom, "schemas-from", nil, `schemas of child kinds: a CRD directory or file, a kubeconfig file, or "cluster" (repeatable)`)
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("text", "json", "yaml"))
@@ -268,6 +268,10 @@ func (o *validateOptions) validate(d *manifest.Document, res schemas.Resolver) (
 			})
 		}
 	}
+	for _, w := range g.Warnings {
+		r.Warnings = append(r.Warnings, diagnostic{Line: d.LineOf(w.ResourceID, w.Path), Resource: w.ResourceID, Path: w.Path, Expression: w.Expression, Message: w.Message})
+	}
+	slices.SortStableFunc(r.Warnings, func(a, b diagnostic) int { return a.Line - b.Line })
 	for _, x := range g.Extensions {
 		r.Extensions = append(r.Extensions, diagnostic{Line: d.LineOf(x.ResourceID, x.Path), Resource: x.ResourceID, Path: x.Path, Message: x.Feature})
 	}

@@ -9,9 +9,9 @@ var (
 	// GroupVersion is fleetgraph's own API group and version.
 	GroupVersion = schema.GroupVersion{Group: "fleetgraph.dev", Version: "v1alpha1"}
 
-	// SchemeBuilder registers GraphRevision, GraphRollout, ClusterValues
-	// and their lists
-	// with a scheme.
+	// SchemeBuilder registers GraphRevision, GraphRollout, ClusterValues,
+	// the pull-mode kinds (PullCluster, GraphAssignment, GraphReport) and
+	// their lists with a scheme.
 	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
 
 	// AddToScheme adds the types of this package to a scheme, so that a
@@ -20,5 +20,6 @@ var (
 )
 
 func init() {
-	SchemeBuilder.Register(&GraphRevision{}, &GraphRevisionList{}, &GraphRollout{}, &GraphRolloutList{}, &ClusterValues{}, &ClusterValuesList{})
+	SchemeBuilder.Register(&GraphRevision{}, &GraphRevisionList{}, &GraphRollout{}, &GraphRolloutList{}, &ClusterValues{}, &ClusterValuesList{},
+		&PullCluster{}, &PullClusterList{}, &GraphAssignment{}, &GraphAssignmentList{}, &GraphReport{}, &GraphReportList{})
 }
