@@ -24,13 +24,20 @@ import (
 // Every exported field of the public option structs is listed, as `Field`,
 // in its section of the reference (the section whose heading names the
 // type), so that a new option cannot go undocumented and a removed one
-// cannot stay documented.
+// cannot stay documented. An option struct nested in a listed one (a
+// concern of sdk.Options, say) must have a section of its own.
 func TestEveryOptionIsListed(t *testing.T) {
-	for _, c := range []struct {
+	cases := []struct {
 		page, section string
 		value         any
 	}{
 		{"reference/options.md", "sdk.Options", sdk.Options{}},
+		{"reference/options.md", "sdk.RGDOptions", sdk.RGDOptions{}},
+		{"reference/options.md", "sdk.CompileOptions", sdk.CompileOptions{}},
+		{"reference/options.md", "sdk.CRDOptions", sdk.CRDOptions{}},
+		{"reference/options.md", "sdk.FleetOptions", sdk.FleetOptions{}},
+		{"reference/options.md", "sdk.RolloutOptions", sdk.RolloutOptions{}},
+		{"reference/options.md", "sdk.ReplicaOptions", sdk.ReplicaOptions{}},
 		{"reference/options.md", "sdk.PullOptions", sdk.PullOptions{}},
 		{"reference/options.md", "sdk.TargetOptions", sdk.TargetOptions{}},
 		{"reference/options.md", "sdk.ShardingOptions", sdk.ShardingOptions{}},
@@ -47,7 +54,12 @@ func TestEveryOptionIsListed(t *testing.T) {
 		{"reference/options.md", "kcp.Options", kcp.Options{}},
 		{"reference/options.md", "kcp.APIExportOptions", kcp.APIExportOptions{}},
 		{"reference/limits.md", "graph.Limits", graph.Limits{}},
-	} {
+	}
+	sectioned := map[reflect.Type]bool{}
+	for _, c := range cases {
+		sectioned[reflect.TypeOf(c.value)] = true
+	}
+	for _, c := range cases {
 		text := section(t, c.page, c.section)
 		listed := map[string]bool{}
 		typ := reflect.TypeOf(c.value)
@@ -58,9 +70,19 @@ func TestEveryOptionIsListed(t *testing.T) {
 			}
 			listed[f.Name] = true
 			assert.Contains(t, text, "`"+f.Name+"`", "%s: %s.%s is not listed", c.page, c.section, f.Name)
+			if nestedOptions(f.Type) {
+				assert.True(t, sectioned[f.Type], "%s.%s: its type %s has no section listing its fields", c.section, f.Name, f.Type)
+			}
 		}
 		require.NotEmpty(t, listed, c.section)
 	}
+}
+
+// nestedOptions says whether t is one of the module's option structs, whose
+// fields a reader looks up in a section of their own.
+func nestedOptions(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct && strings.HasPrefix(t.PkgPath(), "github.com/fleetgraph/fleetgraph/") &&
+		(strings.HasSuffix(t.Name(), "Options") || t.Name() == "Limits")
 }
 
 // section returns the text under the heading of page that is exactly

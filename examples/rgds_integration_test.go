@@ -38,7 +38,7 @@ func TestEveryExampleRGDIsReadyOnAHubWithTheRGDController(t *testing.T) {
 	ctx := context.Background()
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
-	hub, err := sdk.NewHub(provider, sdk.Options{InstallRGDCRD: true})
+	hub, err := sdk.NewHub(provider, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}})
 	require.NoError(t, err)
 	fgtesting.Start(t, func(ctx context.Context) error { return hub.Run(ctx, fleet.Hub.Config) })
 	dyn, err := dynamic.NewForConfig(fleet.Hub.Config)

@@ -5,12 +5,16 @@ import (
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 )
 
 // The defaults of Options' fields.
 const (
-	// DefaultFieldManager is the server-side apply field manager.
-	DefaultFieldManager = "fleetgraph"
+	// DefaultFieldManager is the server-side apply field manager,
+	// "fleetgraph": the one the instance engine (package spoke) writes
+	// children with too.
+	DefaultFieldManager = v1alpha1.FieldManager
 	// DefaultEstablishTimeout bounds one wait for a CRD to be established.
 	DefaultEstablishTimeout = 60 * time.Second
 	// DefaultRequestTimeout bounds each request sent to a cluster.

@@ -62,8 +62,8 @@ func BenchmarkCRDFanOut(b *testing.B) {
 		require.NoError(b, all.AddConfig(ctx, s.Name, counted(s.Config)))
 	}
 	hubs := map[int]*sdk.Hub{
-		1: startHub(b, counted(fleet.Hub.Config), one, sdk.Options{DisableRGDController: true}),
-		3: startHub(b, counted(fleet.Hub.Config), all, sdk.Options{DisableRGDController: true}),
+		1: startHub(b, counted(fleet.Hub.Config), one, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}}),
+		3: startHub(b, counted(fleet.Hub.Config), all, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}}),
 	}
 	floorClients := make([]client.Client, len(spokes))
 	for i, s := range spokes {

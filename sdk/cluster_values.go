@@ -21,7 +21,7 @@ import (
 type clusterValues struct {
 	h     *Hub
 	store clustervalues.Store
-	// ctrl watches the objects; nil when Options.DisableClusterValues is
+	// ctrl watches the objects; nil when Options.Fleet.DisableClusterValues is
 	// set, or before SetupWithManager.
 	ctrl *clustervalues.Controller
 }
@@ -61,12 +61,12 @@ func (c *clusterValues) gate(v spoke.Version) error {
 	}
 }
 
-// setup adds, unless Options.DisableClusterValues, the controller that
+// setup adds, unless Options.Fleet.DisableClusterValues, the controller that
 // installs the ClusterValues CRD on the hub and watches the objects (on
 // every replica), and its leader-elected status writer.
 func (c *clusterValues) setup(local manager.Manager) error {
 	h := c.h
-	if h.opts.DisableClusterValues {
+	if h.opts.Fleet.DisableClusterValues {
 		return nil
 	}
 	c.ctrl = clustervalues.New(clustervalues.Options{
@@ -74,8 +74,8 @@ func (c *clusterValues) setup(local manager.Manager) error {
 		Store:        &c.store,
 		Notify:       func() { h.runtime.ClusterValuesChanged(); h.pull.poke() },
 		Clusters:     c.engagedLabels,
-		FieldManager: h.opts.FieldManager,
-		Resync:       h.opts.StatusResync,
+		FieldManager: h.opts.Instances.FieldManager,
+		Resync:       h.opts.Fleet.StatusResync,
 		Logger:       h.opts.Logger.WithName("clustervalues"),
 	})
 	if err := local.Add(c.ctrl); err != nil {

@@ -38,7 +38,7 @@ func TestAGraphThatReadsValuesWaitsUntilTheyAreRead(t *testing.T) {
 	values := spoke.Version{Graph: compileValue(t, `${cluster.values.?x.orValue("")}`)}
 	labels := spoke.Version{Graph: compileValue(t, `${cluster.labels.?x.orValue("")}`)}
 	c := &clusterValues{}
-	assert.NoError(t, c.gate(values), "Options.DisableClusterValues: nothing to wait for")
+	assert.NoError(t, c.gate(values), "Options.Fleet.DisableClusterValues: nothing to wait for")
 	c.ctrl = clustervalues.New(clustervalues.Options{})
 	assert.ErrorIs(t, c.gate(values), errValuesNotRead)
 	assert.NoError(t, c.gate(labels))

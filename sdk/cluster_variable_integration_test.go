@@ -124,7 +124,7 @@ func readLocale(ct *assert.CollectT, c client.Client) localeChildren {
 func TestGraphsReadTheClusterTheyServe(t *testing.T) {
 	t.Parallel()
 	fleet := fgtesting.StartFleet(t, 3) // its own: the secret provider engages every kubeconfig Secret on its hub cluster, and ClusterValues there reach every Hub
-	h, err := sdk.NewHub(secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}), sdk.Options{DisableRGDController: true})
+	h, err := sdk.NewHub(secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}), sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.NoError(t, err)
 	fgtesting.Start(t, func(ctx context.Context) error { return h.Run(ctx, fleet.Hub.Config) })
 
@@ -148,7 +148,7 @@ func TestGraphsReadTheClusterTheyServe(t *testing.T) {
 			Data:       map[string][]byte{secret.DefaultDataKey: s.Kubeconfig},
 		}))
 	}
-	strict, err := sdk.NewHub(nil, sdk.Options{Strict: true})
+	strict, err := sdk.NewHub(nil, sdk.Options{Compile: sdk.CompileOptions{Strict: true}})
 	require.NoError(t, err)
 	err = strict.RegisterGraph(ctx, rgdFromString(t, localeRGD))
 	require.ErrorIs(t, err, graph.ErrExtension, "kro has no cluster variable")
@@ -337,12 +337,12 @@ func relabel(t *testing.T, hub client.Client, name string, labels map[string]str
 }
 
 // In single-cluster mode (no provider) cluster.name is the name the
-// platform gives the hub's own cluster (Options.LocalClusterName), not
+// platform gives the hub's own cluster (Options.Fleet.LocalClusterName), not
 // multicluster-runtime's "" for it, and the cluster has no labels.
 func TestClusterNameInSingleClusterMode(t *testing.T) {
 	t.Parallel()
 	fleet := fgtesting.StartFleet(t, 0) // its own: the hub cluster is the only spoke
-	h, err := sdk.NewHub(nil, sdk.Options{DisableRGDController: true, LocalClusterName: "hub-east"})
+	h, err := sdk.NewHub(nil, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Fleet: sdk.FleetOptions{LocalClusterName: "hub-east"}})
 	require.NoError(t, err)
 	fgtesting.Start(t, func(ctx context.Context) error { return h.Run(ctx, fleet.Hub.Config) })
 	c := newClient(t, fleet.Hub.Config)

@@ -31,7 +31,7 @@ func (r *registry) compileOptions() graph.Options {
 // controller waits rgdCompileWait, then goes on with other RGDs and is
 // told when the compile ends.
 func (r *registrar) compile(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinition, src source) (*graph.Graph, error) {
-	wait := r.compiles.schemaWait + r.h.opts.CompileTimeout + time.Second
+	wait := r.compiles.schemaWait + r.h.opts.Compile.Timeout + time.Second
 	if src == fromRGD {
 		wait = rgdCompileWait
 	}
@@ -41,8 +41,8 @@ func (r *registrar) compile(ctx context.Context, rgd *v1alpha1.ResourceGraphDefi
 // setupResolver picks the schema resolver: the embedder's, or by default
 // one reading the hub cluster's OpenAPI, as kro reads its cluster's.
 func (r *registry) setupResolver(opts Options, cfg *rest.Config) error {
-	res := opts.SchemaResolver
-	if res == nil && !opts.DisableSchemaResolver {
+	res := opts.Compile.SchemaResolver
+	if res == nil && !opts.Compile.DisableSchemaResolver {
 		def, err := resolver.NewForConfig(cfg, resolver.Options{})
 		if err != nil {
 			return fmt.Errorf("schema resolver for the hub cluster: %w", err)

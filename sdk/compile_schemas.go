@@ -16,7 +16,7 @@ import (
 )
 
 // A compile asks the schema resolver for every child kind, and the
-// resolver asks the hub's API server. Options.CompileTimeout bounds the
+// resolver asks the hub's API server. Options.Compile.Timeout bounds the
 // compile's own work, which the spec decides, and a compile past it is
 // the spec's fault (remembered, the RGD refused): a lookup that waits for
 // a slow API server must not count against it. So the schemas a spec

@@ -20,7 +20,7 @@ import (
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
-// DefaultCompileTimeout is Options.CompileTimeout's default.
+// DefaultCompileTimeout is Options.Compile.Timeout's default.
 const DefaultCompileTimeout = 30 * time.Second
 
 // rgdCompileWait is how long the RGD controller waits for a compile before
@@ -187,19 +187,19 @@ func (c *compiles) start(ctx context.Context, rgd *v1alpha1.ResourceGraphDefinit
 	return run
 }
 
-// timedOut is the error of a compile stopped by its CompileTimeout. It
+// timedOut is the error of a compile stopped by its Compile.Timeout. It
 // says something about the RGD, as any other limit does: it is remembered
 // (it does not wrap context.DeadlineExceeded), so that a spec that takes
 // longer than the timeout costs one compile, not one every time its RGD is
 // reconciled, and its RGD shows why it is refused.
 func (c *compiles) timedOut(err error) error {
-	return &graph.Error{Path: "spec", Err: fmt.Errorf("%w: the compile took longer than %v (Options.CompileTimeout); it is compiled again when the RGD's spec changes (%v)",
+	return &graph.Error{Path: "spec", Err: fmt.Errorf("%w: the compile took longer than %v (Options.Compile.Timeout); it is compiled again when the RGD's spec changes (%v)",
 		graph.ErrLimit, c.timeout, err)}
 }
 
 // rememberable tells a result that says something about the RGD from one
 // that does not: the resolver did not answer, or the compile was stopped
-// (the Hub is stopping). A compile past CompileTimeout is remembered
+// (the Hub is stopping). A compile past Compile.Timeout is remembered
 // (timedOut).
 func rememberable(err error) bool {
 	var ge *graph.Error

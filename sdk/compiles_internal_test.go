@@ -144,7 +144,7 @@ func TestCompileTimeoutRefusesAndIsRemembered(t *testing.T) {
 		require.True(t, errors.As(err, &ge), "the refusal, not ErrCompiling again: %v", err)
 		assert.ErrorIs(t, err, graph.ErrLimit)
 		assert.NotErrorIs(t, err, context.DeadlineExceeded)
-		assert.Contains(t, err.Error(), "the compile took longer than 50ms (Options.CompileTimeout)")
+		assert.Contains(t, err.Error(), "the compile took longer than 50ms (Options.Compile.Timeout)")
 	}
 	assert.Equal(t, int64(1), calls.Load(), "a spec past the timeout is compiled once")
 
@@ -237,9 +237,9 @@ func lookupCompiles(t *testing.T) (*compiles, *atomic.Int64) {
 }
 
 // The flake of issue 35: under load, the hub's API server answered the
-// OpenAPI request of a compile slower than CompileTimeout, and the compile
+// OpenAPI request of a compile slower than Compile.Timeout, and the compile
 // ran past it (the lookup took no context), past Go's wait of
-// CompileTimeout + 1s too. A slow API server is no fault of the spec: the
+// Compile.Timeout + 1s too. A slow API server is no fault of the spec: the
 // schemas are looked up before the compile's clock starts, and the
 // registration waits for them.
 func TestASlowAPIServerDoesNotTimeTheCompileOut(t *testing.T) {

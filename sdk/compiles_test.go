@@ -88,8 +88,8 @@ func startFakeFleetWith(t *testing.T, opts sdk.Options) *sdk.Hub {
 		require.NoError(t, err)
 		t.Cleanup(cl.Close)
 	}
-	opts.DisableRGDController = true
-	opts.DisableRollouts = true // the hub cluster is never contacted
+	opts.RGDs.DisableController = true
+	opts.Rollouts.Disable = true // the hub cluster is never contacted
 	h, err := sdk.NewHub(provider, opts)
 	require.NoError(t, err)
 	mgr, err := mcmanager.New(&rest.Config{Host: "https://127.0.0.1:1"}, provider, manager.Options{
@@ -147,7 +147,7 @@ func waitRGDCondition(t *testing.T, c client.Client, name, typ string, want meta
 // graph is served, while the slow compile is still running.
 func TestASlowCompileDelaysOnlyItsOwnGraph(t *testing.T) {
 	res := newGatedResolver()
-	h := startFakeFleetWith(t, sdk.Options{SchemaResolver: res})
+	h := startFakeFleetWith(t, sdk.Options{Compile: sdk.CompileOptions{SchemaResolver: res}})
 	ctx := context.Background()
 
 	slowDone := make(chan error, 1)
@@ -193,7 +193,7 @@ func TestASlowCompileDelaysOnlyItsOwnGraph(t *testing.T) {
 // becomes Ready meanwhile, and the slow one once its compile ends.
 func TestASlowCompileDoesNotHoldTheRGDController(t *testing.T) {
 	res := newGatedResolver()
-	h, c := startFakeHubFleet(t, sdk.Options{SchemaResolver: res})
+	h, c := startFakeHubFleet(t, sdk.Options{Compile: sdk.CompileOptions{SchemaResolver: res}})
 	ctx := context.Background()
 	require.NoError(t, c.Create(ctx, slowRGD("slow", "SlowApp")))
 	select {
@@ -214,7 +214,7 @@ func TestASlowCompileDoesNotHoldTheRGDController(t *testing.T) {
 // An RGD that does not compile is compiled once, not at every status
 // resync: its failure is remembered until its spec changes.
 func TestAnInvalidRGDIsCompiledOnce(t *testing.T) {
-	h, c := startFakeHubFleet(t, sdk.Options{DisableSchemaResolver: true, StatusResync: 20 * time.Millisecond})
+	h, c := startFakeHubFleet(t, sdk.Options{Compile: sdk.CompileOptions{DisableSchemaResolver: true}, Fleet: sdk.FleetOptions{StatusResync: 20 * time.Millisecond}})
 	ctx := context.Background()
 	bad := readRGD(t, "testdata/invalid-rgd.yaml")
 	require.NoError(t, c.Create(ctx, bad))
@@ -256,7 +256,7 @@ func TestAFailureIsForgottenWhenAChildKindChanges(t *testing.T) {
 	}
 	res := newGatedResolver()
 	res.set(widget, widgetSchema("color"))
-	h, c := startFakeHubFleet(t, sdk.Options{SchemaResolver: res, StatusResync: 20 * time.Millisecond})
+	h, c := startFakeHubFleet(t, sdk.Options{Compile: sdk.CompileOptions{SchemaResolver: res}, Fleet: sdk.FleetOptions{StatusResync: 20 * time.Millisecond}})
 	ctx := context.Background()
 	rgd := slowRGD("widgets", "WidgetApp")
 	rgd.Spec.Resources[0] = v1alpha1.Resource{ID: "widget", Template: runtime.RawExtension{Raw: []byte(
@@ -279,7 +279,7 @@ func TestAFailureIsForgottenWhenAChildKindChanges(t *testing.T) {
 // compiled from the spec registered with it, and the last registration's
 // spec served; two graphs of one kind registered at once never both serve.
 func TestConcurrentRegistrations(t *testing.T) {
-	h, err := sdk.NewHub(nil, sdk.Options{DisableRGDController: true})
+	h, err := sdk.NewHub(nil, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.NoError(t, err)
 	ctx := context.Background()
 	variant := func(name, image string) *v1alpha1.ResourceGraphDefinition {

@@ -17,14 +17,14 @@ import (
 //     MaxConcurrentReconciles to rgd.DefaultWorkers (4) rather than 1,
 //     so that a tenant's slow RGDs do not hold up the others;
 //   - the spoke runtime's workers: MaxConcurrentReconciles is the default
-//     of Options.Workers (graphs served before SetupWithManager keep the
+//     of Options.Instances.Workers (graphs served before SetupWithManager keep the
 //     count they started with until they are next updated). A panic in one
 //     instance's reconcile is always recovered and reported on the
 //     instance, whatever RecoverPanic says: one instance must not stop a
 //     fleet. The other fields have no counterpart there.
 
 // applyControllerOptions takes the spoke workers' default from the
-// manager's controller options, unless Options.Workers was given
+// manager's controller options, unless Options.Instances.Workers was given
 // (workersSet).
 func applyControllerOptions(rt *spoke.Runtime, workersSet bool, local manager.Manager) {
 	if workersSet {

@@ -31,7 +31,7 @@ func TestFleetStatusCountsTheSpokesInstancesAfterARestart(t *testing.T) {
 	fleet := sharedFleet(t)
 	spoke := fleet.Spoke("spoke-1")
 	c := newClient(t, spoke.Config)
-	opts := sdk.Options{DisableRGDController: true}
+	opts := sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}}
 	rgd, gvk := renamedRGD(readRGD(t, "testdata/cache-rgd.yaml"), "counted", "CountedCache")
 	h, stop := startStoppableHub(t, fleet.Hub.Config, spokeProvider(t, spoke), opts)
 	require.NoError(t, h.RegisterGraph(ctx, rgd.DeepCopy()))

@@ -47,7 +47,7 @@ func startHubWithDeadSpoke(t *testing.T) (*fgtesting.Fleet, *fgtesting.Provider,
 	fleet := fgtesting.StartFleet(t, 2) // its own: spoke-2 is stopped
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.Eventually(t, func() bool { return len(provider.ClusterNames()) == 2 }, wait, tick,
 		"both spokes engaged before one dies")
 	require.NoError(t, fleet.StopSpoke("spoke-2"))

@@ -52,7 +52,7 @@ type departures struct {
 // departed is called when cluster e was disengaged while the hub runs.
 func (d *departures) departed(e *engaged) {
 	h := d.h
-	if h.opts.DepartureGrace < 0 {
+	if h.opts.Fleet.DepartureGrace < 0 {
 		return
 	}
 	// Checked and counted under d.mu, so that wait's Wait never races
@@ -87,7 +87,7 @@ func (d *departures) wait() {
 // that it is on its way back.
 func (d *departures) comesBack(name string) bool {
 	h := d.h
-	for wait := h.opts.DepartureGrace; ; wait = max(h.opts.DepartureGrace, departureRecheck) {
+	for wait := h.opts.Fleet.DepartureGrace; ; wait = max(h.opts.Fleet.DepartureGrace, departureRecheck) {
 		select {
 		case <-h.ctx.Done():
 			return true // the hub is stopping, not the cluster leaving

@@ -39,7 +39,7 @@ func TestASpokeThatLeavesTheFleetIsCleanedUp(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 2) // its own: spoke-2 leaves it and is cleaned of what hubs installed there
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, DepartureGrace: grace})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Fleet: sdk.FleetOptions{DepartureGrace: grace}})
 	require.NoError(t, h.RegisterGraph(ctx, readRGD(t, "testdata/webapp-rgd.yaml")))
 	leaving, staying := newClient(t, fleet.Spoke("spoke-2").Config), newClient(t, fleet.Spoke("spoke-1").Config)
 	for _, c := range []client.Client{leaving, staying} {
@@ -82,7 +82,7 @@ func TestARotatedKubeconfigIsNotADeparture(t *testing.T) {
 	hubClient, c := newClient(t, fleet.Hub.Config), newClient(t, s1.Config)
 
 	provider := secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}) // the fleet is on 127.0.0.1
-	h, err := sdk.NewHub(provider, sdk.Options{DisableRGDController: true, DepartureGrace: grace})
+	h, err := sdk.NewHub(provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Fleet: sdk.FleetOptions{DepartureGrace: grace}})
 	require.NoError(t, err)
 	mgr, err := mcmanager.New(fleet.Hub.Config, provider, manager.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",

@@ -24,7 +24,7 @@
 // everything started for it stops and it leaves the fleet status.
 //
 // A graph has one source, Go (RegisterGraph) or an RGD object the RGD
-// controller claims (Options.RGDSelector), and only that source replaces or
+// controller claims (Options.RGDs.Selector), and only that source replaces or
 // removes it; one graph serves a given instance kind. Removing a graph
 // never strands an instance: its admission policy leaves every spoke first,
 // then the instances it holds are finalized when deleted (or, with the

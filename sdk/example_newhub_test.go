@@ -38,7 +38,7 @@ func embedHub(ctx context.Context, mgr manager.Manager, safety secret.Safety) er
 		return err
 	}
 	// nil: the hub serves the manager's provider. Options document defaults.
-	hub, err := sdk.NewHub(nil, sdk.Options{InstallRGDCRD: true})
+	hub, err := sdk.NewHub(nil, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}})
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ spec:
 	if err != nil {
 		panic(err) // a misspelt key fails here, with its line and field
 	}
-	hub, err := sdk.NewHub(nil, sdk.Options{DisableRGDController: true})
+	hub, err := sdk.NewHub(nil, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	if err != nil {
 		panic(err)
 	}

@@ -56,7 +56,7 @@ func startStoppableFakeFleet(t *testing.T) (*sdk.Hub, map[string]*fgtesting.Fake
 		t.Cleanup(cl.Close)
 		clusters[name] = cl
 	}
-	h, err := sdk.NewHub(provider, sdk.Options{DisableRGDController: true, DisableRollouts: true, DisableSchemaResolver: true})
+	h, err := sdk.NewHub(provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Compile: sdk.CompileOptions{DisableSchemaResolver: true}, Rollouts: sdk.RolloutOptions{Disable: true}})
 	require.NoError(t, err)
 	mgr, err := mcmanager.New(&rest.Config{Host: "https://127.0.0.1:1"}, provider, manager.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
@@ -179,7 +179,7 @@ func TestFakeHubClusterRunsTheRGDController(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(spoke.Close)
 
-	h, err := sdk.NewHub(provider, sdk.Options{DisableSchemaResolver: true})
+	h, err := sdk.NewHub(provider, sdk.Options{Compile: sdk.CompileOptions{DisableSchemaResolver: true}})
 	require.NoError(t, err)
 	mgr, err := mcmanager.New(hubCluster.GetConfig(), provider, hubCluster.ManagerOptions(manager.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",

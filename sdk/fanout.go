@@ -42,8 +42,8 @@ func newCRDFanOut(h *Hub, provider multicluster.Provider) *crdFanOut {
 // newFanOut makes the hub.FanOut for provider.
 func (c *crdFanOut) newFanOut(provider multicluster.Provider) *hub.FanOut {
 	opts := hub.Options{
-		FieldManager:     c.h.opts.FieldManager,
-		EstablishTimeout: c.h.opts.EstablishTimeout,
+		FieldManager:     c.h.opts.Instances.FieldManager,
+		EstablishTimeout: c.h.opts.CRDs.EstablishTimeout,
 		Expect:           c.expected, // status.go
 		OnChange:         c.h.changed.notify,
 		OnTransition:     c.onTransition,
@@ -81,7 +81,7 @@ func (c *crdFanOut) hubGraph(g *graph.Graph, revision int64) hub.Graph {
 			return c.schemas.Check(ctx, cl, g)
 		},
 	}
-	if !c.h.opts.DisableAdmissionPolicy && !c.publishes() {
+	if !c.h.opts.CRDs.DisableAdmissionPolicy && !c.publishes() {
 		hg.Admission = admissionOf(g)
 	}
 	return hg

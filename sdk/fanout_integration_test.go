@@ -71,7 +71,7 @@ func TestFanOutWaitsForChildKinds(t *testing.T) {
 	require.NoError(t, fleet.Spoke("spoke-1").InstallCRDs(widgetCRD()))
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.NoError(t, h.RegisterGraph(context.Background(), rgdFromString(t, gadgetRGD)))
 
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -99,7 +99,7 @@ func TestFanOutGuardsServedSchemas(t *testing.T) {
 	fleet := sharedFleet(t)
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, DeleteCRDsOnUnregister: true})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, CRDs: sdk.CRDOptions{DeleteOnUnregister: true}})
 	ctx := context.Background()
 	rgd, gvk := renamedRGD(readRGD(t, "testdata/webapp-rgd.yaml"), "guarded", "GuardedWebApp")
 	crd := crdName(gvk)

@@ -132,7 +132,7 @@ func runFleet(b *testing.B, mode string, n, graphs int) {
 	before := runtime.NumGoroutine()
 	cfg := fgtesting.NoRateLimit(fleet.Hub.Config)
 	provider, engage := simulatedProvider(b, mode, cfg, names)
-	h, stop := startStoppableHub(b, cfg, provider, sdk.Options{DisableRGDController: true})
+	h, stop := startStoppableHub(b, cfg, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	stopped := false
 	defer func() {
 		if !stopped {

@@ -52,7 +52,7 @@ func TestAStoppedHubLeavesNoGoroutine(t *testing.T) {
 	shared, err := fgtesting.NewSharedConnection(fleet.Hub.Config)
 	require.NoError(t, err)
 	provider := fgtesting.NewProvider()
-	h, err := sdk.NewHub(provider, sdk.Options{DisableRGDController: true})
+	h, err := sdk.NewHub(provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.NoError(t, err)
 	stop := fgtesting.StartStoppable(t, func(ctx context.Context) error { return h.Run(ctx, fleet.Hub.Config) })
 	gvk := schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "LeakCheck"}

@@ -35,7 +35,7 @@ func TestUnreachableSpokeIsReportedAndRecovers(t *testing.T) {
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
 	probe := sdk.ProberOptions{Interval: time.Second, Timeout: time.Second}
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, Probe: probe})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Fleet: sdk.FleetOptions{Probe: probe}})
 	require.NoError(t, h.RegisterGraph(context.Background(), rgdFromString(t, paintRGD)))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		assert.Equal(ct, map[string]string{"spoke-1": "Established 0/0", "spoke-2": "Established 0/0"}, clusterStates(h, "paint"))
@@ -84,7 +84,7 @@ func TestNewGraphListsAFrozenSpokeAndIsNotReadyWithoutIt(t *testing.T) {
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
 	probe := sdk.ProberOptions{Interval: time.Second, Timeout: time.Second}
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{InstallRGDCRD: true, Probe: probe})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}, Fleet: sdk.FleetOptions{Probe: probe}})
 	require.Eventually(t, func() bool { return len(h.Clusters()) == 2 }, wait, tick, "both spokes engaged")
 	hubClient := newClient(t, fleet.Hub.Config)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -157,7 +157,7 @@ func TestClustersNotEngagedAppearWithTheirReason(t *testing.T) {
 	require.NoError(t, hubClient.Create(ctx, ns))
 
 	provider := secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}) // the fleet is on 127.0.0.1
-	h, err := sdk.NewHub(provider, sdk.Options{DisableRGDController: true})
+	h, err := sdk.NewHub(provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.NoError(t, err)
 	mgr, err := mcmanager.New(fleet.Hub.Config, provider, manager.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},

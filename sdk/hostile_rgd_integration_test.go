@@ -96,7 +96,7 @@ func TestARestartedHubWithHostileRGDsServesTheRest(t *testing.T) {
 	ctx := context.Background()
 	hubClient := newClient(t, fleet.Hub.Config)
 	spokeClient := newClient(t, fleet.Spoke("spoke-1").Config)
-	opts := sdk.Options{InstallRGDCRD: true}
+	opts := sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}}
 
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)

@@ -38,6 +38,7 @@ import (
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/spoke"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -65,7 +66,7 @@ const (
 	// benignP99Bound.
 	benignOverFloor = 2
 	// platformGraph is the cluster-scoped graph the platform registers
-	// from Go and lets run unconfined (Options.ClusterScopedGraphs).
+	// from Go and lets run unconfined (Options.Instances.ClusterScopedGraphs).
 	platformGraph = "platform-setup"
 )
 
@@ -75,9 +76,11 @@ const (
 // names Options fields.
 func hostileHubOptions() sdk.Options {
 	return sdk.Options{
-		InstallRGDCRD:       true,
-		ConfineToNamespace:  true,
-		ClusterScopedGraphs: []string{platformGraph},
+		RGDs: sdk.RGDOptions{InstallCRD: true},
+		Instances: spoke.Options{
+			ConfineToNamespace:  true,
+			ClusterScopedGraphs: []string{platformGraph},
+		},
 	}
 }
 

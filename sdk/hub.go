@@ -20,6 +20,11 @@ import (
 	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
+// ErrHubOwnedOption is returned by NewHub when Options.Instances sets a
+// field the Hub sets itself (see Options.Instances): it would be replaced,
+// not used.
+var ErrHubOwnedOption = errors.New("fleetgraph: the hub sets this option itself")
+
 // ErrAlreadySetUp is returned by a second SetupWithManager (or Run): a Hub
 // lives in one manager.
 var ErrAlreadySetUp = errors.New("fleetgraph: hub is already set up with a manager")
@@ -90,7 +95,7 @@ type Hub struct {
 	// manager stops, under registry.mu (see remover.stopAll).
 	ctx  context.Context
 	stop context.CancelFunc
-	// workersSet: Options.Workers was given, so the manager's
+	// workersSet: Options.Instances.Workers was given, so the manager's
 	// MaxConcurrentReconciles does not replace it (controller_options.go).
 	workersSet bool
 	// steps, when set, is told how long each step of registering and
@@ -106,7 +111,10 @@ type Hub struct {
 // anywhere the Hub runs in single-cluster mode: the manager's own cluster is
 // the hub and the only spoke, served by the same code.
 func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
-	workersSet := opts.Workers != 0
+	if err := checkHubOwned(opts.Instances); err != nil {
+		return nil, err
+	}
+	workersSet := opts.Instances.Workers > 0
 	opts = opts.withDefaults()
 	ctx, stop := context.WithCancel(context.Background())
 	h := &Hub{
@@ -119,7 +127,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 
 		workersSet: workersSet,
 	}
-	h.registrar = &registrar{h: h, compiles: newCompiles(ctx, opts.CompileTimeout, h.changed.notify)}
+	h.registrar = &registrar{h: h, compiles: newCompiles(ctx, opts.Compile.Timeout, h.changed.notify)}
 	h.remover = &remover{h: h}
 	h.departures = &departures{h: h}
 	h.servable = &servability{h: h}
@@ -129,22 +137,13 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 	h.values = &clusterValues{h: h}
 	h.pull = newPullClusters(h)
 	h.counts = newCountChanges(h.changed.notify) // fleet_truth.go
-	instances := spoke.Options{
-		Workers:         opts.Workers,
-		ItemConcurrency: opts.ItemConcurrency,
-		FieldManager:    opts.FieldManager,
-		Resync:          opts.InstanceResync,
-		OrphanGrace:     opts.OrphanGrace,
-		AdoptUnowned:    opts.AdoptUnowned,
-		Logger:          opts.Logger.WithName("spoke"),
-
-		ConfineToNamespace:  opts.ConfineToNamespace,
-		ClusterScopedGraphs: opts.ClusterScopedGraphs,
-		ClusterLabels:       h.clusterSource.labels, // cluster_labels.go
-		ClusterValues:       h.values.forCluster,    // cluster_values.go
-		LocalClusterName:    opts.LocalClusterName,
-		CountsChanged:       h.counts.changed,
-	}
+	// The Hub's own parts of the instances' options (Options.Instances
+	// says which): the rest is the caller's, defaults filled in.
+	instances := opts.Instances
+	instances.ClusterLabels = h.clusterSource.labels // cluster_labels.go
+	instances.ClusterValues = h.values.forCluster    // cluster_values.go
+	instances.LocalClusterName = opts.Fleet.LocalClusterName
+	instances.CountsChanged = h.counts.changed
 	h.hubGraphs = h.newHubGraphs(instances) // hubgraphs.go
 	h.rollouts = newRollouts(h)
 	h.planner = h.rollouts.planner
@@ -169,7 +168,7 @@ func NewHub(provider multicluster.Provider, opts Options) (*Hub, error) {
 //
 // The compile runs outside every lock the Hub holds for other graphs, so
 // registering one graph never waits for another's compile; it is bounded
-// by Options.Limits and Options.CompileTimeout, after the lookups of its
+// by Options.Compile.Limits and Options.Compile.Timeout, after the lookups of its
 // kinds' schemas on the hub (at most two minutes; a failed lookup returns
 // an error wrapping graph.ErrSchemaUnavailable, not remembered). ctx
 // bounds the wait. A spec that failed to
@@ -186,9 +185,9 @@ func (h *Hub) RegisterGraph(ctx context.Context, rgd *v1alpha1.ResourceGraphDefi
 // admission policy goes from every spoke at once, so no new instance gets
 // the runtime's finalizer. Then, by default, instances already holding it
 // keep being finalized when deleted (their children are deleted; nothing
-// else is reconciled) until none is left; with Options.OrphanInstances they
+// else is reconciled) until none is left; with Options.RGDs.OrphanInstances they
 // are released instead (the finalizer is taken off, children stay). With
-// Options.DeleteCRDsOnUnregister, the CRD is then deleted from every spoke
+// Options.CRDs.DeleteOnUnregister, the CRD is then deleted from every spoke
 // that has no instance left (from the hub, for a hub graph). A spoke that cannot be reached is retried
 // with backoff until it is done or the manager stops.
 //

@@ -33,7 +33,7 @@ type register func(t *testing.T, h *sdk.Hub, rgd *v1alpha1.ResourceGraphDefiniti
 func TestHubServesAFleetFromRGDObjects(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 3)
 	hubClient := newClient(t, fleet.Hub.Config)
-	h := runFleetScenario(t, fleet, sdk.Options{InstallRGDCRD: true}, func(t *testing.T, _ *sdk.Hub, rgd *v1alpha1.ResourceGraphDefinition) error {
+	h := runFleetScenario(t, fleet, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}}, func(t *testing.T, _ *sdk.Hub, rgd *v1alpha1.ResourceGraphDefinition) error {
 		return hubClient.Create(context.Background(), rgd)
 	})
 
@@ -108,7 +108,7 @@ func TestHubServesAFleetFromRGDObjects(t *testing.T) {
 
 func TestHubServesAFleetFromGo(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 3)
-	h := runFleetScenario(t, fleet, sdk.Options{DisableRGDController: true}, func(t *testing.T, h *sdk.Hub, rgd *v1alpha1.ResourceGraphDefinition) error {
+	h := runFleetScenario(t, fleet, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}}, func(t *testing.T, h *sdk.Hub, rgd *v1alpha1.ResourceGraphDefinition) error {
 		return h.RegisterGraph(context.Background(), rgd)
 	})
 
@@ -160,7 +160,7 @@ func TestHubServesAFleetFromGo(t *testing.T) {
 // twice (departure_integration_test.go tests the grace itself).
 func runFleetScenario(t *testing.T, fleet *fgtesting.Fleet, opts sdk.Options, reg register) *sdk.Hub {
 	ctx := context.Background()
-	opts.DepartureGrace = scenarioDepartureGrace
+	opts.Fleet.DepartureGrace = scenarioDepartureGrace
 	spokes := map[string]client.Client{}
 	for _, s := range fleet.Spokes() {
 		spokes[s.Name] = newClient(t, s.Config)

@@ -11,13 +11,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
+	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 func TestAHubLivesInOneManager(t *testing.T) {
-	h, err := sdk.NewHub(nil, sdk.Options{DisableRGDController: true})
+	h, err := sdk.NewHub(nil, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.NoError(t, err)
 	// No API server is needed to set up; nothing here starts the manager.
 	mgr, err := mcmanager.New(&rest.Config{Host: "https://127.0.0.1:1"}, nil, manager.Options{
@@ -31,7 +33,7 @@ func TestAHubLivesInOneManager(t *testing.T) {
 // An RGD that does not compile leaves the graph served under its name in
 // place, and the hub says nothing changed.
 func TestAFailedRegistrationKeepsTheServedGraph(t *testing.T) {
-	h, err := sdk.NewHub(nil, sdk.Options{DisableRGDController: true})
+	h, err := sdk.NewHub(nil, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.NoError(t, err)
 	ctx := context.Background()
 	good := readRGD(t, "testdata/webapp-rgd.yaml")
@@ -53,7 +55,7 @@ func TestAFailedRegistrationKeepsTheServedGraph(t *testing.T) {
 // One graph serves a kind: a second is refused, naming the first, until
 // the first is removed.
 func TestOneGraphPerKind(t *testing.T) {
-	h, err := sdk.NewHub(nil, sdk.Options{DisableRGDController: true})
+	h, err := sdk.NewHub(nil, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, h.RegisterGraph(ctx, readRGD(t, "testdata/webapp-rgd.yaml")))
@@ -68,4 +70,21 @@ func TestOneGraphPerKind(t *testing.T) {
 	require.NoError(t, h.UnregisterGraph(ctx, "webapp"))
 	require.Eventually(t, func() bool { return h.RegisterGraph(ctx, twin) == nil }, 10*time.Second, 10*time.Millisecond,
 		"the kind is free once the removal is done (no cluster engaged here)")
+}
+
+// The instance options the hub sets itself are refused, not silently
+// replaced; the others are the caller's.
+func TestNewHubRefusesInstanceOptionsItSetsItself(t *testing.T) {
+	for name, o := range map[string]spoke.Options{
+		"ClusterLabels":    {ClusterLabels: func(multicluster.ClusterName) map[string]string { return nil }},
+		"ClusterValues":    {ClusterValues: func(multicluster.ClusterName, string) map[string]any { return nil }},
+		"LocalClusterName": {LocalClusterName: "hub"},
+		"CountsChanged":    {CountsChanged: func(string) {}},
+	} {
+		_, err := sdk.NewHub(nil, sdk.Options{Instances: o})
+		require.ErrorIs(t, err, sdk.ErrHubOwnedOption, name)
+		assert.ErrorContains(t, err, "Options.Instances."+name)
+	}
+	_, err := sdk.NewHub(nil, sdk.Options{Instances: spoke.Options{Workers: 2, CallTimeout: time.Second, AdoptUnowned: true}})
+	assert.NoError(t, err)
 }

@@ -24,7 +24,7 @@ import (
 // hub and on the healthy spoke are deleted, the one on the frozen spoke
 // is left there (labelled, reported in an event), and the instance goes.
 // When the spoke answers again, what was left there is collected as the
-// orphan it is (Options.OrphanGrace).
+// orphan it is (Options.Instances.OrphanGrace).
 func TestHubGraphAbandonsAnUnreachableTargetAfterItsGrace(t *testing.T) {
 	t.Parallel()
 	const grace = 8 * time.Second
@@ -130,7 +130,7 @@ func abandoning(grace time.Duration) sdk.Options {
 	opts := meshOnly()
 	opts.Targets.CallTimeout = 2 * time.Second
 	opts.Targets.AbandonAfter = grace
-	opts.OrphanGrace = 2 * time.Second
+	opts.Instances.OrphanGrace = 2 * time.Second
 	return opts
 }
 

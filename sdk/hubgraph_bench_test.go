@@ -111,7 +111,7 @@ func BenchmarkHubGraph200(b *testing.B) {
 	}
 	hub, err := client.NewWithWatch(fgtesting.NoRateLimit(fleet.Hub.Config), client.Options{Scheme: fgtesting.NewScheme()})
 	require.NoError(b, err)
-	h := startHub(b, fgtesting.NoRateLimit(countedByKind(fleet.Hub.Config, &reqs, "hub", kinds)), provider, sdk.Options{DisableRGDController: true})
+	h := startHub(b, fgtesting.NoRateLimit(countedByKind(fleet.Hub.Config, &reqs, "hub", kinds)), provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.NoError(b, h.RegisterGraph(ctx, rgdFromString(b, pairRGD)))
 	warmUp(b, hub, spokes)
 	requireStamping(b, hub, pairGVK, "default")

@@ -17,6 +17,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
+	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 var feedGVK = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "Feed"}
@@ -82,8 +83,8 @@ spec:
 func TestHubGraphWatchesExternalRefsInOtherClusters(t *testing.T) {
 	t.Parallel()
 	opts := meshOnly()
-	opts.InstanceResync = time.Hour
-	opts.ConfineToNamespace = true
+	opts.Instances.Resync = time.Hour
+	opts.Instances.ConfineToNamespace = true
 	f, h, _ := startHubGraphFleet(t, opts)
 	ctx := context.Background()
 	spoke1 := f.spokes["spoke-1"]
@@ -140,7 +141,7 @@ func TestHubGraphExternalRefWatchEchoesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	reads := countReads()
-	s := startSharedHubGraph(t, sdk.Options{DisableRGDController: true, InstanceResync: time.Hour}, reads.config)
+	s := startSharedHubGraph(t, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Instances: spoke.Options{Resync: time.Hour}}, reads.config)
 	hub, spokes := s.hub, s.spokes
 	rgd, gvk := renamedRGD(rgdFromString(t, feedRGD), "quiet-feed", "QuietFeed")
 	ns := "quiet-feeds"

@@ -23,7 +23,7 @@ func TestHubGraphFollowsRelabelsAtOnce(t *testing.T) {
 	const never = 10 * time.Minute
 	opts := meshOnly()
 	opts.Targets.FleetPoll = never
-	opts.InstanceResync = never
+	opts.Instances.Resync = never
 	f, _, _ := startHubGraphFleet(t, opts, meshRGD)
 	createWhenServed(t, f.hub, instance(meshGVK, "m", map[string]any{}))
 	gatewaysIn := func(within time.Duration, want ...string) time.Duration {

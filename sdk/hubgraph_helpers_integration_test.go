@@ -96,8 +96,8 @@ func registerGraphs(t *testing.T, h *sdk.Hub, graphs ...string) {
 // mesh=true as targets, RGD controller off.
 func meshOnly() sdk.Options {
 	return sdk.Options{
-		DisableRGDController: true,
-		Targets:              sdk.TargetOptions{AllowedClusters: &metav1.LabelSelector{MatchLabels: map[string]string{"mesh": "true"}}},
+		Targets: sdk.TargetOptions{AllowedClusters: &metav1.LabelSelector{MatchLabels: map[string]string{"mesh": "true"}}},
+		RGDs:    sdk.RGDOptions{DisableController: true},
 	}
 }
 

@@ -217,7 +217,7 @@ func TestHubGraphAcrossClusters(t *testing.T) {
 // Under Strict, a graph with a target is refused, naming target.
 func TestStrictHubRefusesTargets(t *testing.T) {
 	t.Parallel()
-	h, err := sdk.NewHub(nil, sdk.Options{Strict: true, DisableRGDController: true})
+	h, err := sdk.NewHub(nil, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Compile: sdk.CompileOptions{Strict: true}})
 	require.NoError(t, err)
 	err = h.RegisterGraph(context.Background(), rgdFromString(t, linkRGD))
 	require.Error(t, err)
@@ -417,9 +417,9 @@ func (f *hubGraphFleet) mesh(name string) *unstructured.Unstructured {
 func TestHubGraphFromAnRGDObject(t *testing.T) {
 	t.Parallel()
 	opts := meshOnly()
-	opts.DisableRGDController, opts.InstallRGDCRD = false, true
-	opts.ConfineToNamespace = true
-	opts.DeleteCRDsOnUnregister = true
+	opts.RGDs.DisableController, opts.RGDs.InstallCRD = false, true
+	opts.Instances.ConfineToNamespace = true
+	opts.CRDs.DeleteOnUnregister = true
 	f, h, _ := startHubGraphFleet(t, opts)
 	ctx := context.Background()
 
@@ -450,7 +450,7 @@ func TestHubGraphFromAnRGDObject(t *testing.T) {
 	}, wait, tick, "a hub graph is not waiting for any spoke")
 
 	// Deleting the RGD: the instance stays, and is still finalized when
-	// deleted; then the CRD leaves the hub (DeleteCRDsOnUnregister), and
+	// deleted; then the CRD leaves the hub (CRDs.DeleteOnUnregister), and
 	// the RGD goes.
 	rgdGone := func() {
 		t.Helper()

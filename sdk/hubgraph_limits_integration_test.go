@@ -77,7 +77,7 @@ spec:
         blob: ${schema.spec.blob}
 `
 
-// The spoke runtime's limits (sdk.Options.Limits) hold for hub graphs: a
+// The spoke runtime's limits (sdk.Options.Compile.Limits) hold for hub graphs: a
 // tenant's forEach over too many targets goes to ERROR naming
 // Limits.MaxChildren with nothing written anywhere, one rendering too many
 // bytes goes to ERROR naming Limits.MaxRenderedBytes, and another
@@ -85,7 +85,7 @@ spec:
 func TestHubGraphTenantLimits(t *testing.T) {
 	t.Parallel()
 	opts := meshOnly()
-	opts.Limits = graph.Limits{MaxChildren: 50, MaxRenderedBytes: 1 << 20}
+	opts.Compile.Limits = graph.Limits{MaxChildren: 50, MaxRenderedBytes: 1 << 20}
 	f, _, _ := startHubGraphFleet(t, opts, fanRGD, blobRGD)
 	ctx := context.Background()
 

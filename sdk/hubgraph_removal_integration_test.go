@@ -36,8 +36,8 @@ type leavingPairs struct {
 
 func startLeavingPairs(t *testing.T, name, kind string, opts sdk.Options) *leavingPairs {
 	t.Helper()
-	opts.DisableRGDController = true
-	opts.DeleteCRDsOnUnregister = true
+	opts.RGDs.DisableController = true
+	opts.CRDs.DeleteOnUnregister = true
 	l := &leavingPairs{sharedHubGraph: startSharedHubGraph(t, opts, nil), ns: name}
 	rgd, gvk := renamedRGD(rgdFromString(t, pairRGD), name, kind)
 	l.gvk = gvk
@@ -80,7 +80,7 @@ func (l *leavingPairs) childExists(t require.TestingT, cluster, name string) boo
 
 // Unregistering a hub graph with an instance left: the removal waits for
 // it (the CRD stays), the instance is still finalized when deleted (its
-// children leave both spokes), and with DeleteCRDsOnUnregister the CRD then
+// children leave both spokes), and with CRDs.DeleteOnUnregister the CRD then
 // leaves the hub. With OrphanInstances too, the instance is released
 // instead: its children stay, and so does the CRD, which it still needs.
 func TestHubGraphUnregisterWithInstancesLeft(t *testing.T) {
@@ -105,7 +105,7 @@ func TestHubGraphUnregisterWithInstancesLeft(t *testing.T) {
 	})
 	t.Run("released, the CRD stays", func(t *testing.T) {
 		t.Parallel()
-		l := startLeavingPairs(t, "released-pair", "ReleasedPair", sdk.Options{OrphanInstances: true})
+		l := startLeavingPairs(t, "released-pair", "ReleasedPair", sdk.Options{RGDs: sdk.RGDOptions{OrphanInstances: true}})
 		require.NoError(t, l.h.UnregisterGraph(ctx, "released-pair"))
 		require.Eventually(t, func() bool {
 			p, err := l.pair()
@@ -139,7 +139,7 @@ func TestHubGraphDeletionDoesNotTrustALaggingCache(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, provider.Add(ctx, sp.Name, cl))
 	}
-	s.h = startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+	s.h = startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	rgd, gvk := renamedRGD(rgdFromString(t, pairRGD), "blind-pair", "BlindPair")
 	require.NoError(t, s.h.RegisterGraph(ctx, rgd))
 	ns := "blind-pairs"

@@ -33,7 +33,7 @@ func TestHubGraphOwnWritesRequeueNothing(t *testing.T) {
 	const pairs = 10
 	ctx := context.Background()
 	writes := countWrites()
-	s := startSharedHubGraph(t, sdk.Options{DisableRGDController: true}, writes.config)
+	s := startSharedHubGraph(t, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}}, writes.config)
 	hub, spokes := s.hub, s.spokes
 	rgd, gvk := renamedRGD(rgdFromString(t, pairRGD), "echo-pair", "EchoPair")
 	require.NoError(t, s.h.RegisterGraph(ctx, rgd))
@@ -184,7 +184,7 @@ spec:
 func TestHubGraphWaitsOnARemoteDependency(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := startSharedHubGraph(t, sdk.Options{DisableRGDController: true}, nil)
+	s := startSharedHubGraph(t, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}}, nil)
 	hub, spokes := s.hub, s.spokes
 	rgd, gvk := renamedRGD(rgdFromString(t, gateRGD), "wait-gate", "WaitGate")
 	require.NoError(t, s.h.RegisterGraph(ctx, rgd))

@@ -72,7 +72,7 @@ func TestHubGraphInstancesStampedAtAdmission(t *testing.T) {
 		spokes[s.Name] = newClient(t, s.Config)
 	}
 	rgd, gvk := renamedRGD(rgdFromString(t, pairRGD), "stamp-pair", "StampPair")
-	h := startHub(t, writes.config(fleet.Hub.Config, "hub"), provider, sdk.Options{DisableRGDController: true})
+	h := startHub(t, writes.config(fleet.Hub.Config, "hub"), provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.NoError(t, h.RegisterGraph(ctx, rgd))
 	hub := newClient(t, fleet.Hub.Config)
 	ns := "stamp-pairs"
@@ -152,7 +152,7 @@ func TestHubGraphWithoutTheStampWritesTheFinalizerItself(t *testing.T) {
 		require.NoError(t, provider.AddConfig(ctx, s.Name, writes.config(s.Config, s.Name)))
 	}
 	rgd, gvk := renamedRGD(rgdFromString(t, pairRGD), "bare-pair", "BarePair")
-	h := startHub(t, writes.config(fleet.Hub.Config, "hub"), provider, sdk.Options{DisableRGDController: true, DisableAdmissionPolicy: true})
+	h := startHub(t, writes.config(fleet.Hub.Config, "hub"), provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, CRDs: sdk.CRDOptions{DisableAdmissionPolicy: true}})
 	require.NoError(t, h.RegisterGraph(ctx, rgd))
 	hub := newClient(t, fleet.Hub.Config)
 	p := instance(gvk, "bare", map[string]any{"value": "v"})
@@ -180,7 +180,7 @@ func TestHubGraphStampFollowsItsTargets(t *testing.T) {
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
 	rgd, gvk := renamedRGD(rgdFromString(t, pairRGD), "lose-pair", "LosePair")
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.NoError(t, h.RegisterGraph(ctx, rgd))
 	hub := newClient(t, fleet.Hub.Config)
 	stampedWith := func(clusters string) {

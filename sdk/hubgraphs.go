@@ -93,8 +93,8 @@ type SecretClusterMapper interface {
 // with the spoke runtime's options (the same engine serves both), but for
 // calls to a cluster, bounded by Targets.CallTimeout.
 func (h *Hub) newHubGraphs(instances spoke.Options) *hubgraph.Runtime {
-	stamp := hubStamp{h: h, disabled: h.opts.DisableAdmissionPolicy, admissions: hub.NewAdmissions(hub.Options{
-		FieldManager: h.opts.FieldManager,
+	stamp := hubStamp{h: h, disabled: h.opts.CRDs.DisableAdmissionPolicy, admissions: hub.NewAdmissions(hub.Options{
+		FieldManager: h.opts.Instances.FieldManager,
 		Logger:       h.opts.Logger.WithName("hubgraph-admission"),
 	})}
 	opts := hubgraph.Options{
@@ -127,7 +127,7 @@ func (h *Hub) serveHubGraph(g *graph.Graph) error {
 
 // hubGraphRemovalStep is a removal step of a hub graph: its instances are
 // on the hub only, so it waits until none holds the finalizer, then stops
-// the graph there and, with Options.DeleteCRDsOnUnregister, deletes its
+// the graph there and, with Options.CRDs.DeleteOnUnregister, deletes its
 // CRD from the hub if no instance is left. The graph's admission policy
 // goes from the hub first, and is waited out, so that no new instance is
 // held.
@@ -147,14 +147,14 @@ func (h *Hub) hubGraphRemovalStep(ctx context.Context, g *graph.Graph) error {
 		return fmt.Errorf("%w: %d instances of hub graph %s", errHeld, held, g.Name)
 	}
 	h.hubGraphs.Stop(g.Name)
-	if !h.opts.DeleteCRDsOnUnregister {
+	if !h.opts.CRDs.DeleteOnUnregister {
 		return nil
 	}
 	return h.deleteHubGraphCRD(ctx, g)
 }
 
 // deleteHubGraphCRD deletes a hub graph's CRD from the hub once no
-// instance of it is left there: what Options.DeleteCRDsOnUnregister does
+// instance of it is left there: what Options.CRDs.DeleteOnUnregister does
 // on the spokes for the graphs served there. Call it once the graph is
 // stopped. The hub cache's informer of the instance kind goes first, so
 // that nothing keeps watching a kind about to disappear. A CRD that is not

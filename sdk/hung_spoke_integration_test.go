@@ -29,7 +29,7 @@ func TestAHungSpokeDelaysOnlyItselfOnTheHub(t *testing.T) {
 	require.NoError(t, provider.AddConfig(ctx, healthy.Name, healthy.Config))
 	require.NoError(t, provider.AddConfig(ctx, hung.Name, viaProxy))
 	probe := sdk.ProberOptions{Interval: time.Second, Timeout: time.Second}
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, Probe: probe})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Fleet: sdk.FleetOptions{Probe: probe}})
 	t.Cleanup(proxy.Resume) // before the hub stops: cleanups run last first
 	require.Eventually(t, func() bool { return len(provider.ClusterNames()) == 2 }, wait, tick, "both spokes engaged")
 

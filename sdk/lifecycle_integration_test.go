@@ -136,7 +136,7 @@ func TestGraphSourcesCoexist(t *testing.T) {
 	spokeClient := newClient(t, fleet.Spoke("spoke-1").Config)
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{InstallRGDCRD: true})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}})
 
 	require.NoError(t, h.RegisterGraph(ctx, noteRGD(t, "from-go", "GoNote")))
 	createWhenServed(t, spokeClient, instance(noteGVK("GoNote"), "a", map[string]any{}))
@@ -227,10 +227,10 @@ func TestRemovalStrandsNoOne(t *testing.T) {
 	hubClient := newClient(t, fleet.Hub.Config)
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{InstallRGDCRD: true})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}})
 	provider2, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
-	orphaning := startHub(t, fleet.Hub.Config, provider2, sdk.Options{DisableRGDController: true, OrphanInstances: true})
+	orphaning := startHub(t, fleet.Hub.Config, provider2, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true, OrphanInstances: true}})
 
 	fromGo := func(h *sdk.Hub) func(t *testing.T, rgd *v1alpha1.ResourceGraphDefinition) {
 		return func(t *testing.T, rgd *v1alpha1.ResourceGraphDefinition) {
@@ -354,7 +354,7 @@ func TestSharingAHubWithKro(t *testing.T) {
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
 	selector := labels.SelectorFromSet(labels.Set{"fleetgraph.dev/hub": "test"})
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{InstallRGDCRD: true, RGDSelector: selector})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true, Selector: selector}})
 
 	require.NoError(t, hubClient.Create(ctx, noteRGD(t, "kros", "KroNote")))
 	ours := noteRGD(t, "ours", "OurNote")
@@ -399,7 +399,7 @@ func TestRGDRemovalResumesAfterRestart(t *testing.T) {
 	t.Run("the first hub serves the RGD and stops", func(t *testing.T) {
 		provider, err := fleet.NewProvider(ctx)
 		require.NoError(t, err)
-		startHub(t, fleet.Hub.Config, provider, sdk.Options{InstallRGDCRD: true})
+		startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}})
 		require.NoError(t, hubClient.Create(ctx, noteRGD(t, "resume", "ResumeNote")))
 		createWhenServed(t, spokeClient, instance(gvk, "x", map[string]any{}))
 		requireState(t, spokeClient, gvk, "x", "ACTIVE")
@@ -413,7 +413,7 @@ func TestRGDRemovalResumesAfterRestart(t *testing.T) {
 
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
-	startHub(t, fleet.Hub.Config, provider, sdk.Options{InstallRGDCRD: true})
+	startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}})
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		assert.Empty(ct, policies(ct, spokeClient, "resume"))
 	}, wait, tick, "the restarted hub takes the policy off")

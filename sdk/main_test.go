@@ -27,7 +27,7 @@ import (
 //	fleet := sharedFleet(t)
 //	provider, err := fleet.NewProvider(ctx)
 //	require.NoError(t, err)
-//	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+//	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 //	rgd, gvk := renamedRGD(readRGD(t, "testdata/webapp-rgd.yaml"), "my-webapp", "MyWebApp")
 //	require.NoError(t, h.RegisterGraph(ctx, rgd))
 //	createWhenServed(t, c1, instance(gvk, "my-app", map[string]any{"name": "my-app"}))

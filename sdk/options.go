@@ -1,6 +1,8 @@
 package sdk
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -8,19 +10,75 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fleetgraph/fleetgraph/hub"
+	"github.com/fleetgraph/fleetgraph/internal/instance"
 	rgdctrl "github.com/fleetgraph/fleetgraph/internal/rgd"
+	"github.com/fleetgraph/fleetgraph/internal/rollout"
 	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
-// Options configures a Hub. The zero value is usable: every field documents
-// its default.
+// Options configures a Hub. The zero value is usable: every field is one
+// concern, and every field of those documents its default, filled in by
+// NewHub.
 type Options struct {
-	// DisableRGDController turns off the controller that watches
+	// RGDs configures the controller that registers the
+	// ResourceGraphDefinition objects of the hub cluster, and what the
+	// removal of a graph does to its instances.
+	RGDs RGDOptions
+	// Instances configures how every graph's instances are served, on the
+	// spokes and, for hub graphs, on the hub: the same engine serves both.
+	// Every field of spoke.Options applies with its documented default,
+	// except:
+	//   - FieldManager is also the field manager of every other write the
+	//     Hub makes (CRDs, admission policies, revisions);
+	//   - Workers defaults to the manager's MaxConcurrentReconciles
+	//     (manager.Options.Controller) when that is set, else to
+	//     spoke.DefaultWorkers;
+	//   - CallTimeout bounds the calls to spokes; a hub graph's calls to
+	//     its targets are bounded by Targets.CallTimeout instead;
+	//   - Logger defaults to Logger named "spoke" (and "hubgraph");
+	//   - ClusterLabels, ClusterValues, LocalClusterName and CountsChanged
+	//     are the Hub's to set (from its provider, its ClusterValues
+	//     objects, Fleet.LocalClusterName and its fleet status): NewHub
+	//     refuses a value given there with ErrHubOwnedOption.
+	Instances spoke.Options
+	// Compile configures the compiler every graph of this Hub goes
+	// through: schemas, strictness, limits and time.
+	Compile CompileOptions
+	// CRDs configures the generated CRDs on the spokes (and, for hub
+	// graphs, on the hub): how long they may take to be established,
+	// whether they go with their graph, and the admission policy beside
+	// them.
+	CRDs CRDOptions
+	// Fleet configures how the Hub watches the clusters it serves: the
+	// fleet status, the reachability probe, departures, the local
+	// cluster's name and the per-cluster values.
+	Fleet FleetOptions
+	// Rollouts configures where graphs are placed and how new revisions
+	// roll out.
+	Rollouts RolloutOptions
+	// Replicas configures this Hub as one of several replicas that share
+	// a hub cluster (see NewShardedCoordinator).
+	Replicas ReplicaOptions
+	// Targets say where hub graphs (graphs whose resources carry a
+	// target) may write; see TargetOptions. Defaults to its zero value:
+	// literal targets naming engaged clusters only.
+	Targets TargetOptions
+	// Pull configures pull mode: clusters served through an agent inside
+	// each, which the hub never connects to (see PullOptions). Defaults to
+	// off.
+	Pull PullOptions
+	// Logger defaults to controller-runtime's log.Log named "fleetgraph".
+	Logger logr.Logger
+}
+
+// RGDOptions configure the RGD controller and graph removal.
+type RGDOptions struct {
+	// DisableController turns off the controller that watches
 	// ResourceGraphDefinition objects on the hub cluster and registers them.
 	// Defaults to false: the controller runs whenever the hub cluster serves
-	// the kro.run/v1alpha1 ResourceGraphDefinition kind (see InstallRGDCRD),
-	// and claims the RGDs RGDSelector picks. Graphs can always be registered
+	// the kro.run/v1alpha1 ResourceGraphDefinition kind (see InstallCRD),
+	// and claims the RGDs Selector picks. Graphs can always be registered
 	// from Go with RegisterGraph; the controller never removes those.
 	//
 	// The controller reads RGDs through the manager's client and cache when
@@ -29,23 +87,23 @@ type Options struct {
 	// through a client and cache of its own, with a scheme of its own, on
 	// the hub cluster. The Hub never adds types to a scheme it did not make:
 	// a manager given no scheme uses client-go's process-wide one.
-	DisableRGDController bool
-	// InstallRGDCRD applies the ResourceGraphDefinition CRD to the hub
+	DisableController bool
+	// InstallCRD applies the ResourceGraphDefinition CRD to the hub
 	// cluster when the manager starts (not in SetupWithManager, which does
 	// no I/O), labelled as managed by fleetgraph; if that fails, the
-	// manager's Start returns the error. A
-	// CRD of that name that another manager installed (kro's, for one) is
-	// never overwritten: it is logged and used as it is. Defaults to false:
-	// installing APIs is left to the platform.
-	InstallRGDCRD bool
-	// RGDSelector picks, by label, the ResourceGraphDefinition objects on
+	// manager's Start returns the error. A CRD of that name that another
+	// manager installed (kro's, for one) is never overwritten: it is logged
+	// and used as it is. Defaults to false: installing APIs is left to the
+	// platform.
+	InstallCRD bool
+	// Selector picks, by label, the ResourceGraphDefinition objects on
 	// the hub this Hub claims: it registers them, puts its finalizer on
 	// them and writes their status. Others are never written, so a hub
 	// cluster can be shared with kro or another Hub (give each a disjoint
 	// selector, e.g. a label such as fleetgraph.dev/hub=<name>). Defaults to
 	// nil: every RGD is claimed. An RGD that stops matching is released
 	// like a deleted one.
-	RGDSelector labels.Selector
+	Selector labels.Selector
 	// OrphanInstances makes the removal of a graph (UnregisterGraph, or
 	// deleting or no longer claiming its RGD) release its instances: the
 	// runtime's finalizer is taken off them and their children are left in
@@ -55,68 +113,10 @@ type Options struct {
 	// for orphaning alone with the annotation fleetgraph.dev/orphan-instances
 	// set to "true" (v1alpha1.AnnotationOrphanInstances).
 	OrphanInstances bool
-	// Workers is the number of instances of one graph reconciled at once,
-	// across all clusters. Defaults to the manager's
-	// MaxConcurrentReconciles (manager.Options.Controller) if set, else 8.
-	Workers int
-	// FieldManager is the server-side apply field manager for CRDs and
-	// children. Defaults to "fleetgraph".
-	FieldManager string
-	// ItemConcurrency is how many items of one forEach resource are applied
-	// at once for one instance. Defaults to 8.
-	ItemConcurrency int
-	// InstanceResync is how often every instance is fully re-applied, so
-	// that drift whose watch event was lost is put back (each instance adds
-	// up to 20% jitter). A negative value turns it off. Defaults to
-	// 10 minutes.
-	InstanceResync time.Duration
-	// OrphanGrace is how long a child whose instance no longer exists (its
-	// finalizer was removed by hand, or its deletion was interrupted) is
-	// left before the runtime deletes it, on a spoke or, for a hub
-	// graph, on whichever cluster holds it: only a child labelled as the
-	// graph's and written by FieldManager, once a live read confirms that
-	// its instance is gone, and never one left in place by a release
-	// (OrphanInstances, DepartureGrace, Placement). Negative turns the
-	// collection off. Defaults to 30 seconds.
-	OrphanGrace time.Duration
-	// Targets say where hub graphs (graphs whose resources carry a
-	// target) may write; see TargetOptions. Defaults to its zero value:
-	// literal targets naming engaged clusters only.
-	Targets TargetOptions
-	// AdoptUnowned lets an instance (of a spoke graph or a hub graph)
-	// take over an existing object with a child's name that carries no
-	// fleetgraph owner label (kro adopts such objects). An object labelled
-	// for another instance is never taken over, nor one that copies this
-	// instance's labels without fleetgraph having written it. Defaults to
-	// false: the instance reports an OwnershipConflict.
-	AdoptUnowned bool
-	// ConfineToNamespace keeps each instance's children and external
-	// references in its own namespace: a child rendered in another
-	// namespace, or cluster-scoped, is not written; an externalRef naming
-	// another namespace or a cluster-scoped kind is not read, and one by
-	// selector without a namespace selects (and watches) in the instance's
-	// namespace only; a cluster-scoped instance (an RGD with scope: Cluster)
-	// writes and reads nothing unless its graph is one of
-	// ClusterScopedGraphs. A refused instance goes to ERROR (reason
-	// OutsideNamespace) naming the resource id and the object. The spoke
-	// runtime enforces it as it writes and reads, so RGDs are accepted
-	// either way. Defaults to false, as kro, which lets templates and
-	// references use any namespace.
-	ConfineToNamespace bool
-	// ClusterScopedGraphs names the graphs (RGD names) whose cluster-scoped
-	// instances ConfineToNamespace lets through, unconfined as in kro:
-	// graphs the platform writes and trusts, such as one that sets up each
-	// tenant's namespace. List only names tenants cannot register (graphs
-	// registered from Go, or RGDs that RGDSelector claims only from the
-	// platform). Defaults to none. Without ConfineToNamespace it has no
-	// effect.
-	ClusterScopedGraphs []string
-	// DisableAdmissionPolicy stops the hub from installing, with each CRD,
-	// the MutatingAdmissionPolicy that stamps the finalizer on new
-	// instances; the runtime then adds it with one more write per new
-	// instance. Defaults to false: the policy is installed wherever the
-	// spoke serves MutatingAdmissionPolicy, and bound only once it works.
-	DisableAdmissionPolicy bool
+}
+
+// CompileOptions configure the compiler.
+type CompileOptions struct {
 	// SchemaResolver gives the compiler the OpenAPI schemas of child kinds,
 	// so expressions that read them and literal template values are
 	// type-checked, and scope rules are enforced, as kro does. Defaults to a
@@ -142,7 +142,7 @@ type Options struct {
 	// carries them to its spokes.
 	// Defaults to graph.Limits{}: every field at its documented default.
 	Limits graph.Limits
-	// CompileTimeout bounds one compile of one graph. A compile that takes
+	// Timeout bounds one compile of one graph. A compile that takes
 	// longer refuses the RGD (GraphAccepted=False, naming this option) and,
 	// like any other compile failure, is not tried again until the RGD's
 	// spec changes (or the hub restarts). Compiles run outside
@@ -151,17 +151,32 @@ type Options struct {
 	// before the clock starts (for at most two minutes): a slow API server
 	// is not the spec's fault, and a lookup that fails is retried, not
 	// remembered. Defaults to DefaultCompileTimeout (30 seconds).
-	CompileTimeout time.Duration
-	// DeleteCRDsOnUnregister removes a graph's CRD from every spoke that has
+	Timeout time.Duration
+}
+
+// CRDOptions configure the generated CRDs and what is installed beside
+// them. They are applied with Instances.FieldManager.
+type CRDOptions struct {
+	// DeleteOnUnregister removes a graph's CRD from every spoke that has
 	// no instance of it left once the graph's removal is otherwise done
 	// (see UnregisterGraph); a spoke that cannot be reached is retried. A
 	// hub graph's CRD is removed from the hub the same way.
 	// Defaults to false: CRDs stay, so no instance can be lost by accident.
-	DeleteCRDsOnUnregister bool
+	DeleteOnUnregister bool
 	// EstablishTimeout bounds one wait for a CRD to become established on a
 	// spoke; the attempt is then retried with backoff. Defaults to
-	// 60 seconds.
+	// hub.DefaultEstablishTimeout (60 seconds).
 	EstablishTimeout time.Duration
+	// DisableAdmissionPolicy stops the hub from installing, with each CRD,
+	// the MutatingAdmissionPolicy that stamps the finalizer on new
+	// instances; the runtime then adds it with one more write per new
+	// instance. Defaults to false: the policy is installed wherever the
+	// spoke serves MutatingAdmissionPolicy, and bound only once it works.
+	DisableAdmissionPolicy bool
+}
+
+// FleetOptions configure how the Hub watches the clusters it serves.
+type FleetOptions struct {
 	// StatusResync is how often each RGD's fleet status is refreshed.
 	// Defaults to DefaultStatusResync (10 seconds).
 	StatusResync time.Duration
@@ -177,23 +192,16 @@ type Options struct {
 	// finalizer taken off, children left), so that no delete is held by a
 	// hub that will not serve the cluster again. A cluster that the
 	// provider still knows after the grace (being engaged again) is waited
-	// for; one that cannot be reached keeps both (see the README). Negative
-	// turns the clean-up off. Defaults to DefaultDepartureGrace.
+	// for; one that cannot be reached keeps both (see the docs). Negative
+	// turns the clean-up off. Defaults to DefaultDepartureGrace (30
+	// seconds).
 	DepartureGrace time.Duration
-	// Placement, if set, decides which clusters serve which graph, by the
-	// labels the provider gives each cluster (see ClusterLabeler); a
-	// GraphRollout's cluster selector narrows it further. A cluster that
-	// stops being placed is served no more: its CRD, instances and
-	// children stay, and its instances are released (our finalizer taken
-	// off). Defaults to nil: every graph is placed on every cluster.
-	Placement PlacementFunc
-	// DisableRollouts turns off the GraphRollout controller, which installs
-	// the fleetgraph.dev GraphRollout CRD on the hub and rolls revisions out
-	// in waves. Defaults to false: it runs, and a graph without a
-	// GraphRollout reaches every placed cluster at once. While it cannot
-	// read the GraphRollouts (the hub cluster does not answer), no revision
-	// is served anywhere: set it for a hub with no hub cluster to read.
-	DisableRollouts bool
+	// LocalClusterName is what cluster.name holds in graphs served on the
+	// manager's own cluster, the cluster multicluster-runtime names ""
+	// (single-cluster mode: a nil provider); FleetStatus, metrics and
+	// events keep calling it "". Set it to the name the platform knows the
+	// hub cluster by. Defaults to DefaultLocalClusterName ("local").
+	LocalClusterName string
 	// DisableClusterValues turns off the ClusterValues controller, which
 	// installs the fleetgraph.dev ClusterValues CRD on the hub and gives
 	// graphs the platform's per-cluster values (cluster.values). Defaults
@@ -201,84 +209,155 @@ type Options struct {
 	// cluster.values is served on a cluster only once the objects were
 	// read. Disabled, cluster.values is empty everywhere.
 	DisableClusterValues bool
-	// LocalClusterName is what cluster.name holds in graphs served on the
-	// manager's own cluster, the cluster multicluster-runtime names ""
-	// (single-cluster mode: a nil provider); FleetStatus, metrics and
-	// events keep calling it "". Set it to the name the platform knows the
-	// hub cluster by. Defaults to DefaultLocalClusterName.
-	LocalClusterName string
-	// RolloutResync is how often every GraphRollout is looked at (and
-	// cluster labels re-read). Defaults to 1 second.
-	RolloutResync time.Duration
-	// Logger defaults to controller-runtime's log.Log named "fleetgraph".
-	Logger logr.Logger
-	// Pull configures pull mode: clusters served through an agent inside
-	// each, which the hub never connects to (see PullOptions). Defaults to
-	// off.
-	Pull PullOptions
-	// Replica names this Hub among the replicas that share one hub cluster
+}
+
+// RolloutOptions configure placement and the GraphRollout controller.
+type RolloutOptions struct {
+	// Placement, if set, decides which clusters serve which graph, by the
+	// labels the provider gives each cluster (see ClusterLabeler); a
+	// GraphRollout's cluster selector narrows it further. A cluster that
+	// stops being placed is served no more: its CRD, instances and
+	// children stay, and its instances are released (our finalizer taken
+	// off). Defaults to nil: every graph is placed on every cluster.
+	Placement PlacementFunc
+	// Disable turns off the GraphRollout controller, which installs
+	// the fleetgraph.dev GraphRollout CRD on the hub and rolls revisions out
+	// in waves. Defaults to false: it runs, and a graph without a
+	// GraphRollout reaches every placed cluster at once. While it cannot
+	// read the GraphRollouts (the hub cluster does not answer), no revision
+	// is served anywhere: set it for a hub with no hub cluster to read.
+	Disable bool
+	// Resync is how often every GraphRollout is looked at (and cluster
+	// labels re-read). Defaults to DefaultRolloutResync (1 second).
+	Resync time.Duration
+}
+
+// ReplicaOptions configure this Hub's share of the fleet status when
+// several replicas share one hub cluster.
+type ReplicaOptions struct {
+	// ID names this Hub among the replicas that share one hub cluster
 	// (see NewShardedCoordinator); use the same ID as ShardingOptions.ID.
 	// Each replica then keeps a record of the clusters it serves (a
-	// ConfigMap fleetgraph-<rgd>-<replica> in ReplicaNamespace) and writes
+	// ConfigMap fleetgraph-<rgd>-<replica> in Namespace) and writes
 	// on the RGD the union of its own view and the other replicas' live
 	// records, so that replicas do not overwrite each other's clusters.
 	// The clusters of a replica that stopped (its peer Lease, in
-	// ReplicaNamespace, expired) are shown as such (reason ReplicaGone)
+	// Namespace, expired) are shown as such (reason ReplicaGone)
 	// until another replica takes them over. Defaults to "": the only
 	// replica, whose view is the fleet; it keeps its record all the same
 	// (fleetgraph-<rgd>-hub), since `fleetgraph status` reads every
 	// cluster there.
-	Replica string
-	// ReplicaNamespace holds the replicas' status records (a lone hub's
-	// too). Defaults to "kube-system".
-	ReplicaNamespace string
-	// ReplicaStatusTTL is how long a replica's record counts after its
-	// last renewal (every ReplicaStatusTTL/3 at most, and at each status
+	ID string
+	// Namespace holds the replicas' status records (a lone hub's
+	// too). Defaults to DefaultReplicaNamespace ("kube-system").
+	Namespace string
+	// StatusTTL is how long a replica's record counts after its
+	// last renewal (every StatusTTL/3 at most, and at each status
 	// change): longer than the sharding takeover bound, so that a dead
 	// replica's clusters are counted until their new owner has them. An
 	// expired record (a dead replica's, a deleted graph's) is deleted by
-	// another replica within a further ReplicaStatusTTL/3.
-	// Defaults to 60 seconds.
-	ReplicaStatusTTL time.Duration
+	// another replica within a further StatusTTL/3.
+	// Defaults to DefaultReplicaStatusTTL (60 seconds).
+	StatusTTL time.Duration
 }
 
-// DefaultStatusResync is Options.StatusResync's default.
+// DefaultStatusResync is FleetOptions.StatusResync's default.
 const DefaultStatusResync = rgdctrl.DefaultResync
 
-// DefaultDepartureGrace is Options.DepartureGrace's default.
+// DefaultRolloutResync is RolloutOptions.Resync's default.
+const DefaultRolloutResync = rollout.DefaultResync
+
+// DefaultDepartureGrace is FleetOptions.DepartureGrace's default.
 const DefaultDepartureGrace = 30 * time.Second
 
-// DefaultLocalClusterName is the default of Options.LocalClusterName: a
-// name an expression can join and compare like any other, where the
+// DefaultReplicaNamespace is ReplicaOptions.Namespace's default.
+const DefaultReplicaNamespace = "kube-system"
+
+// DefaultLocalClusterName is the default of FleetOptions.LocalClusterName:
+// a name an expression can join and compare like any other, where the
 // manager's own name for its cluster, "", would leave "web-" or an empty
 // label value behind.
 const DefaultLocalClusterName = "local"
 
-func (o Options) withDefaults() Options {
-	if o.Workers == 0 {
-		o.Workers = spoke.DefaultWorkers
+// checkHubOwned refuses the instance options the Hub sets itself.
+func checkHubOwned(o spoke.Options) error {
+	var set []string
+	if o.ClusterLabels != nil {
+		set = append(set, "ClusterLabels")
 	}
-	if o.FieldManager == "" {
-		o.FieldManager = hub.DefaultFieldManager
+	if o.ClusterValues != nil {
+		set = append(set, "ClusterValues")
+	}
+	if o.LocalClusterName != "" {
+		set = append(set, "LocalClusterName (set Fleet.LocalClusterName)")
+	}
+	if o.CountsChanged != nil {
+		set = append(set, "CountsChanged")
+	}
+	if len(set) > 0 {
+		return fmt.Errorf("%w: Options.Instances.%s", ErrHubOwnedOption, strings.Join(set, ", Options.Instances."))
+	}
+	return nil
+}
+
+// withDefaults fills in every default of o, in one place.
+func (o Options) withDefaults() Options {
+	if o.Logger.GetSink() == nil {
+		o.Logger = log.Log.WithName("fleetgraph")
+	}
+	if o.Instances.Logger.GetSink() == nil {
+		o.Instances.Logger = o.Logger.WithName("spoke")
+	}
+	o.Instances = spoke.Options(instance.Options(o.Instances).WithDefaults())
+	o.Compile = o.Compile.withDefaults()
+	o.CRDs = o.CRDs.withDefaults()
+	o.Fleet = o.Fleet.withDefaults()
+	o.Rollouts = o.Rollouts.withDefaults()
+	o.Replicas = o.Replicas.withDefaults()
+	return o
+}
+
+func (o CompileOptions) withDefaults() CompileOptions {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultCompileTimeout
+	}
+	o.Limits = o.Limits.WithDefaults()
+	return o
+}
+
+func (o CRDOptions) withDefaults() CRDOptions {
+	if o.EstablishTimeout == 0 {
+		o.EstablishTimeout = hub.DefaultEstablishTimeout
+	}
+	return o
+}
+
+func (o FleetOptions) withDefaults() FleetOptions {
+	if o.StatusResync == 0 {
+		o.StatusResync = DefaultStatusResync
+	}
+	if o.DepartureGrace == 0 {
+		o.DepartureGrace = DefaultDepartureGrace
 	}
 	if o.LocalClusterName == "" {
 		o.LocalClusterName = DefaultLocalClusterName
 	}
-	if o.EstablishTimeout == 0 {
-		o.EstablishTimeout = hub.DefaultEstablishTimeout
+	return o
+}
+
+func (o RolloutOptions) withDefaults() RolloutOptions {
+	if o.Resync <= 0 {
+		o.Resync = DefaultRolloutResync
 	}
-	if o.StatusResync == 0 {
-		o.StatusResync = DefaultStatusResync
+	return o
+}
+
+func (o ReplicaOptions) withDefaults() ReplicaOptions {
+	if o.Namespace == "" {
+		o.Namespace = DefaultReplicaNamespace
 	}
-	if o.CompileTimeout <= 0 {
-		o.CompileTimeout = DefaultCompileTimeout
-	}
-	o.Limits = o.Limits.WithDefaults()
-	if o.DepartureGrace == 0 {
-		o.DepartureGrace = DefaultDepartureGrace
-	}
-	if o.Logger.GetSink() == nil {
-		o.Logger = log.Log.WithName("fleetgraph")
+	if o.StatusTTL == 0 {
+		o.StatusTTL = DefaultReplicaStatusTTL
 	}
 	return o
 }

@@ -101,13 +101,13 @@ func (p *pullClusters) setup(local manager.Manager) error {
 	if !o.Enable {
 		return nil
 	}
-	if p.h.opts.Replica != "" {
+	if p.h.opts.Replicas.ID != "" {
 		return errPullWithReplicas
 	}
 	src, err := pull.New(pull.Options{
 		Config:           local.GetConfig(),
 		Fleet:            p,
-		FieldManager:     p.h.opts.FieldManager,
+		FieldManager:     p.h.opts.Instances.FieldManager,
 		HeartbeatGrace:   o.HeartbeatGrace,
 		Resync:           o.Resync,
 		DepartureTimeout: o.DepartureTimeout,
@@ -124,7 +124,7 @@ func (p *pullClusters) setup(local manager.Manager) error {
 }
 
 // errPullWithReplicas: pull clusters are served by one hub process.
-var errPullWithReplicas = errors.New("fleetgraph: pull mode is served by one hub process; it does not run with sharded replicas (Options.Replica)")
+var errPullWithReplicas = errors.New("fleetgraph: pull mode is served by one hub process; it does not run with sharded replicas (Options.Replicas.ID)")
 
 // poke makes the pull clusters' assignments be decided again at once.
 func (p *pullClusters) poke() {
@@ -462,7 +462,7 @@ func (gp *graphPlan) assign(c pull.Cluster, cur *fgv1alpha1.GraphAssignment, rep
 		if h.runtime.Latest(gp.name).Removal == spoke.RemovalRelease { // the orphan option
 			spec.Removal = fgv1alpha1.RemovalRelease
 		}
-		spec.DeleteCRD = h.opts.DeleteCRDsOnUnregister
+		spec.DeleteCRD = h.opts.CRDs.DeleteOnUnregister
 		return spec, true, nil
 	case gp.reg == nil && (gp.finished || cur == nil):
 		return fgv1alpha1.GraphAssignmentSpec{}, false, nil

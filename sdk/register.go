@@ -77,7 +77,7 @@ func (r *registrar) unregister(name string) error {
 	if reg.source != fromGo {
 		return fmt.Errorf("%w: graph %q is registered from %s", ErrNameTaken, name, reg.source)
 	}
-	r.h.remover.startLocked(name, r.h.opts.OrphanInstances, "")
+	r.h.remover.startLocked(name, r.h.opts.RGDs.OrphanInstances, "")
 	return nil
 }
 

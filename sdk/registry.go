@@ -58,7 +58,7 @@ func newRegistry(opts Options) *registry {
 		removals:    map[string]*removal{},
 		removed:     map[string]types.UID{},
 		clusters:    map[string]*engaged{},
-		compileWith: graph.Options{Strict: opts.Strict, Limits: opts.Limits},
+		compileWith: graph.Options{Strict: opts.Compile.Strict, Limits: opts.Compile.Limits},
 	}
 }
 

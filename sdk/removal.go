@@ -245,7 +245,7 @@ func (r *remover) step(ctx context.Context, name string, rm *removal, cleaned ma
 	if total > 0 || !settled {
 		return fmt.Errorf("%w: %d instances of %s (policy removal settled: %t)", errHeld, total, name, settled)
 	}
-	if !h.opts.DeleteCRDsOnUnregister {
+	if !h.opts.CRDs.DeleteOnUnregister {
 		return nil
 	}
 	h.runtime.Stop(name) // its instance watch would hold the CRD's informer
@@ -361,5 +361,5 @@ func (r rgdRegistry) resumeLocked(ctx context.Context, rgd *v1alpha1.ResourceGra
 }
 
 func (r rgdRegistry) orphans(rgd *v1alpha1.ResourceGraphDefinition) bool {
-	return r.h.opts.OrphanInstances || rgd.Annotations[v1alpha1.AnnotationOrphanInstances] == "true"
+	return r.h.opts.RGDs.OrphanInstances || rgd.Annotations[v1alpha1.AnnotationOrphanInstances] == "true"
 }

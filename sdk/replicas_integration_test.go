@@ -164,7 +164,7 @@ func startReplica(t *testing.T, hubCfg, spokeCfg *rest.Config, id string, opts s
 		HealthProbeBindAddress: "0",
 	}, mcmanager.WithCoordinator(sdk.NewShardedCoordinator(hubClient, opts)))
 	require.NoError(t, err)
-	h, err := sdk.NewHub(provider, sdk.Options{InstallRGDCRD: true, DepartureGrace: -1, Replica: id, StatusResync: time.Second})
+	h, err := sdk.NewHub(provider, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}, Fleet: sdk.FleetOptions{DepartureGrace: -1, StatusResync: time.Second}, Replicas: sdk.ReplicaOptions{ID: id}})
 	require.NoError(t, err)
 	require.NoError(t, h.SetupWithManager(mgr))
 	r := &replica{id: id, hub: h, stop: fgtesting.StartStoppable(t, mgr.Start)}

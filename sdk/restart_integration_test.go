@@ -34,7 +34,7 @@ func TestHubRestartHalfWayLosesAndDuplicatesNothing(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 1) // its own: 300 instances and their children would slow a shared spoke for every test
 	c := newClient(t, fleet.Spoke("spoke-1").Config)
 	gvk := schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "WebApp"}
-	opts := sdk.Options{DisableRGDController: true}
+	opts := sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}}
 
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)

@@ -38,7 +38,7 @@ type ClusterLabeler = hub.ClusterLabeler
 type RolloutStatus = fgv1alpha1.GraphRolloutStatus
 
 // Rollout returns the status of the named graph's GraphRollout, as of the
-// hub's last look (every Options.RolloutResync); false when it has none.
+// hub's last look (every Options.Rollouts.Resync); false when it has none.
 func (h *Hub) Rollout(graphName string) (RolloutStatus, bool) { return h.rollouts.status(graphName) }
 
 // ErrNoRollout is returned by RollBack and ResumeRollout for a graph no
@@ -85,7 +85,7 @@ func (h *Hub) ResumeRollout(ctx context.Context, graphName string) error {
 // graph so named. wave is the wave's name, for the revision being
 // rolled out, or a revision number in decimal, for every wave of that
 // revision. Like kubectl, it sets the fleetgraph.dev/approve annotation;
-// the hub records the approval in the status within Options.RolloutResync,
+// the hub records the approval in the status within Options.Rollouts.Resync,
 // with an event naming the approver ("fleetgraph-approve"). It returns
 // ErrNoRollout for an unknown rollout, ErrUnknownWave for an unknown
 // wave, and ErrNoSuchRevision for a revision not published yet or one
@@ -118,7 +118,7 @@ type rollouts struct {
 // fallback consult.
 func newRollouts(h *Hub) *rollouts {
 	r := &rollouts{h: h}
-	r.planner = rollout.NewPlanner(rollout.PlacementFunc(h.opts.Placement), r.labelledClusters)
+	r.planner = rollout.NewPlanner(rollout.PlacementFunc(h.opts.Rollouts.Placement), r.labelledClusters)
 	return r
 }
 
@@ -229,7 +229,7 @@ func (r *rollouts) placedForFallback(cluster multicluster.ClusterName, graphName
 
 // setup runs the GraphRollout controller on the hub cluster.
 func (r *rollouts) setup(local manager.Manager) error {
-	if r.h.opts.DisableRollouts {
+	if r.h.opts.Rollouts.Disable {
 		return nil
 	}
 	c, err := client.New(local.GetConfig(), client.Options{})
@@ -241,8 +241,8 @@ func (r *rollouts) setup(local manager.Manager) error {
 		Client:       c,
 		Planner:      r.planner,
 		Recorder:     r.h.recorder,
-		Resync:       r.h.opts.RolloutResync,
-		FieldManager: r.h.opts.FieldManager,
+		Resync:       r.h.opts.Rollouts.Resync,
+		FieldManager: r.h.opts.Instances.FieldManager,
 		Logger:       r.h.opts.Logger.WithName("rollout"),
 		Hooks: rollout.Hooks{
 			Graphs:        r.h.Graphs,

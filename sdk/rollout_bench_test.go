@@ -29,8 +29,8 @@ func BenchmarkRolloutOneWave(b *testing.B) {
 	require.NoError(b, err)
 	rollProvider, err := fleet.NewProvider(ctx)
 	require.NoError(b, err)
-	flat := startHub(b, fleet.Hub.Config, flatProvider, sdk.Options{DisableRGDController: true, DisableRollouts: true})
-	roll := startHub(b, fleet.Hub.Config, rollProvider, sdk.Options{DisableRGDController: true})
+	flat := startHub(b, fleet.Hub.Config, flatProvider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Disable: true}})
+	roll := startHub(b, fleet.Hub.Config, rollProvider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 
 	var total = map[string]time.Duration{}
 	for i := 0; b.Loop(); i++ {

@@ -46,7 +46,7 @@ func movingClusters(h *sdk.Hub, graphName string, spokes map[string]client.Clien
 func TestMaxConcurrencyMovesOneClusterAtATime(t *testing.T) {
 	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}})
 	gvk := webAppGVK.GroupVersion().WithKind("Rill")
 	applyRollout(t, fleet.Hub.Config, "rill", map[string]any{
 		"graph": "rill",

@@ -89,7 +89,7 @@ func TestMaxFailuresCompletesWithoutARefusingSpoke(t *testing.T) {
 	})
 	spokes := clientsOf(t, fleet)
 	refuseVersion(t, spokes["spoke-5"], "2")
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}})
 	gvk := webAppGVK.GroupVersion().WithKind("Weir")
 	applyRollout(t, fleet.Hub.Config, "weir", twoWaves("weir", maxFailuresWaves(nil)))
 	require.NoError(t, h.RegisterGraph(context.Background(), tideRGD(t, "weir", "Weir", "1", "")))

@@ -64,7 +64,7 @@ func requireAwaitingFrom(t *testing.T, h *sdk.Hub, hubClient client.Client, grap
 func TestARequiredWaveWaitsForApproval(t *testing.T) {
 	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
-	opts := sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync}
+	opts := sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}}
 	h, stop := startStoppableHub(t, fleet.Hub.Config, provider, opts)
 	gvk := startRing(t, fleet, h, spokes, "sluice", "Sluice", gatedWaves())
 	hubClient := newClient(t, fleet.Hub.Config)
@@ -121,7 +121,7 @@ func TestARequiredWaveWaitsForApproval(t *testing.T) {
 func TestAnApprovalOfARevisionNotPublishedYetIsIgnored(t *testing.T) {
 	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
-	opts := sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync}
+	opts := sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}}
 	h, _ := startStoppableHub(t, fleet.Hub.Config, provider, opts)
 	startRing(t, fleet, h, spokes, "weir", "Weir", gatedWaves())
 	hubClient := newClient(t, fleet.Hub.Config)

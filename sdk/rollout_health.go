@@ -32,7 +32,7 @@ var ErrInvalidHealthCondition = rollout.ErrInvalidHealthCondition
 // ErrInvalidHealthCondition and a *graph.Error naming the expression. ""
 // removes the condition. It returns ErrNoRollout when there is no such
 // GraphRollout. (A condition written with kubectl is checked by the hub
-// within Options.RolloutResync instead: see the GraphRollout's
+// within Options.Rollouts.Resync instead: see the GraphRollout's
 // HealthConditionValid condition.)
 func (h *Hub) SetHealthCondition(ctx context.Context, rolloutName, condition string) error {
 	return h.rollouts.setHealthCondition(ctx, rolloutName, condition)

@@ -36,7 +36,7 @@ func withHealth(health map[string]any) map[string]any {
 func TestAFalseHealthConditionHoldsTheWave(t *testing.T) {
 	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}})
 	gvk := startRing(t, fleet, h, spokes, "marsh", "Marsh", withHealth(map[string]any{
 		"instanceCondition": `instance.status.state == "ACTIVE" && instance.spec.color == "blue"`,
 	}))
@@ -81,7 +81,7 @@ func TestAFalseHealthConditionHoldsTheWave(t *testing.T) {
 func TestAHealthConditionThatDoesNotTypeCheckIsRefused(t *testing.T) {
 	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}})
 	bad := `instance.spec.colour == "green"`
 	startRing(t, fleet, h, spokes, "fen", "Fen", withHealth(map[string]any{"instanceCondition": bad}))
 	requireRefused := func(rev string) {
@@ -126,7 +126,7 @@ func TestAHealthConditionThatDoesNotTypeCheckIsRefused(t *testing.T) {
 func TestMaxErrorPercentCountsTheNewRevisionsErrors(t *testing.T) {
 	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}})
 	extra := withHealth(map[string]any{"readyPercent": int64(0), "maxErrorPercent": int64(0)})
 	extra["progressDeadlineSeconds"] = int64(5)
 	gvk := startRing(t, fleet, h, spokes, "bog", "Bog", extra)

@@ -26,7 +26,7 @@ var ErrUnknownCluster = hold.ErrUnknownCluster
 // GraphRollout named rolloutName or in the one that rules the graph so
 // named: like kubectl, it adds a hold naming the cluster to spec.holds
 // (field manager "fleetgraph-hold"; nothing when one already names it).
-// Within Options.RolloutResync the hub records the pin in
+// Within Options.Rollouts.Resync the hub records the pin in
 // status.clusters (held, desired) and the rollout goes on without the
 // cluster. It returns ErrNoRollout when there is no such GraphRollout and
 // ErrUnknownCluster when the rollout does not place the cluster.

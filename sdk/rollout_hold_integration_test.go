@@ -34,7 +34,7 @@ func TestAHeldClusterKeepsItsRevisionUntilReleased(t *testing.T) {
 		"spoke-1": {"ring": "canary"}, "spoke-2": {"ring": "main"}, "spoke-3": {"ring": "main"},
 	})
 	spokes := clientsOf(t, fleet)
-	opts := sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync}
+	opts := sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}}
 	h, stop := startStoppableHub(t, fleet.Hub.Config, provider, opts)
 	gvk := webAppGVK.GroupVersion().WithKind("Moor")
 	applyRollout(t, fleet.Hub.Config, "moor", twoWaves("moor", nil))
@@ -108,7 +108,7 @@ func TestAHoldBySelectorIsReleasedByEditingIt(t *testing.T) {
 		"spoke-1": {"ring": "canary"}, "spoke-2": {"ring": "main"}, "spoke-3": {"ring": "main", "freeze": "true"},
 	})
 	spokes := clientsOf(t, fleet)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}})
 	frozen := map[string]any{"holds": []any{map[string]any{
 		"clusterSelector": map[string]any{"matchLabels": map[string]any{"freeze": "true"}}, "reason": "frozen by label",
 	}}}

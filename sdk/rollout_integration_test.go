@@ -137,7 +137,7 @@ func TestPlacementFollowsClusterLabels(t *testing.T) {
 	provider := newLabelledProvider(t, fleet, map[string]map[string]string{
 		"spoke-1": prod, "spoke-2": prod, "spoke-3": {"env": "dev"},
 	})
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: 200 * time.Millisecond})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: 200 * time.Millisecond}})
 	ctx := context.Background()
 	spokes := clientsOf(t, fleet)
 	applyRollout(t, fleet.Hub.Config, "tide", map[string]any{
@@ -189,8 +189,12 @@ func TestABreakingChangeIsHeldBackByName(t *testing.T) {
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
 	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{
-		DisableRGDController: true, RolloutResync: 200 * time.Millisecond,
-		Placement: func(graph, cluster string, _ map[string]string) bool { return graph != "tilt" || cluster != "spoke-2" },
+
+		RGDs: sdk.RGDOptions{DisableController: true},
+		Rollouts: sdk.RolloutOptions{
+			Resync:    200 * time.Millisecond,
+			Placement: func(graph, cluster string, _ map[string]string) bool { return graph != "tilt" || cluster != "spoke-2" },
+		},
 	})
 	ctx := context.Background()
 	c1 := newClient(t, fleet.Spoke("spoke-1").Config)

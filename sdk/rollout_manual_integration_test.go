@@ -145,7 +145,7 @@ func TestManualRollbackInWavesMovesWaveByWaveAndSurvivesARestart(t *testing.T) {
 	main := map[string]string{"ring": "main"}
 	labels := map[string]map[string]string{"spoke-1": {"ring": "canary"}, "spoke-2": main, "spoke-3": main, "spoke-4": main, "spoke-5": main}
 	spokes := clientsOf(t, fleet)
-	opts := sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync}
+	opts := sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}}
 	h, stop := startStoppableHub(t, fleet.Hub.Config, newLabelledProvider(t, fleet, labels), opts)
 	gvk := webAppGVK.GroupVersion().WithKind("Floe")
 	applyRollout(t, fleet.Hub.Config, "floe", twoWaves("floe", nil))

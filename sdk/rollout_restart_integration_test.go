@@ -84,7 +84,7 @@ func TestARestartedHubKeepsFailuresApprovalsAndMoves(t *testing.T) {
 	labels := map[string]map[string]string{"spoke-1": canary, "spoke-2": canary, "spoke-3": main, "spoke-4": main, "spoke-5": main}
 	spokes := clientsOf(t, fleet)
 	refuseVersion(t, spokes["spoke-2"], "2")
-	opts := sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync}
+	opts := sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}}
 	h, stop := startStoppableHub(t, fleet.Hub.Config, newLabelledProvider(t, fleet, labels), opts)
 	gvk := webAppGVK.GroupVersion().WithKind("Brook")
 	applyRollout(t, fleet.Hub.Config, "brook", restartWaves(4))

@@ -31,7 +31,7 @@ func TestOnFailureRollbackTakesAFailedRevisionBack(t *testing.T) {
 	})
 	spokes := clientsOf(t, fleet)
 	refuseVersion(t, spokes["spoke-5"], "2")
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}})
 	gvk := webAppGVK.GroupVersion().WithKind("Eddy")
 	spec := twoWaves("eddy", map[string]any{"progressDeadlineSeconds": int64(4), "onFailure": fgv1alpha1.OnFailureRollback})
 	applyRollout(t, fleet.Hub.Config, "eddy", spec)

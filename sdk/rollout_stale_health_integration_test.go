@@ -28,7 +28,7 @@ import (
 func TestAWaveIsNotHealthyOnTheOldRevisionsStatus(t *testing.T) {
 	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}})
 	gvk := startRing(t, fleet, h, spokes, "eddy", "Eddy", map[string]any{"progressDeadlineSeconds": int64(5)})
 	canary := spokes["spoke-1"]
 	refuseVersion(t, canary, "2")

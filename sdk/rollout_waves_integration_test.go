@@ -104,7 +104,7 @@ func startRing(t *testing.T, fleet *fgtesting.Fleet, h *sdk.Hub, spokes map[stri
 func TestRolloutWaitsForEachWave(t *testing.T) {
 	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}})
 	gvk := startRing(t, fleet, h, spokes, "ebb", "Ebb", nil)
 	canary := spokes["spoke-1"]
 	setColor(t, canary, gvk, "app", "red") // revision 1 does not care
@@ -145,7 +145,7 @@ func TestRolloutWaitsForEachWave(t *testing.T) {
 func TestAFailedWavePausesAndRollsBack(t *testing.T) {
 	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}})
 	gvk := startRing(t, fleet, h, spokes, "neap", "Neap", map[string]any{"progressDeadlineSeconds": int64(3)})
 	canary := spokes["spoke-1"]
 
@@ -182,7 +182,7 @@ func TestAFailedWavePausesAndRollsBack(t *testing.T) {
 func TestARestartedHubResumesTheRollout(t *testing.T) {
 	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
-	opts := sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync}
+	opts := sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}}
 	h, stop := startStoppableHub(t, fleet.Hub.Config, provider, opts)
 	gvk := startRing(t, fleet, h, spokes, "surge", "Surge", nil)
 	canary := spokes["spoke-1"]

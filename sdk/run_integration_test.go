@@ -23,7 +23,7 @@ func TestRunServesTheSecretProvidersSpokes(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 1) // its own: the secret provider engages every kubeconfig Secret on its hub cluster
 	spoke := fleet.Spokes()[0]
 	// The fleet listens on 127.0.0.1, which the provider refuses by default.
-	h, err := sdk.NewHub(secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}), sdk.Options{DisableRGDController: true})
+	h, err := sdk.NewHub(secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}}), sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.NoError(t, err)
 	fgtesting.Start(t, func(ctx context.Context) error { return h.Run(ctx, fleet.Hub.Config) })
 

@@ -38,7 +38,7 @@ func TestHubsLeaveClientGosSchemeAlone(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 1) // its own: the RGD controllers claim RGDs on its hub cluster
 	ctx := context.Background()
 
-	byRun, err := sdk.NewHub(mustProvider(t, fleet), sdk.Options{InstallRGDCRD: true, RGDSelector: hubLabel("run")})
+	byRun, err := sdk.NewHub(mustProvider(t, fleet), sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true, Selector: hubLabel("run")}})
 	require.NoError(t, err)
 	fgtesting.StartStoppable(t, func(ctx context.Context) error { return byRun.Run(ctx, fleet.Hub.Config) })
 
@@ -49,7 +49,7 @@ func TestHubsLeaveClientGosSchemeAlone(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Same(t, clientgoscheme.Scheme, mgr.GetLocalManager().GetScheme())
-	embedded, err := sdk.NewHub(provider, sdk.Options{InstallRGDCRD: true, RGDSelector: hubLabel("embedded")})
+	embedded, err := sdk.NewHub(provider, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true, Selector: hubLabel("embedded")}})
 	require.NoError(t, err)
 	require.NoError(t, embedded.SetupWithManager(mgr))
 	fgtesting.StartStoppable(t, mgr.Start)

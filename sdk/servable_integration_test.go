@@ -23,7 +23,7 @@ func TestAnInstanceCreatedRightAfterWaitServableSucceedsFirstTry(t *testing.T) {
 	fleet := sharedFleet(t)
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	rgd, gvk := renamedRGD(readRGD(t, "testdata/webapp-rgd.yaml"), "first-try-webapp", "FirstTryWebApp")

@@ -40,7 +40,7 @@ import (
 // (secret.Provider.SetupWithManager) was likely not set up.
 //
 // SetupWithManager does no network I/O: installing the RGD CRD
-// (Options.InstallRGDCRD) and checking that the hub serves RGDs run when
+// (Options.RGDs.InstallCRD) and checking that the hub serves RGDs run when
 // mgr starts, with its context, and an install failure ends mgr.Start with
 // that error.
 func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
@@ -110,7 +110,7 @@ func (h *Hub) SetupWithManager(mgr mcmanager.Manager) error {
 // hub cluster (the CRD installed, the kind served), and SetupWithManager
 // does no I/O.
 func setupRGDController(h *Hub, local manager.Manager) error {
-	if h.opts.DisableRGDController {
+	if h.opts.RGDs.DisableController {
 		return nil
 	}
 	rgds, err := rgdCluster(local)
@@ -195,14 +195,14 @@ func (s rgdStarter) NeedLeaderElection() bool { return false }
 // without a word.
 func (s rgdStarter) Start(ctx context.Context) error {
 	h := s.h
-	if h.opts.InstallRGDCRD {
+	if h.opts.RGDs.InstallCRD {
 		if err := installRGDCRD(ctx, s.local, h.opts); err != nil {
 			return err
 		}
 	}
-	if !servesRGDs(ctx, s.local, h.opts.InstallRGDCRD) {
+	if !servesRGDs(ctx, s.local, h.opts.RGDs.InstallCRD) {
 		h.opts.Logger.Info("RGD controller off: the hub cluster does not serve " +
-			"kro.run/v1alpha1 ResourceGraphDefinition (set Options.InstallRGDCRD to install it)")
+			"kro.run/v1alpha1 ResourceGraphDefinition (set Options.RGDs.InstallCRD to install it)")
 		return nil
 	}
 	if err := h.sharding.setup(s.local); err != nil {
@@ -213,8 +213,8 @@ func (s rgdStarter) Start(ctx context.Context) error {
 		APIReader: s.rgds.GetAPIReader(),
 		Registry:  rgdRegistry{h},
 		Recorder:  h.recorder,
-		Selector:  h.opts.RGDSelector,
-		Resync:    h.opts.StatusResync,
+		Selector:  h.opts.RGDs.Selector,
+		Resync:    h.opts.Fleet.StatusResync,
 		Changed:   h.changed,
 	}
 	if s.rgds != cluster.Cluster(s.local) {
@@ -269,7 +269,7 @@ func installRGDCRD(ctx context.Context, local manager.Manager, opts Options) err
 	}
 	existing := &apiextensionsv1.CustomResourceDefinition{}
 	switch err := c.Get(ctx, client.ObjectKey{Name: crd.Name}, existing); {
-	case err == nil && !installedByUs(existing, opts.FieldManager):
+	case err == nil && !installedByUs(existing, opts.Instances.FieldManager):
 		opts.Logger.Info("not installing the ResourceGraphDefinition CRD: another manager owns the one on the hub",
 			"crd", crd.Name, "managers", managers(existing))
 		return nil
@@ -282,7 +282,7 @@ func installRGDCRD(ctx context.Context, local manager.Manager, opts Options) err
 	if err != nil {
 		return err
 	}
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(opts.FieldManager), client.ForceOwnership); err != nil {
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(opts.Instances.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("installing the ResourceGraphDefinition CRD: %w", err)
 	}
 	_, err = crds.WaitEstablished(ctx, c, crd.Name, crds.PollInterval, crds.EstablishTimeout, crds.RequestTimeout)

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
+	"github.com/fleetgraph/fleetgraph/spoke"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -47,7 +48,7 @@ func TestHubServesTheManagersProvider(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(cl.Close)
 	}
-	h, err := sdk.NewHub(nil, sdk.Options{DisableRGDController: true, DisableSchemaResolver: true})
+	h, err := sdk.NewHub(nil, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Compile: sdk.CompileOptions{DisableSchemaResolver: true}})
 	require.NoError(t, err)
 	mgr := quietManager(t, unreachableHub, provider)
 	require.NoError(t, h.SetupWithManager(mgr))
@@ -75,7 +76,7 @@ func TestSetupRefusesAProviderTheManagerDoesNotHave(t *testing.T) {
 		"no provider":      nil,
 	} {
 		t.Run(name, func(t *testing.T) {
-			h, err := sdk.NewHub(fgtesting.NewFakeProvider(), sdk.Options{DisableSchemaResolver: true})
+			h, err := sdk.NewHub(fgtesting.NewFakeProvider(), sdk.Options{Compile: sdk.CompileOptions{DisableSchemaResolver: true}})
 			require.NoError(t, err)
 			err = h.SetupWithManager(quietManager(t, unreachableHub, managers))
 			require.ErrorIs(t, err, sdk.ErrProviderMismatch)
@@ -87,7 +88,7 @@ func TestSetupRefusesAProviderTheManagerDoesNotHave(t *testing.T) {
 // did; it keeps working.
 func TestSetupAcceptsTheManagersOwnProvider(t *testing.T) {
 	provider := fgtesting.NewFakeProvider()
-	h, err := sdk.NewHub(provider, sdk.Options{DisableSchemaResolver: true})
+	h, err := sdk.NewHub(provider, sdk.Options{Compile: sdk.CompileOptions{DisableSchemaResolver: true}})
 	require.NoError(t, err)
 	require.NoError(t, h.SetupWithManager(quietManager(t, unreachableHub, provider)))
 }
@@ -102,7 +103,7 @@ func TestHubWarnsWhenItsProviderEngagesNoCluster(t *testing.T) {
 		defer mu.Unlock()
 		lines = append(lines, args)
 	}, funcr.Options{})
-	h, err := sdk.NewHub(nil, sdk.Options{DisableRGDController: true, DisableSchemaResolver: true, Logger: logger})
+	h, err := sdk.NewHub(nil, sdk.Options{Logger: logger, RGDs: sdk.RGDOptions{DisableController: true}, Compile: sdk.CompileOptions{DisableSchemaResolver: true}})
 	require.NoError(t, err)
 	sdk.SetNoClusterWarning(h, 10*time.Millisecond)
 	mgr := quietManager(t, unreachableHub, fgtesting.NewFakeProvider())
@@ -121,7 +122,7 @@ func TestHubWarnsWhenItsProviderEngagesNoCluster(t *testing.T) {
 	}, fakeWait, time.Millisecond)
 }
 
-// SetupWithManager does no I/O, even with InstallRGDCRD: a hub cluster that
+// SetupWithManager does no I/O, even with RGDs.InstallCRD: a hub cluster that
 // fails every request is not contacted until the manager starts, and then
 // Start ends with the install's failure.
 func TestSetupDoesNoIOAndStartReportsTheInstallFailure(t *testing.T) {
@@ -134,7 +135,7 @@ func TestSetupDoesNoIOAndStartReportsTheInstallFailure(t *testing.T) {
 	hubCfg := &rest.Config{Host: srv.URL}
 
 	// The schema resolver is left on: it too must not read the hub at setup.
-	h, err := sdk.NewHub(nil, sdk.Options{InstallRGDCRD: true, Logger: logr.Discard()})
+	h, err := sdk.NewHub(nil, sdk.Options{Logger: logr.Discard(), RGDs: sdk.RGDOptions{InstallCRD: true}})
 	require.NoError(t, err)
 	mgr := quietManager(t, hubCfg, fgtesting.NewFakeProvider())
 	require.NoError(t, h.SetupWithManager(mgr))
@@ -150,7 +151,7 @@ func TestSetupDoesNoIOAndStartReportsTheInstallFailure(t *testing.T) {
 }
 
 // The manager's MaxConcurrentReconciles is the spoke workers' default; an
-// explicit Options.Workers wins.
+// explicit Options.Instances.Workers wins.
 func TestSpokeWorkersFollowTheManagersControllerOptions(t *testing.T) {
 	for _, tc := range []struct{ workers, want int }{{0, 3}, {5, 5}} {
 		provider := fgtesting.NewFakeProvider()
@@ -159,9 +160,9 @@ func TestSpokeWorkersFollowTheManagersControllerOptions(t *testing.T) {
 			Controller: config.Controller{MaxConcurrentReconciles: 3},
 		})
 		require.NoError(t, err)
-		h, err := sdk.NewHub(nil, sdk.Options{Workers: tc.workers, DisableRGDController: true, DisableSchemaResolver: true})
+		h, err := sdk.NewHub(nil, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Instances: spoke.Options{Workers: tc.workers}, Compile: sdk.CompileOptions{DisableSchemaResolver: true}})
 		require.NoError(t, err)
 		require.NoError(t, h.SetupWithManager(mgr))
-		assert.Equal(t, tc.want, sdk.WorkersOf(h), "Options.Workers %d", tc.workers)
+		assert.Equal(t, tc.want, sdk.WorkersOf(h), "Options.Instances.Workers %d", tc.workers)
 	}
 }

@@ -61,8 +61,8 @@ func (o ShardingOptions) TakeoverBound() time.Duration { return shard.Options(o)
 // does not run before the manager starts).
 //
 // With replicas, each Hub's FleetStatus and Clusters cover only the
-// clusters it serves; set Options.Replica to the same ID so that the RGD's
-// fleet status is the union over replicas. Set Options.DepartureGrace
+// clusters it serves; set Options.Replicas.ID to the same ID so that the RGD's
+// fleet status is the union over replicas. Set Options.Fleet.DepartureGrace
 // negative: a cluster handed to another replica leaves this one, and its
 // clean-up would release what the new owner serves.
 func NewShardedCoordinator(hubClient client.Client, opts ShardingOptions) mcmanager.Coordinator {
@@ -73,7 +73,7 @@ func NewShardedCoordinator(hubClient client.Client, opts ShardingOptions) mcmana
 // a sharded coordinator, the ones this replica owns.
 func (h *Hub) Clusters() []string { return h.clusterNames() }
 
-// DefaultReplicaStatusTTL is Options.ReplicaStatusTTL's default.
+// DefaultReplicaStatusTTL is ReplicaOptions.StatusTTL's default.
 const DefaultReplicaStatusTTL = time.Minute
 
 // sharding is the Hub as one of several replicas: it merges the fleet
@@ -89,11 +89,11 @@ type sharding struct {
 	warned atomic.Bool
 }
 
-// loneReplica names a lone hub's status records (Options.Replica unset).
+// loneReplica names a lone hub's status records (Options.Replicas.ID unset).
 const loneReplica = "hub"
 
 // setup prepares the per-replica status records: this Hub's share when
-// it is one of several replicas (Options.Replica), else the record of
+// it is one of several replicas (Options.Replicas.ID), else the record of
 // every cluster, which a lone hub keeps for `fleetgraph status`.
 func (s *sharding) setup(local manager.Manager) error {
 	h := s.h
@@ -101,18 +101,12 @@ func (s *sharding) setup(local manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("client for the replicas' status records: %w", err)
 	}
-	ns, ttl := h.opts.ReplicaNamespace, h.opts.ReplicaStatusTTL
-	if ns == "" {
-		ns = "kube-system"
-	}
-	if ttl == 0 {
-		ttl = DefaultReplicaStatusTTL
-	}
-	replica := h.opts.Replica
+	ns, ttl := h.opts.Replicas.Namespace, h.opts.Replicas.StatusTTL // defaults filled by NewHub
+	replica := h.opts.Replicas.ID
 	if replica == "" {
 		replica = loneReplica
 	}
-	s.replicas.Store(&replicas.Status{Client: c, Namespace: ns, Replica: replica, TTL: ttl, Lone: h.opts.Replica == ""})
+	s.replicas.Store(&replicas.Status{Client: c, Namespace: ns, Replica: replica, TTL: ttl, Lone: h.opts.Replicas.ID == ""})
 	return nil
 }
 
@@ -153,14 +147,14 @@ func (s *sharding) logOnce(name string, err error) {
 func (s *sharding) others(name string) (map[string]replicas.Foreign, bool) {
 	records := s.replicas.Load()
 	if records == nil {
-		return nil, s.h.opts.Replica == ""
+		return nil, s.h.opts.Replicas.ID == ""
 	}
 	return records.Others(name)
 }
 
 // forget deletes this replica's status record of a graph that
 // is removed. A failure is logged only: the record has expired within
-// ReplicaStatusTTL, and then any replica's prune, this one's included,
+// Replicas.StatusTTL, and then any replica's prune, this one's included,
 // deletes it.
 func (s *sharding) forget(ctx context.Context, name string) {
 	forgetFleetMetrics(name) // fleet_metrics.go

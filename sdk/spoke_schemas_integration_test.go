@@ -80,7 +80,7 @@ func TestFanOutChecksSpokeSchemas(t *testing.T) {
 	require.NoError(t, fleet.Spoke("spoke-2").InstallCRDs(gizmoCRD("string")))
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{InstallRGDCRD: true})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}})
 	ctx := context.Background()
 	hubClient := newClient(t, fleet.Hub.Config)
 

@@ -102,17 +102,19 @@ func TestEverySurfaceTellsTheSameTruth(t *testing.T) {
 // told, not polled); a quick prober; every target allowed.
 func surfaceOptions(replica string) sdk.Options {
 	o := sdk.Options{
-		InstallRGDCRD: true,
-		StatusResync:  30 * time.Second,
-		RolloutResync: 250 * time.Millisecond,
-		Probe:         sdk.ProberOptions{Interval: time.Second, Timeout: time.Second},
 		Targets: sdk.TargetOptions{
 			Allow:       func(context.Context, *graph.Graph, *unstructured.Unstructured, string) error { return nil },
 			CallTimeout: 2 * time.Second,
 		},
+		RGDs: sdk.RGDOptions{InstallCRD: true},
+		Fleet: sdk.FleetOptions{
+			StatusResync: 30 * time.Second,
+			Probe:        sdk.ProberOptions{Interval: time.Second, Timeout: time.Second},
+		},
+		Rollouts: sdk.RolloutOptions{Resync: 250 * time.Millisecond},
 	}
 	if replica != "" {
-		o.Replica, o.DepartureGrace, o.StatusResync = replica, -1, 2*time.Second
+		o.Replicas.ID, o.Fleet.DepartureGrace, o.Fleet.StatusResync = replica, -1, 2*time.Second
 	}
 	return o
 }
@@ -124,7 +126,7 @@ func startSurfaceHub(t *testing.T, cfg *rest.Config, provider *labelledProvider,
 	var mcOpts []mcmanager.Option
 	if sharding != nil {
 		s := *sharding
-		s.ID = opts.Replica
+		s.ID = opts.Replicas.ID
 		leases, err := client.New(cfg, client.Options{})
 		require.NoError(t, err)
 		mcOpts = append(mcOpts, mcmanager.WithCoordinator(sdk.NewShardedCoordinator(leases, s)))

@@ -22,7 +22,7 @@ func TestAnAddedDefaultReachesExistingInstances(t *testing.T) {
 	fleet := sharedFleet(t)
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	ctx := context.Background()
 	c := newClient(t, fleet.Spoke("spoke-1").Config)
 

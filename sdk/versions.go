@@ -32,7 +32,7 @@ func (v *versions) setup(local manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("client for the hub: %w", err)
 	}
-	revs := revisions.New(c, h.opts.FieldManager)
+	revs := revisions.New(c, h.opts.Instances.FieldManager)
 	h.setRevisionStore(revs)
 	h.runtime.SetFallback(v.previous)
 	// The GraphRevision CRD goes on the hub as the manager starts, not with

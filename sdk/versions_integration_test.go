@@ -136,7 +136,7 @@ func TestRefusedUpdateKeepsPreviousVersionServing(t *testing.T) {
 	require.NoError(t, fleet.Spoke("spoke-1").InstallCRDs(widgetCRD()))
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
-	h, stopHub := startStoppableHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+	h, stopHub := startStoppableHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	ctx := context.Background()
 	c1 := newClient(t, fleet.Spoke("spoke-1").Config)
 	c2 := newClient(t, fleet.Spoke("spoke-2").Config)
@@ -204,7 +204,7 @@ func TestRefusedUpdateKeepsPreviousVersionServing(t *testing.T) {
 	stopHub()
 	provider2, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
-	h2, _ := startStoppableHub(t, fleet.Hub.Config, provider2, sdk.Options{DisableRGDController: true})
+	h2, _ := startStoppableHub(t, fleet.Hub.Config, provider2, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.NoError(t, h2.RegisterGraph(ctx, rgdFromString(t, paintWidgetRGD)))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		st := served(h2, "paint")
@@ -237,7 +237,7 @@ func startStoppableHub(t testing.TB, cfg *rest.Config, provider multicluster.Pro
 	require.NoError(t, err)
 	require.NoError(t, h.SetupWithManager(mgr))
 	stop := fgtesting.StartStoppable(t, mgr.Start)
-	if opts.InstallRGDCRD && !opts.DisableRGDController {
+	if opts.RGDs.InstallCRD && !opts.RGDs.DisableController {
 		// The install runs as the manager starts: wait for it, as a
 		// program applying RGDs right after starting a hub would.
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -294,7 +294,7 @@ func TestRGDStatusNamesTheLastIssuedRevision(t *testing.T) {
 	fleet := fgtesting.StartFleet(t, 1) // its own: the RGD controller claims every RGD on its hub cluster
 	provider, err := fleet.NewProvider(context.Background())
 	require.NoError(t, err)
-	startHub(t, fleet.Hub.Config, provider, sdk.Options{InstallRGDCRD: true})
+	startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}})
 	ctx := context.Background()
 	hubClient := newClient(t, fleet.Hub.Config)
 	rgd := rgdFromString(t, paintRGD)

@@ -9,29 +9,36 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/internal/instance"
 	internal "github.com/fleetgraph/fleetgraph/internal/spoke"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 )
 
-// The defaults of Options' fields.
+// The defaults of Options' fields. Each is declared once, where it is
+// filled in (the instance engine's defaults, the API's field manager): the
+// drivers and the sdk read the same constants. The comments give the
+// values.
 const (
 	// DefaultWorkers is how many instances of one graph are reconciled at
-	// once, across all clusters.
-	DefaultWorkers = 8
+	// once, across all clusters: 8.
+	DefaultWorkers = instance.DefaultWorkers
 	// DefaultItemConcurrency is how many items of one forEach one reconcile
-	// applies at once.
-	DefaultItemConcurrency = 8
-	// DefaultFieldManager is the field manager of every write.
-	DefaultFieldManager = "fleetgraph"
-	// DefaultCallTimeout bounds each call to a cluster's API server.
-	DefaultCallTimeout = 30 * time.Second
+	// applies at once: 8.
+	DefaultItemConcurrency = instance.DefaultItemConcurrency
+	// DefaultFieldManager is the field manager of every write:
+	// "fleetgraph", the hub's too.
+	DefaultFieldManager = v1alpha1.FieldManager
+	// DefaultCallTimeout bounds each call to a cluster's API server: 30
+	// seconds.
+	DefaultCallTimeout = instance.DefaultCallTimeout
 	// DefaultResync is how often every child of an instance is applied
-	// again even if nothing reported a change.
-	DefaultResync = 10 * time.Minute
+	// again even if nothing reported a change: 10 minutes.
+	DefaultResync = instance.DefaultResync
 	// DefaultClusterLabelsPoll is how often, by default, the labels of a
-	// cluster are asked again for graphs that read cluster.labels.
-	DefaultClusterLabelsPoll = 2 * time.Second
+	// cluster are asked again for graphs that read cluster.labels: 2
+	// seconds.
+	DefaultClusterLabelsPoll = instance.DefaultClusterLabelsPoll
 	// DefaultOrphanGrace is how long a child whose instance is gone is left
-	// before it is deleted.
-	DefaultOrphanGrace = 30 * time.Second
+	// before it is deleted: 30 seconds.
+	DefaultOrphanGrace = instance.DefaultOrphanGrace
 )
 
 // GateFunc decides whether a version of a graph may be served on a cluster
@@ -52,7 +59,9 @@ type GateFunc func(ctx context.Context, cluster multicluster.ClusterName, v Vers
 type FallbackFunc func(ctx context.Context, cluster multicluster.ClusterName, latest Version) (Version, error)
 
 // Options configures a Runtime. The zero value is usable: every field says
-// its default, and New fills them in.
+// its default, and New fills them in. The sdk's Hub serves every graph's
+// instances with these options too (sdk.Options.Instances, which says
+// what the Hub sets itself).
 type Options struct {
 	// Workers is the number of instances of one graph reconciled
 	// concurrently, across all clusters. One cluster gets at most its share
@@ -147,7 +156,7 @@ type Options struct {
 	// LocalClusterName is what cluster.name holds in graphs served on the
 	// cluster engaged as "" (a manager's own, as in the sdk's
 	// single-cluster mode). Defaults to "". The sdk's Hub sets it from its
-	// Options.LocalClusterName.
+	// Options.Fleet.LocalClusterName.
 	LocalClusterName string
 	// CountsChanged, if set, is told the graph's name whenever the
 	// instance counts of the graph on some cluster (Runtime.Counts)

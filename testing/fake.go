@@ -83,7 +83,7 @@ type FakeClusterOptions struct {
 //   - no validation against OpenAPI schemas, no pruning of unknown fields,
 //     no CEL validation rules, no conversion between CRD versions;
 //   - no OpenAPI documents, so a SchemaResolver cannot read a fake cluster
-//     (a hub on fake clusters needs sdk.Options.DisableSchemaResolver);
+//     (a hub on fake clusters needs sdk.Options.Compile.DisableSchemaResolver);
 //   - a CRD's names are always accepted (no conflict checks), and it is
 //     Established synchronously (a real one takes a moment); objects in
 //     Options.Objects get no defaults from a CRD listed after them;

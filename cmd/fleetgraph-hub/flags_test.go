@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
+	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 func parse(t *testing.T, args ...string) (options, error) {
@@ -71,7 +72,7 @@ func TestFlagsReplicasOffByDefault(t *testing.T) {
 	opts, err := o.replicas.coordinator(nil)
 	require.NoError(t, err)
 	assert.Empty(t, opts)
-	assert.Equal(t, sdk.Options{Workers: 3}, o.replicas.hubOptions(sdk.Options{Workers: 3}))
+	assert.Equal(t, sdk.Options{Instances: spoke.Options{Workers: 3}}, o.replicas.hubOptions(sdk.Options{Instances: spoke.Options{Workers: 3}}))
 }
 
 // A sharded replica's identity defaults to $POD_NAME, else the host name;
@@ -86,8 +87,8 @@ func TestFlagsShardedReplicaDefaults(t *testing.T) {
 	assert.Equal(t, host, o.replicas.id)
 	assert.Equal(t, sdk.ShardingOptions{ID: host, Namespace: "kube-system", LeaseDuration: 20 * time.Second, Probe: 5 * time.Second},
 		o.replicas.sharding())
-	h := o.replicas.hubOptions(sdk.Options{Workers: 3})
-	assert.Equal(t, sdk.Options{Workers: 3, Replica: host, ReplicaNamespace: "kube-system", ReplicaStatusTTL: time.Minute, DepartureGrace: -1}, h)
+	h := o.replicas.hubOptions(sdk.Options{Instances: spoke.Options{Workers: 3}})
+	assert.Equal(t, sdk.Options{Instances: spoke.Options{Workers: 3}, Fleet: sdk.FleetOptions{DepartureGrace: -1}, Replicas: sdk.ReplicaOptions{ID: host, Namespace: "kube-system", StatusTTL: time.Minute}}, h)
 
 	t.Setenv("POD_NAME", "fleetgraph-hub-7d9f-x2k")
 	o, err = parse(t, "--replicas-shard")
@@ -104,9 +105,9 @@ func TestFlagsShardedReplicaExplicit(t *testing.T) {
 	assert.Equal(t, 9*time.Second, o.replicas.sharding().TakeoverBound())
 	assert.Equal(t, time.Second, o.statusResync)
 	h := o.replicas.hubOptions(sdk.Options{})
-	assert.Equal(t, "r1", h.Replica)
-	assert.Equal(t, "fleetgraph-system", h.ReplicaNamespace)
-	assert.Equal(t, 30*time.Second, h.ReplicaStatusTTL)
+	assert.Equal(t, "r1", h.Replicas.ID)
+	assert.Equal(t, "fleetgraph-system", h.Replicas.Namespace)
+	assert.Equal(t, 30*time.Second, h.Replicas.StatusTTL)
 }
 
 func TestFlagsRefuseReplicasThatCannotWork(t *testing.T) {

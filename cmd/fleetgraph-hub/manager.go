@@ -16,6 +16,7 @@ import (
 	"github.com/fleetgraph/fleetgraph/providers/kcp"
 	"github.com/fleetgraph/fleetgraph/providers/secret"
 	"github.com/fleetgraph/fleetgraph/sdk"
+	"github.com/fleetgraph/fleetgraph/spoke"
 )
 
 // setupper is what a provider needs from the manager before it starts.
@@ -38,12 +39,14 @@ func newManager(cfg *rest.Config, o options) (mcmanager.Manager, error) {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	hub, err := sdk.NewHub(nil, o.replicas.hubOptions(sdk.Options{ // nil: the manager's provider
-		InstallRGDCRD:          o.installRGDCRD,
-		DeleteCRDsOnUnregister: o.deleteCRDs,
-		Workers:                o.workers,
-		EstablishTimeout:       o.establishTimeout,
-		StatusResync:           o.statusResync,
-		Pull:                   sdk.PullOptions{Enable: o.pull, HeartbeatGrace: o.pullGrace},
+		RGDs:      sdk.RGDOptions{InstallCRD: o.installRGDCRD},
+		Instances: spoke.Options{Workers: o.workers},
+		CRDs: sdk.CRDOptions{
+			DeleteOnUnregister: o.deleteCRDs,
+			EstablishTimeout:   o.establishTimeout,
+		},
+		Fleet: sdk.FleetOptions{StatusResync: o.statusResync},
+		Pull:  sdk.PullOptions{Enable: o.pull, HeartbeatGrace: o.pullGrace},
 	}))
 	if err != nil {
 		return nil, err

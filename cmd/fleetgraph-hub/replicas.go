@@ -120,9 +120,9 @@ func (r *replicaOptions) hubOptions(o sdk.Options) sdk.Options {
 	if !r.shard {
 		return o
 	}
-	o.Replica = r.id
-	o.ReplicaNamespace = r.namespace
-	o.ReplicaStatusTTL = r.statusTTL
-	o.DepartureGrace = -1
+	o.Replicas.ID = r.id
+	o.Replicas.Namespace = r.namespace
+	o.Replicas.StatusTTL = r.statusTTL
+	o.Fleet.DepartureGrace = -1
 	return o
 }

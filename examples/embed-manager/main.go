@@ -70,7 +70,7 @@ func run(ctx context.Context, cfg *rest.Config, metricsAddr string, safety secre
 		return err
 	}
 	// nil: the hub serves the manager's provider. Options document defaults.
-	hub, err := sdk.NewHub(nil, sdk.Options{InstallRGDCRD: true})
+	hub, err := sdk.NewHub(nil, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}})
 	if err != nil {
 		return err
 	}

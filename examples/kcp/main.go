@@ -70,7 +70,7 @@ func run(ctx context.Context, cfg *rest.Config, hub, tenants logicalcluster.Path
 	}
 	// In workspace mode each spoke workspace gets its own copy of the
 	// generated CRD, exactly as a plain cluster does.
-	return serve(ctx, workspaceConfig(cfg, hub), provider, sdk.Options{InstallRGDCRD: true})
+	return serve(ctx, workspaceConfig(cfg, hub), provider, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}})
 }
 
 // runExport serves the RGDs of workspace hub through the APIExport called
@@ -86,7 +86,7 @@ func runExport(ctx context.Context, cfg *rest.Config, hub logicalcluster.Path, e
 	// The provider is also the hub's publisher (hub.Publisher): each graph
 	// becomes an APIResourceSchema of the export, with permission claims
 	// for its child kinds; nothing is applied to the consumers' workspaces.
-	return serve(ctx, hubCfg, provider, sdk.Options{InstallRGDCRD: true})
+	return serve(ctx, hubCfg, provider, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}})
 }
 
 // serve runs a hub for provider's clusters in the workspace hubCfg reaches.

@@ -159,8 +159,8 @@ func startHub(ctx context.Context, fleet *fgtesting.Fleet) error {
 	// refuses loopback addresses unless told otherwise.
 	provider := secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}})
 	hub, err := sdk.NewHub(provider, sdk.Options{
-		InstallRGDCRD: true,
-		Targets:       sdk.TargetOptions{AllowedClusters: &metav1.LabelSelector{MatchLabels: map[string]string{"mesh": "true"}}},
+		Targets: sdk.TargetOptions{AllowedClusters: &metav1.LabelSelector{MatchLabels: map[string]string{"mesh": "true"}}},
+		RGDs:    sdk.RGDOptions{InstallCRD: true},
 	})
 	if err != nil {
 		return err

@@ -125,11 +125,11 @@ func startHub(ctx context.Context, out io.Writer, fleet *fgtesting.Fleet) (*sdk.
 		return nil, err
 	}
 	hub, err := sdk.NewHub(nil, sdk.Options{ // nil: the manager's provider
-		InstallRGDCRD: true,
 		// Hub graphs whose targets are computed (from the instance or
 		// fleet.clusters) may name the clusters labelled mesh=true: every
 		// spoke here.
 		Targets: sdk.TargetOptions{AllowedClusters: &metav1.LabelSelector{MatchLabels: map[string]string{meshLabel: "true"}}},
+		RGDs:    sdk.RGDOptions{InstallCRD: true},
 	})
 	if err != nil {
 		return nil, err

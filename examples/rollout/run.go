@@ -178,10 +178,10 @@ func startHub(ctx context.Context, fleet *fgtesting.Fleet) (*sdk.Hub, error) {
 	// refuses loopback addresses unless told otherwise.
 	provider := secret.New(secret.Options{Safety: secret.Safety{AllowLoopback: true}})
 	hub, err := sdk.NewHub(provider, sdk.Options{
-		InstallRGDCRD: true,
 		// Hub graphs (resources with a target) may name any spoke, their
 		// targets computed or not: what a kept fleet needs to try them.
 		Targets: sdk.TargetOptions{AllowedClusters: &metav1.LabelSelector{}},
+		RGDs:    sdk.RGDOptions{InstallCRD: true},
 	})
 	if err != nil {
 		return nil, err

@@ -191,7 +191,7 @@ func startSides(t *testing.T) (kro, fg *side) {
 	require.NoError(t, InstallCRDs(ctx, clusters["fleetgraph"].Config, widgets))
 
 	startKroController(t, bin, clusters["kro"])
-	h, err := sdk.NewHub(nil, sdk.Options{InstallRGDCRD: true})
+	h, err := sdk.NewHub(nil, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}})
 	require.NoError(t, err)
 	fgCfg := clusters["fleetgraph"].Config
 	fgtesting.Start(t, func(ctx context.Context) error { return h.Run(ctx, fgCfg) })

@@ -25,6 +25,11 @@ type Options struct {
 	// only a selector on an internal package (a re-exported sentinel
 	// error, say). Defaults to false.
 	InternalValues bool
+	// EngineDefaults, with InternalValues, lets an exported constant whose
+	// name starts with "Default" name an internal one: a default is
+	// declared once, by the code that fills it in, and the public
+	// constant's comment states its value. Defaults to false.
+	EngineDefaults bool
 }
 
 // Findings returns one line per finding in the non-test Go files of dir,
@@ -69,6 +74,9 @@ func fileFindings(fset *token.FileSet, f *ast.File, opts Options) []string {
 					continue
 				}
 				for i, n := range s.Names {
+					if opts.EngineDefaults && gd.Tok == token.CONST && strings.HasPrefix(n.Name, "Default") {
+						continue
+					}
 					if n.IsExported() && i < len(s.Values) && refersTo(s.Values[i], internals) {
 						out = append(out, fmt.Sprintf("%s: %s only names an internal value; define it here", fset.Position(n.Pos()), n))
 					}

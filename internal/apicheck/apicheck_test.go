@@ -25,6 +25,8 @@ type own struct{}
 
 const Named = x.C
 const Own = 1
+const DefaultWorkers = x.DefaultWorkers
+var DefaultVar = x.V
 `
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.go"), []byte(src), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "p_test.go"), []byte("package p\ntype Ignored = x.T\n"), 0o600))
@@ -36,6 +38,11 @@ const Own = 1
 
 	got, err = Findings(dir, Options{AnyAlias: true, InternalValues: true})
 	require.NoError(t, err)
-	require.Len(t, got, 3, "Public and Named too")
+	require.Len(t, got, 5, "Public, Named and both defaults too")
 	assert.Contains(t, got[2], "Named only names an internal value")
+
+	got, err = Findings(dir, Options{AnyAlias: true, InternalValues: true, EngineDefaults: true})
+	require.NoError(t, err)
+	require.Len(t, got, 4, "a Default constant may name the engine's; a variable may not")
+	assert.Contains(t, got[3], "DefaultVar only names an internal value")
 }

@@ -1,5 +1,7 @@
 package contract
 
+import "github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
+
 // Labels, annotations and the finalizer that fleetgraph puts on the objects
 // it manages. They live under fleetgraph.dev so that fleetgraph and kro never
 // fight over an object.
@@ -20,7 +22,7 @@ const (
 	ManagedBy      = "fleetgraph"
 
 	// Finalizer holds an instance until its children are deleted.
-	Finalizer = "fleetgraph.dev/finalizer"
+	Finalizer = v1alpha1.Finalizer
 	// AnnotationChildKinds lists the kinds an instance's children may have,
 	// as comma-separated apiVersion/Kind. Children themselves are found by
 	// their LabelInstanceUID; this list says which kinds to look in, even

@@ -8,11 +8,13 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 )
 
-// The defaults of Options, declared here once: the drivers and the sdk
-// use these, and the public spoke package documents the same values (its
-// tests hold them equal).
+// The defaults of Options, declared here once: the drivers, the sdk and
+// the public spoke package (whose constants are these) use them. The field
+// manager is v1alpha1.FieldManager, which the public hub package shares.
 const (
 	// DefaultWorkers is how many instances of one graph a driver
 	// reconciles at once. Both drivers share it: a hub graph's reconcile
@@ -26,7 +28,7 @@ const (
 	DefaultItemConcurrency = 8
 	// DefaultFieldManager is the field manager of every write: children's
 	// applies and instances' patches. Ownership checks look for it.
-	DefaultFieldManager = "fleetgraph"
+	DefaultFieldManager = v1alpha1.FieldManager
 	// DefaultCallTimeout bounds each call to a cluster's API server, and
 	// each wait for a new watch's initial list.
 	DefaultCallTimeout = 30 * time.Second

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 )
 
 // The defaults of Options' fields.
@@ -63,7 +64,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.FieldManager == "" {
-		o.FieldManager = "fleetgraph"
+		o.FieldManager = v1alpha1.FieldManager
 	}
 	if o.HeartbeatGrace <= 0 {
 		o.HeartbeatGrace = DefaultHeartbeatGrace

@@ -1,6 +1,6 @@
 // Package rollout decides which revision of a graph each cluster serves.
 //
-// Two inputs decide. Placement: a Go hook (sdk.Options.Placement) and a
+// Two inputs decide. Placement: a Go hook (sdk.Options.Rollouts.Placement) and a
 // GraphRollout object's cluster selector, both over the labels the provider
 // gives each cluster, say whether a cluster serves the graph at all.
 // Rollout: a GraphRollout's ordered waves say when a new revision reaches a

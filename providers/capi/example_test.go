@@ -24,7 +24,7 @@ func Example() {
 		LabelSelector: labels.SelectorFromSet(labels.Set{"fleetgraph": "enabled"}),
 	})
 	hub, err := sdk.NewHub(provider, sdk.Options{
-		Placement: func(_, _ string, l map[string]string) bool { return l["env"] == "prod" },
+		Rollouts: sdk.RolloutOptions{Placement: func(_, _ string, l map[string]string) bool { return l["env"] == "prod" }},
 	})
 	if err != nil {
 		panic(err)

@@ -33,8 +33,10 @@ func Example() {
 		}},
 	})
 	hub, err := sdk.NewHub(provider, sdk.Options{
-		Placement: func(_, _ string, l map[string]string) bool {
-			return l["tier"] == "prod" && l[clusterprofile.PropertyPrefix+"region"] == "eu"
+		Rollouts: sdk.RolloutOptions{
+			Placement: func(_, _ string, l map[string]string) bool {
+				return l["tier"] == "prod" && l[clusterprofile.PropertyPrefix+"region"] == "eu"
+			},
 		},
 	})
 	if err != nil {

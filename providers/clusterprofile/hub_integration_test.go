@@ -65,16 +65,18 @@ func TestAHubPlacesGraphsByProfileLabelsAndProperties(t *testing.T) {
 		Namespace: ns, CredentialPlugins: []clusterprofile.CredentialPlugin{pl}, Safety: onLoopback,
 	})
 	h, err := sdk.NewHub(provider, sdk.Options{
-		DisableRGDController: true,
-		RolloutResync:        200 * time.Millisecond,
-		Placement: func(graph, _ string, labels map[string]string) bool {
-			switch graph {
-			case "by-label":
-				return labels["tier"] == "prod"
-			case "by-property":
-				return labels[clusterprofile.PropertyPrefix+"region"] == "eu"
-			}
-			return false
+		RGDs: sdk.RGDOptions{DisableController: true},
+		Rollouts: sdk.RolloutOptions{
+			Resync: 200 * time.Millisecond,
+			Placement: func(graph, _ string, labels map[string]string) bool {
+				switch graph {
+				case "by-label":
+					return labels["tier"] == "prod"
+				case "by-property":
+					return labels[clusterprofile.PropertyPrefix+"region"] == "eu"
+				}
+				return false
+			},
 		},
 	})
 	require.NoError(t, err)

@@ -82,7 +82,7 @@
 // other exports' resources; a plain kcp workspace serves no Deployments.
 // Removing a graph (UnregisterGraph) leaves its resource listed in the
 // export and is not covered by a test in this mode yet;
-// DeleteCRDsOnUnregister does not apply.
+// CRDs.DeleteOnUnregister does not apply.
 // An instance created before a compatible change that adds a defaulted
 // field is held by the shared cache as it was listed, without the new
 // field; the runtime applies the schema's defaults to every instance it

@@ -174,7 +174,7 @@ func startExportHub(t *testing.T, provider logicalcluster.Path, export string) *
 		HealthProbeBindAddress: "0",
 	})
 	require.NoError(t, err)
-	h, err := sdk.NewHub(p, sdk.Options{DisableRGDController: true})
+	h, err := sdk.NewHub(p, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	require.NoError(t, err)
 	require.NoError(t, h.SetupWithManager(mgr))
 	fgtesting.Start(t, mgr.Start)

@@ -20,6 +20,17 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByFleetgraph is the value of LabelManagedBy on generated CRDs.
 	ManagedByFleetgraph = "fleetgraph"
+
+	// FieldManager is the server-side apply field manager fleetgraph
+	// writes with unless told otherwise: CRDs and admission policies (the
+	// hub), children and instances (the instance engine), revisions and
+	// rollouts. It is declared here once: hub.DefaultFieldManager and
+	// spoke.DefaultFieldManager are this constant.
+	FieldManager = "fleetgraph"
+
+	// Finalizer holds an instance until its children are deleted. It is
+	// declared here once: spoke.Finalizer is this constant.
+	Finalizer = "fleetgraph.dev/finalizer"
 )
 
 // LabelGraph, on a generated CRD, names the ResourceGraphDefinition it was

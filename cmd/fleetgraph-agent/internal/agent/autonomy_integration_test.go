@@ -37,7 +37,7 @@ func TestAgentServesWhileTheHubIsAway(t *testing.T) {
 	ctx := context.Background()
 	fleet := fgtesting.StartFleet(t, 1) // its own: its hub's API server is frozen
 	pulled := fleet.Spokes()[0]
-	h, _ := startHub(t, fleet.Hub.Config, fgtesting.NewProvider(), sdk.Options{DisableRGDController: true})
+	h, _ := startHub(t, fleet.Hub.Config, fgtesting.NewProvider(), sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	hubCfg := join(t, fleet.Hub, "edge-1", nil)
 	stopAgent := startAgent(t, "edge-1", hubCfg, pulled)
 	require.NoError(t, h.RegisterGraph(ctx, beaconRGD(t, "lantern", "Lantern", "1")))

@@ -160,7 +160,7 @@ func startHub(t testing.TB, cfg *rest.Config, provider multicluster.Provider, op
 		c, err := client.New(cfg, client.Options{Scheme: fgtesting.NewScheme()})
 		require.NoError(ct, err)
 		assert.NoError(ct, c.List(context.Background(), &fgv1alpha1.PullClusterList{}))
-		if opts.InstallRGDCRD {
+		if opts.RGDs.InstallCRD {
 			assert.NoError(ct, c.List(context.Background(), &v1alpha1.ResourceGraphDefinitionList{}))
 		}
 	}, wait, tick, "the hub installs its CRDs")

@@ -51,7 +51,7 @@ func TestHubGraphsRefuseAPullClusterAsATarget(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fleet := fgtesting.StartFleet(t, 0) // its own: the hub serves every PullCluster on its hub cluster
-	h, _ := startHub(t, fleet.Hub.Config, fgtesting.NewProvider(), sdk.Options{DisableRGDController: true})
+	h, _ := startHub(t, fleet.Hub.Config, fgtesting.NewProvider(), sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	join(t, fleet.Hub, "edge-1", nil)
 	hub := newClient(t, fleet.Hub.Config)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {

@@ -39,7 +39,7 @@ func TestAgentIdentity(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fleet := fgtesting.StartFleet(t, 1) // its own: the hub serves every PullCluster on its hub cluster
-	startHub(t, fleet.Hub.Config, fgtesting.NewProvider(), sdk.Options{DisableRGDController: true})
+	startHub(t, fleet.Hub.Config, fgtesting.NewProvider(), sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	a := join(t, fleet.Hub, "edge-a", nil)
 	join(t, fleet.Hub, "edge-b", nil)
 	admin := newClient(t, fleet.Hub.Config)

@@ -40,7 +40,7 @@ func BenchmarkAgentHubLoad(b *testing.B) {
 		window := loadWindow(b)
 		fleet := fgtesting.StartFleet(b, 1)
 		pulled := fleet.Spokes()[0]
-		h, _ := startHub(b, fleet.Hub.Config, fgtesting.NewProvider(), sdk.Options{DisableRGDController: true})
+		h, _ := startHub(b, fleet.Hub.Config, fgtesting.NewProvider(), sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 		counter := &requestCounter{}
 		hubCfg := join(b, fleet.Hub, "edge-1", nil)
 		hubCfg.Wrap(counter.wrap)

@@ -84,7 +84,7 @@ type Options struct {
 	// (from the assignments) and are overwritten.
 	Spoke spoke.Options
 	// Limits bound each graph's compile and evaluation, as the hub's
-	// sdk.Options.Limits. Defaults to graph.Limits{}.WithDefaults().
+	// sdk.Options.Compile.Limits. Defaults to graph.Limits{}.WithDefaults().
 	Limits graph.Limits
 	// MetricsBindAddress serves the agent's metrics; "0" turns them off.
 	// Defaults to "0".

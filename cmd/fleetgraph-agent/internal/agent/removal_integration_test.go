@@ -26,7 +26,7 @@ import (
 // Graphs leave a pull cluster by the rules of a pushed one. A graph
 // unregistered from the hub is finalized there: its instances keep the
 // finalizer until deleted (their children go with them), then, with
-// DeleteCRDsOnUnregister, the CRD goes, and the hub's removal ends once
+// CRDs.DeleteOnUnregister, the CRD goes, and the hub's removal ends once
 // the agent reports it done. A PullCluster deleted from the hub is a
 // cluster leaving the fleet: its instances are released (finalizer off,
 // children and CRD stay), then its namespace on the hub goes, and with it
@@ -36,7 +36,7 @@ func TestGraphsLeaveAPullClusterByTheRemovalRules(t *testing.T) {
 	ctx := context.Background()
 	fleet := fgtesting.StartFleet(t, 1) // its own: the hub serves every PullCluster on its hub cluster
 	pulled := fleet.Spokes()[0]
-	h, _ := startHub(t, fleet.Hub.Config, fgtesting.NewProvider(), sdk.Options{DisableRGDController: true, DeleteCRDsOnUnregister: true})
+	h, _ := startHub(t, fleet.Hub.Config, fgtesting.NewProvider(), sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, CRDs: sdk.CRDOptions{DeleteOnUnregister: true}})
 	hubCfg := join(t, fleet.Hub, "edge-1", nil)
 	startAgent(t, "edge-1", hubCfg, pulled)
 	require.NoError(t, h.RegisterGraph(ctx, beaconRGD(t, "ember", "Ember", "1")))

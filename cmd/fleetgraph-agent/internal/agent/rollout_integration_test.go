@@ -37,7 +37,7 @@ func TestRolloutAcrossPushedAndPullClusters(t *testing.T) {
 		pushedCanary.Name: {"ring": "canary"}, pushedMain.Name: {"ring": "main"},
 	}}
 	hubCfg, refused := refusing(fleet.Hub.Config, pulledCanary, pulledMain)
-	h, _ := startHub(t, hubCfg, provider, sdk.Options{DisableRGDController: true, RolloutResync: 200 * time.Millisecond})
+	h, _ := startHub(t, hubCfg, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: 200 * time.Millisecond}})
 	startAgent(t, "edge-canary", join(t, fleet.Hub, "edge-canary", map[string]string{"ring": "canary"}), pulledCanary)
 	startAgent(t, "edge-main", join(t, fleet.Hub, "edge-main", map[string]string{"ring": "main"}), pulledMain)
 	all := []*fgtesting.Cluster{pushedCanary, pulledCanary, pushedMain, pulledMain}

@@ -29,7 +29,7 @@ func TestPullClusterServesAGraphThroughItsAgent(t *testing.T) {
 	hubCfg, refused := refusing(fleet.Hub.Config, pulled)
 	provider := fgtesting.NewProvider()
 	require.NoError(t, provider.AddConfig(ctx, pushed.Name, pushed.Config))
-	h, _ := startHub(t, hubCfg, provider, sdk.Options{InstallRGDCRD: true})
+	h, _ := startHub(t, hubCfg, provider, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}})
 	hub := newClient(t, fleet.Hub.Config)
 
 	startAgent(t, "edge-1", join(t, fleet.Hub, "edge-1", map[string]string{"site": "edge"}), pulled)

@@ -86,9 +86,9 @@ func runWithHub(m *testing.M) (int, error) {
 		return 0, err
 	}
 	h, err := sdk.NewHub(provider, sdk.Options{
-		InstallRGDCRD: true,
-		Replica:       "hub-0",
-		Probe:         sdk.ProberOptions{Interval: time.Second, Timeout: time.Second},
+		RGDs:     sdk.RGDOptions{InstallCRD: true},
+		Fleet:    sdk.FleetOptions{Probe: sdk.ProberOptions{Interval: time.Second, Timeout: time.Second}},
+		Replicas: sdk.ReplicaOptions{ID: "hub-0"},
 	})
 	if err != nil {
 		return 0, err

@@ -42,7 +42,7 @@ type Options struct {
 	// kube-system, the hub's default.
 	RecordNamespace string
 	// RecordTTL is how long a record counts after its renewal, as the
-	// hub's Options.ReplicaStatusTTL. Defaults to one minute, its default.
+	// hub's Options.Replicas.StatusTTL. Defaults to one minute, its default.
 	RecordTTL time.Duration
 	// Now tells the time. Defaults to time.Now.
 	Now func() time.Time
