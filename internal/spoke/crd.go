@@ -112,14 +112,24 @@ func (f *crdFollower) kindChanged() {
 	if running {
 		return
 	}
+	f.countsChanged() // uncounted meanwhile (counts.go)
 	go func() {
 		defer func() {
 			f.mu.Lock()
 			f.rewatching = false
 			f.mu.Unlock()
+			f.countsChanged()
 		}()
 		f.rewatch()
 	}()
+}
+
+// countsChanged tells Options.CountsChanged that the member's count
+// changed: it is not counted while the instance watch waits.
+func (f *crdFollower) countsChanged() {
+	if tell := f.m.c.opts.CountsChanged; tell != nil {
+		tell(f.m.g.Name)
+	}
 }
 
 // busy reports whether the instance watch is being replaced: its cache
