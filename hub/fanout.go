@@ -141,6 +141,8 @@ func classify(err error) (CRDState, string) {
 		return CRDIncompatible, err.Error()
 	case errors.Is(err, ErrNotServedYet):
 		return CRDApplied, err.Error()
+	case errors.Is(err, errBeingDeleted):
+		return CRDMissing, err.Error()
 	}
 	return CRDError, err.Error()
 }

@@ -221,9 +221,9 @@ func (f *FanOut) gone(server string, kind objectKind, name string) {
 	r.mu.Unlock()
 	for _, l := range shown {
 		msg := fmt.Sprintf("CRD %s was deleted from the cluster; applying it again", l.g.CRD.Name)
-		changed := f.tracker.recordVersion(f.lifetime(l.c), l.g.Name, l.c.Name, l.g.Generation, l.g.Revision, CRDError, msg)
+		changed := f.tracker.recordVersion(f.lifetime(l.c), l.g.Name, l.c.Name, l.g.Generation, l.g.Revision, CRDMissing, msg)
 		if changed && f.opts.OnTransition != nil {
-			f.opts.OnTransition(l.g.Name, l.c.Name, CRDError, msg)
+			f.opts.OnTransition(l.g.Name, l.c.Name, CRDMissing, msg)
 		}
 	}
 }
