@@ -28,7 +28,7 @@ import (
 // Backoff of a watcher's lists after a failure.
 const (
 	watchRetry    = 200 * time.Millisecond
-	watchRetryMax = 5 * time.Second
+	watchRetryMax = time.Second
 )
 
 var (

@@ -20,6 +20,7 @@ import (
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/rgd"
 	"github.com/fleetgraph/fleetgraph/sdk"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
 // repairWithin is how soon what the hub installed on a spoke is back
@@ -61,17 +62,19 @@ func TestACRDDeletedOnASpokeIsBackAndItsGapShown(t *testing.T) {
 		return c1.Get(ctx, client.ObjectKey{Name: crdName(gvk)}, crd) == nil && crd.UID != uid1 && isEstablished(crd)
 	}, repairWithin, 50*time.Millisecond, "the CRD is back on spoke-1")
 
-	createWhenServed(t, c1, instance(gvk, "repaired-c", map[string]any{"name": "repaired-c"}))
-	requireState(t, c1, gvk, "repaired-c", "ACTIVE")
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.Equal(ct, map[string]string{"spoke-1": "Established 1/1", "spoke-2": "Established 2/2"},
+		assert.Equal(ct, map[string]string{"spoke-1": "Established 0/0", "spoke-2": "Established 2/2"},
 			clusterStates(h, graphRGD.Name), "the instances the deletion took are not counted")
 	}, wait, tick)
 	gap := watch.stop()
-	assert.True(t, gap.notEstablished, "the status showed spoke-1 not established while the CRD was away")
+	assert.True(t, gap.missing, "the status showed spoke-1's CRD Missing while it was away")
 	assert.True(t, gap.unhealthy, "the RGD's summary was unhealthy while the CRD was away")
-	assert.False(t, gap.readyClaimedWhileLost,
-		"no ready instance was counted on spoke-1 while its CRD was not established")
+	assert.False(t, gap.claimedAfterLoss, "no ready instance was counted on spoke-1 once its CRD was seen missing")
+	createWhenServed(t, c1, instance(gvk, "repaired-c", map[string]any{"name": "repaired-c"}))
+	requireState(t, c1, gvk, "repaired-c", "ACTIVE")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, "Established 1/1", clusterStates(h, graphRGD.Name)["spoke-1"])
+	}, wait, tick)
 	for _, name := range []string{"repaired-a", "repaired-b"} {
 		assert.Equal(t, "ACTIVE", state(c2, gvk, name), "spoke-2's instances are untouched")
 	}
@@ -122,9 +125,14 @@ type statusWatch struct {
 }
 
 type statusGap struct {
-	notEstablished        bool // the cluster was shown not established
-	unhealthy             bool // the RGD's summary counted an unhealthy cluster
-	readyClaimedWhileLost bool // ready instances were counted while not established
+	notEstablished bool // the cluster was shown not established
+	missing        bool // the cluster was shown with its CRD Missing
+	unhealthy      bool // the RGD's summary counted an unhealthy cluster
+	// claimedAfterLoss: ready instances were counted there at any time
+	// since it was first shown Missing, or, once back is set, reachable.
+	claimedAfterLoss bool
+	back             bool // the cluster's servers were started again
+	seenBack         bool // the hub was seen reaching it since
 }
 
 func watchStatus(t *testing.T, h *sdk.Hub, graph, cluster string) *statusWatch {
@@ -143,17 +151,28 @@ func watchStatus(t *testing.T, h *sdk.Hub, graph, cluster string) *statusWatch {
 			w.mu.Lock()
 			w.gap.unhealthy = w.gap.unhealthy || summary.Unhealthy > 0
 			for _, c := range st.Clusters {
-				if c.Cluster != cluster || c.CRD == hub.CRDEstablished {
+				if c.Cluster != cluster {
 					continue
 				}
-				w.gap.notEstablished = true
-				w.gap.readyClaimedWhileLost = w.gap.readyClaimedWhileLost || c.ReadyInstances > 0
+				w.gap.notEstablished = w.gap.notEstablished || c.CRD != hub.CRDEstablished
+				w.gap.missing = w.gap.missing || c.CRD == hub.CRDMissing
+				w.gap.seenBack = w.gap.seenBack || (w.gap.back && c.CRD != hub.CRDUnreachable)
+				lossSeen := w.gap.missing || w.gap.seenBack
+				w.gap.claimedAfterLoss = w.gap.claimedAfterLoss || (lossSeen && c.ReadyInstances > 0)
 			}
 			w.mu.Unlock()
 		}
 	}()
 	t.Cleanup(func() { w.stop() })
 	return w
+}
+
+// restarted notes that the cluster's servers were started again: from
+// the first poll that shows it reachable, the restart counts as seen.
+func (w *statusWatch) restarted() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.gap.back = true
 }
 
 func (w *statusWatch) stop() statusGap {
@@ -210,4 +229,53 @@ func isEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
 		}
 	}
 	return false
+}
+
+// A spoke whose API server and etcd are stopped and started again empty,
+// at the same address (a cluster rebuilt there, or whose etcd was lost),
+// has the graph's CRD back within 30 s, and once the hub has seen the CRD
+// missing it never counts the instances that went with the old state;
+// an instance created afterwards becomes ACTIVE. It has a fleet of its
+// own: it stops a spoke.
+func TestASpokeRebuiltEmptyGetsItsCRDBackAndLosesItsCounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fleet := fgtesting.StartFleet(t, 2)
+	provider, err := fleet.NewProvider(ctx)
+	require.NoError(t, err)
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{DisableRGDController: true})
+	graphRGD, gvk := renamedRGD(readRGD(t, "testdata/webapp-rgd.yaml"), "rebuilt", "RebuiltWebApp")
+	require.NoError(t, h.RegisterGraph(ctx, graphRGD))
+	spoke := fleet.Spoke("spoke-1")
+	c1 := newClient(t, spoke.Config)
+	for _, name := range []string{"rebuilt-a", "rebuilt-b"} {
+		createWhenServed(t, c1, instance(gvk, name, map[string]any{"name": name}))
+		requireState(t, c1, gvk, name, "ACTIVE")
+	}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, "Established 2/2", clusterStates(h, graphRGD.Name)["spoke-1"])
+	}, wait, tick)
+
+	require.NoError(t, spoke.StopServers())
+	watch := watchStatus(t, h, graphRGD.Name, "spoke-1")
+	require.NoError(t, spoke.StartServers(true))
+	watch.restarted()
+	require.Eventually(t, func() bool {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		return c1.Get(ctx, client.ObjectKey{Name: crdName(gvk)}, crd) == nil && isEstablished(crd)
+	}, 30*time.Second, 50*time.Millisecond, "the CRD is back on the rebuilt spoke")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, "Established 0/0", clusterStates(h, graphRGD.Name)["spoke-1"], "the lost instances are not counted")
+	}, wait, tick)
+	gap := watch.stop()
+	assert.True(t, gap.notEstablished, "the status showed spoke-1 not established (Unreachable, then Missing if the prober was slower)")
+	assert.True(t, gap.seenBack, "the hub was seen reaching spoke-1 again")
+	assert.True(t, gap.unhealthy, "the RGD's summary was unhealthy meanwhile")
+	assert.False(t, gap.claimedAfterLoss, "no ready instance counted once the rebuilt spoke was seen again")
+
+	createWhenServed(t, c1, instance(gvk, "rebuilt-c", map[string]any{"name": "rebuilt-c"}))
+	requireState(t, c1, gvk, "rebuilt-c", "ACTIVE")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, "Established 1/1", clusterStates(h, graphRGD.Name)["spoke-1"])
+	}, wait, tick)
 }

@@ -3,6 +3,7 @@ package testing
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -94,15 +95,45 @@ func (c *Cluster) Stop() error {
 	return nil
 }
 
-// StopServers stops the cluster's kube-apiserver and etcd, keeping their
-// addresses, certificates and data: clients get connection errors until
+// serverKillAfter is how long StopServers lets the API server shut down
+// before it kills it: with clients watching, a graceful shutdown takes
+// longer than envtest waits, and a crash is what StopServers stands for.
+const serverKillAfter = 2 * time.Second
+
+// StopServers stops the cluster's kube-apiserver (killed if it has not
+// stopped within 2 s, as in a crash) and etcd, keeping their addresses,
+// certificates and data: clients get connection errors until
 // StartServers. Not safe for concurrent use with StartServers or Stop.
 func (c *Cluster) StopServers() error {
 	cp := &c.env.ControlPlane
-	if err := errors.Join(cp.GetAPIServer().Stop(), cp.Etcd.Stop()); err != nil {
-		return fmt.Errorf("stopping the servers of cluster %q: %w", c.Name, err)
+	api := cp.GetAPIServer()
+	graceful := api.StopTimeout
+	api.StopTimeout = serverKillAfter
+	_ = api.Stop() // an error says it was killed
+	api.StopTimeout = graceful
+	if err := waitClosed(api.SecureServing.Address, api.SecureServing.Port, graceful); err != nil {
+		return fmt.Errorf("stopping the API server of cluster %q: %w", c.Name, err)
+	}
+	if err := cp.Etcd.Stop(); err != nil {
+		return fmt.Errorf("stopping etcd of cluster %q: %w", c.Name, err)
 	}
 	return nil
+}
+
+// waitClosed waits until nothing listens on host:port any more.
+func waitClosed(host, port string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(host, port), time.Second)
+		if err != nil {
+			return nil
+		}
+		_ = conn.Close()
+		if time.Now().After(deadline) {
+			return fmt.Errorf("still listening on %s:%s after %s", host, port, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // StartServers starts the cluster's etcd and kube-apiserver again after
