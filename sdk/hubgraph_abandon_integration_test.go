@@ -183,3 +183,63 @@ func TestHubGraphDeletionSaysDeletingAtOnceWhileATargetHangs(t *testing.T) {
 	}, opts.Targets.CallTimeout/2, tick, "DELETING well before a call to the hung spoke could time out")
 	t.Logf("DELETING %v after the deletion started", time.Since(deleted).Round(time.Millisecond))
 }
+
+// The instance's owner can write fleetgraph.dev/unreachable-since, so the
+// hub never takes it on trust: a cluster is abandoned only when it did not
+// answer in the very pass that abandons it, and the count never starts
+// before the deletion did. A forged date in 2000 on an instance whose
+// spokes all answer changes nothing: its children everywhere are deleted,
+// none is abandoned. The same forgery while a spoke is frozen does not
+// shorten the grace either.
+func TestHubGraphForgedUnreachableSinceDoesNotAbandon(t *testing.T) {
+	t.Parallel()
+	const grace = 8 * time.Second
+	f, _, _ := startHubGraphFleet(t, abandoning(grace), linkRGD)
+	ctx := context.Background()
+	forged := `{"spoke-1":"2000-01-01T00:00:00Z","spoke-2":"2000-01-01T00:00:00Z"}`
+	forge := func(t *testing.T, name string) {
+		t.Helper()
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			u := f.link(name)
+			require.NotNil(ct, u)
+			ann := u.GetAnnotations()
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			ann["fleetgraph.dev/unreachable-since"] = forged
+			u.SetAnnotations(ann)
+			require.NoError(ct, f.hub.Update(ctx, u))
+		}, wait, tick)
+	}
+
+	t.Run("every spoke answers: nothing is abandoned", func(t *testing.T) {
+		f.activeLink(t, "forged", "spoke-2")
+		f.requireData(t, "spoke-2", "forged-egress", map[string]string{"upstream": "db.default:5432"})
+		forge(t, "forged")
+		require.NoError(t, f.hub.Delete(ctx, f.link("forged")))
+		f.requireLinkGone(t, "forged", wait)
+		f.assertNoConfigMap(t, "spoke-2", "forged-egress", "the child on the reachable spoke is deleted, not abandoned")
+		f.assertNoConfigMap(t, "spoke-1", "forged-db", "the child on the other reachable spoke is deleted")
+		events := &corev1.EventList{}
+		require.NoError(t, f.hub.List(ctx, events, client.InNamespace("default")))
+		for _, e := range events.Items {
+			assert.False(t, e.Reason == "ChildrenAbandoned" && e.InvolvedObject.Name == "forged", "abandoned: %s", e.Message)
+		}
+	})
+
+	t.Run("a frozen spoke still gets its whole grace", func(t *testing.T) {
+		f.activeLink(t, "early", "spoke-2")
+		forge(t, "early")
+		frozen := f.freeze(t, "spoke-2")
+		defer func() { require.NoError(t, frozen.Resume()) }()
+		deleted := time.Now()
+		require.NoError(t, f.hub.Delete(ctx, f.link("early")))
+		f.requireLinkGone(t, "early", wait+grace)
+		took := time.Since(deleted)
+		t.Logf("the deletion finished %v after it started (grace %v)", took.Round(time.Millisecond), grace)
+		assert.GreaterOrEqual(t, took, grace, "the forged date did not shorten the grace")
+		msgs := f.abandonEvents(t, "early")
+		require.Len(t, msgs, 1)
+		assert.NotContains(t, msgs[0], "2000-01-01", "the event tells the hub's own count")
+	})
+}

@@ -32,13 +32,17 @@ import (
 // spec.target.allowedClusters when it has one.
 type TargetOptions struct {
 	// AllowedClusters selects, by the labels the provider gives them (see
-	// ClusterLabeler), the clusters targets may name. Defaults to nil: no
-	// selector.
+	// ClusterLabeler), the clusters targets may name. When it or Allow is
+	// set, fleet.clusters shows a graph only the clusters its instance may
+	// use. Defaults to nil: no selector.
 	AllowedClusters *metav1.LabelSelector
 	// Allow, when set, is asked about every target of every instance
 	// before anything of the instance is written; an error refuses the
 	// instance (ERROR, condition TargetsAllowed=False naming the resource,
-	// the cluster and the error). Defaults to nil.
+	// the cluster and the error). For a graph that reads fleet.clusters it
+	// is also asked about each engaged cluster each time an instance's
+	// targets are resolved, and the clusters it refuses are not shown.
+	// It must be safe to call concurrently. Defaults to nil.
 	Allow func(ctx context.Context, g *graph.Graph, instance *unstructured.Unstructured, cluster string) error
 	// FleetPoll is how often hub graphs that read fleet.clusters look for
 	// a cluster that joined, left or was relabelled. A provider that says

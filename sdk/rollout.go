@@ -87,8 +87,10 @@ func (h *Hub) ResumeRollout(ctx context.Context, graphName string) error {
 // revision. Like kubectl, it sets the fleetgraph.dev/approve annotation;
 // the hub records the approval in the status within Options.RolloutResync,
 // with an event naming the approver ("fleetgraph-approve"). It returns
-// ErrNoRollout for an unknown rollout and ErrUnknownWave for an unknown
-// wave.
+// ErrNoRollout for an unknown rollout, ErrUnknownWave for an unknown
+// wave, and ErrNoSuchRevision for a revision not published yet or one
+// that can no longer be rolled out (an approval never opens a revision
+// before it exists).
 func (h *Hub) Approve(ctx context.Context, rolloutName, wave string) error {
 	return h.rollouts.approve(ctx, rolloutName, wave)
 }
@@ -96,6 +98,10 @@ func (h *Hub) Approve(ctx context.Context, rolloutName, wave string) error {
 // ErrUnknownWave is returned by Approve for a wave the GraphRollout does
 // not have; match it with errors.Is.
 var ErrUnknownWave = rollout.ErrUnknownWave
+
+// ErrNoSuchRevision is returned by Approve for a revision that does not
+// exist yet, or that can no longer be rolled out; match it with errors.Is.
+var ErrNoSuchRevision = rollout.ErrNoSuchRevision
 
 // rollouts connects the rollout package's Planner and Controller to the
 // hub: the gate and the fallback ask the planner, and the controller

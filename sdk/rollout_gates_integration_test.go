@@ -36,7 +36,13 @@ func gatedWaves() map[string]any {
 // main wave moves.
 func requireAwaiting(t *testing.T, h *sdk.Hub, hubClient client.Client, graphName string, rev int64) {
 	t.Helper()
-	mid := map[string]int64{"spoke-1": rev, "spoke-2": rev - 1, "spoke-3": rev - 1, "spoke-4": rev - 1}
+	requireAwaitingFrom(t, h, hubClient, graphName, rev, rev-1)
+}
+
+// requireAwaitingFrom is requireAwaiting with the rest on revision rest.
+func requireAwaitingFrom(t *testing.T, h *sdk.Hub, hubClient client.Client, graphName string, rev, rest int64) {
+	t.Helper()
+	mid := map[string]int64{"spoke-1": rev, "spoke-2": rest, "spoke-3": rest, "spoke-4": rest}
 	requireRollout(t, h, graphName, fgv1alpha1.RolloutProgressing, mid)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		st := rolloutStatus(ct, hubClient, graphName)
@@ -106,6 +112,46 @@ func TestARequiredWaveWaitsForApproval(t *testing.T) {
 	requireRollout(t, h2, "sluice", fgv1alpha1.RolloutComplete, allServe(3))
 	requireVersion(t, spokes["spoke-4"], "app", "3")
 	requireEventWith(t, fleet, "sluice", "Approved", `wave "main" of revision 3 approved by the fleetgraph.dev/approve annotation (set by field manager "fleetgraph-approve")`)
+}
+
+// An approval of a revision not published yet is ignored with a warning
+// and removed: when that revision is published, its wave waits for an
+// approval of its own. Approvals that cannot apply are never recorded, so
+// a stream of them leaves status.approvals as it was.
+func TestAnApprovalOfARevisionNotPublishedYetIsIgnored(t *testing.T) {
+	t.Parallel()
+	fleet, provider, spokes := ringFleet(t)
+	opts := sdk.Options{DisableRGDController: true, RolloutResync: rolloutResync}
+	h, _ := startStoppableHub(t, fleet.Hub.Config, provider, opts)
+	startRing(t, fleet, h, spokes, "weir", "Weir", gatedWaves())
+	hubClient := newClient(t, fleet.Hub.Config)
+	require.NoError(t, h.RegisterGraph(context.Background(), tideRGD(t, "weir", "Weir", "2", "")))
+	requireAwaiting(t, h, hubClient, "weir", 2)
+
+	consumed := func() {
+		t.Helper()
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			assert.NotContains(ct, rolloutAnnotations(ct, hubClient, "weir"), fgv1alpha1.AnnotationApprove, "consumed")
+		}, wait, tick)
+	}
+	approveAs(t, hubClient, "weir", "3", "kubectl-annotate")
+	requireEventWith(t, fleet, "weir", "ApprovalIgnored", "revision 3 does not exist yet (the latest is 2)")
+	consumed()
+	for _, future := range []string{"4", "5", "6", "7", "1"} { // and one already rolled out
+		approveAs(t, hubClient, "weir", future, "kubectl-annotate")
+		consumed()
+	}
+	requireEventWith(t, fleet, "weir", "ApprovalIgnored", "revision 1 can no longer be rolled out")
+	assert.Empty(t, rolloutStatus(t, hubClient, "weir").Approvals, "nothing that cannot apply is recorded")
+
+	assert.ErrorIs(t, h.Approve(context.Background(), "weir", "9"), sdk.ErrNoSuchRevision)
+	require.NoError(t, h.RegisterGraph(context.Background(), tideRGD(t, "weir", "Weir", "3", "")))
+	requireAwaitingFrom(t, h, hubClient, "weir", 3, 1) // the early approval of 3 does not open its wave
+	require.NoError(t, h.Approve(context.Background(), "weir", "main"))
+	requireRollout(t, h, "weir", fgv1alpha1.RolloutComplete, allServe(3))
+	st := rolloutStatus(t, hubClient, "weir")
+	require.Len(t, st.Approvals, 1)
+	assert.Equal(t, fgv1alpha1.RolloutApproval{Revision: 3, Wave: "main", By: st.Approvals[0].By, At: st.Approvals[0].At}, st.Approvals[0])
 }
 
 // approveAs sets the approve annotation on the named GraphRollout as field

@@ -11,24 +11,29 @@ import (
 // DefaultFleetPoll is the default of Options.FleetPoll.
 const DefaultFleetPoll = 2 * time.Second
 
-// fleetOf is the fleet variable's value now.
-func fleetOf(c Clusters) map[string]any {
+// fleetOf is the fleet variable's value now: the engaged clusters that
+// visible keeps (every one when it is nil).
+func fleetOf(c Clusters, visible func(name string, labels map[string]string) bool) map[string]any {
 	names := c.Names()
 	clusters := make([]graph.FleetCluster, 0, len(names))
 	for _, n := range names {
-		clusters = append(clusters, graph.FleetCluster{Name: n, Labels: c.Labels(n)})
+		l := c.Labels(n)
+		if visible != nil && !visible(n, l) {
+			continue
+		}
+		clusters = append(clusters, graph.FleetCluster{Name: n, Labels: l})
 	}
 	return graph.FleetValue(clusters)
 }
 
-// watchFleet calls requeue when the fleet changes, until ctx ends: it
-// looks every poll, and at once when notice receives (a cluster was
-// relabelled: see Runtime.ClusterLabelsChanged). A notice that changed
-// nothing the fleet variable shows requeues nothing.
-func watchFleet(ctx context.Context, c Clusters, poll time.Duration, notice <-chan struct{}, requeue func()) {
-	last, _ := json.Marshal(fleetOf(c))
+// watchFleet calls requeue when the fleet visible keeps changes, until
+// ctx ends: it looks every poll, and at once when notice receives (a
+// cluster was relabelled: see Runtime.ClusterLabelsChanged). A notice that
+// changed nothing the fleet variable shows requeues nothing.
+func watchFleet(ctx context.Context, c Clusters, visible func(string, map[string]string) bool, poll time.Duration, notice <-chan struct{}, requeue func()) {
+	last, _ := json.Marshal(fleetOf(c, visible))
 	every(ctx, poll, notice, func() {
-		now, _ := json.Marshal(fleetOf(c))
+		now, _ := json.Marshal(fleetOf(c, visible))
 		if string(now) == string(last) {
 			return
 		}

@@ -47,7 +47,7 @@ func TestWatchFleetFollowsNotices(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		watchFleet(ctx, c, time.Hour, notice, func() { requeued <- struct{}{} })
+		watchFleet(ctx, c, nil, time.Hour, notice, func() { requeued <- struct{}{} })
 	}()
 
 	// tell sends a notice and returns once watchFleet took it: it has

@@ -67,7 +67,8 @@ type Policy struct {
 	Selector *metav1.LabelSelector
 	// Allow, when set, is asked about every target of every instance
 	// before anything is written; an error refuses the instance and is
-	// shown in its condition.
+	// shown in its condition. It also decides which clusters
+	// fleet.clusters shows each instance (targets.visible).
 	Allow func(ctx context.Context, g *graph.Graph, instance *unstructured.Unstructured, cluster string) error
 }
 

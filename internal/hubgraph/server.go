@@ -141,7 +141,8 @@ func (s *server) run(ctx context.Context) error {
 	}
 	go s.follow(ctx, inst) // instances.go
 	if s.g.UsesFleet() {
-		go watchFleet(ctx, s.rt.opts.Clusters, s.rt.opts.FleetPoll, s.fleetNotices, s.requeueAll) // fleet.go
+		visible := (&targets{rt: s.rt, g: s.g}).visible(ctx, nil)
+		go watchFleet(ctx, s.rt.opts.Clusters, visible, s.rt.opts.FleetPoll, s.fleetNotices, s.requeueAll) // fleet.go
 	}
 	return c.Start(ctx)
 }

@@ -101,7 +101,7 @@ func (t *targets) resolve(ctx context.Context, inst *unstructured.Unstructured) 
 	ctx = graph.WithBudget(ctx, graph.NewBudget(t.g.Limits().WithDefaults()))
 	vals := graph.Values{"schema": inst.Object}
 	if t.g.UsesFleet() {
-		vals[graph.VarFleet] = fleetOf(t.rt.opts.Clusters)
+		vals[graph.VarFleet] = fleetOf(t.rt.opts.Clusters, t.visible(ctx, inst))
 	}
 	p := &plan{vals: vals, clusterOf: map[string]string{}, items: map[string][]string{},
 		clusters: map[string]*instance.Cluster{"": t.rt.handle("", t.rt.hub())}}
@@ -215,6 +215,33 @@ func (t *targets) allowed(ctx context.Context, n *graph.Node, inst *unstructured
 		}
 	}
 	return cl, nil
+}
+
+// visible says which clusters fleet.clusters shows to inst (nil: to the
+// graph, for noticing changes): with an allowed set configured, only the
+// clusters it may use, so that a platform's cluster names and labels
+// outside it are not read by the graph's author. A cluster shown must
+// match Policy.Selector and the RGD's spec.target.allowedClusters, and
+// pass Policy.Allow for inst. Without an allowed set, literal targets may
+// name any engaged cluster, and every one is shown.
+func (t *targets) visible(ctx context.Context, inst *unstructured.Unstructured) func(string, map[string]string) bool {
+	pol := t.rt.opts.Policy
+	if pol.Selector == nil && pol.Allow == nil {
+		return nil
+	}
+	own := t.g.AllowedClusters()
+	return func(name string, l map[string]string) bool {
+		set := labels.Set(l)
+		for _, sel := range []*metav1.LabelSelector{pol.Selector, own} {
+			if sel == nil {
+				continue
+			}
+			if ok, err := matches(sel, set); err != nil || !ok {
+				return false
+			}
+		}
+		return inst == nil || pol.Allow == nil || pol.Allow(ctx, t.g, inst, name) == nil
+	}
 }
 
 func matches(sel *metav1.LabelSelector, set labels.Set) (bool, error) {

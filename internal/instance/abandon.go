@@ -3,7 +3,7 @@ package instance
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -20,7 +20,16 @@ import (
 // (other than the instance's own) waits that long, counted from the first
 // time that deletion found the cluster unreachable (recorded on the
 // instance so that a restart does not start the count again), then goes
-// on without it. What the instance had there is left in place, labelled
+// on without it.
+//
+// The record is an annotation, which the instance's owner can write too,
+// so it is never taken on trust: a recorded time is read as no earlier
+// than the instance's deletionTimestamp (which only the API server
+// writes) and no later than now, and a cluster whose grace is over is
+// abandoned only if it did not answer in the same pass (its inventory, or
+// the deletion of its first child there, failed as unreachable). A cluster
+// that answers is dropped from the record, so its count starts again from
+// the hub's own next observation. What the instance had there is left in place, labelled
 // as ours; nothing is deleted that the engine cannot see is ours. Once the
 // cluster answers again, the orphanage collects what the engine knows is
 // there (orphans.go), as it does for any gone instance.
@@ -44,9 +53,15 @@ type down struct {
 
 func (d down) String() string { return fmt.Sprintf("%s: %v", displayName(d.cluster), d.err) }
 
-// unreachableSince reads AnnotationUnreachableSince.
-func unreachableSince(inst *unstructured.Unstructured) map[string]time.Time {
+// unreachableSince reads AnnotationUnreachableSince, each time bounded to
+// [the instance's deletionTimestamp, now]: a tenant-written date can
+// neither start the count before the deletion did nor hold it off.
+func unreachableSince(inst *unstructured.Unstructured, now time.Time) map[string]time.Time {
 	out := map[string]time.Time{}
+	var from time.Time
+	if ts := inst.GetDeletionTimestamp(); ts != nil {
+		from = ts.UTC()
+	}
 	v := inst.GetAnnotations()[AnnotationUnreachableSince]
 	if v == "" {
 		return out
@@ -57,15 +72,21 @@ func unreachableSince(inst *unstructured.Unstructured) map[string]time.Time {
 	}
 	for name, at := range raw {
 		if t, err := time.Parse(time.RFC3339, at); err == nil {
-			out[name] = t
+			if t.After(now) {
+				t = now
+			}
+			if t.Before(from) {
+				t = from
+			}
+			out[name] = t.UTC().Truncate(time.Second)
 		}
 	}
 	return out
 }
 
 // graceOver returns the clusters whose grace is over at now, sorted (none
-// when Config.AbandonAfter is 0). The instance's own cluster is never
-// abandoned.
+// when Config.AbandonAfter is 0): those that may be abandoned if they do
+// not answer now. The instance's own cluster is never abandoned.
 func (d deleter) graceOver(since map[string]time.Time, now time.Time) []string {
 	e := d.e
 	grace := e.cfg.AbandonAfter
@@ -109,7 +130,7 @@ func (d deleter) waitFor(inst *unstructured.Unstructured, since map[string]time.
 		}
 		msgs = append(msgs, msg)
 	}
-	if err := d.recordSince(inst, since, next); err != nil {
+	if err := d.recordSince(inst, next); err != nil {
 		return 0, err
 	}
 	msg := "deletion waits for unreachable clusters: " + strings.Join(msgs, "; ")
@@ -126,27 +147,43 @@ func onlyAbandoned(since map[string]time.Time, abandoned []string) map[string]ti
 	return out
 }
 
-// recordSince writes next as AnnotationUnreachableSince when it differs
-// from have.
-func (d deleter) recordSince(inst *unstructured.Unstructured, have, next map[string]time.Time) error {
-	e := d.e
-	if maps.EqualFunc(have, next, time.Time.Equal) {
+// recordSince writes next as AnnotationUnreachableSince when the
+// annotation says otherwise (a value someone else wrote is replaced by
+// the hub's own count).
+func (d deleter) recordSince(inst *unstructured.Unstructured, next map[string]time.Time) error {
+	want := ""
+	if len(next) > 0 {
+		raw := make(map[string]string, len(next))
+		for name, at := range next {
+			raw[name] = at.UTC().Format(time.RFC3339)
+		}
+		b, err := json.Marshal(raw) // keys sorted: the same record reads the same
+		if err != nil {
+			return err
+		}
+		want = string(b)
+	}
+	if inst.GetAnnotations()[AnnotationUnreachableSince] == want {
 		return nil
 	}
-	if len(next) == 0 {
-		_, err := instanceWriter{e}.annotate(inst, AnnotationUnreachableSince, "")
-		return client.IgnoreNotFound(err)
-	}
-	raw := make(map[string]string, len(next))
-	for name, at := range next {
-		raw[name] = at.UTC().Format(time.RFC3339)
-	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return err
-	}
-	_, err = instanceWriter{e}.annotate(inst, AnnotationUnreachableSince, string(b))
+	_, err := instanceWriter{d.e}.annotate(inst, AnnotationUnreachableSince, want)
 	return client.IgnoreNotFound(err)
+}
+
+// sortDowns splits downs into the clusters to abandon now (their grace,
+// in overdue, is over: they did not answer once more) and those still
+// waited for.
+func sortDowns(downs []down, overdue []string) (abandon []string, wait []down) {
+	for _, dn := range downs {
+		if slices.Contains(overdue, dn.cluster) {
+			if !slices.Contains(abandon, dn.cluster) {
+				abandon = append(abandon, dn.cluster)
+			}
+			continue
+		}
+		wait = append(wait, dn)
+	}
+	return abandon, wait
 }
 
 // reportAbandoned says, in an event on the instance and in the log, what

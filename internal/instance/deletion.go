@@ -50,17 +50,23 @@ func (d deleter) finalize(inst *unstructured.Unstructured, clusters []Reach) (ti
 	if err != nil {
 		return 0, err
 	}
-	since := unreachableSince(inst)
-	abandoned := d.graceOver(since, time.Now())
-	entries, downs, err := d.deletionInventory(inst, clusters, abandoned)
+	now := time.Now()
+	since := unreachableSince(inst, now)
+	overdue := d.graceOver(since, now)
+	entries, downs, err := d.deletionInventory(inst, clusters)
 	if err != nil {
 		return 0, err
 	}
+	// A cluster is abandoned only when its grace is over and it did not
+	// answer in this very pass (abandon.go).
+	abandoned, downs := sortDowns(downs, overdue)
 	for i, wave := range deletionWaves(e.g, entries) {
-		blocker, held, waveDowns, err := d.deleteWave(wave)
+		blocker, held, waveDowns, err := d.deleteWave(wave, abandoned)
 		if err != nil {
 			return 0, err
 		}
+		more, waveDowns := sortDowns(waveDowns, overdue)
+		abandoned = append(abandoned, more...)
 		// While a cluster does not answer, what it holds is not known:
 		// only the graph's first wave (and the children of nodes it no
 		// longer has, wave 0) may go, which nothing must precede.
@@ -108,15 +114,12 @@ func (d deleter) announceDeletion(inst *unstructured.Unstructured, clusters []Re
 }
 
 // deletionInventory returns the instance's children in every cluster it
-// can reach but the abandoned ones, and the clusters it cannot reach.
-func (d deleter) deletionInventory(inst *unstructured.Unstructured, clusters []Reach, abandoned []string) ([]Entry, []down, error) {
+// can reach, and the clusters it cannot reach.
+func (d deleter) deletionInventory(inst *unstructured.Unstructured, clusters []Reach) ([]Entry, []down, error) {
 	e := d.e
 	var entries []Entry
 	var downs []down
 	for _, r := range clusters {
-		if slices.Contains(abandoned, r.Name) {
-			continue
-		}
 		if r.Err != nil {
 			downs = append(downs, down{cluster: r.Name, err: r.Err})
 			continue
@@ -139,7 +142,7 @@ func (d deleter) deletionInventory(inst *unstructured.Unstructured, clusters []R
 // instance whose children span clusters.
 func (d deleter) deletionHeld(inst *unstructured.Unstructured, since map[string]time.Time, abandoned []string, blocker *Entry, held bool) (time.Duration, error) {
 	e := d.e
-	if err := d.recordSince(inst, since, onlyAbandoned(since, abandoned)); err != nil {
+	if err := d.recordSince(inst, onlyAbandoned(since, abandoned)); err != nil {
 		return 0, err // every cluster was reached: none waits any more
 	}
 	if !held {
@@ -178,14 +181,15 @@ func deletionWaves(g *graph.Graph, inv []Entry) [][]Entry {
 	return out
 }
 
-// deleteWave asks for every child of the wave to be deleted and returns the
-// first one still present, or nil when the wave is gone; held reports that
-// it was being deleted already (not just now, by us). Clusters that did
-// not answer are returned, and their children count as present.
-func (d deleter) deleteWave(wave []Entry) (blocker *Entry, held bool, downs []down, err error) {
+// deleteWave asks for every child of the wave to be deleted, but those in
+// abandoned clusters, and returns the first one still present, or nil when
+// the wave is gone; held reports that it was being deleted already (not
+// just now, by us). Clusters that did not answer are returned, and their
+// children count as present.
+func (d deleter) deleteWave(wave []Entry, abandoned []string) (blocker *Entry, held bool, downs []down, err error) {
 	e := d.e
 	for i, en := range wave {
-		if slices.ContainsFunc(downs, func(d down) bool { return d.cluster == en.Cluster }) {
+		if slices.Contains(abandoned, en.Cluster) || slices.ContainsFunc(downs, func(d down) bool { return d.cluster == en.Cluster }) {
 			continue
 		}
 		p := e.places.named(en.Cluster)

@@ -76,16 +76,54 @@ func approvalsFor(approvals []fgv1alpha1.RolloutApproval, rev int64) []fgv1alpha
 	return out
 }
 
+// canApply reports whether an approval of revision rev may still open a
+// wave: rev exists (at most latest, the graph's latest revision) and is
+// the target, the revision spec.rollbackTo names, or newer than both the
+// target and the stable revision. Any other approval is of a revision
+// rolled out, replaced or not published yet.
+func canApply(rev int64, st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRolloutSpec, latest int64) bool {
+	switch {
+	case rev <= 0 || rev > latest:
+		return false
+	case rev == st.TargetRevision || rev == spec.RollbackTo:
+		return true
+	}
+	return rev > st.TargetRevision && rev > st.StableRevision
+}
+
+// pruneApprovals drops the approvals that cannot apply any more (canApply)
+// and keeps at most fgv1alpha1.MaxApprovals, the newest.
+func pruneApprovals(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRolloutSpec, latest int64) {
+	var out []fgv1alpha1.RolloutApproval
+	for _, a := range st.Approvals {
+		if canApply(a.Revision, st, spec, latest) {
+			out = append(out, a)
+		}
+	}
+	if len(out) > fgv1alpha1.MaxApprovals {
+		out = out[len(out)-fgv1alpha1.MaxApprovals:]
+	}
+	st.Approvals = out
+}
+
 // takeApproval records the approval the AnnotationApprove annotation
-// gives, if it gives a new one. The Controller removes the annotation once
-// the status holds it.
-func takeApproval(now metav1.Time, ro *fgv1alpha1.GraphRollout) []event {
+// gives, if it gives a new one for a revision that exists and may still
+// be rolled out (canApply; latest is the graph's latest revision): an
+// approval of a revision not published yet is ignored with a warning, so
+// that nothing approves a revision before anyone could look at it. The
+// Controller removes the annotation after each look (but while latest is
+// unknown, 0, when nothing is judged), so an ignored one never applies
+// later.
+func takeApproval(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64) []event {
 	value := ro.Annotations[fgv1alpha1.AnnotationApprove]
-	if value == "" {
+	if value == "" || latest == 0 {
 		return nil
 	}
 	st := &ro.Status
 	a, err := parseApproval(ro.Spec, st.TargetRevision, value)
+	if err == nil && !canApply(a.Revision, st, ro.Spec, latest) {
+		err = notApplicable(value, a.Revision, st, latest)
+	}
 	if err != nil {
 		return []event{{"Warning", "ApprovalIgnored", err.Error()}}
 	}
@@ -122,6 +160,16 @@ func parseApproval(spec fgv1alpha1.GraphRolloutSpec, target int64, value string)
 	return fgv1alpha1.RolloutApproval{Revision: target, Wave: value}, nil
 }
 
+// notApplicable says why an approval of revision rev is ignored.
+func notApplicable(value string, rev int64, st *fgv1alpha1.GraphRolloutStatus, latest int64) error {
+	if rev > latest {
+		return fmt.Errorf("%s=%q: revision %d does not exist yet (the latest is %d): %w; approve it once it is published",
+			fgv1alpha1.AnnotationApprove, truncate(value), rev, latest, ErrNoSuchRevision)
+	}
+	return fmt.Errorf("%s=%q: revision %d can no longer be rolled out (target %d, stable %d): %w",
+		fgv1alpha1.AnnotationApprove, truncate(value), rev, st.TargetRevision, st.StableRevision, ErrNoSuchRevision)
+}
+
 // approver is the field manager that last set the AnnotationApprove
 // annotation, as the object's managed fields tell; "" if they do not.
 func approver(ro *fgv1alpha1.GraphRollout) string {
@@ -147,6 +195,10 @@ func truncate(s string) string {
 // revision.
 var ErrUnknownWave = errors.New("names no wave of the rollout and no revision")
 
+// ErrNoSuchRevision: an approval names a revision that does not exist
+// yet, or that can no longer be rolled out.
+var ErrNoSuchRevision = errors.New("approves no revision that may be rolled out")
+
 // ApproveFieldManager is the field manager Controller.Approve sets the
 // AnnotationApprove annotation as; events name it as the approver.
 const ApproveFieldManager = "fleetgraph-approve"
@@ -155,13 +207,19 @@ const ApproveFieldManager = "fleetgraph-approve"
 // of the GraphRollout named name, or of the one that rules the graph named
 // name: it sets the AnnotationApprove annotation, which the next look
 // records in the status. It returns ErrNoRollout when there is no such
-// GraphRollout and ErrUnknownWave when it has no such wave.
+// GraphRollout, ErrUnknownWave when it has no such wave, and
+// ErrNoSuchRevision for a revision not published yet (or one that can no
+// longer be rolled out).
 func (c *Controller) Approve(ctx context.Context, name, wave string) error {
 	ro, err := c.find(ctx, name)
 	if err != nil {
 		return err
 	}
-	if _, err := parseApproval(ro.Spec, ro.Status.TargetRevision, wave); err != nil {
+	a, err := parseApproval(ro.Spec, ro.Status.TargetRevision, wave)
+	if latest := c.Hooks.Latest(ro.Spec.Graph); err == nil && a.Wave == "" && latest > 0 && !canApply(a.Revision, &ro.Status, ro.Spec, latest) {
+		err = notApplicable(wave, a.Revision, &ro.Status, latest)
+	}
+	if err != nil {
 		return fmt.Errorf("approving GraphRollout %s: %w", ro.Name, err)
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{fgv1alpha1.AnnotationApprove: wave}}})

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -80,9 +81,11 @@ func TestARequiredWaveWaitsForItsApproval(t *testing.T) {
 	assert.Equal(t, "prod", st.AwaitingApproval)
 }
 
-// An approval by revision number opens every wave of that revision, also
-// given before the revision exists; a value naming neither is refused with
-// a warning.
+// An approval by revision number opens every wave of that revision once
+// it exists; given before the revision exists it is ignored with a warning
+// (and the Controller removes it), so it never approves that revision
+// later; a value naming neither a wave nor a revision is refused with a
+// warning.
 func TestApprovalByRevisionAndUnknownValues(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	ro := twoWaveRollout(fgv1alpha1.Wave{Name: "prod", Clusters: 1, Approval: fgv1alpha1.ApprovalRequired})
@@ -98,14 +101,56 @@ func TestApprovalByRevisionAndUnknownValues(t *testing.T) {
 	assert.Empty(t, ro.Status.Approvals)
 
 	ro.Annotations = map[string]string{fgv1alpha1.AnnotationApprove: "2"}
-	step(t0, ro, 1, waves, servingAll(1, 1))
+	evs = step(t0, ro, 1, waves, servingAll(1, 1))
+	ro.Annotations = nil // the Controller removes it after the look
+	require.Len(t, evs, 1)
+	assert.Equal(t, "ApprovalIgnored", evs[0].reason)
+	assert.Contains(t, evs[0].note, "revision 2 does not exist yet (the latest is 1)")
+	assert.Empty(t, ro.Status.Approvals)
 	step(t0, ro, 2, waves, servingAll(1, 1))
-	assert.Empty(t, ro.Status.AwaitingApproval, "revision 2 was approved beforehand")
-	p := &plan{spec: ro.Spec, target: 1}
-	assert.ErrorIs(t, p.decide(2, 0), ErrHeldBack, "a first wave that needs approval does not take a new revision before the rollout looks")
+	assert.Equal(t, "one", ro.Status.AwaitingApproval, "revision 2 was not approved before it existed")
+
+	ro.Annotations = map[string]string{fgv1alpha1.AnnotationApprove: "2"}
+	step(t0, ro, 2, waves, servingAll(1, 1))
+	ro.Annotations = nil
+	assert.Empty(t, ro.Status.AwaitingApproval, "approved once it exists")
 	step(t0, ro, 2, waves, servingAll(2, 1))
 	step(t0, ro, 2, waves, servingAll(2, 2))
 	assert.Equal(t, fgv1alpha1.RolloutComplete, ro.Status.Phase)
+
+	ro.Annotations = map[string]string{fgv1alpha1.AnnotationApprove: "1"}
+	evs = step(t0, ro, 2, waves, servingAll(2, 2))
+	require.Len(t, evs, 1)
+	assert.Contains(t, evs[0].note, "revision 1 can no longer be rolled out")
+}
+
+// Approvals that cannot apply any more are pruned, and the list is
+// capped at MaxApprovals, newest kept.
+func TestApprovalsArePrunedAndCapped(t *testing.T) {
+	st := &fgv1alpha1.GraphRolloutStatus{TargetRevision: 5, StableRevision: 4}
+	spec := fgv1alpha1.GraphRolloutSpec{}
+	for _, rev := range []int64{3, 4, 5, 6, 7, 9} {
+		st.Approvals = append(st.Approvals, fgv1alpha1.RolloutApproval{Revision: rev})
+	}
+	pruneApprovals(st, spec, 7)
+	var kept []int64
+	for _, a := range st.Approvals {
+		kept = append(kept, a.Revision)
+	}
+	assert.Equal(t, []int64{5, 6, 7}, kept, "below the target, at or below stable, and not yet published go")
+
+	spec.RollbackTo = 2
+	st.Approvals = []fgv1alpha1.RolloutApproval{{Revision: 2}}
+	pruneApprovals(st, spec, 7)
+	assert.Len(t, st.Approvals, 1, "the revision spec.rollbackTo names may still be approved")
+
+	st.Approvals = nil
+	for i := range fgv1alpha1.MaxApprovals + 10 {
+		st.Approvals = append(st.Approvals, fgv1alpha1.RolloutApproval{Revision: 5, Wave: fmt.Sprint("w", i)})
+	}
+	pruneApprovals(st, spec, 7)
+	require.Len(t, st.Approvals, fgv1alpha1.MaxApprovals)
+	assert.Equal(t, fmt.Sprint("w", fgv1alpha1.MaxApprovals+9), st.Approvals[len(st.Approvals)-1].Wave, "the newest are kept")
 }
 
 // A resume annotation set while the rollout progresses retries nothing

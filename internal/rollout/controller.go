@@ -323,11 +323,14 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 			c.Hooks.Changed(ro.Spec.Graph)
 		}
 	}
-	c.clearApproval(ctx, ro)
+	if latest > 0 { // else nothing was judged: the approval waits for the graph
+		c.clearApproval(ctx, ro)
+	}
 }
 
 // clearApproval removes the AnnotationApprove annotation once the status
-// records what it approved, so that it never approves a later revision.
+// records what it approved, or once it was ignored, so that it never
+// approves a later revision.
 // The patch is conditional on the object not having changed since: a
 // newer approval stays for the next look.
 func (c *Controller) clearApproval(ctx context.Context, ro *fgv1alpha1.GraphRollout) {

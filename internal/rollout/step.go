@@ -30,11 +30,17 @@ func step(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64, waves map[
 	if spec.RollbackTo > 0 {
 		target = spec.RollbackTo
 	}
-	defer func() { fillClusters(st, spec, waves, obs); recordManual(st) }()
+	defer func() {
+		fillClusters(st, spec, waves, obs)
+		recordManual(st)
+		if latest > 0 {
+			pruneApprovals(st, spec, latest)
+		}
+	}()
 	ignoreEarlyResume(ro)
 	// An approval is for the target the approver saw: taken before a new
 	// one replaces it.
-	evs := takeApproval(now, ro)
+	evs := takeApproval(now, ro, latest)
 	switch {
 	case target == 0:
 		st.Message = fmt.Sprintf("graph %q is not registered, or its latest spec has no revision number yet (the hub retries recording it)", spec.Graph)

@@ -75,7 +75,8 @@
 // resource, or spec.target as the default, sends the resource to another
 // cluster, making the graph a hub graph (Graph.IsHubGraph) that a runtime
 // on the hub serves. Targets read only schema, the fleet variable
-// (fleet.clusters, every engaged cluster, for hub graphs only; see
+// (fleet.clusters, the engaged clusters the runtime lets the instance use,
+// for hub graphs only; see
 // FleetValue) and the resource's forEach iterators, so Node.ResolveTarget
 // gives every target of an instance before anything is written.
 //

@@ -7,8 +7,9 @@ import (
 )
 
 // The fleet variable is a fleetgraph extension for hub graphs: fleet.clusters
-// lists every engaged cluster (its name and labels, like the cluster
-// variable), so that one resource with a forEach over it, and a target
+// lists the engaged clusters (their names and labels, like the cluster
+// variable) that the runtime lets the instance use (the hub shows only its
+// allowed set), so that one resource with a forEach over it, and a target
 // read from its iterator, makes one object per selected cluster:
 //
 //	forEach:

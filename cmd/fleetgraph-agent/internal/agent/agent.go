@@ -143,7 +143,7 @@ func (a *Agent) setupLocal() error {
 		spokeOpts.Logger = o.Logger.WithName("spoke")
 	}
 	a.rt = spoke.New(spokeOpts)
-	a.rt.SetGate(a.gate) // crd.go
+	a.rt.SetGate(a.gate)         // crd.go
 	a.rt.SetFallback(a.fallback) // assignments.go
 	a.fanOut = hub.New(hub.Options{FieldManager: spokeOpts.FieldManager, Logger: o.Logger.WithName("crds")})
 	for _, r := range []manager.Runnable{a.fanOut, a.rt, manager.RunnableFunc(a.engage), manager.RunnableFunc(a.serve)} {

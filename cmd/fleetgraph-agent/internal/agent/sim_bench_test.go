@@ -277,7 +277,9 @@ func (a *simAgent) start(ctx context.Context, hubCluster *fgtesting.Cluster, boo
 	}
 	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(86400))}}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fgv1alpha1.PullAgentName}}
-	if err := retry(ctx, simPatience, func() error { return bounded(ctx, func(ctx context.Context) error { return a.c.SubResource("token").Create(ctx, sa, req) }) }); err != nil {
+	if err := retry(ctx, simPatience, func() error {
+		return bounded(ctx, func(ctx context.Context) error { return a.c.SubResource("token").Create(ctx, sa, req) })
+	}); err != nil {
 		return fmt.Errorf("exchanging the bootstrap token: %w", err)
 	}
 	token.Store(&req.Status.Token)

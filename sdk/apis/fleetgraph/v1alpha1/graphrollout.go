@@ -20,6 +20,10 @@ const GraphRolloutCRDName = "graphrollouts.fleetgraph.dev"
 // MaxWaves is how many waves a GraphRollout may have.
 const MaxWaves = 32
 
+// MaxApprovals is how many approvals status.approvals keeps: room for
+// every wave of two revisions; beyond it the oldest go first.
+const MaxApprovals = 2 * (MaxWaves + 1)
+
 // AnnotationResume, set on a GraphRollout to a value other than
 // status.resumed, restarts a failed wave: its clock starts again.
 const AnnotationResume = "fleetgraph.dev/resume"
@@ -28,7 +32,9 @@ const AnnotationResume = "fleetgraph.dev/resume"
 // name, for the revision being rolled out) or every wave of the revision
 // it names (by number, in decimal). The hub records the approval in
 // status.approvals and then removes the annotation, so one left behind
-// never approves a later revision. Its value format is the CLI's
+// never approves a later revision. A number that names no revision
+// published yet (or one that can no longer be rolled out) is ignored,
+// with an ApprovalIgnored event, and removed all the same. Its value format is the CLI's
 // (fleetgraph rollout approve).
 const AnnotationApprove = "fleetgraph.dev/approve"
 
@@ -298,7 +304,9 @@ type GraphRolloutStatus struct {
 	// starts ("" when none does).
 	AwaitingApproval string `json:"awaitingApproval,omitempty"`
 	// Approvals are the approvals given for the target revision (and for
-	// later revisions, by number); a new target keeps only its own.
+	// later published revisions, by number); a new target keeps only its
+	// own. Approvals that can no longer apply are pruned, and at most
+	// MaxApprovals are kept.
 	Approvals []RolloutApproval `json:"approvals,omitempty"`
 	// Message explains the phase.
 	Message string `json:"message,omitempty"`
