@@ -39,6 +39,24 @@ func (a *admissions) bound(ctx context.Context, cl cluster.Cluster, g Graph) (bo
 	return err == nil, err
 }
 
+// installed reports whether g's admission policy and its binding both
+// exist on cl.
+func (a *admissions) installed(ctx context.Context, cl cluster.Cluster, g Graph) (bool, error) {
+	bound, err := a.bound(ctx, cl, g)
+	if err != nil || !bound {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.opts.RequestTimeout)
+	defer cancel()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(admissionv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicy"))
+	err = cl.GetAPIReader().Get(ctx, client.ObjectKey{Name: g.Admission.Policy.GetName()}, u)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // retract unbinds g's admission policy before its CRD is created anew: a
 // binding left from a former CRD would refuse creates until the API
 // server reads the new schema.

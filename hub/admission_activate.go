@@ -45,7 +45,8 @@ func (a *admissions) activateLater(ctx context.Context, c Cluster, g Graph, tick
 }
 
 // activate binds g's admission policy on cl once it is safe, if cl serves
-// MutatingAdmissionPolicy and the policy is not bound yet.
+// MutatingAdmissionPolicy and the policy and its binding are not both
+// there yet (either may have been deleted by hand: repair.go).
 func (a *admissions) activate(ctx context.Context, clusterName string, cl cluster.Cluster, g Graph) {
 	log := a.opts.Logger.WithValues("cluster", clusterName, "graph", g.Name)
 	served, err := a.servesPolicies(ctx, cl)
@@ -53,7 +54,7 @@ func (a *admissions) activate(ctx context.Context, clusterName string, cl cluste
 		log.V(1).Info("admission policy not installed; the runtime stamps new instances itself", "served", served, "error", err)
 		return
 	}
-	if bound, err := a.bound(ctx, cl, g); err != nil || bound {
+	if bound, err := a.installed(ctx, cl, g); err != nil || bound {
 		if bound && a.refresh {
 			a.install(ctx, clusterName, cl, g)
 		}

@@ -94,6 +94,14 @@ func (fc *fence) stop(key fenceKey) {
 	}
 }
 
+// removedSince reports whether the policy was removed at key after the
+// Ensure holding ticket began.
+func (fc *fence) removedSince(key fenceKey, ticket uint64) bool {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return fc.removed[key] > ticket
+}
+
 // forget drops what the fence knows of a cluster that was disengaged.
 func (fc *fence) forget(clusterName string) {
 	fc.mu.Lock()

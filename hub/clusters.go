@@ -98,6 +98,7 @@ func (f *FanOut) leave(c *Cluster) {
 	f.tracker.dropCluster(c.Name)
 	forgetClusterSeries(c.Name)
 	f.admission.fence.forget(c.Name)
+	f.repairs.forgetCluster(c) // repair.go
 	if f.opts.OnLeave != nil {
 		f.opts.OnLeave(*c)
 	}

@@ -3,6 +3,7 @@ package hub
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -96,6 +97,10 @@ func (f *FanOut) precheck(ctx context.Context, clusterName string, cl cluster.Cl
 	return existed, bound, cmp.Or(kindsErr, checkErr, readErr)
 }
 
+// errBeingDeleted: the CRD is being deleted on the cluster; it is applied
+// again once it is gone.
+var errBeingDeleted = errors.New("CRD is being deleted from the cluster; it is applied again once it is gone")
+
 // checkFailure is the error of a Graph's Check, which names no cluster:
 // clusterError names it.
 type checkFailure struct{ err error }
@@ -117,6 +122,10 @@ func (f *FanOut) checkExisting(ctx context.Context, cl cluster.Cluster, g Graph)
 	case existing.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByFleetgraph:
 		return true, fmt.Errorf("%w: %s (label %s=%q)", ErrConflict, g.CRD.Name,
 			v1alpha1.LabelManagedBy, existing.Labels[v1alpha1.LabelManagedBy])
+	case existing.DeletionTimestamp != nil:
+		// Applying it would not stop the deletion, and it would go
+		// established: wait until it is gone, then create it anew.
+		return true, fmt.Errorf("%w: %s", errBeingDeleted, g.CRD.Name)
 	case g.AllowBreaking:
 		return true, nil
 	}

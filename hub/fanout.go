@@ -44,6 +44,7 @@ type FanOut struct {
 	admission admissions   // admission*.go
 	served    servedGraphs // serve.go
 	publisher publications // publish.go
+	repairs   repairs      // repair*.go
 	stop      context.CancelFunc
 	ctx       context.Context // ends when Start returns
 }
@@ -83,17 +84,27 @@ func (f *FanOut) Start(ctx context.Context) error {
 // It returns nil once the graph can be served there, and records the
 // outcome in Status either way; the caller retries on error. It has the
 // shape of the fleetgraph instance runtime's gate.
+//
+// Once it succeeded, the FanOut keeps g there (without a Publisher): it
+// watches the cluster's server, and when g's CRD, admission policy or
+// binding is deleted there, Status shows the CRD's loss at once and
+// Ensure runs again, with backoff, until it succeeds. g is kept until a
+// later version of it succeeds there, RemoveAdmission, Stop, or the
+// cluster leaves.
 func (f *FanOut) Ensure(ctx context.Context, cluster string, g Graph) error {
 	c, ok := f.clusters.get(cluster)
 	if !ok {
 		return fmt.Errorf("cluster %q is not engaged", cluster)
 	}
-	return f.record(ctx, c, g, func() error {
-		if f.opts.Publisher != nil {
-			return f.ensurePublished(ctx, c, g) // publish.go
-		}
-		return f.ensureShared(ctx, c, g) // shared_ensure.go
-	})
+	if f.opts.Publisher != nil {
+		return f.record(ctx, c, g, func() error { return f.ensurePublished(ctx, c, g) }) // publish.go
+	}
+	ticket := f.admission.fence.begin()
+	err := f.record(ctx, c, g, func() error { return f.ensureShared(ctx, c, g) }) // shared_ensure.go
+	if err == nil {
+		f.keep(c, g, ticket) // repair.go
+	}
+	return err
 }
 
 // record runs ensure and reports its outcome for g on c to the tracker,
@@ -130,6 +141,8 @@ func classify(err error) (CRDState, string) {
 		return CRDIncompatible, err.Error()
 	case errors.Is(err, ErrNotServedYet):
 		return CRDApplied, err.Error()
+	case errors.Is(err, errBeingDeleted):
+		return CRDMissing, err.Error()
 	}
 	return CRDError, err.Error()
 }
@@ -154,9 +167,14 @@ func (f *FanOut) Unreachable(cluster string) (string, bool) {
 // RemoveAdmission deletes g's admission policy and its binding from the
 // engaged cluster called cluster, after stopping any binding of it still
 // on its way there, so that the policy stays off until a later Ensure.
+// The FanOut stops keeping g there (see Ensure) until a later Ensure.
 // Absent objects, and a cluster that does not serve the API, count as
 // removed.
 func (f *FanOut) RemoveAdmission(ctx context.Context, cluster Cluster, g Graph) error {
+	// Forgotten before the policy goes, so that its deletion is not
+	// repaired; no Ensure begun before now keeps it again.
+	f.admission.fence.stop(fenceKey{cluster: cluster.Name, graph: g.Name})
+	f.repairs.forget(cluster.Name, g.Name)
 	return f.admission.remove(ctx, cluster, g)
 }
 

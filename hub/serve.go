@@ -56,7 +56,7 @@ func (f *FanOut) Serve(g Graph) {
 
 // Stop ends everything the FanOut does for the named graph (Serve's
 // attempts, Publish's publication) and forgets its status. What was put
-// on the clusters stays.
+// on the clusters stays, and is no longer kept there (see Ensure).
 func (f *FanOut) Stop(name string) {
 	f.served.mu.Lock()
 	if sg := f.served.graphs[name]; sg != nil {
@@ -65,6 +65,7 @@ func (f *FanOut) Stop(name string) {
 	}
 	f.served.mu.Unlock()
 	f.publisher.stop(name)
+	f.repairs.forgetGraph(name) // repair.go
 	f.tracker.dropGraph(name)
 }
 

@@ -183,6 +183,19 @@ func (s *sharedChecks) land(key sharedKey, fl *flight, crd establishedCRD, full 
 	close(fl.done)
 }
 
+// drop forgets the standing checks of the CRD of that name on server, so
+// that the next Ensure of a cluster there runs the whole Ensure again
+// (repair.go: something it established there went away).
+func (s *sharedChecks) drop(server, crdName string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, e := range s.entries {
+		if key.server == server && key.crd.Name == crdName {
+			e.crd, e.checked = establishedCRD{}, time.Time{}
+		}
+	}
+}
+
 // sameCRD reports whether g's CRD on cl is still want: same UID and
 // generation (so the same, established, spec), ours, and labelled with g's
 // revision. It reads the metadata only.

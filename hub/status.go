@@ -23,6 +23,11 @@ const (
 	CRDIncompatible CRDState = "Incompatible"
 	// CRDError: any other failure; retried with backoff.
 	CRDError CRDState = "Error"
+	// CRDMissing: the CRD the fan-out established there was deleted, or is
+	// being deleted, by something else (or lost with the server's
+	// storage); it is applied again as soon as it is gone. The instances
+	// there went or are going with it.
+	CRDMissing CRDState = "Missing"
 	// CRDUnreachable: the cluster's API server stopped answering the hub's
 	// probe; the last known state is kept and shown again once it answers.
 	CRDUnreachable CRDState = "Unreachable"
@@ -164,8 +169,9 @@ type ClusterStatus struct {
 	// ErrorInstances is how many of them are in ERROR.
 	ErrorInstances int `json:",omitempty"`
 	// Uncounted reports that the instances there have not been counted
-	// yet (no version serves the cluster, or its instance watch has not
-	// listed them): the counts say nothing, and are zero.
+	// yet (no version serves the cluster, its instance watch has not
+	// listed them, or its CRD is Missing): the counts say nothing, and are
+	// zero.
 	Uncounted bool `json:",omitempty"`
 	// Since is when CRD last changed.
 	Since time.Time

@@ -60,6 +60,10 @@ func (h *Hub) countInstances(name string, st *GraphStatus) {
 		cs := &st.Clusters[i]
 		c := counts[multicluster.ClusterName(cs.Cluster)]
 		cs.Instances, cs.ReadyInstances, cs.ErrorInstances, cs.Uncounted = c.Total, c.Ready, c.InError, !c.Counted
+		if cs.CRD == hub.CRDMissing {
+			// The instances went, or are going, with the CRD.
+			cs.Instances, cs.ReadyInstances, cs.ErrorInstances, cs.Uncounted = 0, 0, 0, true
+		}
 		if v, ok := served[multicluster.ClusterName(cs.Cluster)]; ok {
 			cs.Serving, cs.ServedGeneration, cs.ServedRevision = true, v.Graph.Generation, v.Revision
 		}

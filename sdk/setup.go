@@ -340,9 +340,16 @@ func (c *crdFanOut) gate(ctx context.Context, name multicluster.ClusterName, v s
 	return c.ensure(ctx, string(name), v.Graph, v.Revision) // fanout.go
 }
 
-// onTransition puts an event on the RGD when a cluster cannot serve it.
+// onTransition puts an event on the RGD when a cluster cannot serve it or
+// lost its CRD, and has the runtime count nothing there until it watches
+// the instances afresh after a loss.
 func (c *crdFanOut) onTransition(graphName, clusterName string, state hub.CRDState, msg string) {
-	if state != hub.CRDConflict && state != hub.CRDIncompatible {
+	if state == hub.CRDMissing {
+		// The instance watch there may not notice: the CRD may be back
+		// before it lists again, or the cluster's state went back in time.
+		c.h.runtime.CRDLost(graphName, multicluster.ClusterName(clusterName))
+	}
+	if state != hub.CRDConflict && state != hub.CRDIncompatible && state != hub.CRDMissing {
 		return
 	}
 	target, rec := c.h.eventTarget(graphName)

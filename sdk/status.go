@@ -55,6 +55,10 @@ const (
 	CRDIncompatible = hub.CRDIncompatible
 	// CRDError: any other failure; retried with backoff.
 	CRDError = hub.CRDError
+	// CRDMissing: the CRD the hub established there was deleted by
+	// something else; it is applied again, and the instances there are
+	// not counted meanwhile.
+	CRDMissing = hub.CRDMissing
 	// CRDUnreachable: the cluster stopped answering the hub's probe.
 	CRDUnreachable = hub.CRDUnreachable
 	// CRDNotEngaged: the provider could not engage the cluster.

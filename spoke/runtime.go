@@ -77,6 +77,19 @@ func New(opts Options) *Runtime {
 	return &Runtime{rt: internal.New(opts.runtimeConfig())}
 }
 
+// CRDLost tells the runtime that the named graph's CRD went away on the
+// cluster, as whoever keeps the CRD there saw it (hub.FanOut's
+// OnTransition to CRDMissing): deleted, or lost with the cluster's
+// storage. The instance watch there may not notice by itself (the CRD
+// may be back before it lists again, or the server's resourceVersions
+// went back in time), so it is replaced with one that lists afresh once
+// the kind is served again, and Counts reports the cluster uncounted
+// meanwhile. Safe for concurrent use; a graph or cluster not served is
+// ignored.
+func (r *Runtime) CRDLost(graph string, cluster multicluster.ClusterName) {
+	r.rt.CRDLost(graph, cluster)
+}
+
 // SetGate sets the gate consulted before a version's watches start on a
 // cluster, e.g. until the caller has established the graph's CRD there.
 // Call it before Start. Defaults to none: the watch on instances is

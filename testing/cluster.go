@@ -1,7 +1,11 @@
 package testing
 
 import (
+	"errors"
 	"fmt"
+	"net"
+	"os"
+	"path/filepath"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -31,6 +35,10 @@ type Cluster struct {
 	Kubeconfig []byte
 
 	env *envtest.Environment
+	// certDir and dataDir are the API server's certificates and etcd's
+	// data, ours so that envtest keeps them across StopServers and
+	// StartServers; Stop removes them.
+	certDir, dataDir string
 }
 
 // StartCluster starts a real API server named name. Stop it with Stop.
@@ -42,11 +50,22 @@ func StartCluster(name string, opts ClusterOptions) (*Cluster, error) {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 90 * time.Second
 	}
+	certDir, err := os.MkdirTemp("", "fleetgraph-apiserver-")
+	if err != nil {
+		return nil, err
+	}
+	dataDir, err := os.MkdirTemp("", "fleetgraph-etcd-")
+	if err != nil {
+		_ = os.RemoveAll(certDir)
+		return nil, err
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
 		ControlPlaneStartTimeout: opts.StartTimeout,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
+	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: dataDir}
+	env.ControlPlane.GetAPIServer().CertDir = certDir
 	args := env.ControlPlane.GetAPIServer().Configure()
 	// Keep the test server on loopback: by default it advertises the
 	// machine's address in the default/kubernetes Service.
@@ -56,18 +75,90 @@ func StartCluster(name string, opts ClusterOptions) (*Cluster, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		_ = os.RemoveAll(certDir)
+		_ = os.RemoveAll(dataDir)
 		return nil, fmt.Errorf("starting API server for cluster %q: %w", name, err)
 	}
 	// Test servers are local and private: lift client-go's default 5 QPS
 	// so that benchmarks measure the controllers, not the rate limiter.
 	cfg.QPS, cfg.Burst = 500, 1000
-	return &Cluster{Name: name, Config: cfg, Kubeconfig: env.KubeConfig, env: env}, nil
+	return &Cluster{Name: name, Config: cfg, Kubeconfig: env.KubeConfig, env: env, certDir: certDir, dataDir: dataDir}, nil
 }
 
 // Stop stops the API server and etcd and removes their data.
 func (c *Cluster) Stop() error {
-	if err := c.env.Stop(); err != nil {
+	err := c.env.Stop()
+	err = errors.Join(err, os.RemoveAll(c.certDir), os.RemoveAll(c.dataDir))
+	if err != nil {
 		return fmt.Errorf("stopping cluster %q: %w", c.Name, err)
+	}
+	return nil
+}
+
+// serverKillAfter is how long StopServers lets the API server shut down
+// before it kills it: with clients watching, a graceful shutdown takes
+// longer than envtest waits, and a crash is what StopServers stands for.
+const serverKillAfter = 2 * time.Second
+
+// StopServers stops the cluster's kube-apiserver (killed if it has not
+// stopped within 2 s, as in a crash) and etcd, keeping their addresses,
+// certificates and data: clients get connection errors until
+// StartServers. Not safe for concurrent use with StartServers or Stop.
+func (c *Cluster) StopServers() error {
+	cp := &c.env.ControlPlane
+	api := cp.GetAPIServer()
+	graceful := api.StopTimeout
+	api.StopTimeout = serverKillAfter
+	_ = api.Stop() // an error says it was killed
+	api.StopTimeout = graceful
+	if err := waitClosed(api.SecureServing.Address, api.SecureServing.Port, graceful); err != nil {
+		return fmt.Errorf("stopping the API server of cluster %q: %w", c.Name, err)
+	}
+	if err := cp.Etcd.Stop(); err != nil {
+		return fmt.Errorf("stopping etcd of cluster %q: %w", c.Name, err)
+	}
+	return nil
+}
+
+// waitClosed waits until nothing listens on host:port any more.
+func waitClosed(host, port string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(host, port), time.Second)
+		if err != nil {
+			return nil
+		}
+		_ = conn.Close()
+		if time.Now().After(deadline) {
+			return fmt.Errorf("still listening on %s:%s after %s", host, port, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// StartServers starts the cluster's etcd and kube-apiserver again after
+// StopServers, at the same addresses, with the same certificates (Config
+// and Kubeconfig keep working). With emptyData, etcd's data directory is
+// emptied first: the cluster comes back as a fresh one at the same
+// endpoint, as a cluster rebuilt there would, or one whose etcd was lost.
+func (c *Cluster) StartServers(emptyData bool) error {
+	cp := &c.env.ControlPlane
+	if emptyData {
+		entries, err := os.ReadDir(c.dataDir)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := os.RemoveAll(filepath.Join(c.dataDir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	if err := cp.Etcd.Start(); err != nil {
+		return fmt.Errorf("starting etcd of cluster %q: %w", c.Name, err)
+	}
+	if err := cp.GetAPIServer().Start(); err != nil {
+		return fmt.Errorf("starting the API server of cluster %q: %w", c.Name, err)
 	}
 	return nil
 }

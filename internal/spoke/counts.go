@@ -101,8 +101,13 @@ func stateOf(u *unstructured.Unstructured) string {
 func isActive(u *unstructured.Unstructured) bool { return stateOf(u) == contract.StateActive }
 
 // count is the member's instance count, from its current tally; zero,
-// and not Counted, until the instance watch has listed the instances.
+// and not Counted, until the instance watch has listed the instances, and
+// while it waits to be replaced after the graph's CRD went away (crd.go):
+// the old tally then counts instances the cluster may no longer hold.
 func (m *member) count() Count {
+	if m.crd.busy() {
+		return Count{}
+	}
 	c := m.tally.Load().count()
 	c.Confirmed, c.Errors = m.states.active(), m.states.errored()
 	select {

@@ -105,6 +105,28 @@ func (f *crdFollower) kindChanged() {
 	if err == nil || !apierrors.IsNotFound(err) {
 		return
 	}
+	f.restart()
+}
+
+// lost is told that the graph's CRD went away on the cluster, by whoever
+// watches it (the hub's fan-out, Runtime.CRDLost): the instance informer
+// may not notice, when the CRD is back before it lists again, or when the
+// cluster's state went back in time (an etcd emptied or restored: its
+// watch waits for a resourceVersion the server will not reach soon). So
+// the instance watch is replaced once the kind lists again, and the
+// member counts nothing meanwhile.
+func (f *crdFollower) lost() {
+	select {
+	case <-f.m.ready:
+	default:
+		return // the instance watch has not started yet: it lists afresh
+	}
+	f.restart()
+}
+
+// restart replaces the instance watch once the kind lists, unless that
+// is under way already.
+func (f *crdFollower) restart() {
 	f.mu.Lock()
 	running := f.rewatching
 	f.rewatching = true
@@ -112,14 +134,24 @@ func (f *crdFollower) kindChanged() {
 	if running {
 		return
 	}
+	f.countsChanged() // uncounted meanwhile (counts.go)
 	go func() {
 		defer func() {
 			f.mu.Lock()
 			f.rewatching = false
 			f.mu.Unlock()
+			f.countsChanged()
 		}()
 		f.rewatch()
 	}()
+}
+
+// countsChanged tells Options.CountsChanged that the member's count
+// changed: it is not counted while the instance watch waits.
+func (f *crdFollower) countsChanged() {
+	if tell := f.m.c.opts.CountsChanged; tell != nil {
+		tell(f.m.g.Name)
+	}
 }
 
 // busy reports whether the instance watch is being replaced: its cache

@@ -179,6 +179,19 @@ func (rt *Runtime) Counts(graphName string) map[multicluster.ClusterName]Count {
 	return out
 }
 
+// CRDLost tells the runtime that the named graph's CRD went away on the
+// cluster (deleted, or lost with the cluster's storage): the member that
+// serves it there counts no instance until its instance watch has been
+// replaced with one listing afresh, once the kind is served again.
+func (rt *Runtime) CRDLost(graphName string, cluster multicluster.ClusterName) {
+	_, serving := rt.serving(graphName)
+	if sc := serving[cluster]; sc != nil {
+		if m := sc.member(cluster); m != nil {
+			m.crd.lost()
+		}
+	}
+}
+
 // Served is the version of the controller recorded as serving each
 // cluster whose member is live.
 func (rt *Runtime) Served(graphName string) map[multicluster.ClusterName]Version {
