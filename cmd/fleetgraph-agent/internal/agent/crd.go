@@ -134,6 +134,7 @@ func (a *Agent) deleteCRD(ctx context.Context, g *graph.Graph) (bool, string, er
 	switch {
 	case apierrors.IsNotFound(err):
 		a.rt.Stop(g.Name)
+		a.fanOut.Stop(g.Name)
 		return true, "", nil
 	case err != nil:
 		return false, "", fmt.Errorf("reading CRD %s: %w", g.CRD.Name, err)
@@ -141,6 +142,9 @@ func (a *Agent) deleteCRD(ctx context.Context, g *graph.Graph) (bool, string, er
 		return false, fmt.Sprintf("CRD %s kept: fleetgraph does not own it", g.CRD.Name), nil
 	}
 	a.rt.Stop(g.Name) // its instance watch would hold the CRD's informer
+	// The fan-out keeps the CRDs it installed (it puts back one deleted by
+	// hand): it must stop keeping this one before it is deleted.
+	a.fanOut.Stop(g.Name)
 	uid := crd.UID
 	if err := a.local.GetClient().Delete(ctx, crd, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 		return false, "", fmt.Errorf("deleting CRD %s: %w", g.CRD.Name, err)
