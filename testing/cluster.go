@@ -1,14 +1,20 @@
 package testing
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -74,7 +80,14 @@ func StartCluster(name string, opts ClusterOptions) (*Cluster, error) {
 		args.Set(k, v)
 	}
 	cfg, err := env.Start()
+	if err != nil && env.Config != nil && strings.Contains(err.Error(), envtestNamespaceWait) {
+		// envtest gives the default namespace a fixed 5 s after the API
+		// server answers, which a loaded machine can exceed: the servers
+		// run, so wait as long as the start may take.
+		cfg, err = env.Config, waitForDefaultNamespace(env.Config, opts.StartTimeout)
+	}
 	if err != nil {
+		_ = env.Stop() // what did start must not outlive the test
 		_ = os.RemoveAll(certDir)
 		_ = os.RemoveAll(dataDir)
 		return nil, fmt.Errorf("starting API server for cluster %q: %w", name, err)
@@ -159,6 +172,26 @@ func (c *Cluster) StartServers(emptyData bool) error {
 	}
 	if err := cp.GetAPIServer().Start(); err != nil {
 		return fmt.Errorf("starting the API server of cluster %q: %w", c.Name, err)
+	}
+	return nil
+}
+
+// envtestNamespaceWait is how envtest's Start says its fixed wait for the
+// default namespace ended (it has no sentinel error).
+const envtestNamespaceWait = "default namespace didn't register within deadline"
+
+// waitForDefaultNamespace polls until the default namespace exists, for up
+// to timeout.
+func waitForDefaultNamespace(cfg *rest.Config, timeout time.Duration) error {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return fmt.Errorf("a client to wait for the default namespace: %w", err)
+	}
+	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		return c.Get(ctx, client.ObjectKey{Name: metav1.NamespaceDefault}, &corev1.Namespace{}) == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the default namespace did not appear within %s: %w", timeout, err)
 	}
 	return nil
 }
