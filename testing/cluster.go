@@ -100,6 +100,13 @@ func StartCluster(name string, opts ClusterOptions) (*Cluster, error) {
 
 // Stop stops the API server and etcd and removes their data.
 func (c *Cluster) Stop() error {
+	// A test's API server need not shut down gracefully: with clients
+	// watching, a loaded machine took it past envtest's 30 s. It is
+	// killed after serverKillAfter, as StopServers does (an error says it
+	// was killed); env.Stop then stops etcd.
+	api := c.env.ControlPlane.GetAPIServer()
+	api.StopTimeout = serverKillAfter
+	_ = api.Stop()
 	err := c.env.Stop()
 	err = errors.Join(err, os.RemoveAll(c.certDir), os.RemoveAll(c.dataDir))
 	if err != nil {
