@@ -33,8 +33,9 @@ const (
 // one API server, each with its own informers over one shared connection,
 // as BenchmarkFleet's "shared" mode), so that what the hub starts per
 // cluster is all there a thousand times; some get an instance, so that
-// reconciling ran too. Only apimachinery's known watch.Filter leak is
-// ignored (upstreamWatchLeak).
+// reconciling ran too. Only apimachinery's known watch.Filter leak and
+// controller-runtime's handler-sync wait on an informer stopped before it
+// synced are ignored (upstreamWatchLeak, upstreamHandlerLeak).
 //
 // What a stopped hub leaves is net/http's pool: HTTP/2 connections, one
 // reading goroutine each, about one per hundred watches the fleet had
@@ -69,7 +70,7 @@ func TestAStoppedHubLeavesNoGoroutine(t *testing.T) {
 	stop()
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		shared.CloseIdleConnections()
-		err := goleak.Find(before, upstreamWatchLeak)
+		err := goleak.Find(before, upstreamWatchLeak, upstreamHandlerLeak)
 		assert.NoError(ct, err, "goroutines left, by the function on top and where each was created:\n%s", leftBySite(err))
 	}, wait, tick)
 	t.Logf("apimachinery's watch.Filter goroutines left (ignored): %d", countTop("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop"))

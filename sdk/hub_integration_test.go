@@ -259,6 +259,12 @@ const scenarioDepartureGrace = 2 * time.Second
 // it; everything else must be gone.
 var upstreamWatchLeak = goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop")
 
+// upstreamHandlerLeak is controller-runtime's: a handler registered on a
+// multi-namespace informer starts a goroutine that waits for every
+// namespace's handler to sync, and never ends if the informer is stopped
+// before it synced (multi_namespace_cache.go, v0.24.1).
+var upstreamHandlerLeak = goleak.IgnoreTopFunction("sigs.k8s.io/controller-runtime/pkg/cache.newMultiNamespaceInformerHandlerRegistration.func1")
+
 func hasEvent(events *eventsv1.EventList, regarding, reason string) bool {
 	for _, e := range events.Items {
 		if e.Regarding.Name == regarding && e.Reason == reason {
