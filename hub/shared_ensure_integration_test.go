@@ -127,7 +127,11 @@ func TestEnsureIsSharedByClustersOfOneServer(t *testing.T) {
 	}, hub.DefaultEstablishTimeout, 10*time.Millisecond)
 	log.reset()
 	require.NoError(t, f.Ensure(ctx, clusters[2], g), "a deleted CRD is put back")
-	assert.Equal(t, 1, log.count(http.MethodPatch, crds))
+	// Put back by this Ensure, or already by the fan-out's repair of a
+	// CRD it keeps (repair.go), which may win the race: either way once.
+	assert.LessOrEqual(t, log.count(http.MethodPatch, crds), 1)
+	require.NoError(t, admin.Get(ctx, client.ObjectKey{Name: g.CRD.Name}, crd))
+	assert.Equal(t, v1alpha1.ManagedByFleetgraph, crd.Labels[v1alpha1.LabelManagedBy], "the CRD is back, and ours")
 
 	other := rest.CopyConfig(fleet.Hub.Config)
 	other.Impersonate = rest.ImpersonationConfig{UserName: "other-admin", Groups: []string{"system:masters"}}
