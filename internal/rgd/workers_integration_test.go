@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/utils/ptr"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +96,10 @@ func TestASlowRGDDoesNotHoldUpTheOthers(t *testing.T) {
 		Scheme:                 fgtesting.NewScheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		// The released reconciles write status on their way out; on a
+		// loaded CI machine that took past the default 30 s grace.
+		// fgtesting.StopTimeout (1 min) still fails a real hang.
+		GracefulShutdownTimeout: ptr.To(50 * time.Second),
 	})
 	require.NoError(t, err)
 	crd, err := v1alpha1.CRD()
