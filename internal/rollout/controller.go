@@ -249,6 +249,12 @@ func (c *Controller) tick(ctx context.Context) error {
 			inWavesRollouts = append(inWavesRollouts, ro)
 		}
 	}
+	// The statuses are in place before the Planner says it is loaded: a
+	// reader woken by Ready (a restarted hub's fleet status) must find the
+	// stored rollout status, not none.
+	c.mu.Lock()
+	c.statuses, c.names = statuses, names
+	c.mu.Unlock()
 	c.Planner.set(plans)
 	// A rollback in waves is offered only once the plan that holds its
 	// revision off the waves not reached is in place: offered before, the
@@ -259,9 +265,6 @@ func (c *Controller) tick(ctx context.Context) error {
 			c.Logger.Info("offering the revision rolled back to; retrying", "rollout", ro.Name, "reason", err.Error())
 		}
 	}
-	c.mu.Lock()
-	c.statuses, c.names = statuses, names
-	c.mu.Unlock()
 	c.reconsider()
 	return nil
 }
