@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
@@ -86,7 +87,8 @@ func (h *Hub) ResumeRollout(ctx context.Context, graphName string) error {
 // rolled out, or a revision number in decimal, for every wave of that
 // revision. Like kubectl, it sets the fleetgraph.dev/approve annotation;
 // the hub records the approval in the status within Options.Rollouts.Resync,
-// with an event naming the approver ("fleetgraph-approve"). It returns
+// with an event naming the approver (the hub's own user, as the API
+// server authenticates it; see fgv1alpha1.AnnotationApprovedBy). It returns
 // ErrNoRollout for an unknown rollout, ErrUnknownWave for an unknown
 // wave, and ErrNoSuchRevision for a revision not published yet or one
 // that can no longer be rolled out (an approval never opens a revision
@@ -256,9 +258,28 @@ func (r *rollouts) setup(local manager.Manager) error {
 			Changed:       r.h.changed.notify,
 		},
 	}
+	if !r.h.opts.CRDs.DisableAdmissionPolicy {
+		r.controller.ApproverPolicy = true
+		r.controller.Installed = func(ctx context.Context) { r.bindApproverPolicy(ctx, local) }
+	}
 	health := &healthGates{h: r.h} // rollout_health.go
 	r.controller.Hooks.CheckCondition, r.controller.Hooks.Judge = health.check, health.judge
 	return local.Add(r.controller)
+}
+
+// bindApproverPolicy binds, on the hub cluster, the admission policy that
+// records who approves (rollout.ApproverPolicy), once a probe shows the
+// API server can run it: the same activation as hub graphs' policies.
+func (r *rollouts) bindApproverPolicy(ctx context.Context, hubCluster cluster.Cluster) {
+	policy := rollout.ApproverPolicy()
+	probe, object := rollout.ApproverProbe()
+	admissions := hub.NewAdmissions(hub.Options{
+		FieldManager: r.h.opts.Instances.FieldManager,
+		Logger:       r.h.opts.Logger.WithName("rollout-approver"),
+	})
+	admissions.Activate(ctx, hub.Cluster{Name: "", Cluster: hubCluster}, "graphrollouts", &hub.Admission{
+		Policy: policy[0], Binding: policy[1], ProbePolicy: probe[0], ProbeBinding: probe[1], ProbeObject: object,
+	})
 }
 
 // others is, for the named graph, the clusters other hub replicas serve,

@@ -125,6 +125,14 @@ type Controller struct {
 	// FieldManager installs the CRD.
 	FieldManager string
 	Logger       logr.Logger
+	// ApproverPolicy says that Installed installs ApproverPolicy, so the
+	// Controller may read the approver from AnnotationApprovedBy once a
+	// dry run shows the API server running it. Defaults to false: every
+	// approval is recorded as by an unverified user.
+	ApproverPolicy bool
+	// Installed, if set, is called once the GraphRollout CRD is installed
+	// (to bind ApproverPolicy); it must return at once.
+	Installed func(ctx context.Context)
 
 	mu       sync.Mutex
 	statuses map[string]fgv1alpha1.GraphRolloutStatus // by graph
@@ -188,6 +196,9 @@ func (c *Controller) Start(ctx context.Context) error {
 			return nil
 		case <-time.After(delay):
 		}
+	}
+	if c.Installed != nil {
+		c.Installed(ctx)
 	}
 	t := time.NewTicker(c.Resync)
 	defer t.Stop()
@@ -300,6 +311,9 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 	moving := withoutHeld(waves, held)
 	c.list(ctx, ro, moving, obs)
 	evs := c.checkHealthCondition(ro, latest)
+	if ro.Annotations[fgv1alpha1.AnnotationApprove] != "" && latest > 0 && !c.approverVerified(ctx, ro) {
+		delete(ro.Annotations, fgv1alpha1.AnnotationApprovedBy) // not the API server's word
+	}
 	if !refused(ro.Status) || ro.Status.TargetRevision == 0 { // a first look only records what serves
 		c.judge(ctx, ro, moving, obs)
 		evs = append(evs, step(metaNow(), ro, latest, moving, obs)...)
