@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -45,6 +47,9 @@ type Cluster struct {
 	// data, ours so that envtest keeps them across StopServers and
 	// StartServers; Stop removes them.
 	certDir, dataDir string
+	// snapshots are the copies of etcd's data SnapshotData made; Stop
+	// removes them.
+	snapshots []string
 }
 
 // StartCluster starts a real API server named name. Stop it with Stop.
@@ -109,6 +114,9 @@ func (c *Cluster) Stop() error {
 	_ = api.Stop()
 	err := c.env.Stop()
 	err = errors.Join(err, os.RemoveAll(c.certDir), os.RemoveAll(c.dataDir))
+	for _, dir := range c.snapshots {
+		err = errors.Join(err, os.RemoveAll(dir))
+	}
 	if err != nil {
 		return fmt.Errorf("stopping cluster %q: %w", c.Name, err)
 	}
@@ -162,18 +170,48 @@ func waitClosed(host, port string, timeout time.Duration) error {
 // emptied first: the cluster comes back as a fresh one at the same
 // endpoint, as a cluster rebuilt there would, or one whose etcd was lost.
 func (c *Cluster) StartServers(emptyData bool) error {
-	cp := &c.env.ControlPlane
 	if emptyData {
-		entries, err := os.ReadDir(c.dataDir)
-		if err != nil {
+		if err := emptyDir(c.dataDir); err != nil {
 			return err
 		}
-		for _, e := range entries {
-			if err := os.RemoveAll(filepath.Join(c.dataDir, e.Name())); err != nil {
-				return err
-			}
-		}
 	}
+	return c.startServers()
+}
+
+// SnapshotData copies etcd's data as it is into a new directory and
+// returns its path, for StartServersFrom: a cold backup, taken between
+// StopServers and StartServers (etcd must not be running). Stop removes
+// the snapshots.
+func (c *Cluster) SnapshotData() (string, error) {
+	dir, err := os.MkdirTemp("", "fleetgraph-etcd-snapshot-")
+	if err != nil {
+		return "", err
+	}
+	c.snapshots = append(c.snapshots, dir)
+	if err := copyDir(c.dataDir, dir); err != nil {
+		return "", fmt.Errorf("copying etcd's data of cluster %q: %w", c.Name, err)
+	}
+	return dir, nil
+}
+
+// StartServersFrom is StartServers with etcd's data replaced by a copy of
+// snapshot (a path SnapshotData returned) first: the cluster comes back
+// as it was when the snapshot was taken, as after an etcd restore from a
+// backup, and its resourceVersions go back. The snapshot can be used
+// again.
+func (c *Cluster) StartServersFrom(snapshot string) error {
+	if err := emptyDir(c.dataDir); err != nil {
+		return err
+	}
+	if err := copyDir(snapshot, c.dataDir); err != nil {
+		return fmt.Errorf("restoring etcd's data of cluster %q: %w", c.Name, err)
+	}
+	return c.startServers()
+}
+
+// startServers starts etcd and the API server on the data there is.
+func (c *Cluster) startServers() error {
+	cp := &c.env.ControlPlane
 	if err := cp.Etcd.Start(); err != nil {
 		return fmt.Errorf("starting etcd of cluster %q: %w", c.Name, err)
 	}
@@ -181,6 +219,60 @@ func (c *Cluster) StartServers(emptyData bool) error {
 		return fmt.Errorf("starting the API server of cluster %q: %w", c.Name, err)
 	}
 	return nil
+}
+
+// emptyDir removes what dir holds, keeping dir.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyDir copies what src holds into dst, an existing directory, keeping
+// each file's and directory's permissions (etcd wants its own private).
+func copyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.Mkdir(to, info.Mode().Perm())
+		}
+		return copyFile(path, to, info.Mode().Perm())
+	})
+}
+
+func copyFile(src, dst string, perm fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = in.Close() }()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // envtestNamespaceWait is how envtest's Start says its fixed wait for the

@@ -14,7 +14,9 @@ import (
 // child, the hash of its desired form, the resourceVersion and, when
 // something in the graph reads it (graph.Graph.Reads), the API server's
 // answer to our last apply (compressed, observed.go). The child watches
-// invalidate it when somebody else writes a child or deletes it (drift).
+// invalidate it when somebody else writes a child or deletes it (drift),
+// and the watches' health forgets a kind whose watch starts or stops
+// failing (the cluster may have lost its state meanwhile: watch.go).
 // Our own writes of instances are remembered by Writes.
 type applyMemory struct {
 	mu       sync.Mutex
@@ -201,6 +203,36 @@ func (a *applyMemory) forget(key childKey) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.children, key)
+}
+
+// lostRV is what forgetKind notes in an apply in flight: whatever it
+// answers, the next reconcile applies again.
+const lostRV = "<lost>"
+
+// forgetKind drops what is remembered of every child of kind gvk (an apply
+// in flight is not remembered when it ends) and returns their owners: the
+// cluster may no longer hold what was applied there.
+func (a *applyMemory) forgetKind(gvk schema.GroupVersionKind) []types.NamespacedName {
+	kind := unique.Make(gvk)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	seen := map[types.NamespacedName]bool{}
+	var out []types.NamespacedName
+	for key, st := range a.children {
+		if key.kind != kind {
+			continue
+		}
+		if !seen[st.owner] {
+			seen[st.owner] = true
+			out = append(out, st.owner)
+		}
+		if st.inflight > 0 {
+			st.seen = append(st.seen, lostRV)
+			continue
+		}
+		delete(a.children, key)
+	}
+	return out
 }
 
 // owners returns the instances something is remembered for.

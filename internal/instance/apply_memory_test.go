@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -8,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
 )
 
 var owner1 = types.NamespacedName{Namespace: "ns", Name: "pair-1"}
@@ -119,4 +122,32 @@ func TestForgetClusterForgetsItsAppliesAndReferences(t *testing.T) {
 	assert.Empty(t, fresh.owned.ownedBy("uid-w", "spoke-1"))
 	assert.True(t, spoke2.memory.unchanged(cmKey, 7), "spoke-2 keeps its memory")
 	assert.Equal(t, spoke2, e.places.named("spoke-2"))
+}
+
+// A kind whose watch starts or stops failing in a cluster is forgotten
+// there (the cluster may have lost its state meanwhile): each of its
+// children is applied again, an apply in flight is not remembered, and
+// the instances are requeued; other kinds and clusters keep their memory.
+func TestApplyMemoryForgetsAKindWhoseWatchHealthChanged(t *testing.T) {
+	var requeued []types.NamespacedName
+	e := New(Config{
+		Graph: &graph.Graph{Name: "unit"}, Home: NewCluster("", nil), Context: context.Background(),
+		Enqueue: func(key types.NamespacedName) { requeued = append(requeued, key) },
+		Options: Options{OrphanGrace: -1},
+	})
+	left, right := e.places.of(e, NewCluster("spoke-1", nil)), e.places.of(e, NewCluster("spoke-2", nil))
+	secretKey := newChildKey(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, "ns", "a")
+	inflightKey := newChildKey(cmKey.gvk(), "ns", "b")
+	applyOnce(left, cmKey, 7, "10")
+	applyOnce(left, secretKey, 7, "11")
+	applyOnce(right, cmKey, 7, "20")
+	left.memory.begin(inflightKey, owner1)
+
+	left.watches.WatchHealthChanged(cmKey.gvk())
+	assert.False(t, left.memory.unchanged(cmKey, 7), "a child of the kind is applied again")
+	assert.True(t, left.memory.unchanged(secretKey, 7), "another kind keeps its memory")
+	assert.True(t, right.memory.unchanged(cmKey, 7), "another cluster keeps its memory")
+	assert.Equal(t, []types.NamespacedName{owner1}, requeued, "the owner is reconciled again")
+	assert.True(t, left.memory.endWithoutAnswer(inflightKey, 7, applied("12"), nil), "the apply in flight asks for another")
+	assert.False(t, left.memory.unchanged(inflightKey, 7), "and is not remembered")
 }

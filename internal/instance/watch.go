@@ -149,14 +149,30 @@ func (w *watches) informer(gvk schema.GroupVersionKind, lw *toolscache.ListWatch
 	return toolscache.NewSharedIndexInformer(through, &unstructured.Unstructured{}, 0, toolscache.Indexers{})
 }
 
-// WatchHealthChanged tells the driver, whose instances each use the
-// graph's kinds and whose status shows the change only once reconciled.
-// It implements cacheopts.Listener.
-func (w *watches) WatchHealthChanged(schema.GroupVersionKind) {
-	if w.p.ctx.Err() != nil || w.p.e.cfg.WatchHealthChanged == nil {
+// WatchHealthChanged forgets what was applied of kind gvk in the place's
+// cluster and requeues the instances it was applied for, then tells the
+// driver, whose instances each use the graph's kinds and whose status
+// shows the change only once reconciled. It implements cacheopts.Listener.
+//
+// A watch that starts failing is blind, and one that stops failing may
+// come back to a cluster that lost its state meanwhile (rebuilt at the same
+// address, or its etcd emptied or restored from a backup), which its
+// informer may never report: a watch resumed from a resourceVersion the new
+// state has passed lists nothing again, so no child is seen deleted. Either
+// way the apply memory no longer stands for the cluster, so every child of
+// gvk there is applied again at its instance's next reconcile: while the
+// cluster does not answer, those applies fail and the instances are not
+// ACTIVE; once it does, what it lost is written back.
+func (w *watches) WatchHealthChanged(gvk schema.GroupVersionKind) {
+	if w.p.ctx.Err() != nil {
 		return
 	}
-	w.p.e.cfg.WatchHealthChanged()
+	for _, key := range w.p.memory.forgetKind(gvk) {
+		w.p.e.enqueue(key)
+	}
+	if w.p.e.cfg.WatchHealthChanged != nil {
+		w.p.e.cfg.WatchHealthChanged()
+	}
 }
 
 // tombstone unwraps a deleted object whose final state the informer missed.
