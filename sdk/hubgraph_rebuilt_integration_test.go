@@ -54,8 +54,8 @@ func TestHubGraphChildrenOnARebuiltSpokeComeBack(t *testing.T) {
 	require.NoError(t, spoke.StopServers())
 	require.Eventually(t, func() bool { return activePairs(hubClient, gvk, "default") == 0 }, wait, tick,
 		"no Pair says ACTIVE while spoke-1 does not answer")
-	require.NoError(t, spoke.StartServers(true))
 	watch := watchLeftChildren(t, hubClient, c1, gvk, names)
+	require.NoError(t, spoke.StartServers(true))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		for _, name := range names {
 			assert.True(ct, childExists(ct, c1, name+"-left"), "%s-left is back on spoke-1", name)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -133,6 +134,9 @@ type statusGap struct {
 	claimedAfterLoss bool
 	back             bool // the cluster's servers were started again
 	seenBack         bool // the hub was seen reaching it since
+	// mostAfterBack is the most instances counted there (total or ready)
+	// since seenBack.
+	mostAfterBack int
 }
 
 func watchStatus(t *testing.T, h *sdk.Hub, graph, cluster string) *statusWatch {
@@ -157,6 +161,9 @@ func watchStatus(t *testing.T, h *sdk.Hub, graph, cluster string) *statusWatch {
 				w.gap.notEstablished = w.gap.notEstablished || c.CRD != hub.CRDEstablished
 				w.gap.missing = w.gap.missing || c.CRD == hub.CRDMissing
 				w.gap.seenBack = w.gap.seenBack || (w.gap.back && c.CRD != hub.CRDUnreachable)
+				if w.gap.seenBack {
+					w.gap.mostAfterBack = max(w.gap.mostAfterBack, c.Instances, c.ReadyInstances)
+				}
 				lossSeen := w.gap.missing || w.gap.seenBack
 				w.gap.claimedAfterLoss = w.gap.claimedAfterLoss || (lossSeen && c.ReadyInstances > 0)
 			}
@@ -278,4 +285,58 @@ func TestASpokeRebuiltEmptyGetsItsCRDBackAndLosesItsCounts(t *testing.T) {
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		assert.Equal(ct, "Established 1/1", clusterStates(h, graphRGD.Name)["spoke-1"])
 	}, wait, tick)
+}
+
+// A spoke whose etcd is restored from a cold snapshot taken earlier (its
+// resourceVersions go back) serves what the snapshot holds: the graph's
+// CRD, which the snapshot has, stays established; the instances it holds
+// are counted and ACTIVE, and an instance created after the snapshot is
+// never counted once the hub has seen the spoke again. Meanwhile the RGD's
+// summary is unhealthy. It has a fleet of its own: it stops a spoke.
+func TestASpokeRestoredFromAnOlderSnapshotCountsOnlyWhatItHolds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fleet := fgtesting.StartFleet(t, 2)
+	provider, err := fleet.NewProvider(ctx)
+	require.NoError(t, err)
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
+	graphRGD, gvk := renamedRGD(readRGD(t, "testdata/webapp-rgd.yaml"), "restored", "RestoredWebApp")
+	require.NoError(t, h.RegisterGraph(ctx, graphRGD))
+	spoke := fleet.Spoke("spoke-1")
+	c1 := newClient(t, spoke.Config)
+	held := []string{"restored-a", "restored-b"}
+	for _, name := range held {
+		createWhenServed(t, c1, instance(gvk, name, map[string]any{"name": name}))
+		requireState(t, c1, gvk, name, "ACTIVE")
+	}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, "Established 2/2", clusterStates(h, graphRGD.Name)["spoke-1"])
+	}, wait, tick)
+	require.NoError(t, spoke.StopServers())
+	snapshot, err := spoke.SnapshotData()
+	require.NoError(t, err)
+	require.NoError(t, spoke.StartServers(false))
+	createWhenServed(t, c1, instance(gvk, "restored-later", map[string]any{"name": "restored-later"}))
+	requireState(t, c1, gvk, "restored-later", "ACTIVE")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, "Established 3/3", clusterStates(h, graphRGD.Name)["spoke-1"])
+	}, wait, tick)
+
+	require.NoError(t, spoke.StopServers())
+	watch := watchStatus(t, h, graphRGD.Name, "spoke-1")
+	require.NoError(t, spoke.StartServersFrom(snapshot))
+	watch.restarted()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, "Established 2/2", clusterStates(h, graphRGD.Name)["spoke-1"], "only what the snapshot holds is counted")
+	}, wait, tick)
+	gap := watch.stop()
+	assert.True(t, gap.notEstablished, "the status showed spoke-1 not established while it was away")
+	assert.True(t, gap.seenBack, "the hub was seen reaching spoke-1 again")
+	assert.True(t, gap.unhealthy, "the RGD's summary was unhealthy meanwhile")
+	assert.LessOrEqual(t, gap.mostAfterBack, len(held), "the instance the snapshot lacks was counted once spoke-1 was seen again")
+	err = c1.Get(ctx, client.ObjectKey{Namespace: "default", Name: "restored-later"}, instance(gvk, "restored-later", nil))
+	assert.True(t, apierrors.IsNotFound(err), "the restored spoke lacks the later instance: %v", err)
+	for _, name := range held {
+		requireState(t, c1, gvk, name, "ACTIVE")
+	}
 }

@@ -97,12 +97,18 @@ func (f *crdFollower) follow() {
 }
 
 // kindChanged runs when the instance kind starts or stops failing to list
-// or watch: if it is because the kind is not served (the CRD was
-// deleted), the instance watch is replaced once the kind lists again.
+// or watch. Unless it fails for want of permission (the cluster's state is
+// intact then), the instance watch is replaced once the kind lists again,
+// and the member counts nothing meanwhile: the kind may not be served
+// (its CRD was deleted), or the cluster may be coming back with another
+// state (rebuilt at the same address, its etcd emptied or restored from
+// an older snapshot), which an informer resumed from the resourceVersion
+// it last saw may never list: instances the new state lacks would stay
+// in its cache, and be counted.
 func (f *crdFollower) kindChanged() {
 	m := f.m
 	err := cacheopts.HealthOf(m.cl).Failing([]schema.GroupVersionKind{m.g.Instance.GVK})[m.g.Instance.GVK]
-	if err == nil || !apierrors.IsNotFound(err) {
+	if err == nil || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 		return
 	}
 	f.restart()
