@@ -4,6 +4,7 @@ package testing_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -46,4 +47,58 @@ func TestAClusterRestartedEmptyAnswersAtTheSameAddress(t *testing.T) {
 	}, time.Minute, 100*time.Millisecond)
 	err = cl.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
 	assert.True(t, apierrors.IsNotFound(err), "what it held is gone: %v", err)
+}
+
+// A cluster restored from a snapshot of its etcd taken earlier answers at
+// the same address as it was then: what was written after the snapshot is
+// gone, what it held is back, and its resourceVersions went back.
+func TestAClusterRestoredFromASnapshotIsAsItWasThen(t *testing.T) {
+	t.Parallel()
+	c, err := fgtesting.StartCluster("restored", fgtesting.ClusterOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, c.Stop()) })
+	cl, err := client.New(c.Config, client.Options{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	before := &corev1.ConfigMap{}
+	before.Name, before.Namespace = "before", "default"
+	require.NoError(t, cl.Create(ctx, before))
+
+	require.NoError(t, c.StopServers())
+	snapshot, err := c.SnapshotData()
+	require.NoError(t, err)
+	require.NoError(t, c.StartServers(false))
+	after := &corev1.ConfigMap{}
+	after.Name, after.Namespace = "after", "default"
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		require.NoError(ct, cl.Create(ctx, after.DeepCopy()))
+	}, time.Minute, 100*time.Millisecond, "the cluster answers again with its data")
+	// Writes after the snapshot, so many that the restored cluster's own
+	// writes as it starts do not make up for them.
+	for i := range 50 {
+		require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(after), after))
+		after.Data = map[string]string{"n": strconv.Itoa(i)}
+		require.NoError(t, cl.Update(ctx, after))
+	}
+	latest := &corev1.ConfigMapList{}
+	require.NoError(t, cl.List(ctx, latest))
+
+	require.NoError(t, c.StopServers())
+	require.NoError(t, c.StartServersFrom(snapshot))
+	restored := &corev1.ConfigMapList{}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		require.NoError(ct, cl.List(ctx, restored))
+	}, time.Minute, 100*time.Millisecond)
+	assert.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(before), &corev1.ConfigMap{}), "what the snapshot held is back")
+	err = cl.Get(ctx, client.ObjectKeyFromObject(after), &corev1.ConfigMap{})
+	assert.True(t, apierrors.IsNotFound(err), "what was written after the snapshot is gone: %v", err)
+	assert.Less(t, resourceVersion(t, restored.ResourceVersion), resourceVersion(t, latest.ResourceVersion), "the resourceVersions went back")
+}
+
+// resourceVersion parses an etcd-backed resourceVersion.
+func resourceVersion(t *testing.T, rv string) uint64 {
+	t.Helper()
+	n, err := strconv.ParseUint(rv, 10, 64)
+	require.NoError(t, err)
+	return n
 }
