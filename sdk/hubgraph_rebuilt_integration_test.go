@@ -24,15 +24,30 @@ import (
 // rebuilt empty is back (issue 42).
 const rebuiltChildrenWithin = 30 * time.Second
 
-// A spoke whose API server and etcd are stopped and started again empty,
-// at the same address, gets every hub-graph child it held back within
+// A spoke whose API server and etcd are stopped and started again at the
+// same address, its etcd emptied or restored from a snapshot taken before
+// some Pairs were created, gets every hub-graph child it lost back within
 // 30 s, though nothing about the children changed on the hub: the engine
 // forgets what it applied there and reconciles the instances again. No
 // instance says ACTIVE while the spoke does not answer, nor, from the
 // restart on, while its child there is missing; the children on the other
-// spoke are untouched. It has a fleet of its own: it stops a spoke.
+// spoke are untouched. Each case has a fleet of its own: it stops a spoke.
 func TestHubGraphChildrenOnARebuiltSpokeComeBack(t *testing.T) {
 	t.Parallel()
+	t.Run("emptied", func(t *testing.T) {
+		t.Parallel()
+		rebuildUnderPairs(t, false)
+	})
+	t.Run("restored from an older snapshot", func(t *testing.T) {
+		t.Parallel()
+		rebuildUnderPairs(t, true)
+	})
+}
+
+// rebuildUnderPairs runs TestHubGraphChildrenOnARebuiltSpokeComeBack:
+// spoke-1 comes back emptied, or restored from a snapshot that holds the
+// children of the first Pairs only.
+func rebuildUnderPairs(t *testing.T, restore bool) {
 	const pairs = 5
 	ctx := context.Background()
 	fleet := fgtesting.StartFleet(t, 2)
@@ -45,17 +60,34 @@ func TestHubGraphChildrenOnARebuiltSpokeComeBack(t *testing.T) {
 	spoke := fleet.Spoke("spoke-1")
 	c1, c2 := newClient(t, spoke.Config), newClient(t, fleet.Spoke("spoke-2").Config)
 	names := make([]string, pairs)
-	for i := range names {
-		names[i] = fmt.Sprintf("rp%d", i)
-		createWhenServed(t, hubClient, instance(gvk, names[i], map[string]any{"value": "v"}))
+	create := func(from, to int) {
+		for i := from; i < to; i++ {
+			names[i] = fmt.Sprintf("rp%d", i)
+			createWhenServed(t, hubClient, instance(gvk, names[i], map[string]any{"value": "v"}))
+		}
+		require.Eventually(t, func() bool { return activePairs(hubClient, gvk, "default") == to }, wait, tick, "%d Pairs ACTIVE", to)
 	}
-	require.Eventually(t, func() bool { return activePairs(hubClient, gvk, "default") == pairs }, wait, tick, "all Pairs ACTIVE")
+	snapshot := ""
+	if restore {
+		create(0, pairs/2)
+		require.NoError(t, spoke.StopServers())
+		snapshot, err = spoke.SnapshotData()
+		require.NoError(t, err)
+		require.NoError(t, spoke.StartServers(false))
+		create(pairs/2, pairs)
+	} else {
+		create(0, pairs)
+	}
 
 	require.NoError(t, spoke.StopServers())
 	require.Eventually(t, func() bool { return activePairs(hubClient, gvk, "default") == 0 }, wait, tick,
 		"no Pair says ACTIVE while spoke-1 does not answer")
 	watch := watchLeftChildren(t, hubClient, c1, gvk, names)
-	require.NoError(t, spoke.StartServers(true))
+	if restore {
+		require.NoError(t, spoke.StartServersFrom(snapshot))
+	} else {
+		require.NoError(t, spoke.StartServers(true))
+	}
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		for _, name := range names {
 			assert.True(ct, childExists(ct, c1, name+"-left"), "%s-left is back on spoke-1", name)
@@ -65,7 +97,7 @@ func TestHubGraphChildrenOnARebuiltSpokeComeBack(t *testing.T) {
 	seen := watch.stop()
 	for _, name := range names {
 		if claims := seen[name]; len(claims) > 0 {
-			t.Errorf("%s said ACTIVE while its child on spoke-1 was missing, %d times, first %s after the restart", name, len(claims), claims[0])
+			t.Errorf("%s said ACTIVE while its child on spoke-1 was missing, %d times, first %s into the watch, which began before the restart", name, len(claims), claims[0])
 		}
 		assert.True(t, childExists(t, c2, name+"-right"), "%s-right is still on spoke-2", name)
 	}
