@@ -137,9 +137,20 @@ type statusGap struct {
 	// mostAfterBack is the most instances counted there (total or ready)
 	// since seenBack.
 	mostAfterBack int
+	// healthyOverLoss: the RGD's summary was healthy, and a read of the
+	// cluster right after found the graph's CRD absent (watchServing).
+	healthyOverLoss bool
 }
 
 func watchStatus(t *testing.T, h *sdk.Hub, graph, cluster string) *statusWatch {
+	t.Helper()
+	return watchServing(t, h, graph, cluster, nil)
+}
+
+// watchServing is watchStatus that also reads the cluster whenever the
+// summary is healthy: crdAbsent reports whether the cluster answers that
+// the graph's CRD is not there.
+func watchServing(t *testing.T, h *sdk.Hub, graph, cluster string, crdAbsent func() bool) *statusWatch {
 	t.Helper()
 	w := &statusWatch{stopped: make(chan struct{}), done: make(chan struct{})}
 	go func() {
@@ -152,8 +163,10 @@ func watchStatus(t *testing.T, h *sdk.Hub, graph, cluster string) *statusWatch {
 			}
 			st := h.FleetStatus(graph)
 			summary := rgd.Summary(st)
+			overLoss := summary.Unhealthy == 0 && crdAbsent != nil && crdAbsent()
 			w.mu.Lock()
 			w.gap.unhealthy = w.gap.unhealthy || summary.Unhealthy > 0
+			w.gap.healthyOverLoss = w.gap.healthyOverLoss || overLoss
 			for _, c := range st.Clusters {
 				if c.Cluster != cluster {
 					continue
@@ -264,7 +277,10 @@ func TestASpokeRebuiltEmptyGetsItsCRDBackAndLosesItsCounts(t *testing.T) {
 	}, wait, tick)
 
 	require.NoError(t, spoke.StopServers())
-	watch := watchStatus(t, h, graphRGD.Name, "spoke-1")
+	watch := watchServing(t, h, graphRGD.Name, "spoke-1", func() bool {
+		err := c1.Get(ctx, client.ObjectKey{Name: crdName(gvk)}, &apiextensionsv1.CustomResourceDefinition{})
+		return apierrors.IsNotFound(err)
+	})
 	require.NoError(t, spoke.StartServers(true))
 	watch.restarted()
 	require.Eventually(t, func() bool {
@@ -279,6 +295,7 @@ func TestASpokeRebuiltEmptyGetsItsCRDBackAndLosesItsCounts(t *testing.T) {
 	assert.True(t, gap.seenBack, "the hub was seen reaching spoke-1 again")
 	assert.True(t, gap.unhealthy, "the RGD's summary was unhealthy meanwhile")
 	assert.False(t, gap.claimedAfterLoss, "no ready instance counted once the rebuilt spoke was seen again")
+	assert.False(t, gap.healthyOverLoss, "the RGD's summary was healthy while the rebuilt spoke lacked the CRD")
 
 	createWhenServed(t, c1, instance(gvk, "rebuilt-c", map[string]any{"name": "rebuilt-c"}))
 	requireState(t, c1, gvk, "rebuilt-c", "ACTIVE")
