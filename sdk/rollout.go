@@ -15,6 +15,7 @@ import (
 	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/internal/cleanup"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/placementdecision"
 	"github.com/fleetgraph/fleetgraph/internal/revisions"
 	"github.com/fleetgraph/fleetgraph/internal/rollout"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
@@ -236,9 +237,14 @@ func (r *rollouts) setup(local manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("client for the hub: %w", err)
 	}
+	decisions, err := client.New(local.GetConfig(), client.Options{Scheme: placementdecision.Scheme()})
+	if err != nil {
+		return fmt.Errorf("client for PlacementDecisions on the hub: %w", err)
+	}
 	r.planner.AwaitRollouts()
 	r.controller = &rollout.Controller{
 		Client:       c,
+		Decisions:    decisions,
 		Planner:      r.planner,
 		Recorder:     r.h.recorder,
 		Resync:       r.h.opts.Rollouts.Resync,
@@ -255,6 +261,9 @@ func (r *rollouts) setup(local manager.Manager) error {
 			Others:        r.others,
 			Changed:       r.h.changed.notify,
 		},
+	}
+	if ns := r.h.opts.Rollouts.PlacementDecisions.Namespace; ns != "" {
+		r.controller.Publisher = &placementdecision.Publisher{Client: decisions, Namespace: ns, FieldManager: r.h.opts.Instances.FieldManager}
 	}
 	health := &healthGates{h: r.h} // rollout_health.go
 	r.controller.Hooks.CheckCondition, r.controller.Hooks.Judge = health.check, health.judge
