@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ciav1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	ciav1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 
 	kro "github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 )

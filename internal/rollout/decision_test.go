@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	ciav1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/fleetgraph/fleetgraph/internal/placementdecision"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
@@ -89,4 +89,3 @@ func TestADecisionNarrowsWhatTheSelectorPlaces(t *testing.T) {
 	assert.Nil(t, c.followDecision(context.Background(), ro))
 	assert.Nil(t, meta.FindStatusCondition(ro.Status.Conditions, fgv1alpha1.ConditionPlacementDecisionRead))
 }
-
