@@ -17,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ciav1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	ciav1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
@@ -180,7 +180,7 @@ func TestRolloutFollowsAPlacementDecision(t *testing.T) {
 }
 
 // The hub never overwrites a PlacementDecision it did not write, even one
-// that carries its managed-by label: the rollout says so, and the
+// that carries its labels: the rollout says so, and the
 // publication happens once the name is free. Deleting the GraphRollout
 // deletes what the hub published.
 func TestPublishingNeverOverwritesAnotherPlacementDecision(t *testing.T) {
@@ -190,7 +190,9 @@ func TestPublishingNeverOverwritesAnotherPlacementDecision(t *testing.T) {
 	ctx := context.Background()
 	provider, err := fleet.NewProvider(ctx)
 	require.NoError(t, err)
-	foreign := scheduled("drift-0", map[string]string{kro.LabelManagedBy: kro.ManagedByFleetgraph}, "elsewhere")
+	foreign := scheduled("drift-0", map[string]string{ // every label of ours, copied
+		kro.LabelManagedBy: kro.ManagedByFleetgraph, ciav1alpha1.DecisionKeyLabel: "drift", ciav1alpha1.PlacementKeyLabel: "drift",
+	}, "elsewhere")
 	foreign.Namespace = publishNamespace
 	require.NoError(t, hubClient.Create(ctx, foreign, client.FieldOwner("someone-else")))
 
