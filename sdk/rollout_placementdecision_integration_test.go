@@ -42,7 +42,7 @@ func decisionFleet(t *testing.T, fleet *fgtesting.Fleet) client.Client {
 	require.NoError(t, err, "locating the cluster-inventory-api module")
 	_, err = envtest.InstallCRDs(fleet.Hub.Config, envtest.CRDInstallOptions{Paths: []string{
 		filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "bases", "multicluster.x-k8s.io_placementdecisions.yaml"),
-	}})
+	}, MaxTime: wait}) // envtest's 10 s for discovery is not enough on a loaded machine
 	require.NoError(t, err)
 	c := newClient(t, fleet.Hub.Config)
 	for _, ns := range []string{schedulerNamespace, publishNamespace} {
