@@ -76,7 +76,9 @@ func (c *Controller) publish(ctx context.Context, ro *fgv1alpha1.GraphRollout, p
 			cond.Reason = publishedNotOurs
 		}
 		cond.Message = "not published: " + err.Error()
-		c.Logger.Info("publishing the placement as a PlacementDecision", "rollout", ro.Name, "reason", err.Error())
+		if was := meta.FindStatusCondition(ro.Status.Conditions, cond.Type); was == nil || was.Message != cond.Message {
+			c.Logger.Info("publishing the placement as a PlacementDecision; retrying", "rollout", ro.Name, "reason", err.Error())
+		}
 	}
 	meta.SetStatusCondition(&ro.Status.Conditions, cond)
 }
