@@ -9,12 +9,14 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/internal/cleanup"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/crds"
 	"github.com/fleetgraph/fleetgraph/internal/placementdecision"
 	"github.com/fleetgraph/fleetgraph/internal/revisions"
 	"github.com/fleetgraph/fleetgraph/internal/rollout"
@@ -87,7 +89,8 @@ func (h *Hub) ResumeRollout(ctx context.Context, graphName string) error {
 // rolled out, or a revision number in decimal, for every wave of that
 // revision. Like kubectl, it sets the fleetgraph.dev/approve annotation;
 // the hub records the approval in the status within Options.Rollouts.Resync,
-// with an event naming the approver ("fleetgraph-approve"). It returns
+// with an event naming the approver (the hub's own user, as the API
+// server authenticates it; see fgv1alpha1.AnnotationApprovedBy). It returns
 // ErrNoRollout for an unknown rollout, ErrUnknownWave for an unknown
 // wave, and ErrNoSuchRevision for a revision not published yet or one
 // that can no longer be rolled out (an approval never opens a revision
@@ -265,9 +268,74 @@ func (r *rollouts) setup(local manager.Manager) error {
 	if ns := r.h.opts.Rollouts.PlacementDecisions.Namespace; ns != "" {
 		r.controller.Publisher = &placementdecision.Publisher{Client: decisions, Namespace: ns, FieldManager: r.h.opts.Instances.FieldManager}
 	}
+	if !r.h.opts.CRDs.DisableAdmissionPolicy {
+		r.controller.ApproverPolicy = true
+		r.controller.Installed = func(ctx context.Context) { r.bindApproverPolicy(ctx, local) }
+	}
 	health := &healthGates{h: r.h} // rollout_health.go
 	r.controller.Hooks.CheckCondition, r.controller.Hooks.Judge = health.check, health.judge
 	return local.Add(r.controller)
+}
+
+// bindApproverPolicy binds, on the hub cluster, the admission policy that
+// records who approves (rollout.ApproverPolicy), once a probe shows the
+// API server can run it: the same activation as hub graphs' policies.
+func (r *rollouts) bindApproverPolicy(ctx context.Context, hubCluster cluster.Cluster) {
+	policy := rollout.ApproverPolicy()
+	probe, object := rollout.ApproverProbe()
+	admissions := hub.NewAdmissions(hub.Options{
+		FieldManager: r.h.opts.Instances.FieldManager,
+		Logger:       r.h.opts.Logger.WithName("rollout-approver"),
+	})
+	admissions.Activate(ctx, hub.Cluster{Name: "", Cluster: hubCluster}, "graphrollouts", &hub.Admission{
+		Policy: policy[0], Binding: policy[1], ProbePolicy: probe[0], ProbeBinding: probe[1], ProbeObject: object,
+	})
+	go r.applyApproveCheck(ctx, hubCluster.GetClient())
+}
+
+// approveCheckRetry is the first wait between attempts to apply the
+// approve check, doubled up to approveCheckRetryMax.
+const (
+	approveCheckRetry    = time.Second
+	approveCheckRetryMax = 30 * time.Second
+)
+
+// applyApproveCheck applies, on the hub cluster, the admission policy that
+// lets only those who may approve set the approve annotation
+// (rollout.ApproveCheck), retrying until it is in place or ctx ends.
+// ValidatingAdmissionPolicy is served by every Kubernetes fleetgraph
+// supports; until it is in place, approvals are recorded as unverified.
+func (r *rollouts) applyApproveCheck(ctx context.Context, c client.Client) {
+	log := r.h.opts.Logger.WithName("rollout-approver")
+	for delay := approveCheckRetry; ; delay = min(2*delay, approveCheckRetryMax) {
+		err := applyAll(ctx, c, r.h.opts.Instances.FieldManager, rollout.ApproveCheck())
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		log.Info("applying the approve admission policy; approvals are recorded as unverified meanwhile", "reason", err.Error(), "retry", delay)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
+}
+
+// applyAll server-side applies objs, in order, as fieldManager.
+func applyAll(ctx context.Context, c client.Client, fieldManager string, objs []client.Object) error {
+	for _, obj := range objs {
+		u, err := crds.ApplyIntent(obj)
+		if err != nil {
+			return err
+		}
+		reqCtx, cancel := context.WithTimeout(ctx, approveCheckRetryMax)
+		err = c.Apply(reqCtx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldManager), client.ForceOwnership)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+	return nil
 }
 
 // others is, for the named graph, the clusters other hub replicas serve,

@@ -9,9 +9,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
@@ -59,8 +64,10 @@ func requireAwaitingFrom(t *testing.T, h *sdk.Hub, hubClient client.Client, grap
 
 // A wave with approval Required waits, across a hub restart, until the
 // fleetgraph.dev/approve annotation names it; the approval is recorded
-// with who set it, the annotation is consumed, and the next revision
-// waits again until Hub.Approve approves it.
+// with who set it as the API server authenticated them (not the field
+// manager they chose), the annotation is consumed, and the next revision
+// waits again until Hub.Approve approves it. Nobody writes approved-by
+// directly.
 func TestARequiredWaveWaitsForApproval(t *testing.T) {
 	t.Parallel()
 	fleet, provider, spokes := ringFleet(t)
@@ -85,8 +92,10 @@ func TestARequiredWaveWaitsForApproval(t *testing.T) {
 	require.NoError(t, h2.RegisterGraph(context.Background(), rev2))
 	requireAwaiting(t, h2, hubClient, "sluice", 2)
 
-	// kubectl annotate graphrollout sluice fleetgraph.dev/approve=main
-	approveAs(t, hubClient, "sluice", "main", "kubectl-annotate")
+	// As alice: kubectl annotate --field-manager security-oncall
+	// graphrollout sluice fleetgraph.dev/approve=main
+	alice := impersonating(t, fleet.Hub.Config, "alice")
+	approveAs(t, alice, "sluice", "main", "security-oncall")
 	requireRollout(t, h2, "sluice", fgv1alpha1.RolloutComplete, allServe(2))
 	for _, c := range spokes {
 		requireVersion(t, c, "app", "2")
@@ -97,21 +106,91 @@ func TestARequiredWaveWaitsForApproval(t *testing.T) {
 	require.Len(t, st.Approvals, 1)
 	assert.Equal(t, int64(2), st.Approvals[0].Revision)
 	assert.Equal(t, "main", st.Approvals[0].Wave)
-	assert.Equal(t, "kubectl-annotate", st.Approvals[0].By)
-	requireEventWith(t, fleet, "sluice", "Approved", `wave "main" of revision 2 approved by the fleetgraph.dev/approve annotation (set by field manager "kubectl-annotate")`)
+	assert.Equal(t, "alice", st.Approvals[0].By)
+	requireEventWith(t, fleet, "sluice", "Approved", `wave "main" of revision 2 approved by "alice"`)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		assert.NotContains(ct, rolloutAnnotations(ct, hubClient, "sluice"), fgv1alpha1.AnnotationApprove, "consumed")
 	}, wait, tick)
+	// A direct write of approved-by, by alice or anyone, is put back.
+	setAnnotation(t, alice, "sluice", fgv1alpha1.AnnotationApprovedBy, "security-oncall")
+	assert.Equal(t, "alice", rolloutAnnotations(t, hubClient, "sluice")[fgv1alpha1.AnnotationApprovedBy])
 
 	// The next revision waits again; Hub.Approve lets it go on.
 	require.NoError(t, h2.RegisterGraph(context.Background(), tideRGD(t, "sluice", "Sluice", "3", "")))
+	requireAwaiting(t, h2, hubClient, "sluice", 3)
+	// mallory may edit the rollout but holds no approve verb: the API
+	// server refuses her approval, naming the verb; her other edits pass.
+	mallory := rolloutEditor(t, fleet.Hub.Config, "mallory")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		err := patchAnnotation(mallory, "sluice", fgv1alpha1.AnnotationApprove, "main", client.DryRunAll)
+		require.Error(ct, err, "the approve check is in place")
+		assert.Contains(ct, err.Error(), `needs the verb "approve" on graphrollouts.fleetgraph.dev`)
+	}, wait, tick)
+	require.Error(t, patchAnnotation(mallory, "sluice", fgv1alpha1.AnnotationApprove, "main"))
+	require.NoError(t, patchAnnotation(mallory, "sluice", "example.com/note", "edited"))
 	requireAwaiting(t, h2, hubClient, "sluice", 3)
 	assert.ErrorIs(t, h2.Approve(context.Background(), "sluice", "no-such-wave"), sdk.ErrUnknownWave)
 	assert.ErrorIs(t, h2.Approve(context.Background(), "no-such-rollout", "main"), sdk.ErrNoRollout)
 	require.NoError(t, h2.Approve(context.Background(), "sluice", "main"))
 	requireRollout(t, h2, "sluice", fgv1alpha1.RolloutComplete, allServe(3))
 	requireVersion(t, spokes["spoke-4"], "app", "3")
-	requireEventWith(t, fleet, "sluice", "Approved", `wave "main" of revision 3 approved by the fleetgraph.dev/approve annotation (set by field manager "fleetgraph-approve")`)
+	requireEventWith(t, fleet, "sluice", "Approved", `wave "main" of revision 3 approved by "`+whoAmI(t, fleet.Hub.Config)+`"`)
+}
+
+// impersonating is a client of cfg's API server acting as user name (in
+// system:masters, so that only who it is differs).
+func impersonating(t *testing.T, cfg *rest.Config, name string) client.Client {
+	t.Helper()
+	as := rest.CopyConfig(cfg)
+	as.Impersonate = rest.ImpersonationConfig{UserName: name, Groups: []string{"system:masters"}}
+	return newClient(t, as)
+}
+
+// rolloutEditor is a client of cfg's API server acting as user name, who
+// may read and edit GraphRollouts (get, list, watch, patch, update) but
+// not approve them.
+func rolloutEditor(t *testing.T, cfg *rest.Config, name string) client.Client {
+	t.Helper()
+	admin := newClient(t, cfg)
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name + "-rollout-editor"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{fgv1alpha1.GroupVersion.Group}, Resources: []string{"graphrollouts"},
+		Verbs: []string{"get", "list", "watch", "patch", "update"},
+	}}}
+	require.NoError(t, admin.Create(ctx, role))
+	require.NoError(t, admin.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}},
+	}))
+	as := rest.CopyConfig(cfg)
+	as.Impersonate = rest.ImpersonationConfig{UserName: name}
+	return newClient(t, as)
+}
+
+// patchAnnotation sets annotation key to value on the named GraphRollout.
+func patchAnnotation(c client.Client, name, key, value string, opts ...client.PatchOption) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
+	u.SetName(name)
+	patch := []byte(`{"metadata":{"annotations":{"` + key + `":"` + value + `"}}}`)
+	return c.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, patch), opts...)
+}
+
+// whoAmI is the user name cfg's API server authenticates cfg as.
+func whoAmI(t *testing.T, cfg *rest.Config) string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(context.Background(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return r.Status.UserInfo.Username
+}
+
+// setAnnotation sets annotation key to value on the named GraphRollout.
+func setAnnotation(t *testing.T, c client.Client, name, key, value string) {
+	t.Helper()
+	require.NoError(t, patchAnnotation(c, name, key, value))
 }
 
 // An approval of a revision not published yet is ignored with a warning

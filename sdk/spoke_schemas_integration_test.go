@@ -12,6 +12,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
@@ -92,10 +93,16 @@ func TestFanOutChecksSpokeSchemas(t *testing.T) {
 	createWhenServed(t, c2, instance(appGVK, "old", map[string]any{}))
 	requireState(t, c2, appGVK, "old", "ACTIVE")
 
-	rgd := &v1alpha1.ResourceGraphDefinition{}
-	require.NoError(t, hubClient.Get(ctx, client.ObjectKey{Name: "gizmo-app"}, rgd))
-	rgd.Spec = rgdFromString(t, gizmoRGD(t, 2)).Spec
-	require.NoError(t, hubClient.Update(ctx, rgd))
+	// The hub writes the RGD too (its finalizer, its status): an update
+	// that lost that race is retried on the object as it is now.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rgd := &v1alpha1.ResourceGraphDefinition{}
+		if err := hubClient.Get(ctx, client.ObjectKey{Name: "gizmo-app"}, rgd); err != nil {
+			return err
+		}
+		rgd.Spec = rgdFromString(t, gizmoRGD(t, 2)).Spec
+		return hubClient.Update(ctx, rgd)
+	}))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		st := h.FleetStatus("gizmo-app").Clusters
 		require.Len(ct, st, 2)

@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -138,9 +137,10 @@ func takeApproval(now metav1.Time, ro *fgv1alpha1.GraphRollout, latest int64) []
 	if a.Wave == "" {
 		what = fmt.Sprintf("every wave of revision %d", a.Revision)
 	}
-	by := "the " + fgv1alpha1.AnnotationApprove + " annotation"
-	if a.By != "" {
-		by += " (set by field manager " + strconv.Quote(a.By) + ")"
+	by := strconv.Quote(a.By)
+	if a.By == "" {
+		by = "an unverified user (the hub's approver admission policy is off or not active, so the API server did not say who set the " +
+			fgv1alpha1.AnnotationApprove + " annotation)"
 	}
 	return []event{{"Normal", "Approved", fmt.Sprintf("%s approved by %s", what, by)}}
 }
@@ -170,16 +170,13 @@ func notApplicable(value string, rev int64, st *fgv1alpha1.GraphRolloutStatus, l
 		fgv1alpha1.AnnotationApprove, truncate(value), rev, st.TargetRevision, st.StableRevision, ErrNoSuchRevision)
 }
 
-// approver is the field manager that last set the AnnotationApprove
-// annotation, as the object's managed fields tell; "" if they do not.
+// approver is who set the AnnotationApprove annotation as the API server
+// told the approver admission policy (AnnotationApprovedBy); "" when
+// unverified. The Controller drops that annotation from what it reads
+// unless it verified the policy active (approverVerified); managed
+// fields, whose manager name the writer picks, are never read.
 func approver(ro *fgv1alpha1.GraphRollout) string {
-	key := []byte(`"f:` + fgv1alpha1.AnnotationApprove + `"`)
-	for _, mf := range ro.ManagedFields {
-		if mf.FieldsV1 != nil && bytes.Contains(mf.FieldsV1.Raw, key) {
-			return truncate(mf.Manager)
-		}
-	}
-	return ""
+	return truncate(ro.Annotations[fgv1alpha1.AnnotationApprovedBy])
 }
 
 // truncate bounds a tenant-written string quoted in status and events.
@@ -200,7 +197,8 @@ var ErrUnknownWave = errors.New("names no wave of the rollout and no revision")
 var ErrNoSuchRevision = errors.New("approves no revision that may be rolled out")
 
 // ApproveFieldManager is the field manager Controller.Approve sets the
-// AnnotationApprove annotation as; events name it as the approver.
+// AnnotationApprove annotation as (events name the user the API server
+// authenticated, not this).
 const ApproveFieldManager = "fleetgraph-approve"
 
 // Approve approves wave (a wave's name, or a revision number in decimal)

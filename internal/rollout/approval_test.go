@@ -55,17 +55,17 @@ func TestARequiredWaveWaitsForItsApproval(t *testing.T) {
 	assert.Equal(t, fgv1alpha1.RolloutProgressing, st.Phase, "waiting never fails")
 	assert.Empty(t, evs, "the wait is announced once")
 
-	ro.Annotations = map[string]string{fgv1alpha1.AnnotationApprove: "prod"}
-	ro.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl-annotate", Operation: metav1.ManagedFieldsOperationUpdate,
+	ro.Annotations = map[string]string{fgv1alpha1.AnnotationApprove: "prod", fgv1alpha1.AnnotationApprovedBy: "alice"}
+	ro.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "security-oncall", Operation: metav1.ManagedFieldsOperationUpdate,
 		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:fleetgraph.dev/approve":{}}}}`)}}}
 	evs = step(at(101*time.Second), ro, 2, waves, servingAll(2, 1))
 	ro.Annotations = nil // the Controller removes it once the status holds it
 	assert.Empty(t, st.AwaitingApproval)
 	require.Len(t, st.Approvals, 1)
-	assert.Equal(t, fgv1alpha1.RolloutApproval{Revision: 2, Wave: "prod", By: "kubectl-annotate", At: at(101 * time.Second)}, st.Approvals[0])
+	assert.Equal(t, fgv1alpha1.RolloutApproval{Revision: 2, Wave: "prod", By: "alice", At: at(101 * time.Second)}, st.Approvals[0])
 	require.NotEmpty(t, evs)
 	assert.Equal(t, "Approved", evs[0].reason)
-	assert.Contains(t, evs[0].note, `wave "prod" of revision 2 approved by the fleetgraph.dev/approve annotation (set by field manager "kubectl-annotate")`)
+	assert.Contains(t, evs[0].note, `wave "prod" of revision 2 approved by "alice"`)
 	require.NotNil(t, st.WaveStarted, "the deadline counts from the approval")
 	assert.Equal(t, at(101*time.Second), *st.WaveStarted)
 	p = &plan{spec: ro.Spec, target: st.TargetRevision, wave: st.Wave, awaiting: st.AwaitingApproval != ""}

@@ -135,6 +135,14 @@ type Controller struct {
 	// Publisher, if set, publishes every rollout's placed clusters as its
 	// graph's PlacementDecision (publish.go). Nil: nothing is published.
 	Publisher *placementdecision.Publisher
+	// ApproverPolicy says that Installed installs ApproverPolicy, so the
+	// Controller may read the approver from AnnotationApprovedBy once a
+	// dry run shows the API server running it. Defaults to false: every
+	// approval is recorded as by an unverified user.
+	ApproverPolicy bool
+	// Installed, if set, is called once the GraphRollout CRD is installed
+	// (to bind ApproverPolicy); it must return at once.
+	Installed func(ctx context.Context)
 
 	mu       sync.Mutex
 	statuses map[string]fgv1alpha1.GraphRolloutStatus // by graph
@@ -203,6 +211,9 @@ func (c *Controller) Start(ctx context.Context) error {
 		case <-time.After(delay):
 		}
 	}
+	if c.Installed != nil {
+		c.Installed(ctx)
+	}
 	t := time.NewTicker(c.Resync)
 	defer t.Stop()
 	for {
@@ -268,6 +279,12 @@ func (c *Controller) tick(ctx context.Context) error {
 			inWavesRollouts = append(inWavesRollouts, ro)
 		}
 	}
+	// The statuses are in place before the Planner says it is loaded: a
+	// reader woken by Ready (a restarted hub's fleet status) must find the
+	// stored rollout status, not none.
+	c.mu.Lock()
+	c.statuses, c.names = statuses, names
+	c.mu.Unlock()
 	c.Planner.set(plans)
 	c.forgetDecisions(present)
 	c.finishPublication(ctx, pub)
@@ -280,9 +297,6 @@ func (c *Controller) tick(ctx context.Context) error {
 			c.Logger.Info("offering the revision rolled back to; retrying", "rollout", ro.Name, "reason", err.Error())
 		}
 	}
-	c.mu.Lock()
-	c.statuses, c.names = statuses, names
-	c.mu.Unlock()
 	c.reconsider()
 	return nil
 }
@@ -320,6 +334,9 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout, p
 	moving := withoutHeld(waves, held)
 	c.list(ctx, ro, moving, obs)
 	evs := c.checkHealthCondition(ro, latest)
+	if ro.Annotations[fgv1alpha1.AnnotationApprove] != "" && latest > 0 && !c.approverVerified(ctx, ro) {
+		delete(ro.Annotations, fgv1alpha1.AnnotationApprovedBy) // not the API server's word
+	}
 	if !refused(ro.Status) || ro.Status.TargetRevision == 0 { // a first look only records what serves
 		c.judge(ctx, ro, moving, obs)
 		evs = append(evs, step(metaNow(), ro, latest, moving, obs)...)

@@ -38,6 +38,14 @@ const AnnotationResume = "fleetgraph.dev/resume"
 // (fleetgraph rollout approve).
 const AnnotationApprove = "fleetgraph.dev/approve"
 
+// AnnotationApprovedBy, on a GraphRollout, is who set AnnotationApprove,
+// as the API server tells (request.userInfo.username): the hub's
+// admission policy on GraphRollouts writes it in the request that
+// changes AnnotationApprove and restores it in any other request, so
+// nobody writes it directly. The hub reads it only while it has verified
+// that policy active; otherwise it records the approver as unverified.
+const AnnotationApprovedBy = "fleetgraph.dev/approved-by"
+
 // ApprovalRequired, as a wave's approval, holds the wave before it starts
 // until it is approved.
 const ApprovalRequired = "Required"
@@ -453,8 +461,10 @@ type RolloutApproval struct {
 	// Wave is the wave approved, by name; "" approves every wave of the
 	// revision.
 	Wave string `json:"wave,omitempty"`
-	// By is who approved, as far as the API server tells (the field
-	// manager that set the annotation).
+	// By is who approved: the user the API server authenticated for the
+	// request that set AnnotationApprove (AnnotationApprovedBy). "" when
+	// the hub could not verify it (its admission policy on GraphRollouts
+	// off or not active yet); the Approved event says so.
 	By string `json:"by,omitempty"`
 	// At is when the hub recorded the approval.
 	At metav1.Time `json:"at"`
