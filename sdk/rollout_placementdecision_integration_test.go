@@ -106,7 +106,8 @@ func statusClusters(h *sdk.Hub, graphName string) []string {
 // added under its decision key, a cluster dropped) as it follows a
 // relabel, rolls a new revision over them wave by wave, and keeps them
 // placed when the decision disappears. The hub publishes the placement as
-// a PlacementDecision of its own, which follows every change.
+// a PlacementDecision of its own, which follows every change and goes with
+// the graph.
 func TestRolloutFollowsAPlacementDecision(t *testing.T) {
 	t.Parallel()
 	fleet, provider, spokes := ringFleet(t) // its own: the rollout controller reads every GraphRollout on its hub cluster
@@ -177,6 +178,13 @@ func TestRolloutFollowsAPlacementDecision(t *testing.T) {
 		assert.True(t, served(h, "swell")[name].Serving, "%s is still served", name)
 		assert.True(t, holdsFinalizer(t, spokes[name], gvk, "app"), "%s's instance is not released", name)
 	}
+
+	// The graph goes (its GraphRollout stays): so does what the hub
+	// published for it.
+	require.NoError(t, h.UnregisterGraph(ctx, "swell"))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Empty(ct, published(ct, hubClient, "swell"))
+	}, wait, tick)
 }
 
 // The hub never overwrites a PlacementDecision it did not write, even one
