@@ -37,6 +37,7 @@ func TestEveryOptionIsListed(t *testing.T) {
 		{"reference/options.md", "sdk.CRDOptions", sdk.CRDOptions{}},
 		{"reference/options.md", "sdk.FleetOptions", sdk.FleetOptions{}},
 		{"reference/options.md", "sdk.RolloutOptions", sdk.RolloutOptions{}},
+		{"reference/options.md", "sdk.PlacementDecisionOptions", sdk.PlacementDecisionOptions{}},
 		{"reference/options.md", "sdk.ReplicaOptions", sdk.ReplicaOptions{}},
 		{"reference/options.md", "sdk.PullOptions", sdk.PullOptions{}},
 		{"reference/options.md", "sdk.TargetOptions", sdk.TargetOptions{}},

@@ -228,8 +228,35 @@ type RolloutOptions struct {
 	// is served anywhere: set it for a hub with no hub cluster to read.
 	Disable bool
 	// Resync is how often every GraphRollout is looked at (and cluster
-	// labels re-read). Defaults to DefaultRolloutResync (1 second).
+	// labels and the PlacementDecisions rollouts follow re-read). Defaults
+	// to DefaultRolloutResync (1 second).
 	Resync time.Duration
+	// PlacementDecisions configures publishing each GraphRollout's
+	// placement as a PlacementDecision. Defaults to its zero value:
+	// nothing is published. (Following a PlacementDecision needs no
+	// option: a GraphRollout's spec.placementDecision names it.)
+	PlacementDecisions PlacementDecisionOptions
+}
+
+// PlacementDecisionOptions configure publishing placements as
+// PlacementDecisions (multicluster.x-k8s.io/v1alpha1, KEP-5313), so that
+// other tools read the same answer.
+type PlacementDecisionOptions struct {
+	// Namespace, when set, is the hub namespace where, at every look, the
+	// clusters each GraphRollout places its graph on (its
+	// status.clusters: placed, whether or not the latest revision has
+	// reached them; held ones included) are published as the graph's
+	// decision: slices of at most 100 clusters named <graph>-<index>,
+	// labelled multicluster.x-k8s.io/decision-key and placement-key =
+	// the graph's name, schedulerName "fleetgraph", each cluster by the
+	// provider's name as its clusterProfileRef name. They follow every
+	// change of placement, and are deleted when the GraphRollout goes or
+	// its graph is unregistered. A PlacementDecision of a slice's name
+	// that fleetgraph did not write is never overwritten: the graph is not
+	// published and its rollout's PlacementPublished condition says why.
+	// The PlacementDecision CRD must be served on the hub. Defaults to "":
+	// nothing is published (and nothing published before is deleted).
+	Namespace string
 }
 
 // ReplicaOptions configure this Hub's share of the fleet status when

@@ -16,6 +16,8 @@ import (
 	"github.com/fleetgraph/fleetgraph/hub"
 	"github.com/fleetgraph/fleetgraph/internal/cleanup"
 	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/internal/crds"
+	"github.com/fleetgraph/fleetgraph/internal/placementdecision"
 	"github.com/fleetgraph/fleetgraph/internal/revisions"
 	"github.com/fleetgraph/fleetgraph/internal/rollout"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
@@ -238,9 +240,14 @@ func (r *rollouts) setup(local manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("client for the hub: %w", err)
 	}
+	decisions, err := client.New(local.GetConfig(), client.Options{Scheme: placementdecision.Scheme()})
+	if err != nil {
+		return fmt.Errorf("client for PlacementDecisions on the hub: %w", err)
+	}
 	r.planner.AwaitRollouts()
 	r.controller = &rollout.Controller{
 		Client:       c,
+		Decisions:    decisions,
 		Planner:      r.planner,
 		Recorder:     r.h.recorder,
 		Resync:       r.h.opts.Rollouts.Resync,
@@ -257,6 +264,9 @@ func (r *rollouts) setup(local manager.Manager) error {
 			Others:        r.others,
 			Changed:       r.h.changed.notify,
 		},
+	}
+	if ns := r.h.opts.Rollouts.PlacementDecisions.Namespace; ns != "" {
+		r.controller.Publisher = &placementdecision.Publisher{Client: decisions, Namespace: ns, FieldManager: r.h.opts.Instances.FieldManager}
 	}
 	if !r.h.opts.CRDs.DisableAdmissionPolicy {
 		r.controller.ApproverPolicy = true
@@ -280,6 +290,52 @@ func (r *rollouts) bindApproverPolicy(ctx context.Context, hubCluster cluster.Cl
 	admissions.Activate(ctx, hub.Cluster{Name: "", Cluster: hubCluster}, "graphrollouts", &hub.Admission{
 		Policy: policy[0], Binding: policy[1], ProbePolicy: probe[0], ProbeBinding: probe[1], ProbeObject: object,
 	})
+	go r.applyApproveCheck(ctx, hubCluster.GetClient())
+}
+
+// approveCheckRetry is the first wait between attempts to apply the
+// approve check, doubled up to approveCheckRetryMax.
+const (
+	approveCheckRetry    = time.Second
+	approveCheckRetryMax = 30 * time.Second
+)
+
+// applyApproveCheck applies, on the hub cluster, the admission policy that
+// lets only those who may approve set the approve annotation
+// (rollout.ApproveCheck), retrying until it is in place or ctx ends.
+// ValidatingAdmissionPolicy is served by every Kubernetes fleetgraph
+// supports; until it is in place, approvals are recorded as unverified.
+func (r *rollouts) applyApproveCheck(ctx context.Context, c client.Client) {
+	log := r.h.opts.Logger.WithName("rollout-approver")
+	for delay := approveCheckRetry; ; delay = min(2*delay, approveCheckRetryMax) {
+		err := applyAll(ctx, c, r.h.opts.Instances.FieldManager, rollout.ApproveCheck())
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		log.Info("applying the approve admission policy; approvals are recorded as unverified meanwhile", "reason", err.Error(), "retry", delay)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
+}
+
+// applyAll server-side applies objs, in order, as fieldManager.
+func applyAll(ctx context.Context, c client.Client, fieldManager string, objs []client.Object) error {
+	for _, obj := range objs {
+		u, err := crds.ApplyIntent(obj)
+		if err != nil {
+			return err
+		}
+		reqCtx, cancel := context.WithTimeout(ctx, approveCheckRetryMax)
+		err = c.Apply(reqCtx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldManager), client.ForceOwnership)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+	return nil
 }
 
 // others is, for the named graph, the clusters other hub replicas serve,

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -117,6 +118,17 @@ func TestARequiredWaveWaitsForApproval(t *testing.T) {
 	// The next revision waits again; Hub.Approve lets it go on.
 	require.NoError(t, h2.RegisterGraph(context.Background(), tideRGD(t, "sluice", "Sluice", "3", "")))
 	requireAwaiting(t, h2, hubClient, "sluice", 3)
+	// mallory may edit the rollout but holds no approve verb: the API
+	// server refuses her approval, naming the verb; her other edits pass.
+	mallory := rolloutEditor(t, fleet.Hub.Config, "mallory")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		err := patchAnnotation(mallory, "sluice", fgv1alpha1.AnnotationApprove, "main", client.DryRunAll)
+		require.Error(ct, err, "the approve check is in place")
+		assert.Contains(ct, err.Error(), `needs the verb "approve" on graphrollouts.fleetgraph.dev`)
+	}, wait, tick)
+	require.Error(t, patchAnnotation(mallory, "sluice", fgv1alpha1.AnnotationApprove, "main"))
+	require.NoError(t, patchAnnotation(mallory, "sluice", "example.com/note", "edited"))
+	requireAwaiting(t, h2, hubClient, "sluice", 3)
 	assert.ErrorIs(t, h2.Approve(context.Background(), "sluice", "no-such-wave"), sdk.ErrUnknownWave)
 	assert.ErrorIs(t, h2.Approve(context.Background(), "no-such-rollout", "main"), sdk.ErrNoRollout)
 	require.NoError(t, h2.Approve(context.Background(), "sluice", "main"))
@@ -134,6 +146,37 @@ func impersonating(t *testing.T, cfg *rest.Config, name string) client.Client {
 	return newClient(t, as)
 }
 
+// rolloutEditor is a client of cfg's API server acting as user name, who
+// may read and edit GraphRollouts (get, list, watch, patch, update) but
+// not approve them.
+func rolloutEditor(t *testing.T, cfg *rest.Config, name string) client.Client {
+	t.Helper()
+	admin := newClient(t, cfg)
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name + "-rollout-editor"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{fgv1alpha1.GroupVersion.Group}, Resources: []string{"graphrollouts"},
+		Verbs: []string{"get", "list", "watch", "patch", "update"},
+	}}}
+	require.NoError(t, admin.Create(ctx, role))
+	require.NoError(t, admin.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}},
+	}))
+	as := rest.CopyConfig(cfg)
+	as.Impersonate = rest.ImpersonationConfig{UserName: name}
+	return newClient(t, as)
+}
+
+// patchAnnotation sets annotation key to value on the named GraphRollout.
+func patchAnnotation(c client.Client, name, key, value string, opts ...client.PatchOption) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
+	u.SetName(name)
+	patch := []byte(`{"metadata":{"annotations":{"` + key + `":"` + value + `"}}}`)
+	return c.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, patch), opts...)
+}
+
 // whoAmI is the user name cfg's API server authenticates cfg as.
 func whoAmI(t *testing.T, cfg *rest.Config) string {
 	t.Helper()
@@ -147,11 +190,7 @@ func whoAmI(t *testing.T, cfg *rest.Config) string {
 // setAnnotation sets annotation key to value on the named GraphRollout.
 func setAnnotation(t *testing.T, c client.Client, name, key, value string) {
 	t.Helper()
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
-	u.SetName(name)
-	patch := []byte(`{"metadata":{"annotations":{"` + key + `":"` + value + `"}}}`)
-	require.NoError(t, c.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, patch)))
+	require.NoError(t, patchAnnotation(c, name, key, value))
 }
 
 // An approval of a revision not published yet is ignored with a warning

@@ -16,6 +16,12 @@ import (
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
+// failingCanaryDeadline is the progress deadline of a canary wave in which
+// one cluster fails: long enough for the other to become Ready on a loaded
+// machine (4 s failed both in CI at load 45, failing the wave past its
+// budget), short enough that the failing one is judged soon.
+const failingCanaryDeadline = 20
+
 // restartWaves: a canary wave of two allowing one failure, then a main
 // wave that needs approval and moves one cluster at a time.
 func restartWaves(deadlineSeconds int64) map[string]any {
@@ -87,7 +93,7 @@ func TestARestartedHubKeepsFailuresApprovalsAndMoves(t *testing.T) {
 	opts := sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}}
 	h, stop := startStoppableHub(t, fleet.Hub.Config, newLabelledProvider(t, fleet, labels), opts)
 	gvk := webAppGVK.GroupVersion().WithKind("Brook")
-	applyRollout(t, fleet.Hub.Config, "brook", restartWaves(4))
+	applyRollout(t, fleet.Hub.Config, "brook", restartWaves(failingCanaryDeadline))
 	require.NoError(t, h.RegisterGraph(context.Background(), tideRGD(t, "brook", "Brook", "1", "")))
 	for name, c := range spokes {
 		color := "red" // the main wave's instances are not Ready under revision 2 until the test says so

@@ -54,7 +54,7 @@ func TestAnUnnumberedSpecWaitsForItsNumberAndTheRollout(t *testing.T) {
 	opts := sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}, Rollouts: sdk.RolloutOptions{Resync: rolloutResync}}
 	h, stop := startStoppableHub(t, fleet.Hub.Config, newLabelledProvider(t, fleet, labels), opts)
 	gvk := webAppGVK.GroupVersion().WithKind("Brook")
-	applyRollout(t, fleet.Hub.Config, "brook", restartWaves(4))
+	applyRollout(t, fleet.Hub.Config, "brook", restartWaves(failingCanaryDeadline))
 	require.NoError(t, h.RegisterGraph(context.Background(), tideRGD(t, "brook", "Brook", "1", "")))
 	for _, c := range spokes {
 		createWhenServed(t, c, instance(gvk, "app", map[string]any{"color": "green"}))

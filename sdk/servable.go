@@ -211,6 +211,10 @@ func (s *servability) dryRunCreate(ctx context.Context, graph, cluster string) e
 	if err == nil || apierrors.IsInvalid(err) || apierrors.IsAlreadyExists(err) || noNamespace(err) {
 		return nil
 	}
+	if !errors.As(err, new(apierrors.APIStatus)) {
+		// No answer (a timeout, a connection error): nothing was refused.
+		return fmt.Errorf("a dry-run create got no answer: %w", err)
+	}
 	return fmt.Errorf("a dry-run create is refused: %w", err)
 }
 

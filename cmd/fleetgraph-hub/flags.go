@@ -36,6 +36,7 @@ type options struct {
 	statusResync     time.Duration
 	pull             bool
 	pullGrace        time.Duration
+	publishNamespace string
 	replicas         replicaOptions
 	zap              zap.Options
 }
@@ -62,6 +63,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.DurationVar(&o.statusResync, "status-resync", 0, "how often each RGD's fleet status is refreshed (0: the SDK's default, 10s)")
 	fs.BoolVar(&o.pull, "pull", false, "serve pull clusters: PullClusters on the hub, each served by an agent inside it (cmd/fleetgraph-agent) that the hub never connects to")
 	fs.DurationVar(&o.pullGrace, "pull-heartbeat-grace", 0, "how long a pull cluster's agent may miss its heartbeat before the cluster shows Unreachable (0: the SDK's default, 40s)")
+	fs.StringVar(&o.publishNamespace, "publish-placement-namespace", "",
+		"hub namespace where each GraphRollout's placed clusters are published as PlacementDecisions (default: none published)")
 	o.replicas.bindFlags(fs)
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {

@@ -47,6 +47,9 @@ func newManager(cfg *rest.Config, o options) (mcmanager.Manager, error) {
 		},
 		Fleet: sdk.FleetOptions{StatusResync: o.statusResync},
 		Pull:  sdk.PullOptions{Enable: o.pull, HeartbeatGrace: o.pullGrace},
+		Rollouts: sdk.RolloutOptions{
+			PlacementDecisions: sdk.PlacementDecisionOptions{Namespace: o.publishNamespace},
+		},
 	}))
 	if err != nil {
 		return nil, err

@@ -9,7 +9,8 @@
 #   engine      internal/instance: one instance engine;
 #   drivers     internal/spoke (one cluster) and internal/hubgraph (targets);
 #   hub side    internal/{rgd,revisions,replicas,rollout,clustervalues,
-#               cleanup,spokeschemas}: the hub's controllers;
+#               cleanup,spokeschemas,placementdecision}: the hub's
+#               controllers;
 #   public      hub, spoke, providers/..., testing, and sdk on top;
 #   binaries    cmd/...: public packages, and their own cmd/<name>/internal.
 #
@@ -25,7 +26,7 @@ cd "$(dirname "$0")/../.."
 m=github.com/fleetgraph/fleetgraph
 engine="internal/instance"
 drivers="internal/(spoke|hubgraph)"
-hubside="internal/(rgd|revisions|replicas|rollout|clustervalues|cleanup|spokeschemas)"
+hubside="internal/(rgd|revisions|replicas|rollout|clustervalues|cleanup|spokeschemas|placementdecision)"
 cel="^github.com/google/cel-go/"
 managers="^sigs.k8s.io/(controller-runtime|multicluster-runtime)/pkg/(manager|builder|controller)(/|\$)"
 
@@ -43,7 +44,7 @@ RULES=(
 	"deps; ./internal/instance; ^$m/(sdk|hub|spoke|providers|testing|cmd)(/|\$)|^$m/($drivers|$hubside)(/|\$)|$managers; ^$m/sdk/(graph|apis)(/|\$); the engine imports the leaves and the compiler only: no driver, no hub-side controller, no public package, no manager or controller"
 	"deps; ./internal/spoke; ^$m/(sdk|hub|spoke|providers|testing|cmd)(/|\$)|^$m/(internal/hubgraph|$hubside)(/|\$); ^$m/sdk/(graph|apis)(/|\$); a driver imports the engine and the leaves, not the other driver"
 	"deps; ./internal/hubgraph; ^$m/(sdk|hub|spoke|providers|testing|cmd)(/|\$)|^$m/(internal/spoke|$hubside)(/|\$); ^$m/sdk/(graph|apis)(/|\$); a driver imports the engine and the leaves, not the other driver"
-	"deps; ./internal/rgd ./internal/revisions ./internal/replicas ./internal/rollout ./internal/clustervalues ./internal/cleanup ./internal/spokeschemas; ^$m/(sdk|spoke|providers|testing|cmd)(/|\$)|^$m/($engine|$drivers)(/|\$); ^$m/sdk/(graph|apis|hold)(/|\$); the hub side decides for the fleet: it runs no instance"
+	"deps; ./internal/rgd ./internal/revisions ./internal/replicas ./internal/rollout ./internal/clustervalues ./internal/cleanup ./internal/spokeschemas ./internal/placementdecision; ^$m/(sdk|spoke|providers|testing|cmd)(/|\$)|^$m/($engine|$drivers)(/|\$); ^$m/sdk/(graph|apis|hold)(/|\$); the hub side decides for the fleet: it runs no instance"
 	"deps; ./hub/...; ^$m/(sdk|spoke)(/|\$)|^$m/($engine|$drivers|$hubside)(/|\$)|$cel; ^$m/sdk/apis(/|\$); public hub's unit is a CRD: no sdk, spoke, engine, driver, compiler or CEL"
 	"deps; ./spoke/...; ^$m/(sdk|hub)(/|\$)|^$m/(internal/hubgraph|$hubside)(/|\$); ^$m/sdk/(graph|apis)(/|\$); public spoke imports neither sdk nor hub"
 	"deps; ./providers/... ./testing/...; ^$m/(sdk|spoke)(/|\$)|^$m/($engine|$drivers)(/|\$)|$cel; ^$m/sdk/apis(/|\$); providers and testing run no instance and compile nothing"

@@ -321,7 +321,7 @@ func (r *Reconciler) status(rgd *v1alpha1.ResourceGraphDefinition, g *graph.Grap
 		r.rejected(rgd, &st, regErr)
 		g = r.Registry.Serving(rgd.Name)
 	} else {
-		setCondition(&st, v1alpha1.ConditionGraphAccepted, metav1.ConditionTrue, "Valid", "resource graph and schema are valid", gen)
+		r.accepted(rgd, &st, g) // warnings.go
 	}
 	if g == nil {
 		st.Fleet = nil

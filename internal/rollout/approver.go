@@ -136,5 +136,64 @@ func (c *Controller) approverVerified(ctx context.Context, ro *fgv1alpha1.GraphR
 		return false
 	}
 	got := u.GetAnnotations()[fgv1alpha1.AnnotationApprovedBy]
-	return got != "" && got != forgedApprover
+	return got != "" && got != forgedApprover && c.approveChecked(ctx, ro)
+}
+
+// approveChecked reports whether ApproveCheck's binding is in place: the
+// API server then let AnnotationApprove through only from someone who may
+// approve.
+func (c *Controller) approveChecked(ctx context.Context, ro *fgv1alpha1.GraphRollout) bool {
+	b := &metav1.PartialObjectMetadata{}
+	b.SetGroupVersionKind(admissionv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"))
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: ApproveCheckName}, b); err != nil {
+		c.Logger.Info("checking the approve admission policy; approvals are recorded as unverified", "rollout", ro.Name, "reason", err.Error())
+		return false
+	}
+	return true
+}
+
+// ApproveCheckName is the name of the ValidatingAdmissionPolicy, and its
+// binding, that ApproveCheck returns.
+const ApproveCheckName = "fleetgraph-approve.graphrollouts.fleetgraph.dev"
+
+// ApproveVerb is the verb on graphrollouts that approving takes, granted
+// apart from editing the rollout, as Kubernetes' "approve" on signers is
+// for certificate requests.
+const ApproveVerb = "approve"
+
+// ApproveCheck returns the ValidatingAdmissionPolicy, and its binding,
+// that refuse a create or update setting AnnotationApprove to a new value
+// unless the requester may ApproveVerb the GraphRollout: whoever may only
+// edit a rollout cannot approve its waves. Clearing the annotation (the
+// hub consumes it) is never checked.
+func ApproveCheck() []client.Object {
+	approve := fgv1alpha1.AnnotationApprove
+	changed := fmt.Sprintf("%s != '' && %s != %s", annotation("object", approve), annotation("object", approve), annotation("oldObject", approve))
+	allowed := fmt.Sprintf("authorizer.group(%q).resource(\"graphrollouts\").name(object.metadata.name).check(%q).allowed()",
+		fgv1alpha1.GroupVersion.Group, ApproveVerb)
+	labels := map[string]string{contract.LabelManagedBy: contract.ManagedBy}
+	policy := &admissionv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: ApproveCheckName, Labels: labels},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: rolloutWrites(admissionv1.Create, admissionv1.Update),
+			MatchConditions:  []admissionv1.MatchCondition{{Name: "approval-set", Expression: changed}},
+			Validations: []admissionv1.Validation{{
+				Expression: allowed,
+				Message: fmt.Sprintf("setting %s approves a wave: it needs the verb %q on graphrollouts.%s, granted apart from editing the rollout",
+					approve, ApproveVerb, fgv1alpha1.GroupVersion.Group),
+				Reason: ptr.To(metav1.StatusReasonForbidden),
+			}},
+			FailurePolicy: ptr.To(admissionv1.Fail),
+		},
+	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: ApproveCheckName, Labels: labels},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        ApproveCheckName,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}
+	return []client.Object{policy, binding}
 }

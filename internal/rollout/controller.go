@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/internal/crds"
+	"github.com/fleetgraph/fleetgraph/internal/placementdecision"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 )
 
@@ -122,9 +123,18 @@ type Controller struct {
 	Recorder events.EventRecorder
 	// Resync defaults to DefaultResync.
 	Resync time.Duration
-	// FieldManager installs the CRD.
+	// FieldManager installs the CRD (and writes published
+	// PlacementDecisions).
 	FieldManager string
 	Logger       logr.Logger
+	// Decisions reads the PlacementDecisions rollouts follow
+	// (spec.placementDecision), live; its scheme must know them. Nil: a
+	// rollout that names one keeps the clusters it placed, and its
+	// PlacementDecisionRead condition says the hub does not read them.
+	Decisions client.Reader
+	// Publisher, if set, publishes every rollout's placed clusters as its
+	// graph's PlacementDecision (publish.go). Nil: nothing is published.
+	Publisher *placementdecision.Publisher
 	// ApproverPolicy says that Installed installs ApproverPolicy, so the
 	// Controller may read the approver from AnnotationApprovedBy once a
 	// dry run shows the API server running it. Defaults to false: every
@@ -144,6 +154,10 @@ type Controller struct {
 	// rolledBack is, per graph, the revision a rollback made the runtime
 	// offer, until the latest is offered again.
 	rolledBack map[string]int64
+
+	// decisions is, per GraphRollout name, the PlacementDecision it last
+	// read (decision.go).
+	decisions map[string]*followed
 
 	// awaited is, per GraphRollout looked at, the clusters of its wave in
 	// progress not engaged since the first look (restart.go). Its own lock.
@@ -247,13 +261,18 @@ func (c *Controller) tick(ctx context.Context) error {
 	plans := map[string]*plan{}
 	statuses := map[string]fgv1alpha1.GraphRolloutStatus{}
 	names := map[string]string{}
+	present := map[string]bool{}
+	pub := c.startPublication(ctx)
 	var inWavesRollouts []*fgv1alpha1.GraphRollout
 	for _, ro := range rollouts {
 		if _, dup := plans[ro.Spec.Graph]; dup {
 			continue // the oldest one rules
 		}
-		c.advance(ctx, ro)
-		plans[ro.Spec.Graph] = planOf(ro)
+		present[ro.Name] = true
+		listed := c.advance(ctx, ro, pub)
+		p := planOf(ro)
+		p.listed = listed
+		plans[ro.Spec.Graph] = p
 		statuses[ro.Spec.Graph] = ro.Status
 		names[ro.Spec.Graph] = ro.Name
 		if inWaves(ro.Spec) {
@@ -267,6 +286,8 @@ func (c *Controller) tick(ctx context.Context) error {
 	c.statuses, c.names = statuses, names
 	c.mu.Unlock()
 	c.Planner.set(plans)
+	c.forgetDecisions(present)
+	c.finishPublication(ctx, pub)
 	// A rollback in waves is offered only once the plan that holds its
 	// revision off the waves not reached is in place: offered before, the
 	// previous plan (which lets any older revision go) would let every
@@ -289,13 +310,15 @@ func planOf(ro *fgv1alpha1.GraphRollout) *plan {
 		held: heldPins(ro.Status), refusedAbove: refusedAbove(ro.Status)}
 }
 
-// advance steps one rollout, serves a rollback's revision and writes the
-// status if it changed.
-func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
+// advance steps one rollout, serves a rollback's revision, publishes its
+// placement (pub) and writes the status if it changed. It returns the
+// clusters the rollout's PlacementDecision lists (nil: it follows none).
+func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout, pub *publication) map[string]bool {
 	before := ro.Status.DeepCopy()
 	latest := c.Hooks.Latest(ro.Spec.Graph)
 	engaged := c.Planner.clusters()
-	placed, labelsOf := placedClusters(ro.Spec.Graph, ro.Spec.ClusterSelector, c.Planner.hook, engaged)
+	listed := c.followDecision(ctx, ro) // decision.go
+	placed, labelsOf := placedClusters(ro.Spec.Graph, ro.Spec.ClusterSelector, listed, c.Planner.hook, engaged)
 	waves := assign(ro.Spec, placed, labelsOf)
 	obs := c.Hooks.Observe(ro.Spec.Graph)
 	// Clusters other replicas serve count as they last judged them
@@ -323,7 +346,8 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 	evs = append(evs, checkBudgets(&ro.Status, ro.Spec, moving)...)
 	evs = append(evs, holdEvents(before.Clusters, held, pinned)...)
 	describeClusters(&ro.Status, ro.Spec, clusterFacts{waves: waves, obs: obs, held: held, pinned: pinned, foreign: foreign, before: before.Clusters})
-	if !inWaves(ro.Spec) { // a rollback in waves is offered after the plans are set (tick)
+	c.publish(ctx, ro, pub) // publish.go
+	if !inWaves(ro.Spec) {  // a rollback in waves is offered after the plans are set (tick)
 		if err := c.offer(ctx, ro, latest); err != nil {
 			ro.Status.Message = err.Error()
 		}
@@ -334,7 +358,7 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 	if !equality.Semantic.DeepEqual(before, &ro.Status) {
 		if err := c.writeStatus(ctx, ro); err != nil {
 			c.Logger.Info("writing rollout status; retrying", "rollout", ro.Name, "reason", err.Error())
-			return
+			return listed
 		}
 		if c.Hooks.Changed != nil {
 			c.Hooks.Changed(ro.Spec.Graph)
@@ -343,6 +367,7 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout) {
 	if latest > 0 { // else nothing was judged: the approval waits for the graph
 		c.clearApproval(ctx, ro)
 	}
+	return listed
 }
 
 // clearApproval removes the AnnotationApprove annotation once the status

@@ -2,7 +2,10 @@
 //
 // Two inputs decide. Placement: a Go hook (sdk.Options.Rollouts.Placement) and a
 // GraphRollout object's cluster selector, both over the labels the provider
-// gives each cluster, say whether a cluster serves the graph at all.
+// gives each cluster, and the PlacementDecision the GraphRollout may follow
+// (decision.go: read live, kept when it cannot be read), say whether a
+// cluster serves the graph at all; the Controller can publish that answer
+// as a PlacementDecision of its own (publish.go).
 // Rollout: a GraphRollout's ordered waves say when a new revision reaches a
 // cluster; until its wave starts, a cluster keeps the revision it served.
 //

@@ -52,6 +52,9 @@ type plan struct {
 	// refusedAbove, when set, is the target of a rollout whose health
 	// condition does not compile: no later revision goes anywhere.
 	refusedAbove int64
+	// listed, when not nil, are the only clusters the rollout may place:
+	// those its PlacementDecision lists (decision.go).
+	listed map[string]bool
 }
 
 // selects reports whether sel matches lbls; nil matches everything, an
@@ -119,11 +122,14 @@ func assign(spec fgv1alpha1.GraphRolloutSpec, placed []string, labelsOf map[stri
 }
 
 // placedClusters returns, sorted, the clusters spec's selector and the
-// hook place, with each one's labels.
-func placedClusters(graphName string, sel *metav1.LabelSelector, hook PlacementFunc, clusters []Cluster) ([]string, map[string]map[string]string) {
+// hook place, among those listed (nil: all), with each one's labels.
+func placedClusters(graphName string, sel *metav1.LabelSelector, listed map[string]bool, hook PlacementFunc, clusters []Cluster) ([]string, map[string]map[string]string) {
 	labelsOf := make(map[string]map[string]string, len(clusters))
 	var placed []string
 	for _, c := range clusters {
+		if listed != nil && !listed[c.Name] {
+			continue
+		}
 		if ok, _ := selects(sel, c.Labels); !ok {
 			continue
 		}

@@ -110,7 +110,11 @@ func (p *Planner) assignment(graphName string, clusters []Cluster) (*plan, map[s
 		clusters = p.clusters()
 	}
 	spec := planSpec(pl)
-	placed, labelsOf := placedClusters(graphName, spec.ClusterSelector, p.hook, clusters)
+	var listed map[string]bool
+	if pl != nil {
+		listed = pl.listed
+	}
+	placed, labelsOf := placedClusters(graphName, spec.ClusterSelector, listed, p.hook, clusters)
 	return pl, assign(spec, placed, labelsOf), nil
 }
 

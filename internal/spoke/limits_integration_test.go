@@ -6,6 +6,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -116,7 +117,10 @@ func servedRGDWithLimits(t *testing.T, doc, ns string, lim graph.Limits) (client
 func TestBoundedInstancesGoToErrorAndOthersKeepWorking(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, g := servedWithLimits(t, graph.Limits{MaxChildren: 5})
+	// Deadlines far above what the cases need: under -race on a loaded
+	// machine the 2,000-copy status ran past the default 100 ms before it
+	// reached MaxStatusBytes, which is the limit this test is about.
+	c, g := servedWithLimits(t, graph.Limits{MaxChildren: 5, ExpressionTimeout: 10 * time.Second, InstanceTimeout: 20 * time.Second})
 
 	require.NoError(t, c.Create(ctx, newInstance(g, "bounded", "benign", map[string]any{"size": int64(2)})))
 

@@ -103,8 +103,16 @@ func (p *resourceParser) checkID(id string, i int) bool {
 	case p.byID[id] != nil:
 		return fail("duplicate id %q", id)
 	}
+	if reservedNext.Has(id) {
+		p.diag.warn(Warning{ResourceID: id, Path: fmt.Sprintf("spec.resources[%d].id", i),
+			Message: fmt.Sprintf("id %q is reserved from kro v0.10: rename the resource before moving to it", id)})
+	}
 	return true
 }
+
+// reservedNext are ids kro v0.9.4 accepts and kro v0.10.0 reserves: they
+// are served, with a Graph.Warnings entry.
+var reservedNext = sets.New("graphengine")
 
 func (p *resourceParser) parseTemplate(r *resource) {
 	fail := func(path, format string, args ...any) {

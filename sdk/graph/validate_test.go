@@ -325,3 +325,15 @@ func TestAStateProjectionIsNeverWritten(t *testing.T) {
 	assert.Equal(t, map[string]any{"other": "a1"}, st)
 	assert.Equal(t, "string", g.CRD.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"].Properties["state"].Type)
 }
+
+// kro v0.10 reserves the id "graphengine"; kro v0.9.4 accepts it, so it is
+// served, with a warning that says to rename it before moving on.
+func TestAnIDKroV010ReservesIsWarnedOf(t *testing.T) {
+	rgd := parseRGD(t, rgdDoc("", "resources:\n"+cm("graphengine", "", `x: "${schema.spec.name}"`)))
+	g, err := graph.Compile(rgd, graph.Options{Strict: true})
+	require.NoError(t, err)
+	require.Len(t, g.Warnings, 1)
+	assert.Equal(t, "graphengine", g.Warnings[0].ResourceID)
+	assert.Equal(t, "spec.resources[0].id", g.Warnings[0].Path)
+	assert.Contains(t, g.Warnings[0].Message, "reserved from kro v0.10")
+}

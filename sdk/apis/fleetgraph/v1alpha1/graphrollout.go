@@ -135,6 +135,17 @@ type GraphRolloutSpec struct {
 	// that stops matching is served no more; its CRD and instances stay
 	// (the instances are released: their finalizer is taken off).
 	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	// PlacementDecision, when set, narrows the placed clusters to those a
+	// PlacementDecision (multicluster.x-k8s.io/v1alpha1, KEP-5313) on the
+	// hub lists, intersected with ClusterSelector and the Go placement
+	// hook. A change in the decision moves clusters in and out as a
+	// relabel does: through the waves, gates and holds above. A decision
+	// that cannot be read (missing, unreadable, too many slices) keeps
+	// the clusters placed as they were and says why in the condition
+	// PlacementDecisionRead. Whoever may write PlacementDecisions in its
+	// namespace decides where the graph runs. Defaults to nil: placement
+	// by ClusterSelector alone.
+	PlacementDecision *PlacementDecisionRef `json:"placementDecision,omitempty"`
 	// Waves are the steps a new revision takes, in order. A cluster belongs
 	// to the first wave that takes it; placed clusters no wave takes join
 	// the last wave. No waves: one wave of every placed cluster.
@@ -197,6 +208,42 @@ type GraphRolloutSpec struct {
 	// most MaxHolds. Defaults to none.
 	Holds []Hold `json:"holds,omitempty"`
 }
+
+// PlacementDecisionRef names the PlacementDecision a GraphRollout follows.
+//
+// Its decision is the union of the PlacementDecision named Name and
+// every PlacementDecision slice labelled multicluster.x-k8s.io/decision-key
+// = Name, all in Namespace; at most MaxDecisionSlices slices of at most
+// MaxDecisionsPerSlice clusters each are read, and a decision with more is
+// refused as unreadable. A listed ClusterProfileRef matches the cluster
+// the provider names as the profile's name (the ClusterProfile provider
+// names each cluster after its profile); the ref's namespace is the
+// provider's concern and is not compared. A decision that exists and lists
+// no cluster places the graph nowhere.
+type PlacementDecisionRef struct {
+	// Namespace is the hub namespace of the decision.
+	Namespace string `json:"namespace"`
+	// Name is the decision's name or decision key.
+	Name string `json:"name"`
+}
+
+// MaxDecisionSlices is how many PlacementDecision slices one decision may
+// span, as GraphRolloutSpec.PlacementDecision reads it.
+const MaxDecisionSlices = 50
+
+// MaxDecisionsPerSlice is how many clusters one PlacementDecision slice may
+// list (the PlacementDecision API's own bound).
+const MaxDecisionsPerSlice = 100
+
+// ConditionPlacementDecisionRead is the GraphRollout status condition that
+// says whether spec.placementDecision was read; when False, its message
+// says why and that the clusters placed before are kept.
+const ConditionPlacementDecisionRead = "PlacementDecisionRead"
+
+// ConditionPlacementPublished is the GraphRollout status condition that
+// says whether the hub published the clusters it places the graph on as
+// PlacementDecision slices (when the hub is configured to publish).
+const ConditionPlacementPublished = "PlacementPublished"
 
 // MaxHolds is how many holds a GraphRollout may have.
 const MaxHolds = 64
@@ -447,6 +494,7 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 	spec := obj(map[string]apiextensionsv1.JSONSchemaProps{
 		"graph":                   {Type: "string", MinLength: ptr.To[int64](1)},
 		"clusterSelector":         selector,
+		"placementDecision":       placementDecisionSchema(),
 		"waves":                   {Type: "array", MaxItems: ptr.To[int64](MaxWaves), Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &wave}},
 		"health":                  healthSchema(nonNegative),
 		"progressDeadlineSeconds": nonNegative,
@@ -517,6 +565,15 @@ func healthSchema(nonNegative apiextensionsv1.JSONSchemaProps) apiextensionsv1.J
 		"readyPercent": percent, "soakSeconds": nonNegative, "maxErrorPercent": percent,
 		"instanceCondition": {Type: "string", MaxLength: ptr.To[int64](MaxInstanceConditionLength)},
 	})
+}
+
+// placementDecisionSchema is spec.placementDecision's schema: a namespace
+// and a name (or decision key, a label value) on the hub.
+func placementDecisionSchema() apiextensionsv1.JSONSchemaProps {
+	return object(map[string]apiextensionsv1.JSONSchemaProps{
+		"namespace": {Type: "string", MinLength: ptr.To[int64](1), MaxLength: ptr.To[int64](63)},
+		"name":      {Type: "string", MinLength: ptr.To[int64](1), MaxLength: ptr.To[int64](253)},
+	}, "namespace", "name")
 }
 
 // holdsSchema is spec.holds' schema: each hold names clusters or selects
