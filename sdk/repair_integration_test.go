@@ -21,6 +21,7 @@ import (
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/internal/rgd"
 	"github.com/fleetgraph/fleetgraph/sdk"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -267,21 +268,7 @@ func isEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
 func TestASpokeRebuiltEmptyGetsItsCRDBackAndLosesItsCounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	fleet := fgtesting.StartFleet(t, 2)
-	provider, err := fleet.NewProvider(ctx)
-	require.NoError(t, err)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
-	graphRGD, gvk := renamedRGD(readRGD(t, "testdata/webapp-rgd.yaml"), "rebuilt", "RebuiltWebApp")
-	require.NoError(t, h.RegisterGraph(ctx, graphRGD))
-	spoke := fleet.Spoke("spoke-1")
-	c1 := newClient(t, spoke.Config)
-	for _, name := range []string{"rebuilt-a", "rebuilt-b"} {
-		createWhenServed(t, c1, instance(gvk, name, map[string]any{"name": name}))
-		requireState(t, c1, gvk, name, "ACTIVE")
-	}
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.Equal(ct, "Established 2/2", clusterStates(h, graphRGD.Name)["spoke-1"])
-	}, wait, tick)
+	h, graphRGD, gvk, spoke, c1 := startRestartedSpokeGraph(t, "rebuilt", "RebuiltWebApp")
 
 	require.NoError(t, spoke.StopServers())
 	watch := watchServing(t, h, graphRGD.Name, "spoke-1", func() bool {
@@ -321,22 +308,8 @@ func TestASpokeRebuiltEmptyGetsItsCRDBackAndLosesItsCounts(t *testing.T) {
 func TestASpokeRestoredFromAnOlderSnapshotCountsOnlyWhatItHolds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	fleet := fgtesting.StartFleet(t, 2)
-	provider, err := fleet.NewProvider(ctx)
-	require.NoError(t, err)
-	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
-	graphRGD, gvk := renamedRGD(readRGD(t, "testdata/webapp-rgd.yaml"), "restored", "RestoredWebApp")
-	require.NoError(t, h.RegisterGraph(ctx, graphRGD))
-	spoke := fleet.Spoke("spoke-1")
-	c1 := newClient(t, spoke.Config)
+	h, graphRGD, gvk, spoke, c1 := startRestartedSpokeGraph(t, "restored", "RestoredWebApp")
 	held := []string{"restored-a", "restored-b"}
-	for _, name := range held {
-		createWhenServed(t, c1, instance(gvk, name, map[string]any{"name": name}))
-		requireState(t, c1, gvk, name, "ACTIVE")
-	}
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.Equal(ct, "Established 2/2", clusterStates(h, graphRGD.Name)["spoke-1"])
-	}, wait, tick)
 	require.NoError(t, spoke.StopServers())
 	snapshot, err := spoke.SnapshotData()
 	require.NoError(t, err)
@@ -364,4 +337,29 @@ func TestASpokeRestoredFromAnOlderSnapshotCountsOnlyWhatItHolds(t *testing.T) {
 	for _, name := range held {
 		requireState(t, c1, gvk, name, "ACTIVE")
 	}
+}
+
+// startRestartedSpokeGraph starts a fleet of the test's own (the test stops
+// a spoke) and a Hub serving the WebApp graph renamed name and kind, with
+// the instances <name>-a and <name>-b ACTIVE on spoke-1 and counted. It
+// returns the Hub, the graph, its kind, spoke-1 and a client of it.
+func startRestartedSpokeGraph(t *testing.T, name, kind string) (*sdk.Hub, *v1alpha1.ResourceGraphDefinition, schema.GroupVersionKind, *fgtesting.Cluster, client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	fleet := fgtesting.StartFleet(t, 2)
+	provider, err := fleet.NewProvider(ctx)
+	require.NoError(t, err)
+	h := startHub(t, fleet.Hub.Config, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
+	graphRGD, gvk := renamedRGD(readRGD(t, "testdata/webapp-rgd.yaml"), name, kind)
+	require.NoError(t, h.RegisterGraph(ctx, graphRGD))
+	spoke := fleet.Spoke("spoke-1")
+	c1 := newClient(t, spoke.Config)
+	for _, instanceName := range []string{name + "-a", name + "-b"} {
+		createWhenServed(t, c1, instance(gvk, instanceName, map[string]any{"name": instanceName}))
+		requireState(t, c1, gvk, instanceName, "ACTIVE")
+	}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, "Established 2/2", clusterStates(h, graphRGD.Name)["spoke-1"])
+	}, wait, tick)
+	return h, graphRGD, gvk, spoke, c1
 }
