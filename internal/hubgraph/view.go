@@ -57,13 +57,8 @@ func (r *Runtime) Tally(ctx context.Context, name string) (Tally, error) {
 	}
 	var t Tally
 	byCluster := map[string]*ClusterUse{}
-	engaged := map[string]bool{"": true}
-	for _, n := range r.opts.Clusters.Names() {
-		engaged[n] = true
-	}
 	for i := range list.Items {
-		inst := &list.Items[i]
-		t.count(inst, s.counted(ctx, inst, engaged), byCluster)
+		t.count(&list.Items[i], byCluster)
 	}
 	t.Uses = make([]ClusterUse, 0, len(byCluster))
 	for _, u := range byCluster {
@@ -73,35 +68,8 @@ func (r *Runtime) Tally(ctx context.Context, name string) (Tally, error) {
 	return t, nil
 }
 
-// maxCountedClusters bounds the clusters one instance is counted under:
-// AnnotationClusters is on the instance, where its owner can write it.
-const maxCountedClusters = 256
-
-// counted says which of the clusters inst's AnnotationClusters lists it
-// is counted under. The annotation is the hub's record, but the
-// instance's owner can write it too, so a name counts only where the
-// hub's own work stands behind it: for an instance being deleted, every
-// listed name (the deletion visits each, and waits on those it cannot
-// reach); otherwise the hub's own cluster and the engaged clusters the
-// instance may use (the platform's allowed set, as fleet.clusters shows
-// them). A tenant can thus count its own instance only where it may
-// write, and cannot make a cluster appear that the hub does not serve.
-func (s *server) counted(ctx context.Context, inst *unstructured.Unstructured, engaged map[string]bool) func(string) bool {
-	if inst.GetDeletionTimestamp() != nil {
-		return func(string) bool { return true }
-	}
-	visible := s.targets.visible(ctx, inst)
-	return func(name string) bool {
-		if name == "" {
-			return true
-		}
-		return engaged[name] && (visible == nil || visible(name, s.rt.opts.Clusters.Labels(name)))
-	}
-}
-
-// count adds inst to the tally and to the clusters its annotation lists
-// that counts lets it be counted under (at most maxCountedClusters).
-func (t *Tally) count(inst *unstructured.Unstructured, counts func(string) bool, byCluster map[string]*ClusterUse) {
+// count adds inst to the tally and to the clusters its annotation lists.
+func (t *Tally) count(inst *unstructured.Unstructured, byCluster map[string]*ClusterUse) {
 	state, _, _ := unstructured.NestedString(inst.Object, "status", "state")
 	active, errored, deleting := state == contract.StateActive, state == contract.StateError, inst.GetDeletionTimestamp() != nil
 	t.Instances++
@@ -112,13 +80,7 @@ func (t *Tally) count(inst *unstructured.Unstructured, counts func(string) bool,
 	if err := json.Unmarshal([]byte(inst.GetAnnotations()[AnnotationClusters]), &clusters); err != nil {
 		return // nothing written anywhere yet
 	}
-	if len(clusters) > maxCountedClusters {
-		clusters = clusters[:maxCountedClusters]
-	}
 	for _, c := range clusters {
-		if !counts(c) {
-			continue
-		}
 		u := byCluster[c]
 		if u == nil {
 			u = &ClusterUse{Cluster: c}
