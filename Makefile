@@ -75,7 +75,7 @@ test: check ## Everything CI runs: check, then test-integration and test-kro at 
 
 # The tenants who forge what the hub trusts (issue 38): a forged approver,
 # approvals without the approve verb or of revisions not published, a
-# forged unreachable-since or target-clusters annotation, a fleet view past
+# forged unreachable-since annotation, a fleet view past
 # the allowed set, objects that copy our labels (every driver's shared
 # table), a PlacementDecision of the same name. They also run in make test.
 TRUST_TESTS := TestARequiredWaveWaitsForApproval|TestAnApprovalOfARevisionNotPublishedYetIsIgnored|TestHubGraphForgedUnreachableSinceDoesNotAbandon|TestHubGraphFleetShowsOnlyAllowedClusters|TestPublishingNeverOverwritesAnotherPlacementDecision|TestEveryDriverBehavesTheSame

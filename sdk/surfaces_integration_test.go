@@ -515,6 +515,7 @@ func (w *surfaceWorld) checkHubGraph(ct *assert.CollectT, instances, deleting in
 	require.NotNil(ct, rgd.Status.Fleet)
 	assert.Equal(ct, int64(instances), rgd.Status.Fleet.Instances)
 	assert.Equal(ct, int32(len(fs.Targets)), rgd.Status.Fleet.TargetClusters)
+	require.Len(ct, rgd.Status.Fleet.Targets, len(fs.Targets), "the RGD's status lists every target the hub counts")
 	cli := w.cli.graph(ct, "link")
 	require.Len(ct, cli.Targets, len(fs.Targets))
 	for i, ts := range fs.Targets {
