@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -245,10 +248,14 @@ func (r *rollouts) setup(local manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("client for PlacementDecisions on the hub: %w", err)
 	}
+	followed, err := decisionCache(local)
+	if err != nil {
+		return err
+	}
 	r.planner.AwaitRollouts()
 	r.controller = &rollout.Controller{
 		Client:       c,
-		Decisions:    decisions,
+		Decisions:    followed,
 		Planner:      r.planner,
 		Recorder:     r.h.recorder,
 		Resync:       r.h.opts.Rollouts.Resync,
@@ -276,6 +283,31 @@ func (r *rollouts) setup(local manager.Manager) error {
 	health := &healthGates{h: r.h} // rollout_health.go
 	r.controller.Hooks.CheckCondition, r.controller.Hooks.Judge = health.check, health.judge
 	return local.Add(r.controller)
+}
+
+// decisionCache is the reader of the PlacementDecisions rollouts follow:
+// a cache on the hub cluster, started with the manager, whose informer
+// starts with the first rollout that follows a decision. Each rollout
+// looks at its decision every resync; read live, that was a GET and a
+// LIST per rollout per second. Published decisions are written and
+// checked live (they must never overwrite one we did not write).
+func decisionCache(local manager.Manager) (client.Reader, error) {
+	c, err := cluster.New(local.GetConfig(), func(o *cluster.Options) {
+		o.Scheme = placementdecision.Scheme()
+		o.Logger = local.GetLogger()
+		o.HTTPClient = local.GetHTTPClient()
+		o.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+			return local.GetRESTMapper(), nil
+		}
+		o.Cache.DefaultTransform = cache.TransformStripManagedFields()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("a cache of PlacementDecisions on the hub: %w", err)
+	}
+	if err := local.Add(c); err != nil {
+		return nil, fmt.Errorf("adding the cache of PlacementDecisions: %w", err)
+	}
+	return c.GetCache(), nil
 }
 
 // bindApproverPolicy binds, on the hub cluster, the admission policy that
