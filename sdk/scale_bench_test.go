@@ -1,0 +1,381 @@
+//go:build integration
+
+package sdk_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/internal/contract"
+	"github.com/fleetgraph/fleetgraph/sdk"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+// scaleKind is BenchmarkScale's graph's instance kind (a graph of one
+// ConfigMap, oneConfigMapRGD, named "scalebench").
+var scaleKind = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "ScaleBench"}
+
+// The issue's targets for each replica.
+const (
+	targetReplicaRSS = 1 << 30
+	targetPerCluster = 1.5 // times the informer floor's memory per cluster
+)
+
+// BenchmarkScale serves SCALE_CLUSTERS simulated clusters (default 10,000;
+// a namespace each on one API server, multicluster-runtime's namespace
+// provider in every replica) with SCALE_REPLICAS hub replicas (default 4),
+// each a process of its own (this test binary run again, see
+// runScaleReplica) on the sharded coordinator with default timings
+// (sdk.NewShardedCoordinator, Options.Replicas.ID, DepartureGrace -1).
+// Every replica registers one graph of one ConfigMap from Go; the
+// benchmark creates one instance per cluster, from the clock's start, by
+// a client retrying each until its kind is served.
+//
+// It reports:
+//   - s-active: the time from the replicas' cold start (the clock starts
+//     as their processes are started) until every instance is ACTIVE and
+//     every cluster is served by exactly one replica;
+//   - per replica: the clusters it serves, its RSS after a settle and GC,
+//     and per cluster (RSS minus the same replica's idle footprint, taken
+//     with its hub built and graph registered before the manager starts,
+//     divided by its clusters) beside the informer floor per cluster
+//     (BenchmarkFleet's floor, runFloor, at the per-replica cluster count,
+//     in the same run, when SCALE_FLOOR is not 0);
+//   - s-takeover: after SIGKILL of the replica serving the most clusters,
+//     the time until every one of its instances, whose spec is changed
+//     (size 1 to 2) right after the kill, has its ConfigMap rewritten by a
+//     survivor, against sdk.ShardingOptions{}.TakeoverBound(); and
+//     s-takeover-owned, until the survivors' hubs list all its clusters;
+//   - clusters-double-served: clusters that two replicas served at
+//     overlapping times. Each replica samples the clusters its hub serves
+//     (Hub.Clusters) every scaleSample and reports the intervals; overlaps
+//     longer than one sample are certain, shorter ones may be sampling.
+//     It sees engagement, not single reconciles: a replica engaged but
+//     idle counts as serving (so it may overstate), and an overlap shorter
+//     than a sample can be missed.
+//
+// The floor of the replica-kill time is the coordinator's own bound; the
+// floor of the memory is the informers alone. Run it with `make
+// bench-scale`; it is not part of make test. At 10,000 clusters the
+// replicas renew 10,000 fence Leases every renew interval (about 1,500
+// writes/s on the one API server), which is part of what is measured.
+func BenchmarkScale(b *testing.B) {
+	n, err := strconv.Atoi(envOr("SCALE_CLUSTERS", "10000"))
+	require.NoError(b, err)
+	replicas, err := strconv.Atoi(envOr("SCALE_REPLICAS", "4"))
+	require.NoError(b, err)
+	perReplica := (n + replicas - 1) / replicas
+	floorKiB := 0.0
+	if envOr("SCALE_FLOOR", "1") != "0" {
+		b.Run(fmt.Sprintf("floor/clusters=%d", perReplica), func(b *testing.B) {
+			for range b.N {
+				base, after := runFloor(b, perReplica, 1)
+				floorKiB = (float64(after.rss) - float64(base.rss)) / 1024 / float64(perReplica)
+			}
+		})
+	}
+	b.Run(fmt.Sprintf("replicas=%d/clusters=%d", replicas, n), func(b *testing.B) {
+		for range b.N { // one cold start per iteration; run with -benchtime 1x
+			runScale(b, n, replicas, floorKiB)
+		}
+	})
+}
+
+// scaleRun is one BenchmarkScale run: the fleet, its replicas and where
+// they report.
+type scaleRun struct {
+	b     *testing.B
+	c     client.Client
+	names []string
+	dir   string
+	procs map[string]*exec.Cmd
+	// ids are every replica's, live or not; victim is the one killed, at
+	// killed.
+	ids    []string
+	victim string
+	killed time.Time
+}
+
+func runScale(b *testing.B, n, replicas int, floorKiB float64) {
+	fleet, c, names := startFleetNamespaces(b, n)
+	dir := b.TempDir()
+	files, err := fgtesting.WriteKubeconfigs(dir, fleet.Hub)
+	require.NoError(b, err)
+	run := &scaleRun{b: b, c: c, names: names, dir: dir, procs: map[string]*exec.Cmd{}}
+	b.Cleanup(run.killAll)
+	ctx := context.Background()
+
+	start := time.Now()
+	for i := range replicas {
+		run.startReplica(fmt.Sprintf("replica-%d", i), files.Clusters[fleet.Hub.Name])
+	}
+	go createFleetInstances(ctx, c, []schema.GroupVersionKind{scaleKind}, names)
+	interval := time.Duration(1+n/5000) * time.Second // a list of the fleet per sample
+	active := waitFor(b, "every instance ACTIVE, every cluster served once", interval, run.logState, func() (bool, string) {
+		got := countActiveAll(ctx, c, []schema.GroupVersionKind{scaleKind})
+		owners, twice := run.owners()
+		return got == n && len(owners) == n && twice == 0,
+			fmt.Sprintf("%d of %d instances ACTIVE, %d clusters served, %d by two replicas", got, n, len(owners), twice)
+	})
+	took := active.Sub(start)
+	b.ReportMetric(took.Seconds(), "s-active")
+	fmt.Printf("scale     replicas=%d clusters=%d  every instance ACTIVE after %.1fs (cold start)\n", replicas, n, took.Seconds())
+
+	run.reportMemory(floorKiB)
+	run.killOneAndTakeOver(ctx)
+	run.reportDoubleServing()
+}
+
+// startReplica runs this test binary again as the replica id, reporting to
+// run.dir, killed with the benchmark (and by the kernel if the benchmark's
+// process dies first).
+func (r *scaleRun) startReplica(id, kubeconfig string) {
+	log, err := os.Create(filepath.Join(r.dir, id+".log"))
+	require.NoError(r.b, err)
+	defer log.Close()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), scaleReplicaEnv+"="+id, scaleKubeconfigEnv+"="+kubeconfig,
+		scaleReportEnv+"="+filepath.Join(r.dir, id+".json"))
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	require.NoError(r.b, cmd.Start())
+	r.procs[id] = cmd
+	r.ids = append(r.ids, id)
+}
+
+// killAll kills every replica still running and waits for it.
+func (r *scaleRun) killAll() {
+	for id, cmd := range r.procs {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		delete(r.procs, id)
+	}
+}
+
+// reports reads the report of every live replica, by ID.
+func (r *scaleRun) reports() map[string]scaleReport {
+	out := map[string]scaleReport{}
+	for id := range r.procs {
+		if rep, err := readScaleReport(r.dir, id); err == nil {
+			out[id] = rep
+		}
+	}
+	return out
+}
+
+// owners maps each cluster to the live replica serving it, as last
+// reported, and counts the clusters that two report serving.
+func (r *scaleRun) owners() (map[string]string, int) {
+	owners, twice := map[string]string{}, 0
+	for id, rep := range r.reports() {
+		for _, cl := range rep.Clusters {
+			if _, ok := owners[cl]; ok {
+				twice++
+			}
+			owners[cl] = id
+		}
+	}
+	return owners, twice
+}
+
+// logState prints, on a timeout, how far each replica got and the end of
+// its log.
+func (r *scaleRun) logState() {
+	for id, rep := range r.reports() {
+		r.b.Logf("%s: serves %d clusters, %d with the graph served", id, len(rep.Clusters), rep.Served)
+	}
+	logNotActive(context.Background(), r.b, r.c, []schema.GroupVersionKind{scaleKind}, 3)
+	for id := range r.procs {
+		raw, _ := os.ReadFile(filepath.Join(r.dir, id+".log"))
+		r.b.Logf("%s log (last 2 KiB):\n%s", id, raw[max(0, len(raw)-2048):])
+	}
+}
+
+// reportMemory has every replica settle and measure itself, and reports
+// each one's RSS and cost per cluster beside the floor's.
+func (r *scaleRun) reportMemory(floorKiB float64) {
+	for _, cmd := range r.procs {
+		require.NoError(r.b, cmd.Process.Signal(syscall.SIGUSR1))
+	}
+	var reps map[string]scaleReport
+	waitFor(r.b, "every replica measured", time.Second, r.logState, func() (bool, string) {
+		reps = r.reports()
+		done := 0
+		for _, rep := range reps {
+			if rep.Measures > 0 {
+				done++
+			}
+		}
+		return done == len(r.procs), fmt.Sprintf("%d of %d replicas measured", done, len(r.procs))
+	})
+	mib := func(v uint64) float64 { return float64(v) / (1 << 20) }
+	var maxRSS uint64
+	var sumKiB float64
+	for _, id := range slices.Sorted(maps.Keys(reps)) {
+		rep := reps[id]
+		owned := max(len(rep.Clusters), 1)
+		perKiB := (float64(rep.Measured.RSS) - float64(rep.Idle.RSS)) / 1024 / float64(owned)
+		perG := float64(rep.Measured.Goroutines-rep.Idle.Goroutines) / float64(owned)
+		maxRSS, sumKiB = max(maxRSS, rep.Measured.RSS), sumKiB+perKiB
+		ratio := "no floor run"
+		if floorKiB > 0 {
+			ratio = fmt.Sprintf("%.2fx the floor's %.0f KiB, target <= %.1fx, %s", perKiB/floorKiB, floorKiB, targetPerCluster, verdict(perKiB <= targetPerCluster*floorKiB))
+		}
+		fmt.Printf("scale     %s  clusters %5d  rss %5.0f MiB (target <= %.0f MiB, %s)  idle %4.0f MiB  heap %5.0f MiB  goroutines %6d  "+
+			"per cluster: %4.0f KiB rss (%s), %.1f goroutines\n",
+			id, len(rep.Clusters), mib(rep.Measured.RSS), mib(targetReplicaRSS), verdict(rep.Measured.RSS <= targetReplicaRSS),
+			mib(rep.Idle.RSS), mib(rep.Measured.HeapInuse), rep.Measured.Goroutines, perKiB, ratio, perG)
+	}
+	r.b.ReportMetric(mib(maxRSS), "MiB-rss-max/replica")
+	r.b.ReportMetric(sumKiB/float64(len(reps)), "KiB-rss/cluster")
+	if floorKiB > 0 {
+		r.b.ReportMetric(floorKiB, "KiB-rss/cluster-floor")
+	}
+}
+
+// killOneAndTakeOver kills the replica serving the most clusters, changes
+// each of its instances' spec at once, and measures until the survivors
+// list its clusters and have rewritten every one of their ConfigMaps.
+func (r *scaleRun) killOneAndTakeOver(ctx context.Context) {
+	owners, _ := r.owners()
+	count := map[string]int{}
+	for _, id := range owners {
+		count[id]++
+	}
+	victim := slices.MaxFunc(slices.Sorted(maps.Keys(count)), func(a, b string) int { return count[a] - count[b] })
+	var orphaned []string
+	for cl, id := range owners {
+		if id == victim {
+			orphaned = append(orphaned, cl)
+		}
+	}
+	cmd := r.procs[victim]
+	require.NoError(r.b, cmd.Process.Kill())
+	killed := time.Now()
+	_ = cmd.Wait()
+	r.victim, r.killed = victim, killed
+	delete(r.procs, victim)
+	name := strings.ToLower(scaleKind.Kind)
+	parallel(orphaned, func(ns string) error {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(scaleKind)
+		u.SetNamespace(ns)
+		u.SetName(name)
+		return r.c.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))
+	})
+	patched := time.Since(killed)
+	bound := sdk.ShardingOptions{}.TakeoverBound()
+	var owned time.Time
+	served := waitFor(r.b, "the killed replica's clusters served again", time.Second, r.logState, func() (bool, string) {
+		now, _ := r.owners()
+		taken := 0
+		for _, cl := range orphaned {
+			if _, ok := now[cl]; ok {
+				taken++
+			}
+		}
+		if taken == len(orphaned) && owned.IsZero() {
+			owned = time.Now()
+		}
+		rewritten := r.rewritten(ctx, orphaned)
+		return rewritten == len(orphaned), fmt.Sprintf("%d of %d clusters listed by a survivor, %d of %d instances' ConfigMaps rewritten",
+			taken, len(orphaned), rewritten, len(orphaned))
+	})
+	took := served.Sub(killed)
+	r.b.ReportMetric(took.Seconds(), "s-takeover")
+	r.b.ReportMetric(owned.Sub(killed).Seconds(), "s-takeover-owned")
+	fmt.Printf("scale     killed %s (%d clusters): listed by survivors after %.1fs, every instance's change applied after %.1fs "+
+		"(specs changed within %.1fs of the kill; bound %.1fs, %s)\n",
+		victim, len(orphaned), owned.Sub(killed).Seconds(), took.Seconds(), patched.Seconds(), bound.Seconds(), verdict(took <= bound))
+}
+
+// rewritten counts the namespaces among orphaned whose instance's
+// ConfigMap shows the changed size.
+func (r *scaleRun) rewritten(ctx context.Context, orphaned []string) int {
+	list := &corev1.ConfigMapList{}
+	if err := r.c.List(ctx, list, client.MatchingLabels{contract.LabelManagedBy: contract.ManagedBy}); err != nil {
+		return -1
+	}
+	want := map[string]bool{}
+	for _, ns := range orphaned {
+		want[ns] = true
+	}
+	done := 0
+	for _, cm := range list.Items {
+		if want[cm.Namespace] && cm.Data["size"] == "2" {
+			done++
+		}
+	}
+	return done
+}
+
+// reportDoubleServing reports the clusters that two replicas served at
+// overlapping times, from the intervals each replica sampled (the killed
+// one's last report, its open intervals ending at the kill).
+func (r *scaleRun) reportDoubleServing() {
+	now := time.Now().UnixNano()
+	spans := map[string][][2]int64{} // cluster -> [from, to] per replica, tagged below
+	owner := map[string][]string{}
+	for _, id := range r.ids {
+		rep, err := readScaleReport(r.dir, id)
+		require.NoError(r.b, err, "report of %s", id)
+		end := now
+		if id == r.victim {
+			end = r.killed.UnixNano()
+		}
+		for cl, ss := range rep.Spans {
+			for _, s := range ss {
+				to := s.To
+				if to == 0 {
+					to = end
+				}
+				spans[cl] = append(spans[cl], [2]int64{s.From, to})
+				owner[cl] = append(owner[cl], id)
+			}
+		}
+	}
+	certain, within, moved := 0, 0, 0
+	var longest time.Duration
+	for cl, ss := range spans {
+		if slices.ContainsFunc(owner[cl], func(id string) bool { return id != owner[cl][0] }) {
+			moved++
+		}
+		overlap := time.Duration(0)
+		for i := range ss {
+			for j := i + 1; j < len(ss); j++ {
+				if owner[cl][i] == owner[cl][j] {
+					continue
+				}
+				overlap = max(overlap, time.Duration(min(ss[i][1], ss[j][1])-max(ss[i][0], ss[j][0])))
+			}
+		}
+		switch {
+		case overlap > scaleSample:
+			certain++
+		case overlap > 0:
+			within++
+		}
+		longest = max(longest, overlap)
+	}
+	r.b.ReportMetric(float64(certain), "clusters-double-served")
+	fmt.Printf("scale     clusters served by two replicas at once: %d for longer than the %s sampling (longest %s), %d within it (target 0); "+
+		"%d of %d clusters moved between replicas during the run\n",
+		certain, scaleSample, longest.Round(time.Millisecond), within, moved, len(spans))
+}
