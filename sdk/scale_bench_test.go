@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -25,11 +24,14 @@ import (
 
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/sdk"
+	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
-// scaleKind is BenchmarkScale's graph's instance kind (a graph of one
-// ConfigMap, oneConfigMapRGD, named "scalebench").
+// scaleGraph is BenchmarkScale's graph (one ConfigMap, scaleRGD), and
+// scaleKind its instances' kind.
+const scaleGraph = "scalebench"
+
 var scaleKind = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: "ScaleBench"}
 
 // The targets for each replica.
@@ -58,6 +60,14 @@ const (
 //     divided by its clusters) beside the informer floor per cluster
 //     (BenchmarkFleet's floor, runFloor, at the per-replica cluster count,
 //     in the same run, when SCALE_FLOOR is not 0);
+//   - s-rollout: with a GraphRollout of one wave (percent 100) applied at
+//     the start, the time from signalling every replica to register the
+//     graph's generation 2 (SIGUSR2) until the rollout is Complete at
+//     revision 2 and every instance's ConfigMap records generation 2, on
+//     every cluster of the run (SCALE_ROLLOUT=0 skips it; run
+//     SCALE_CLUSTERS=1000 for the rollout across 1,000 clusters). Its floor
+//     is the same revision without a rollout, not measured here
+//     (BenchmarkRolloutOneWave compares the two on 4 spokes);
 //   - s-takeover: after SIGKILL of the replica serving the most clusters,
 //     the time until every one of its instances, whose spec is changed
 //     (size 1 to 2) right after the kill, has its ConfigMap rewritten by a
@@ -127,6 +137,11 @@ func runScale(b *testing.B, n, replicas int, floorKiB float64) {
 		run.startReplica(fmt.Sprintf("replica-%d", i), files.Clusters[fleet.Hub.Name])
 	}
 	go createFleetInstances(ctx, c, []schema.GroupVersionKind{scaleKind}, names)
+	rollout := envOr("SCALE_ROLLOUT", "1") != "0"
+	if rollout { // for the new revision later; applied once a replica has installed its CRD
+		applyRollout(b, fleet.Hub.Config, scaleGraph, map[string]any{"graph": scaleGraph,
+			"waves": []any{map[string]any{"name": "all", "percent": int64(100)}}})
+	}
 	interval := time.Duration(1+n/5000) * time.Second // a list of the fleet per sample
 	active := waitFor(b, "every instance ACTIVE, every cluster served once", interval, run.logState, func() (bool, string) {
 		got := countActiveAll(ctx, c, []schema.GroupVersionKind{scaleKind})
@@ -139,6 +154,9 @@ func runScale(b *testing.B, n, replicas int, floorKiB float64) {
 	fmt.Printf("scale     replicas=%d clusters=%d  every instance ACTIVE after %.1fs (cold start)\n", replicas, n, took.Seconds())
 
 	run.reportMemory(floorKiB)
+	if rollout {
+		run.rollOut(ctx)
+	}
 	run.killOneAndTakeOver(ctx)
 	run.reportDoubleServing()
 }
@@ -272,7 +290,7 @@ func (r *scaleRun) killOneAndTakeOver(ctx context.Context) {
 	_ = cmd.Wait()
 	r.victim, r.killed = victim, killed
 	delete(r.procs, victim)
-	name := strings.ToLower(scaleKind.Kind)
+	name := scaleGraph // createFleetInstances names each instance after its kind
 	parallel(orphaned, func(ns string) error {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(scaleKind)
@@ -324,6 +342,41 @@ func (r *scaleRun) rewritten(ctx context.Context, orphaned []string) int {
 		}
 	}
 	return done
+}
+
+// rollOut has every replica register the graph's generation 2, which the
+// one-wave GraphRollout (every cluster in its one wave) takes to every
+// cluster, and measures until every instance's ConfigMap records it and
+// the rollout is complete at its new target.
+func (r *scaleRun) rollOut(ctx context.Context) {
+	for _, cmd := range r.procs {
+		require.NoError(r.b, cmd.Process.Signal(syscall.SIGUSR2))
+	}
+	start := time.Now()
+	all := r.names
+	var complete time.Time
+	done := waitFor(r.b, "the new revision on every cluster", time.Second, r.logState, func() (bool, string) {
+		st := rolloutStatus(r.b, r.c, scaleGraph)
+		if complete.IsZero() && st.Phase == fgv1alpha1.RolloutComplete && st.TargetRevision == 2 {
+			complete = time.Now()
+		}
+		list := &corev1.ConfigMapList{}
+		if err := r.c.List(ctx, list, client.MatchingLabels{contract.LabelManagedBy: contract.ManagedBy}); err != nil {
+			return false, err.Error()
+		}
+		got := 0
+		for _, cm := range list.Items {
+			if cm.Data["generation"] == "2" {
+				got++
+			}
+		}
+		return got == len(all) && !complete.IsZero(), fmt.Sprintf("%d of %d ConfigMaps at generation 2; rollout %s at revision %d",
+			got, len(all), st.Phase, st.TargetRevision)
+	})
+	took := done.Sub(start)
+	r.b.ReportMetric(took.Seconds(), "s-rollout")
+	fmt.Printf("scale     one-wave GraphRollout of generation 2 across %d clusters: rollout Complete after %.1fs, every instance's child at generation 2 after %.1fs\n",
+		len(all), complete.Sub(start).Seconds(), took.Seconds())
 }
 
 // reportDoubleServing reports the clusters that two replicas served at

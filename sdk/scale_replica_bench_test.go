@@ -24,6 +24,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
+	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -117,7 +118,7 @@ func serveAsReplica(id, out string) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := h.RegisterGraph(ctx, oneConfigMapRGD(panicTB{}, scaleKind.Kind)); err != nil {
+	if err := h.RegisterGraph(ctx, scaleRGD(1)); err != nil {
 		return err
 	}
 	idle, err := fgtesting.MeasureFootprint()
@@ -127,6 +128,7 @@ func serveAsReplica(id, out string) error {
 	r := &replicaState{report: scaleReport{ID: id, PID: os.Getpid(), Idle: idle, Spans: map[string][]scaleSpan{}}, out: out}
 	go r.sample(ctx, h)
 	go r.measureOnSignal(ctx)
+	go reviseOnSignal(ctx, h)
 	go exitWithParent(cancel)
 	return mgr.Start(ctx)
 }
@@ -193,6 +195,29 @@ func (r *replicaState) measureOnSignal(ctx context.Context) {
 		r.mu.Unlock()
 		r.write()
 	}
+}
+
+// reviseOnSignal registers the graph's generation 2 on SIGUSR2, as every
+// replica of a hub does when a graph changes (from Go here, as the first).
+func reviseOnSignal(ctx context.Context, h *sdk.Hub) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR2)
+	defer signal.Stop(sig)
+	select {
+	case <-ctx.Done():
+	case <-sig:
+		if err := h.RegisterGraph(ctx, scaleRGD(2)); err != nil {
+			fmt.Fprintln(os.Stderr, "registering generation 2:", err)
+		}
+	}
+}
+
+// scaleRGD is BenchmarkScale's graph (one ConfigMap that records gen), at
+// generation gen.
+func scaleRGD(gen int64) *v1alpha1.ResourceGraphDefinition {
+	rgd := configMapRGD(panicTB{}, scaleGraph, scaleKind.Kind, gen)
+	rgd.Generation = gen
+	return rgd
 }
 
 // settleGoroutines waits until the goroutine count holds for three samples
