@@ -64,6 +64,10 @@ import (
 // the tests, and returns the exit code.
 var scaleReplica func() int
 
+// scaleReplicaEnv names the variable that makes this process the
+// BenchmarkScale replica of that ID.
+const scaleReplicaEnv = "FLEETGRAPH_SCALE_REPLICA"
+
 // stopSharedFleet stops the fleet the integration tests share, if one was
 // started.
 var stopSharedFleet func() error
@@ -83,7 +87,7 @@ const defaultParallel = 4
 // RGDs or hub types gives its client a scheme of its own
 // (fgtesting.NewScheme()).
 func TestMain(m *testing.M) {
-	if scaleReplica != nil && os.Getenv("FLEETGRAPH_SCALE_REPLICA") != "" {
+	if scaleReplica != nil && os.Getenv(scaleReplicaEnv) != "" {
 		os.Exit(scaleReplica()) // this process is one of BenchmarkScale's hub replicas
 	}
 	fgtesting.SetupLogs()

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -29,10 +28,9 @@ import (
 )
 
 // BenchmarkScale's replicas are this test binary run again with these
-// variables set (see runScaleReplica): its ID, the hub's kubeconfig and the
-// file it reports on.
+// variables set (see runScaleReplica), besides scaleReplicaEnv (its ID):
+// the hub's kubeconfig and the file it reports on.
 const (
-	scaleReplicaEnv    = "FLEETGRAPH_SCALE_REPLICA"
 	scaleKubeconfigEnv = "FLEETGRAPH_SCALE_KUBECONFIG"
 	scaleReportEnv     = "FLEETGRAPH_SCALE_REPORT"
 )
@@ -218,20 +216,6 @@ func scaleRGD(gen int64) *v1alpha1.ResourceGraphDefinition {
 	rgd := configMapRGD(panicTB{}, scaleGraph, scaleKind.Kind, gen)
 	rgd.Generation = gen
 	return rgd
-}
-
-// settleGoroutines waits until the goroutine count holds for three samples
-// a second apart, at most a minute (as settle does for BenchmarkFleet).
-func settleGoroutines() {
-	last, same := -1, 0
-	for deadline := time.Now().Add(time.Minute); same < 3 && time.Now().Before(deadline); {
-		time.Sleep(time.Second) // sampling interval
-		if g := runtime.NumGoroutine(); g == last {
-			same++
-		} else {
-			last, same = g, 0
-		}
-	}
 }
 
 func (r *replicaState) write() {
