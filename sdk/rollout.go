@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -304,12 +305,18 @@ const (
 // lets only those who may approve set the approve annotation
 // (rollout.ApproveCheck), retrying until it is in place or ctx ends.
 // ValidatingAdmissionPolicy is served by every Kubernetes fleetgraph
-// supports; until it is in place, approvals are recorded as unverified.
+// supports; until it is in place, approvals are recorded as unverified. A
+// hub whose API server does not serve it at all (a kcp workspace may not)
+// is told so once, and not retried: approvals there stay unverified.
 func (r *rollouts) applyApproveCheck(ctx context.Context, c client.Client) {
 	log := r.h.opts.Logger.WithName("rollout-approver")
 	for delay := approveCheckRetry; ; delay = min(2*delay, approveCheckRetryMax) {
 		err := applyAll(ctx, c, r.h.opts.Instances.FieldManager, rollout.ApproveCheck())
 		if err == nil || ctx.Err() != nil {
+			return
+		}
+		if meta.IsNoMatchError(err) {
+			log.Info("the hub's API server does not serve ValidatingAdmissionPolicy: approvals are recorded as unverified, and the approve verb is not checked", "reason", err.Error())
 			return
 		}
 		log.Info("applying the approve admission policy; approvals are recorded as unverified meanwhile", "reason", err.Error(), "retry", delay)
