@@ -335,9 +335,15 @@ func envDuration(b *testing.B, key string, def time.Duration) time.Duration {
 	return d
 }
 
-// settle waits until the goroutine count stops changing (three equal
-// samples a second apart, at most a minute) and measures then.
+// settle waits until the goroutine count stops changing and measures then.
 func settle(b *testing.B) usage {
+	settleGoroutines()
+	return measure(b)
+}
+
+// settleGoroutines waits until the goroutine count stops changing: three
+// equal samples a second apart, at most a minute.
+func settleGoroutines() {
 	last, same := -1, 0
 	for deadline := time.Now().Add(time.Minute); same < 3 && time.Now().Before(deadline); {
 		time.Sleep(time.Second) // sampling interval
@@ -347,7 +353,6 @@ func settle(b *testing.B) usage {
 			last, same = g, 0
 		}
 	}
-	return measure(b)
 }
 
 // report prints and reports one run: attached is when every cluster was

@@ -44,12 +44,13 @@ import (
 // hub's figures are reported: what one machine and one API server cannot
 // do faster or in less, whatever the hub does. It reads nothing else,
 // keeps no status beyond ACTIVE, checks no schema and stamps no finalizer.
-func runFloor(b *testing.B, n, graphs int) {
+// It returns the process's footprint before the clock and after settling.
+func runFloor(b *testing.B, n, graphs int) (base, after usage) {
 	fleet, c, names := startFleetNamespaces(b, n)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := fgtesting.NoRateLimit(fleet.Hub.Config)
-	base := measure(b)
+	base = measure(b)
 
 	httpClient, err := rest.HTTPClientFor(cfg)
 	require.NoError(b, err)
@@ -93,8 +94,9 @@ func runFloor(b *testing.B, n, graphs int) {
 		got := countActiveAll(ctx, c, kinds)
 		return got == n*graphs, fmt.Sprintf("%d of %d instances ACTIVE", got, n*graphs)
 	})
-	after := settle(b)
+	after = settle(b)
 	report(b, "floor", n, graphs, synced.Sub(start), served.Sub(start), base, after)
+	return base, after
 }
 
 // floorReconciler is the floor's controller: a queue of instances and

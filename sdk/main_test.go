@@ -59,6 +59,15 @@ import (
 // Parallel tests must not set environment variables (t.Setenv panics
 // there) or package variables.
 
+// scaleReplica, set by BenchmarkScale's file (integration tag), runs this
+// process as one of its hub replicas (FLEETGRAPH_SCALE_REPLICA) instead of
+// the tests, and returns the exit code.
+var scaleReplica func() int
+
+// scaleReplicaEnv names the variable that makes this process the
+// BenchmarkScale replica of that ID.
+const scaleReplicaEnv = "FLEETGRAPH_SCALE_REPLICA"
+
 // stopSharedFleet stops the fleet the integration tests share, if one was
 // started.
 var stopSharedFleet func() error
@@ -78,6 +87,9 @@ const defaultParallel = 4
 // RGDs or hub types gives its client a scheme of its own
 // (fgtesting.NewScheme()).
 func TestMain(m *testing.M) {
+	if scaleReplica != nil && os.Getenv(scaleReplicaEnv) != "" {
+		os.Exit(scaleReplica()) // this process is one of BenchmarkScale's hub replicas
+	}
 	fgtesting.SetupLogs()
 	flag.Parse()
 	parallelGiven := false
