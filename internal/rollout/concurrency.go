@@ -3,7 +3,6 @@ package rollout
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -149,7 +148,7 @@ func waitMessage(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRollout
 		for i, b := range bad {
 			names[i] = b.Name
 		}
-		return fmt.Sprintf("wave %q waits for %s", waveName(spec, st.Wave), strings.Join(names, ", "))
+		return fmt.Sprintf("wave %q waits for %s", waveName(spec, st.Wave), named(names))
 	}
 	names := make([]string, len(st.Moving))
 	for i, m := range st.Moving {
@@ -162,7 +161,7 @@ func waitMessage(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRollout
 		}
 	}
 	return fmt.Sprintf("wave %q moves %s (maxConcurrency %s); %d not started", waveName(spec, st.Wave),
-		strings.Join(names, ", "), spec.Waves[st.Wave].MaxConcurrency.String(), waiting)
+		named(names), spec.Waves[st.Wave].MaxConcurrency.String(), waiting)
 }
 
 // admitted reports whether the plan lets the named cluster of the wave in

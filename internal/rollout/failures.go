@@ -109,11 +109,11 @@ func failedIn(st *fgv1alpha1.GraphRolloutStatus, w int32) []fgv1alpha1.RolloutCl
 // failedNames says which clusters failed, with the revision each went back
 // to and why.
 func failedNames(failed []fgv1alpha1.RolloutCluster) string {
-	parts := make([]string, len(failed))
-	for i, f := range failed {
-		parts[i] = fmt.Sprintf("%s (serves revision %d: %s)", f.Name, f.Revision, f.Message)
+	parts := make([]string, 0, min(len(failed), maxNamed))
+	for _, f := range failed[:min(len(failed), maxNamed)] {
+		parts = append(parts, fmt.Sprintf("%s (serves revision %d: %s)", f.Name, f.Revision, f.Message))
 	}
-	return strings.Join(parts, "; ")
+	return strings.Join(parts, "; ") + more(len(failed))
 }
 
 // withoutFailed drops the clusters listed as failed from bad.

@@ -222,11 +222,29 @@ func unhealthy(spec fgv1alpha1.GraphRolloutSpec, target int64, w int32, waves ma
 }
 
 func explain(bad []fgv1alpha1.RolloutCluster) string {
-	parts := make([]string, len(bad))
-	for i, b := range bad {
-		parts[i] = b.Name + ": " + b.Message
+	parts := make([]string, 0, min(len(bad), maxNamed))
+	for _, b := range bad[:min(len(bad), maxNamed)] {
+		parts = append(parts, b.Name+": "+b.Message)
 	}
-	return strings.Join(parts, "; ")
+	return strings.Join(parts, "; ") + more(len(bad))
+}
+
+// maxNamed is how many clusters a message or event names: a wave of
+// thousands would otherwise write every name into the status message,
+// whose object etcd bounds (status.holdingBack lists them all).
+const maxNamed = 10
+
+// named joins the first maxNamed names, and says how many more there are.
+func named(names []string) string {
+	return strings.Join(names[:min(len(names), maxNamed)], ", ") + more(len(names))
+}
+
+// more says how many of n clusters a message did not name.
+func more(n int) string {
+	if n <= maxNamed {
+		return ""
+	}
+	return fmt.Sprintf(" and %d more", n-maxNamed)
 }
 
 // fillClusters lists every placed cluster with its wave and revision, and
