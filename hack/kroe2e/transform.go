@@ -30,7 +30,7 @@ const (
 )
 
 // operationKinds are the chainsaw operations that touch resources, in
-// the order chainsaw v0.2.12 documents them.
+// the order chainsaw documents them.
 var operationKinds = []string{"apply", "assert", "create", "delete", "error", "patch", "update", "wait"}
 
 // adapt rewrites one kro chainsaw Test (test, the file's bytes, read from
