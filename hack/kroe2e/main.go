@@ -202,10 +202,11 @@ func runCase(ctx context.Context, o options, files fgtesting.KubeconfigFiles, na
 	fmt.Fprintf(logFile, "adaptations:\n  %s\n\n", strings.Join(changes, "\n  "))
 	cmd := exec.CommandContext(ctx, o.chainsaw, "test", dst,
 		"--config", filepath.Join(o.kro, ".chainsaw.yaml"),
-		"--kube-config", files.Clusters["spoke-1"],
 		"--cluster", hubCluster+"="+files.Clusters[hubCluster],
 		"--cluster", "spoke-2="+files.Clusters["spoke-2"],
 		"--no-color")
+	// chainsaw's default cluster is KUBECONFIG's (it has no flag for it).
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+files.Clusters["spoke-1"])
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	start := time.Now()
 	err = cmd.Run()
