@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -244,10 +248,14 @@ func (r *rollouts) setup(local manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("client for PlacementDecisions on the hub: %w", err)
 	}
+	followed, err := decisionCache(local)
+	if err != nil {
+		return err
+	}
 	r.planner.AwaitRollouts()
 	r.controller = &rollout.Controller{
 		Client:       c,
-		Decisions:    decisions,
+		Decisions:    followed,
 		Planner:      r.planner,
 		Recorder:     r.h.recorder,
 		Resync:       r.h.opts.Rollouts.Resync,
@@ -277,6 +285,31 @@ func (r *rollouts) setup(local manager.Manager) error {
 	return local.Add(r.controller)
 }
 
+// decisionCache is the reader of the PlacementDecisions rollouts follow:
+// a cache on the hub cluster, started with the manager, whose informer
+// starts with the first rollout that follows a decision. Each rollout
+// looks at its decision every resync; read live, that was a GET and a
+// LIST per rollout per second. Published decisions are written and
+// checked live (they must never overwrite one we did not write).
+func decisionCache(local manager.Manager) (client.Reader, error) {
+	c, err := cluster.New(local.GetConfig(), func(o *cluster.Options) {
+		o.Scheme = placementdecision.Scheme()
+		o.Logger = local.GetLogger()
+		o.HTTPClient = local.GetHTTPClient()
+		o.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+			return local.GetRESTMapper(), nil
+		}
+		o.Cache.DefaultTransform = cache.TransformStripManagedFields()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("a cache of PlacementDecisions on the hub: %w", err)
+	}
+	if err := local.Add(c); err != nil {
+		return nil, fmt.Errorf("adding the cache of PlacementDecisions: %w", err)
+	}
+	return c.GetCache(), nil
+}
+
 // bindApproverPolicy binds, on the hub cluster, the admission policy that
 // records who approves (rollout.ApproverPolicy), once a probe shows the
 // API server can run it: the same activation as hub graphs' policies.
@@ -304,12 +337,18 @@ const (
 // lets only those who may approve set the approve annotation
 // (rollout.ApproveCheck), retrying until it is in place or ctx ends.
 // ValidatingAdmissionPolicy is served by every Kubernetes fleetgraph
-// supports; until it is in place, approvals are recorded as unverified.
+// supports; until it is in place, approvals are recorded as unverified. A
+// hub whose API server does not serve it at all (a kcp workspace may not)
+// is told so once, and not retried: approvals there stay unverified.
 func (r *rollouts) applyApproveCheck(ctx context.Context, c client.Client) {
 	log := r.h.opts.Logger.WithName("rollout-approver")
 	for delay := approveCheckRetry; ; delay = min(2*delay, approveCheckRetryMax) {
 		err := applyAll(ctx, c, r.h.opts.Instances.FieldManager, rollout.ApproveCheck())
 		if err == nil || ctx.Err() != nil {
+			return
+		}
+		if meta.IsNoMatchError(err) {
+			log.Info("the hub's API server does not serve ValidatingAdmissionPolicy: approvals are recorded as unverified, and the approve verb is not checked", "reason", err.Error())
 			return
 		}
 		log.Info("applying the approve admission policy; approvals are recorded as unverified meanwhile", "reason", err.Error(), "retry", delay)

@@ -23,7 +23,7 @@ func TestSingleClusterModeCreateUpdateDelete(t *testing.T) {
 	t.Parallel()
 	fleet := fgtesting.StartFleet(t, 0) // its own: the hub cluster is the spoke, and the RGD controller claims every RGD there
 	c := newClient(t, fleet.Hub.Config)
-	h, err := sdk.NewHub(nil, sdk.Options{RGDs: sdk.RGDOptions{InstallCRD: true}})
+	h, err := sdk.NewHub(nil, sdk.Options{Logger: logOnFailure(t), RGDs: sdk.RGDOptions{InstallCRD: true}})
 	require.NoError(t, err)
 	// Run returns cleanly when its context ends, or Start fails the test.
 	fgtesting.Start(t, func(ctx context.Context) error { return h.Run(ctx, fleet.Hub.Config) })

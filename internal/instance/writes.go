@@ -135,15 +135,19 @@ func (w *Writes) end(key types.NamespacedName, written *unstructured.Unstructure
 		return
 	}
 	delete(w.flight, key)
-	if len(f.early) > 0 && f.requeue != nil {
-		delete(w.m, key) // the cache may hold a newer version than ours
+	if len(f.early) == 0 {
+		return
+	}
+	delete(w.m, key) // the cache may hold a newer version than ours
+	if f.requeue != nil {
 		f.requeue()
 	}
 }
 
 // Hold keeps u, delivered by the instance watch, until the write of its
 // instance now in flight ends, and calls requeue then if it was not that
-// write; it reports false when no write is in flight.
+// write (a nil requeue: the caller requeues by its own rules); it reports
+// false when no write is in flight.
 func (w *Writes) Hold(u client.Object, requeue func()) bool {
 	key := keyOf(u)
 	w.mu.Lock()
@@ -207,6 +211,14 @@ func (w *Writes) Echo(u client.Object) bool {
 	}
 	w.m[key] = ow
 	return true
+}
+
+// Len is how many instances have a write remembered: once every write
+// came back through the watch, none.
+func (w *Writes) Len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.m)
 }
 
 // Forget drops what is remembered under key.

@@ -117,6 +117,20 @@ func TestOwnWritesHoldEventsDeliveredBeforeTheAnswer(t *testing.T) {
 	w.end(key, version("100"))
 	assert.Equal(t, 1, q.n, "the foreign writes past the bound still requeue")
 
+	// A driver that requeues by its own rules (the spoke) holds with no
+	// requeue: our write's version delivered before its answer is not
+	// remembered as still to come (it would be kept for as long as the
+	// instance lives), and a foreign one drops our copy all the same.
+	w = NewWrites()
+	w.begin(key)
+	assert.True(t, w.Hold(version("20"), nil))
+	w.end(key, version("20"))
+	assert.Zero(t, w.Len(), "delivered before its answer: nothing left to await")
+	w.begin(key)
+	assert.True(t, w.Hold(version("21"), nil))
+	w.end(key, version("22"))
+	assert.Zero(t, w.Len(), "after a foreign event, our copy is dropped")
+
 	// A write that fails or panics ends: later events are not held.
 	w, q = NewWrites(), newQueue()
 	assert.Error(t, w.writing(key, version("11"), func() error { return errors.New("refused") }))

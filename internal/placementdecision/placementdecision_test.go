@@ -12,6 +12,7 @@ import (
 	ciav1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	kro "github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
 )
@@ -85,6 +86,37 @@ func TestReadCountsSlicesBeyondTheLimit(t *testing.T) {
 	}
 	_, err := Read(context.Background(), reader(objs...), "sched", "web")
 	assert.ErrorIs(t, err, ErrTooManySlices)
+}
+
+// A cache (the hub reads decisions from one) stops a List at its limit
+// and answers a continue token that means nothing: too many slices are
+// still refused, never read as the first MaxSlices, and a few are read.
+func TestReadRefusesTooManySlicesFromACache(t *testing.T) {
+	var objs []client.Object
+	for i := range MaxSlices + 5 {
+		objs = append(objs, decision(fmt.Sprintf("web-%d", i), keyed("web"), "a"))
+	}
+	cached := func(objs ...client.Object) client.Reader {
+		return interceptor.NewClient(fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(objs...).Build(), interceptor.Funcs{
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if err := c.List(ctx, list, opts...); err != nil {
+					return err
+				}
+				o := (&client.ListOptions{}).ApplyOptions(opts)
+				l := list.(*ciav1alpha1.PlacementDecisionList)
+				if o.Limit > 0 && int64(len(l.Items)) > o.Limit {
+					l.Items = l.Items[:o.Limit]
+				}
+				l.Continue = "continue-not-supported"
+				return nil
+			},
+		})
+	}
+	_, err := Read(context.Background(), cached(objs...), "sched", "web")
+	assert.ErrorIs(t, err, ErrTooManySlices)
+	got, err := Read(context.Background(), cached(objs[:2]...), "sched", "web")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]bool{"a": true}, got)
 }
 
 func TestSlicesSplitSortedAndLabelled(t *testing.T) {

@@ -33,8 +33,8 @@ var (
 // Read returns the names of the clusters the decision named name in
 // namespace lists: the union of the PlacementDecision of that name and of
 // every slice labelled multicluster.x-k8s.io/decision-key=name. Each
-// listed ClusterProfileRef counts by its name. It reads one object and one
-// page of at most MaxSlices slices, live, with c.
+// listed ClusterProfileRef counts by its name. It reads one object and at
+// most MaxSlices slices with c (a cache, for a hub, or a live client).
 func Read(ctx context.Context, c client.Reader, namespace, name string) (map[string]bool, error) {
 	slices := map[string]*ciav1alpha1.PlacementDecision{}
 	named := &ciav1alpha1.PlacementDecision{}
@@ -47,10 +47,13 @@ func Read(ctx context.Context, c client.Reader, namespace, name string) (map[str
 	if len(validation.IsValidLabelValue(name)) == 0 {
 		list := &ciav1alpha1.PlacementDecisionList{}
 		if err := c.List(ctx, list, client.InNamespace(namespace),
-			client.MatchingLabels{ciav1alpha1.DecisionKeyLabel: name}, client.Limit(MaxSlices)); err != nil {
+			client.MatchingLabels{ciav1alpha1.DecisionKeyLabel: name}, client.Limit(MaxSlices+1)); err != nil {
 			return nil, fmt.Errorf("listing PlacementDecisions of decision key %s in %s: %w", name, namespace, err)
 		}
-		if list.Continue != "" {
+		// One more than allowed tells, from the API server and from a
+		// cache alike (a cache stops at the limit and always answers
+		// "continue-not-supported").
+		if len(list.Items) > MaxSlices {
 			return nil, fmt.Errorf("%w: decision key %s in %s has more than %d", ErrTooManySlices, name, namespace, MaxSlices)
 		}
 		for i := range list.Items {

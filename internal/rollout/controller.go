@@ -128,7 +128,8 @@ type Controller struct {
 	FieldManager string
 	Logger       logr.Logger
 	// Decisions reads the PlacementDecisions rollouts follow
-	// (spec.placementDecision), live; its scheme must know them. Nil: a
+	// (spec.placementDecision), at every look, so it should be a cache;
+	// its scheme must know them. Nil: a
 	// rollout that names one keeps the clusters it placed, and its
 	// PlacementDecisionRead condition says the hub does not read them.
 	Decisions client.Reader

@@ -14,9 +14,9 @@ import (
 
 // A GraphRollout may follow a PlacementDecision (spec.placementDecision):
 // the placed clusters are then only those the decision lists, as well as
-// those the selector and the hook place. The decision is read live at
-// every look, so a change in it moves clusters in and out exactly as a
-// relabel does: the plan's placement changes, the waves are assigned
+// those the selector and the hook place. The decision is read (from the
+// hub's cache) at every look, so a change in it moves clusters in and out
+// exactly as a relabel does: the plan's placement changes, the waves are assigned
 // again, and reconsider asks the runtime to decide again for every
 // cluster whose decision changed. A decision that cannot be read never
 // empties the placement: the clusters the last decision read listed are

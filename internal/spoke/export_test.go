@@ -27,3 +27,24 @@ func KeptAnswerBytes(rt *Runtime, graphName string) int {
 func OnAnswersHeld(t interface{ Cleanup(func()) }, f func(node string, answers int)) {
 	instance.OnAnswersHeld(t, f)
 }
+
+// RememberedWrites is how many instances the members serving the named
+// graph keep a copy of their own write for, waiting for the watch to
+// deliver it, for tests.
+func RememberedWrites(rt *Runtime, graphName string) int {
+	rt.mu.Lock()
+	gv := rt.graphs[graphName]
+	rt.mu.Unlock()
+	if gv == nil {
+		return 0
+	}
+	total := 0
+	for _, c := range gv.controllers() {
+		c.mu.Lock()
+		for _, m := range c.members {
+			total += m.engine.Writes().Len()
+		}
+		c.mu.Unlock()
+	}
+	return total
+}

@@ -56,11 +56,17 @@ func (h instanceHandler) OnDelete(obj any) {
 }
 
 // observe tells the engine of an instance the watch delivered. An event
-// that is not the echo of one of our writes drops our copy: the cache may
-// have skipped our version (a relist) or moved past it.
+// that arrives while a write of that instance is in flight is noted
+// (Hold), so that the write's answer, when it is that same version coming
+// back first through the watch, is not remembered as still to come: it
+// never would, and its copy would be kept for as long as the instance
+// lives. The spoke's own rules decide what requeues (no requeue is held).
+// Any other event that is not the echo of one of our writes drops our
+// copy: the cache may have skipped our version (a relist) or moved past
+// it.
 func (h instanceHandler) observe(u *unstructured.Unstructured) {
 	h.m.engine.Instances().Saw(u)
-	if w := h.m.engine.Writes(); !w.Echo(u) {
+	if w := h.m.engine.Writes(); !w.Echo(u) && !w.Hold(u, nil) {
 		w.Forget(keyOf(u))
 	}
 }
