@@ -65,6 +65,22 @@ test-kro-public: envtest-assets ## kro v0.9.4 against fleetgraph on RGDs others 
 	cd hack/krodiff && KUBEBUILDER_ASSETS=$$(../envtest/build.sh) KRODIFF_PUBLIC_CORPUS=$(abspath $(KRODIFF_PUBLIC_CORPUS)) \
 		$(GO) test -tags integration -count=1 -timeout 20m -run 'TestCompileAgainstKroOnPublicRGDs|TestPublicSourcesAreAttributed' -v $(GOTESTFLAGS)
 
+# kro's own chainsaw e2e cases (kro v0.9.4, read from the Go module cache)
+# on a conformance fleet: a hub running fleetgraph and two spokes, each with
+# a kube-controller-manager. hack/kroe2e says what it adapts (RGDs to the
+# hub, CRDs to every spoke); docs/guides/testing.md has the figures. Not
+# part of make test: it builds kube-controller-manager and chainsaw.
+KRO_E2E_FLAGS ?=
+.PHONY: e2e-kro
+e2e-kro: ## kro v0.9.4's chainsaw e2e (11 cases) on a hub + 2 spokes with kube-controller-managers; one PASS/FAIL line per case. KRO_E2E_FLAGS=-run <regexp> picks cases.
+	@KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh kube-controller-manager) \
+		$(GO) test -tags 'integration controllermanager' -count=1 -run TestAFleetWithControllerManagers ./testing/
+	@cd hack/kroe2e && $(GO) test -count=1 ./... && \
+		KUBEBUILDER_ASSETS=$$(../envtest/build.sh kube-controller-manager) \
+		$(GO) run . -chainsaw $$(../chainsaw/build.sh) \
+		-kro $$(cd ../krodiff && $(GO) mod download -json github.com/kubernetes-sigs/kro | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p') \
+		$(KRO_E2E_FLAGS)
+
 # test runs the kro oracle alongside the integration tests rather than after
 # them: it mostly waits on its API servers and kro's controller (31
 # CPU-seconds in 112 s). Lines of the two are not interleaved (-Oline);

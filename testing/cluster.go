@@ -30,6 +30,16 @@ type ClusterOptions struct {
 	// each. Defaults to 90 seconds (a 2-core machine starting four at once
 	// needs more than envtest's 20).
 	StartTimeout time.Duration
+	// ControllerManager starts a kube-controller-manager beside the API
+	// server, with its default controllers, so that Deployments get
+	// ReplicaSets and status, HorizontalPodAutoscalers scale, owner
+	// references cascade and deleted namespaces go away. It needs the
+	// kube-controller-manager binary in AssetsDir (build it with
+	// `hack/envtest/build.sh kube-controller-manager`). The cluster is
+	// returned once the controllers run (they have published the
+	// kube-root-ca.crt ConfigMap). Defaults to false: no controllers run,
+	// as in envtest.
+	ControllerManager bool
 }
 
 // Cluster is one real kube-apiserver and etcd pair, listening on loopback.
@@ -50,6 +60,9 @@ type Cluster struct {
 	// snapshots are the copies of etcd's data SnapshotData made; Stop
 	// removes them.
 	snapshots []string
+	// controllers is the kube-controller-manager process when
+	// ClusterOptions.ControllerManager asked for one; Stop stops it first.
+	controllers *controllerManager
 }
 
 // StartCluster starts a real API server named name. Stop it with Stop.
@@ -57,6 +70,12 @@ func StartCluster(name string, opts ClusterOptions) (*Cluster, error) {
 	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
+	}
+	if opts.ControllerManager {
+		if _, err := os.Stat(filepath.Join(assets, ControllerManagerBinary)); err != nil {
+			return nil, fmt.Errorf("%w in %s: run `hack/envtest/build.sh kube-controller-manager` to build it from the Go module proxy",
+				ErrControllerManagerMissing, assets)
+		}
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 90 * time.Second
@@ -100,7 +119,14 @@ func StartCluster(name string, opts ClusterOptions) (*Cluster, error) {
 	// Test servers are local and private: lift client-go's default 5 QPS
 	// so that benchmarks measure the controllers, not the rate limiter.
 	cfg.QPS, cfg.Burst = 500, 1000
-	return &Cluster{Name: name, Config: cfg, Kubeconfig: env.KubeConfig, env: env, certDir: certDir, dataDir: dataDir}, nil
+	c := &Cluster{Name: name, Config: cfg, Kubeconfig: env.KubeConfig, env: env, certDir: certDir, dataDir: dataDir}
+	if opts.ControllerManager {
+		if c.controllers, err = startControllerManager(c, assets, opts.StartTimeout); err != nil {
+			_ = c.Stop()
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // Stop stops the API server and etcd and removes their data.
@@ -109,10 +135,14 @@ func (c *Cluster) Stop() error {
 	// watching, a loaded machine took it past envtest's 30 s. It is
 	// killed after serverKillAfter, as StopServers does (an error says it
 	// was killed); env.Stop then stops etcd.
+	var err error
+	if c.controllers != nil {
+		err = c.controllers.stop()
+	}
 	api := c.env.ControlPlane.GetAPIServer()
 	api.StopTimeout = serverKillAfter
 	_ = api.Stop()
-	err := c.env.Stop()
+	err = errors.Join(err, c.env.Stop())
 	err = errors.Join(err, os.RemoveAll(c.certDir), os.RemoveAll(c.dataDir))
 	for _, dir := range c.snapshots {
 		err = errors.Join(err, os.RemoveAll(dir))

@@ -5,6 +5,11 @@
 #   export KUBEBUILDER_ASSETS=$(hack/envtest/build.sh)
 # works.
 #
+# With the argument kube-controller-manager it also builds that binary (same
+# module, version and flags) into the same directory: only the fleets that
+# need the HPA or garbage collection (make e2e-kro) ask for it, so make test
+# does not pay for its build.
+#
 # Environment:
 #   FLEETGRAPH_CACHE  cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/fleetgraph)
 set -euo pipefail
@@ -43,8 +48,14 @@ build() { # name, package, ldflags
 	say "built $name in $((SECONDS - start)) s"
 }
 
+kube_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
 build etcd ./etcd "-s -w"
-build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
-	"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
+build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kube_ldflags"
+for extra in "$@"; do
+	case $extra in
+	kube-controller-manager) build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$kube_ldflags" ;;
+	*) say "unknown binary $extra (known: kube-controller-manager)"; exit 2 ;;
+	esac
+done
 
 echo "$dir"
