@@ -233,9 +233,11 @@ func writeAdapted(src, dst string, otherSpokes []string) ([]string, error) {
 		from, to := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
 		_ = os.Remove(to)
 		if e.Name() != "chainsaw-test.yaml" {
-			if err := os.Symlink(from, to); err != nil {
+			notes, err := placeFile(from, to)
+			if err != nil {
 				return nil, err
 			}
+			changes = append(changes, notes...)
 			continue
 		}
 		test, err := os.ReadFile(from)
@@ -246,10 +248,24 @@ func writeAdapted(src, dst string, otherSpokes []string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		changes = notes
+		changes = append(changes, notes...)
 		if err := os.WriteFile(to, adapted, 0o644); err != nil {
 			return nil, err
 		}
 	}
 	return changes, nil
+}
+
+// placeFile links kro's file from at to, or, when it names kro's
+// bookkeeping, writes a copy that names fleetgraph's (adaptBookkeeping).
+func placeFile(from, to string) ([]string, error) {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return nil, err
+	}
+	adapted, notes := adaptBookkeeping(filepath.Base(from), data)
+	if len(notes) == 0 {
+		return nil, os.Symlink(from, to)
+	}
+	return notes, os.WriteFile(to, adapted, 0o644)
 }

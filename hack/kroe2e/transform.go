@@ -94,14 +94,15 @@ func adaptOperations(ops []any, caseDir string, otherSpokes []string) ([]any, []
 		}
 		switch {
 		case all(targets, rgdAPIVersion, rgdKind):
-			op["cluster"] = hubCluster
+			body["cluster"] = hubCluster // chainsaw reads it inside the action
 			out = append(out, op)
 			notes = append(notes, fmt.Sprintf("%s %s on the hub", kind, describe(body)))
 		case all(targets, crdAPIVersion, crdKind):
 			out = append(out, op)
 			for _, spoke := range otherSpokes {
 				again := deepCopy(op)
-				again["cluster"] = spoke
+				_, againBody := operation(again)
+				againBody["cluster"] = spoke
 				out = append(out, again)
 				notes = append(notes, fmt.Sprintf("%s %s also on %s", kind, describe(body), spoke))
 			}
@@ -206,4 +207,90 @@ func deepCopy(m map[string]any) map[string]any {
 	var out map[string]any
 	_ = sigsyaml.Unmarshal(data, &out)
 	return out
+}
+
+// kroFinalizer and fleetgraphFinalizer are the finalizer each puts on the
+// RGDs and instances it manages: fleetgraph keeps its bookkeeping under its
+// own domain, a listed difference (docs/reference/kro-differences.md).
+const (
+	kroFinalizer        = "kro.run/finalizer"
+	fleetgraphFinalizer = "fleetgraph.dev/finalizer"
+)
+
+// kroLabels maps the labels kro puts on the objects it manages to
+// fleetgraph's: on a child, kro's owned label is fleetgraph's managed-by
+// label and its instance-name label is fleetgraph's; on an instance,
+// fleetgraph puts none (kro's owned and RGD-name labels have no
+// counterpart), so they are not asserted there.
+var kroLabels = map[string]struct{ child, value string }{
+	"kro.run/owned":                          {child: "app.kubernetes.io/managed-by", value: "fleetgraph"},
+	"kro.run/instance-name":                  {child: "fleetgraph.dev/instance-name"},
+	"kro.run/resource-graph-definition-name": {child: "fleetgraph.dev/graph"},
+}
+
+// adaptBookkeeping returns the file named name with kro's bookkeeping
+// (finalizer and labels) read as fleetgraph's, and notes saying what
+// changed, or none when it names none of it. A file that is not YAML
+// objects is left alone.
+func adaptBookkeeping(name string, data []byte) ([]byte, []string) {
+	if !bytes.Contains(data, []byte("kro.run/")) || !bytes.Contains(data, []byte("metadata")) {
+		return data, nil
+	}
+	var notes []string
+	var out [][]byte
+	for _, doc := range bytes.Split(data, []byte("\n---")) {
+		var obj map[string]any
+		if err := sigsyaml.Unmarshal(doc, &obj); err != nil || obj == nil {
+			return data, nil
+		}
+		notes = append(notes, adaptObject(name, obj)...)
+		b, err := sigsyaml.Marshal(obj)
+		if err != nil {
+			return data, nil
+		}
+		out = append(out, b)
+	}
+	if len(notes) == 0 {
+		return data, nil
+	}
+	return bytes.Join(out, []byte("---\n")), notes
+}
+
+// adaptObject reads kro's finalizer and labels on obj as fleetgraph's.
+func adaptObject(file string, obj map[string]any) []string {
+	md, _ := obj["metadata"].(map[string]any)
+	if md == nil {
+		return nil
+	}
+	var notes []string
+	if fins, ok := md["finalizers"].([]any); ok {
+		for i, f := range fins {
+			if f == kroFinalizer {
+				fins[i] = fleetgraphFinalizer
+				notes = append(notes, fmt.Sprintf("%s: %s read as %s", file, kroFinalizer, fleetgraphFinalizer))
+			}
+		}
+	}
+	labels, _ := md["labels"].(map[string]any)
+	instance := obj["apiVersion"] == rgdAPIVersion && obj["kind"] != rgdKind
+	for k, v := range labels {
+		to, ok := kroLabels[k]
+		if !ok {
+			continue
+		}
+		delete(labels, k)
+		if instance {
+			notes = append(notes, fmt.Sprintf("%s: label %s not asserted on an instance (fleetgraph labels none)", file, k))
+			continue
+		}
+		if to.value != "" {
+			v = to.value
+		}
+		labels[to.child] = v
+		notes = append(notes, fmt.Sprintf("%s: label %s read as %s", file, k, to.child))
+	}
+	if labels != nil && len(labels) == 0 {
+		delete(md, "labels")
+	}
+	return notes
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -52,7 +54,14 @@ func TestAdaptSendsRGDsToTheHubCRDsToEverySpokeAndDropsKroPodLogs(t *testing.T) 
 	step := got["spec"].(map[string]any)["steps"].([]any)[0].(map[string]any)
 	clusters := []any{}
 	for _, o := range step["try"].([]any) {
-		clusters = append(clusters, o.(map[string]any)["cluster"])
+		op := o.(map[string]any)
+		assert.NotContains(t, op, "cluster", "chainsaw reads the cluster inside the action, and refuses it beside")
+		_, body := operation(op)
+		if body == nil {
+			clusters = append(clusters, nil)
+			continue
+		}
+		clusters = append(clusters, body["cluster"])
 	}
 	// crd on the default spoke, then on each other spoke; the RGD apply and
 	// delete on the hub; the instance and the sleep where chainsaw's
@@ -71,4 +80,42 @@ func TestAdaptRefusesAFileMixingRGDsAndOtherKinds(t *testing.T) {
 	_, _, err := adapt([]byte(test), dir, nil)
 
 	require.ErrorContains(t, err, "mixes RGDs or CRDs with other kinds")
+}
+
+func TestAdaptBookkeepingReadsKrosAsOurs(t *testing.T) {
+	out, notes := adaptBookkeeping("assert.yaml", []byte(`apiVersion: kro.run/v1alpha1
+kind: App
+metadata:
+  finalizers:
+    - kro.run/finalizer
+  labels:
+    kro.run/owned: "true"
+    kro.run/resource-graph-definition-name: app
+  name: a
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  labels:
+    kro.run/instance-name: a
+    kro.run/owned: "true"
+    app: web
+  name: a
+`))
+	assert.Len(t, notes, 5)
+	docs := strings.Split(string(out), "---\n")
+	require.Len(t, docs, 2)
+	var inst, child map[string]any
+	require.NoError(t, sigsyaml.Unmarshal([]byte(docs[0]), &inst))
+	require.NoError(t, sigsyaml.Unmarshal([]byte(docs[1]), &child))
+	md := inst["metadata"].(map[string]any)
+	assert.Equal(t, []any{"fleetgraph.dev/finalizer"}, md["finalizers"])
+	assert.NotContains(t, md, "labels", "fleetgraph labels no instance")
+	assert.Equal(t, map[string]any{"fleetgraph.dev/instance-name": "a", "app.kubernetes.io/managed-by": "fleetgraph", "app": "web"},
+		child["metadata"].(map[string]any)["labels"])
+
+	same := []byte("kind: App\nmetadata:\n  name: a\n")
+	out, notes = adaptBookkeeping("instance.yaml", same)
+	assert.Equal(t, same, out)
+	assert.Empty(t, notes)
 }
