@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -26,9 +27,39 @@ import (
 // SetupWithManager learns the manager's provider, before anything has
 // reached the clusters.
 type crdFanOut struct {
-	h       *Hub
-	fanOut  *hub.FanOut
-	schemas spokeschemas.Checker // each cluster's schemas of the graphs' kinds
+	h          *Hub
+	fanOut     *hub.FanOut
+	schemas    spokeschemas.Checker // each cluster's schemas of the graphs' kinds
+	admissions admissionCache
+}
+
+// admissionCache holds each graph's admission policy objects, built once
+// for the graph's latest compilation: every cluster is given the same
+// objects (the fan-out only reads them), where building them per cluster
+// kept about 3 KiB per cluster alive for each graph.
+type admissionCache struct {
+	mu sync.Mutex
+	m  map[string]cachedAdmission
+}
+
+type cachedAdmission struct {
+	g *graph.Graph
+	a *hub.Admission
+}
+
+// of returns g's admission policy and probe, built when g is new.
+func (c *admissionCache) of(g *graph.Graph) *hub.Admission {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if got, ok := c.m[g.Name]; ok && got.g == g {
+		return got.a
+	}
+	if c.m == nil {
+		c.m = map[string]cachedAdmission{}
+	}
+	a := admissionOf(g)
+	c.m[g.Name] = cachedAdmission{g: g, a: a}
+	return a
 }
 
 // newCRDFanOut makes the fan-out for provider (nil in single-cluster mode).
@@ -82,7 +113,7 @@ func (c *crdFanOut) hubGraph(g *graph.Graph, revision int64) hub.Graph {
 		},
 	}
 	if !c.h.opts.CRDs.DisableAdmissionPolicy && !c.publishes() {
-		hg.Admission = admissionOf(g)
+		hg.Admission = c.admissions.of(g)
 	}
 	return hg
 }
@@ -104,7 +135,7 @@ func admissionOf(g *graph.Graph) *hub.Admission {
 // not this configuration installs it (an earlier one may have).
 func (c *crdFanOut) removeAdmission(ctx context.Context, cl hub.Cluster, g *graph.Graph) error {
 	hg := c.hubGraph(g, 0)
-	hg.Admission = admissionOf(g)
+	hg.Admission = c.admissions.of(g)
 	return c.fanOut.RemoveAdmission(ctx, cl, hg)
 }
 
