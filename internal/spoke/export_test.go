@@ -5,6 +5,12 @@ import "github.com/fleetgraph/fleetgraph/internal/instance"
 // KeptAnswerBytes is how many bytes of apply answers the members serving
 // the named graph keep in their apply memories, for tests.
 func KeptAnswerBytes(rt *Runtime, graphName string) int {
+	return sumEngines(rt, graphName, (*instance.Engine).AnswerBytes)
+}
+
+// sumEngines adds f over the engines of the members serving the named
+// graph.
+func sumEngines(rt *Runtime, graphName string, f func(*instance.Engine) int) int {
 	rt.mu.Lock()
 	gv := rt.graphs[graphName]
 	rt.mu.Unlock()
@@ -15,7 +21,7 @@ func KeptAnswerBytes(rt *Runtime, graphName string) int {
 	for _, c := range gv.controllers() {
 		c.mu.Lock()
 		for _, m := range c.members {
-			total += m.engine.AnswerBytes()
+			total += f(m.engine)
 		}
 		c.mu.Unlock()
 	}
@@ -32,19 +38,5 @@ func OnAnswersHeld(t interface{ Cleanup(func()) }, f func(node string, answers i
 // graph keep a copy of their own write for, waiting for the watch to
 // deliver it, for tests.
 func RememberedWrites(rt *Runtime, graphName string) int {
-	rt.mu.Lock()
-	gv := rt.graphs[graphName]
-	rt.mu.Unlock()
-	if gv == nil {
-		return 0
-	}
-	total := 0
-	for _, c := range gv.controllers() {
-		c.mu.Lock()
-		for _, m := range c.members {
-			total += m.engine.Writes().Len()
-		}
-		c.mu.Unlock()
-	}
-	return total
+	return sumEngines(rt, graphName, func(e *instance.Engine) int { return e.Writes().Len() })
 }
