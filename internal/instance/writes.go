@@ -135,11 +135,8 @@ func (w *Writes) end(key types.NamespacedName, written *unstructured.Unstructure
 		return
 	}
 	delete(w.flight, key)
-	if len(f.early) == 0 {
-		return
-	}
-	delete(w.m, key) // the cache may hold a newer version than ours
-	if f.requeue != nil {
+	if len(f.early) > 0 && f.requeue != nil {
+		delete(w.m, key) // the cache may hold a newer version than ours
 		f.requeue()
 	}
 }

@@ -60,7 +60,8 @@ func (h instanceHandler) OnDelete(obj any) {
 // (Hold), so that the write's answer, when it is that same version coming
 // back first through the watch, is not remembered as still to come: it
 // never would, and its copy would be kept for as long as the instance
-// lives. The spoke's own rules decide what requeues (no requeue is held).
+// lives; a foreign event noted so keeps our copy, which is newer. The
+// spoke's own rules decide what requeues (no requeue is held).
 // Any other event that is not the echo of one of our writes drops our
 // copy: the cache may have skipped our version (a relist) or moved past
 // it.
