@@ -97,7 +97,7 @@ func TestReplicas(t *testing.T) {
 	requireOwnedOnce(t, live(), names, bound+10*time.Second)
 	took := time.Since(start)
 	t.Logf("clusters of %s served again after %s (bound %s)", victim.id, took, bound)
-	assert.LessOrEqual(t, took, bound, "takeover within lease duration + renew + probe")
+	assert.LessOrEqual(t, took, bound, "takeover within lease duration + 2 × min(renew, probe)")
 
 	requireActive(t, c, gvk, names, "before")
 	requireActive(t, c, gvk, orphaned, "during")

@@ -88,9 +88,8 @@ const (
 //
 // The floor of the replica-kill time is the coordinator's own bound; the
 // floor of the memory is the informers alone. Run it with `make
-// bench-scale`; it is not part of make test. At 10,000 clusters the
-// replicas renew 10,000 fence Leases every renew interval (about 1,500
-// writes/s on the one API server), which is part of what is measured.
+// bench-scale`; it is not part of make test. Each replica renews one
+// Lease per decision (every 5 s by default), whatever the fleet's size.
 func BenchmarkScale(b *testing.B) {
 	n, err := strconv.Atoi(envOr("SCALE_CLUSTERS", "10000"))
 	require.NoError(b, err)

@@ -16,7 +16,8 @@ import (
 )
 
 // ShardingOptions configures one of N hub replicas that share a hub
-// cluster; see NewShardedCoordinator.
+// cluster; see NewShardedCoordinator. The compiler keeps it equal to the
+// internal options (shard.Options(o)).
 type ShardingOptions struct {
 	// ID names this replica among its peers; it must be unique and stable
 	// for the replica's life. Defaults to the host name (a pod's name).
@@ -24,41 +25,53 @@ type ShardingOptions struct {
 	// Weight is this replica's relative capacity: it serves about
 	// Weight/ΣWeights of the clusters. Defaults to 1.
 	Weight uint32
-	// Namespace on the hub cluster holds the peer Leases (<Prefix>-peer-<id>)
-	// and the per-cluster fence Leases (<Prefix>-shard-<cluster>). Defaults
-	// to "kube-system".
+	// Namespace on the hub cluster holds the peer Leases
+	// (<Prefix>-peer-<id>). Defaults to "kube-system".
 	Namespace string
 	// Prefix starts every Lease name. Defaults to "mcr", as
 	// multicluster-runtime's own registry uses.
 	Prefix string
-	// LeaseDuration is how long a peer Lease and a cluster's fence stay
-	// valid without renewal: a replica that dies stops being hashed over,
-	// and its clusters' fences expire, after it. Defaults to 20 seconds.
+	// LeaseDuration is how long a peer Lease stays valid without renewal:
+	// the others take a dead replica's clusters over after it. Defaults to
+	// 20 seconds.
 	LeaseDuration time.Duration
-	// RenewInterval is how often both are renewed and the peers re-listed.
+	// RenewInterval bounds how long a replica goes without renewing its
+	// Lease; one that could not renew for LeaseDuration-RenewInterval
+	// stops serving, before the others may start. Must be under
+	// LeaseDuration (so replicas' clocks must agree to well within it).
 	// Defaults to LeaseDuration/3.
 	RenewInterval time.Duration
-	// Probe is how often the coordinator re-decides which clusters this
-	// replica serves. Defaults to 5 seconds.
+	// Probe is how often the coordinator decides which clusters this
+	// replica serves: each decision renews the Lease and re-lists the
+	// peers. Decisions run every min(Probe, RenewInterval). Defaults to 5
+	// seconds.
 	Probe time.Duration
 	// Logger defaults to none.
 	Logger logr.Logger
 }
 
 // TakeoverBound is how long, at most, the clusters of a replica that died
-// wait for another replica: LeaseDuration + RenewInterval + Probe, with
-// their defaults.
+// wait for another replica: LeaseDuration + 2 × min(Probe, RenewInterval),
+// with their defaults (30 s).
 func (o ShardingOptions) TakeoverBound() time.Duration { return shard.Options(o).TakeoverBound() }
 
 // NewShardedCoordinator returns the coordinator that makes this process one
 // of N hub replicas: give it to the multicluster manager with
-// mcmanager.WithCoordinator. It is multicluster-runtime's sharded
-// coordinator: each cluster the provider offers is served by exactly one
-// replica (rendezvous hashing over the replicas' Leases, fenced by a Lease
-// per cluster), and when a replica dies the others take its clusters over
-// within opts.TakeoverBound(). hubClient reads and writes Leases on the hub
-// cluster (a direct client such as client.New(cfg, ...), since the cache
-// does not run before the manager starts).
+// mcmanager.WithCoordinator. Each cluster the provider offers is served by
+// exactly one replica: each replica writes in its Lease the replicas it
+// decides by, rendezvous hashing over them gives every cluster to one, and
+// a replica starts a cluster only once no other live Lease claims it (see
+// internal/shard for why that is safe). Each decision costs one write and
+// two lists, whatever the fleet's size; when a replica dies the others
+// take its clusters over within opts.TakeoverBound(). hubClient reads and
+// writes Leases on the hub cluster (a direct client such as
+// client.New(cfg, ...): the cache does not run before the manager starts,
+// and a decision must read what is on the API server).
+//
+// It implements multicluster-runtime's Coordinator interface but is not
+// its sharded coordinator, which fences every cluster with a Lease of its
+// own and does not scale past a few thousand clusters; replicas of the two
+// cannot share a fleet.
 //
 // With replicas, each Hub's FleetStatus and Clusters cover only the
 // clusters it serves; set Options.Replicas.ID to the same ID so that the RGD's

@@ -102,7 +102,7 @@ func TestFlagsShardedReplicaExplicit(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, sdk.ShardingOptions{ID: "r1", Namespace: "fleetgraph-system", LeaseDuration: 6 * time.Second, RenewInterval: 2 * time.Second, Probe: time.Second},
 		o.replicas.sharding())
-	assert.Equal(t, 9*time.Second, o.replicas.sharding().TakeoverBound())
+	assert.Equal(t, 8*time.Second, o.replicas.sharding().TakeoverBound(), "lease + 2 × min(renew, probe)")
 	assert.Equal(t, time.Second, o.statusResync)
 	h := o.replicas.hubOptions(sdk.Options{})
 	assert.Equal(t, "r1", h.Replicas.ID)

@@ -11,9 +11,9 @@
 //	fleetgraph-hub --pull                                           # also serve pull clusters (cmd/fleetgraph-agent)
 //
 // With --replicas-shard every replica serves, each its own share of the
-// spokes (multicluster-runtime's sharded coordinator: peer Leases and a
-// fence Lease per spoke in --shard-namespace); when one dies the others
-// take its spokes over within lease + renew + probe. Each replica keeps a
+// spokes (a peer Lease per replica in --shard-namespace, holding the
+// replicas it decides by); when one dies the others take its spokes over
+// within lease + 2 × min(renew, probe). Each replica keeps a
 // record of its spokes' status there, and the RGD's fleet status is their
 // union.
 //

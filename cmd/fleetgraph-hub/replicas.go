@@ -40,13 +40,13 @@ func (r *replicaOptions) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&r.id, "replica-id", "",
 		"this replica's name, unique and stable among the replicas (default: $"+replicaIDFromEnvironment+", else the host name, which is a pod's name)")
 	fs.StringVar(&r.namespace, "shard-namespace", defaultShardNamespace,
-		"namespace on the hub of the replicas' Leases (mcr-peer-<replica>, mcr-shard-<cluster>) and fleet status records")
+		"namespace on the hub of the replicas' Leases (mcr-peer-<replica>) and fleet status records")
 	fs.DurationVar(&r.lease, "shard-lease-duration", defaultShardLease,
-		"how long a replica's peer Lease and its spokes' fence Leases stay valid without renewal; a killed replica's spokes are taken over after about this")
-	fs.DurationVar(&r.renew, "shard-renew-interval", 0, "how often the Leases are renewed and the peers re-listed (0: a third of --shard-lease-duration)")
-	fs.DurationVar(&r.probe, "shard-probe", defaultShardProbe, "how often a replica re-decides which spokes it serves")
+		"how long a replica's peer Lease stays valid without renewal; a killed replica's spokes are taken over after about this")
+	fs.DurationVar(&r.renew, "shard-renew-interval", 0, "the longest a replica goes without renewing its Lease; one that could not renew for lease - renew stops serving (0: a third of --shard-lease-duration)")
+	fs.DurationVar(&r.probe, "shard-probe", defaultShardProbe, "how often a replica decides which spokes it serves, renewing its Lease (at least every --shard-renew-interval)")
 	fs.DurationVar(&r.statusTTL, "replica-status-ttl", defaultReplicaStatusTTL,
-		"how long a replica's fleet status record counts after its last renewal; longer than the takeover bound (lease + renew + probe)")
+		"how long a replica's fleet status record counts after its last renewal; longer than the takeover bound (lease + 2 × min(renew, probe))")
 }
 
 func (r *replicaOptions) validate() error {

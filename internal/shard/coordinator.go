@@ -1,13 +1,23 @@
 package shard
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
+
+var _ mcmanager.Coordinator = &Coordinator{}
 
 // Options configures a replica's share of the fleet. Every replica of one
 // hub must use the same Namespace, Prefix and timings.
@@ -18,22 +28,26 @@ type Options struct {
 	// Weight is this replica's relative capacity: it serves about
 	// Weight/ΣWeights of the clusters. Defaults to 1.
 	Weight uint32
-	// Namespace on the hub cluster holds the peer Leases (<Prefix>-peer-<id>)
-	// and the per-cluster fence Leases (<Prefix>-shard-<cluster>). Defaults
-	// to "kube-system".
+	// Namespace on the hub cluster holds the peer Leases
+	// (<Prefix>-peer-<id>). Defaults to "kube-system".
 	Namespace string
 	// Prefix starts every Lease name. Defaults to "mcr", as
 	// multicluster-runtime's own registry uses.
 	Prefix string
-	// LeaseDuration is how long a peer Lease and a cluster's fence stay
-	// valid without renewal: a replica that dies stops being hashed over,
-	// and its clusters' fences expire, after it. Defaults to 20 seconds.
+	// LeaseDuration is how long a peer Lease stays valid without renewal:
+	// the others take a dead replica's clusters over after it. Defaults to
+	// 20 seconds.
 	LeaseDuration time.Duration
-	// RenewInterval is how often both are renewed and the peers re-listed.
+	// RenewInterval bounds how long a replica goes without renewing its
+	// Lease; one that could not renew for LeaseDuration-RenewInterval
+	// stops serving, before the others may start. Must be under
+	// LeaseDuration (so replicas' clocks must agree to well within it).
 	// Defaults to LeaseDuration/3.
 	RenewInterval time.Duration
-	// Probe is how often the coordinator re-decides which clusters this
-	// replica serves. Defaults to 5 seconds.
+	// Probe is how often the coordinator decides which clusters this
+	// replica serves: each decision renews the Lease and re-lists the
+	// peers. Decisions run every min(Probe, RenewInterval). Defaults to 5
+	// seconds.
 	Probe time.Duration
 	// Logger defaults to none.
 	Logger logr.Logger
@@ -43,6 +57,7 @@ func (o Options) withDefaults() Options {
 	if o.ID == "" {
 		o.ID, _ = os.Hostname()
 	}
+	o.Weight = max(o.Weight, 1)
 	if o.Namespace == "" {
 		o.Namespace = "kube-system"
 	}
@@ -64,25 +79,158 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// round is the interval between two decisions.
+func (o Options) round() time.Duration { return min(o.Probe, o.RenewInterval) }
+
 // TakeoverBound is how long after a replica dies its clusters may wait
-// for another: its Leases expire, a peer notices at its next refresh and
-// takes the fence at its next probe.
+// for another: its Lease expires, and a peer's next decision (one round
+// later at most, plus that round's own requests) takes them over. Two
+// rounds leave one for the requests.
 func (o Options) TakeoverBound() time.Duration {
 	o = o.withDefaults()
-	return o.LeaseDuration + o.RenewInterval + o.Probe
+	return o.LeaseDuration + 2*o.round()
 }
 
-// NewCoordinator returns multicluster-runtime's sharded coordinator for
-// the hub cluster c, with PeerRegistry as its membership.
-func NewCoordinator(c client.Client, opts Options) *sharded.Coordinator {
+// Coordinator decides which clusters this replica serves. See the package
+// documentation for why it is safe.
+type Coordinator struct {
+	o      Options
+	self   sharder.PeerInfo
+	leases *leases
+
+	mu     sync.Mutex
+	awares []multicluster.Aware
+	// members are the clusters the provider engaged, served or not.
+	members map[multicluster.ClusterName]*member
+	// published is the view this replica's Lease holds since its last
+	// successful write; pending, the view it stops clusters for before
+	// writing it. Nil before the first write and after fencing.
+	published, pending view
+	// peers are the other live replicas as listed after the last write;
+	// listed is false when that list failed.
+	peers  []peer
+	listed bool
+	// validUntil is when this replica stops serving unless it renews.
+	validUntil time.Time
+	fence      *time.Timer
+}
+
+// member is a cluster the provider engaged.
+type member struct {
+	name   multicluster.ClusterName
+	cl     cluster.Cluster
+	parent context.Context
+	// ctx and cancel are this replica's serving of the cluster; nil when
+	// not serving.
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// stop ends this replica's serving of m, if it serves it.
+func (m *member) stop() {
+	if m.cancel != nil {
+		m.cancel()
+		m.ctx, m.cancel = nil, nil
+	}
+}
+
+// NewCoordinator returns the coordinator of replica opts.ID whose Leases
+// live on the hub cluster c (a direct client: the list after each write
+// must be read from the API server).
+func NewCoordinator(c client.Client, opts Options) *Coordinator {
 	o := opts.withDefaults()
-	reg := NewPeerRegistry(c, o.Namespace, o.Prefix+"-peer", o.ID, o.Weight, o.LeaseDuration, o.RenewInterval, o.Logger.WithName("peers"))
-	reg.learnPeers(o.RenewInterval)
-	return sharded.New(c, o.Logger,
-		sharded.WithPeerRegistry(reg),
-		sharded.WithShardLease(o.Namespace, o.Prefix+"-shard"),
-		sharded.WithPerClusterLease(true),
-		sharded.WithLeaseTimings(o.LeaseDuration, o.RenewInterval, min(o.Probe, 750*time.Millisecond)),
-		sharded.WithSynchronizationIntervals(o.Probe, 3*o.Probe),
-	)
+	self := sharder.PeerInfo{ID: PeerID(o.ID), Weight: o.Weight}
+	return &Coordinator{
+		o: o, self: self,
+		leases:  &leases{c: c, ns: o.Namespace, prefix: o.Prefix + "-peer", self: self, ttl: o.LeaseDuration},
+		members: map[multicluster.ClusterName]*member{},
+	}
+}
+
+// AddAware implements mcmanager.Coordinator.
+func (c *Coordinator) AddAware(a multicluster.Aware) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.awares = append(c.awares, a)
+}
+
+// Engage implements mcmanager.Coordinator: the cluster is served at once
+// if this replica's last decision allows it, else at a later one.
+func (c *Coordinator) Engage(parent context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	if err := parent.Err(); err != nil {
+		return err
+	}
+	m := &member{name: name, cl: cl, parent: parent}
+	c.mu.Lock()
+	if old := c.members[name]; old != nil {
+		old.stop()
+	}
+	c.members[name] = m
+	ctx := c.start(m)
+	c.mu.Unlock()
+	if ctx != nil {
+		go c.serve(ctx, m)
+	}
+	context.AfterFunc(parent, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.members[name] == m {
+			m.stop()
+			delete(c.members, name)
+		}
+	})
+	return nil
+}
+
+// Runnable implements mcmanager.Coordinator: the decision loop.
+func (c *Coordinator) Runnable() manager.Runnable {
+	return manager.RunnableFunc(c.run)
+}
+
+// ErrLeaseTimings: RenewInterval is not under LeaseDuration (as the Lease
+// holds it, in whole seconds), so a replica could never serve.
+var ErrLeaseTimings = errors.New("the renew interval must be under the lease duration")
+
+func (c *Coordinator) run(ctx context.Context) error {
+	if c.o.RenewInterval >= c.leases.written() {
+		return fmt.Errorf("%w: renew %s, lease %s", ErrLeaseTimings, c.o.RenewInterval, c.leases.written())
+	}
+	c.o.Logger.Info("sharding starts", "peer", c.self.ID)
+	c.mu.Lock()
+	c.fence = time.AfterFunc(time.Hour, c.fenceIfExpired)
+	c.fence.Stop()
+	c.mu.Unlock()
+	t := time.NewTicker(c.o.round())
+	defer t.Stop()
+	again := false
+	for {
+		// A decision that saw the peers change decides once more at once,
+		// so that a view converges in one round rather than two; never
+		// twice in a row, whatever the peers do.
+		again = c.decide(ctx) && !again
+		if again && ctx.Err() == nil {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			c.leave()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// leave stops serving every cluster, then expires this replica's Lease so
+// that the others take them over at their next decision.
+func (c *Coordinator) leave() {
+	c.mu.Lock()
+	c.fence.Stop()
+	c.stopAll()
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), c.o.RenewInterval)
+	defer cancel()
+	if err := c.leases.expire(ctx); err != nil {
+		c.o.Logger.Info("could not expire this replica's Lease; the others take its clusters over once it expires", "reason", err.Error())
+	}
+	c.o.Logger.Info("sharding stopped", "peer", c.self.ID)
 }

@@ -4,158 +4,122 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	coordv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
 	"sigs.k8s.io/multicluster-runtime/pkg/util/sanitize"
 )
 
-var _ peers.Registry = &PeerRegistry{}
-
-// The labels and annotation multicluster-runtime's registry puts on peer
-// Leases; ours are the same so that both kinds of replica see each other.
+// The labels and weight annotation are multicluster-runtime's peer
+// registry's, so that tools which list its peers (and LivePeers) see ours.
+// annotView is ours: the view the replica decides by, which is its claim.
 const (
 	labelPartOf = "app.kubernetes.io/part-of"
 	labelPeer   = "mcr.sigs.k8s.io/peer"
 	labelPrefix = "mcr.sigs.k8s.io/prefix"
 	annotWeight = "mcr.sigs.k8s.io/weight"
+	annotView   = "fleetgraph.dev/shard-view"
 	partOf      = "multicluster-runtime"
 )
 
-// PeerRegistry is a Lease-based peers.Registry with configurable timings.
-type PeerRegistry struct {
+// peer is another replica as its Lease says: who it is and the view it
+// decides by (none for a Lease without one, written by a replica that is
+// not this coordinator).
+type peer struct {
+	info sharder.PeerInfo
+	view view
+}
+
+// claims reports whether p may serve cluster: under its view, or, when it
+// published none, always (nothing is known of what it serves).
+func (p peer) claims(cluster string) bool {
+	return p.view == nil || p.view.gives(cluster, p.info.ID)
+}
+
+// leases reads and writes the peer Leases, <prefix>-<id> in ns, on the
+// hub cluster: the only requests the coordinator makes.
+type leases struct {
 	c      client.Client
 	ns     string
 	prefix string
 	self   sharder.PeerInfo
 	ttl    time.Duration
-	renew  time.Duration
-	log    logr.Logger
-
-	mu    sync.RWMutex
-	peers []sharder.PeerInfo
 }
 
-// NewPeerRegistry returns the registry of peer id (sanitised to a DNS
-// name) with Leases <prefix>-<id> in namespace ns, each valid for ttl and
-// renewed every renew.
-func NewPeerRegistry(c client.Client, ns, prefix, id string, weight uint32, ttl, renew time.Duration, log logr.Logger) *PeerRegistry {
-	return &PeerRegistry{
-		c: c, ns: ns, prefix: prefix,
-		self: sharder.PeerInfo{ID: PeerID(id), Weight: max(weight, 1)},
-		ttl:  ttl, renew: renew, log: log,
-	}
-}
+func (l *leases) name() string { return fmt.Sprintf("%s-%s", l.prefix, l.self.ID) }
 
-// learnPeers lists the live peers once, waiting at most timeout, before
-// the coordinator decides anything. Until then Snapshot holds this replica
-// alone, so a replica joining a running fleet would take every free fence
-// at its first engagements and give most back at its first refresh; and
-// multicluster-runtime v0.24.1's coordinator releases a fence in a
-// goroutine of its own, unsynchronised with a later TryAcquire on the same
-// fence (a data race under -race), which that take-and-give-back invites.
-// A failed list is logged; Run retries it.
-func (r *PeerRegistry) learnPeers(timeout time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := r.refresh(ctx); err != nil {
-		r.log.V(1).Info("listing peer Leases before the first decision failed; deciding alone until the next refresh", "reason", err.Error())
-	}
-}
-
-// Self implements peers.Registry.
-func (r *PeerRegistry) Self() sharder.PeerInfo { return r.self }
-
-// Snapshot implements peers.Registry: the live peers, this one included.
-func (r *PeerRegistry) Snapshot() []sharder.PeerInfo {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.peers == nil {
-		return []sharder.PeerInfo{r.self}
-	}
-	return r.peers
-}
-
-// Run implements peers.Registry: it renews this peer's Lease and refreshes
-// the peers every renew until ctx ends, then expires the Lease so that the
-// other peers take this one's clusters over at their next refresh.
-func (r *PeerRegistry) Run(ctx context.Context) error {
-	t := time.NewTicker(r.renew)
-	defer t.Stop()
-	for {
-		if err := r.renewSelf(ctx, time.Now()); err != nil && ctx.Err() == nil {
-			r.log.V(1).Info("renewing the peer Lease failed; retrying", "reason", err.Error())
-		}
-		if err := r.refresh(ctx); err != nil && ctx.Err() == nil {
-			r.log.V(1).Info("listing peer Leases failed; retrying", "reason", err.Error())
-		}
-		select {
-		case <-ctx.Done():
-			stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.renew)
-			defer cancel()
-			_ = r.renewSelf(stop, time.Now().Add(-r.ttl-time.Second)) // best effort: expired at once
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-func (r *PeerRegistry) leaseName() string { return fmt.Sprintf("%s-%s", r.prefix, r.self.ID) }
-
-// renewSelf writes this peer's Lease as renewed at renewed.
-func (r *PeerRegistry) renewSelf(ctx context.Context, renewed time.Time) error {
+// publish writes this replica's Lease as renewed at renewed, deciding by v.
+func (l *leases) publish(ctx context.Context, v view, renewed time.Time) error {
 	lease := &coordv1.Lease{}
-	err := r.c.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: r.leaseName()}, lease)
+	err := l.c.Get(ctx, client.ObjectKey{Namespace: l.ns, Name: l.name()}, lease)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return err
+		return fmt.Errorf("reading this replica's Lease: %w", err)
 	}
 	create := apierrors.IsNotFound(err)
 	if create {
-		lease = &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: r.leaseName()}}
+		lease = &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: l.ns, Name: l.name()}}
 	}
+	l.fill(lease, v, renewed)
+	if create {
+		err = l.c.Create(ctx, lease)
+	} else {
+		err = l.c.Update(ctx, lease)
+	}
+	if err != nil {
+		return fmt.Errorf("writing this replica's Lease: %w", err)
+	}
+	return nil
+}
+
+func (l *leases) fill(lease *coordv1.Lease, v view, renewed time.Time) {
 	if lease.Labels == nil {
 		lease.Labels = map[string]string{}
 	}
-	lease.Labels[labelPartOf], lease.Labels[labelPeer], lease.Labels[labelPrefix] = partOf, "true", r.prefix
+	lease.Labels[labelPartOf], lease.Labels[labelPeer], lease.Labels[labelPrefix] = partOf, "true", l.prefix
 	if lease.Annotations == nil {
 		lease.Annotations = map[string]string{}
 	}
-	lease.Annotations[annotWeight] = strconv.FormatUint(uint64(r.self.Weight), 10)
-	lease.Spec.HolderIdentity = ptr.To(r.self.ID)
+	lease.Annotations[annotWeight] = strconv.FormatUint(uint64(l.self.Weight), 10)
+	lease.Annotations[annotView] = v.String()
+	lease.Spec.HolderIdentity = ptr.To(l.self.ID)
 	lease.Spec.RenewTime = &metav1.MicroTime{Time: renewed}
-	lease.Spec.LeaseDurationSeconds = ptr.To(int32(max(r.ttl/time.Second, 1)))
-	if create {
-		return r.c.Create(ctx, lease)
-	}
-	return r.c.Update(ctx, lease)
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32(l.written() / time.Second))
 }
 
-// refresh lists the peer Leases and keeps those not expired.
-func (r *PeerRegistry) refresh(ctx context.Context) error {
+// written is the Lease's duration as the Lease holds it, in whole
+// seconds: what the peers expire it by.
+func (l *leases) written() time.Duration { return max(l.ttl.Truncate(time.Second), time.Second) }
+
+// expire writes this replica's Lease as expired and claiming nothing, so
+// that the others take its clusters over at their next round.
+func (l *leases) expire(ctx context.Context) error {
+	return l.publish(ctx, nil, time.Now().Add(-l.ttl-time.Second))
+}
+
+// others lists the peer Leases and returns the other replicas that are
+// live at now. The list is read from the API server, never a cache: a
+// replica starts a cluster only on what it read after its own last write.
+func (l *leases) others(ctx context.Context, now time.Time) ([]peer, error) {
 	list := &coordv1.LeaseList{}
-	err := r.c.List(ctx, list, client.InNamespace(r.ns), client.MatchingLabels{labelPeer: "true", labelPrefix: r.prefix})
+	err := l.c.List(ctx, list, client.InNamespace(l.ns), client.MatchingLabels{labelPeer: "true", labelPrefix: l.prefix})
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("listing the peer Leases: %w", err)
 	}
-	now := time.Now()
-	live := []sharder.PeerInfo{r.self}
+	var out []peer
 	for i := range list.Items {
-		if p, ok := livePeer(&list.Items[i], now); ok && p.ID != r.self.ID {
-			live = append(live, p)
+		info, ok := livePeer(&list.Items[i], now)
+		if !ok || info.ID == l.self.ID {
+			continue
 		}
+		v, _ := parseView(list.Items[i].Annotations[annotView])
+		out = append(out, peer{info: info, view: v})
 	}
-	r.mu.Lock()
-	r.peers = live
-	r.mu.Unlock()
-	return nil
+	return out, nil
 }
 
 func livePeer(l *coordv1.Lease, now time.Time) (sharder.PeerInfo, bool) {
@@ -195,3 +159,21 @@ func LivePeers(ctx context.Context, c client.Client, ns string) (map[string]bool
 // PeerID is the ID a replica named id has among its peers (its Lease's
 // holder).
 func PeerID(id string) string { return sanitize.DNS1123(id) }
+
+// ClaimedBy returns the IDs of the live replicas (Options.Prefix prefix,
+// in namespace ns) whose Lease claims cluster: one while the fleet is
+// settled, two never while both serve it.
+func ClaimedBy(ctx context.Context, c client.Client, ns, prefix, cluster string) ([]string, error) {
+	l := &leases{c: c, ns: ns, prefix: prefix + "-peer"}
+	live, err := l.others(ctx, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, p := range live {
+		if p.claims(cluster) {
+			ids = append(ids, p.info.ID)
+		}
+	}
+	return ids, nil
+}

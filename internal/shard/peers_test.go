@@ -4,12 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
 )
 
@@ -46,25 +44,11 @@ func TestLivePeer(t *testing.T) {
 	}
 }
 
-// TestTakeoverBound: the defaults give MCR's fence timings and a bound of
-// lease + renew + probe.
+// TestTakeoverBound: the Lease, then at most one round to notice and one
+// for the round's own requests; a round is the shorter of Probe and
+// RenewInterval.
 func TestTakeoverBound(t *testing.T) {
-	assert.Equal(t, 20*time.Second+20*time.Second/3+5*time.Second, Options{}.TakeoverBound())
-	assert.Equal(t, 9*time.Second, Options{LeaseDuration: 6 * time.Second, RenewInterval: 2 * time.Second, Probe: time.Second}.TakeoverBound())
-}
-
-// TestAJoiningReplicaKnowsItsPeersBeforeItsFirstDecision: the coordinator's
-// first Snapshot already holds the live peers, not this replica alone (which
-// would make it take every free fence and give them back).
-func TestAJoiningReplicaKnowsItsPeersBeforeItsFirstDecision(t *testing.T) {
-	other := peerLease("replica-0", time.Now(), 6, "1")
-	other.Name, other.Namespace = "mcr-peer-replica-0", "kube-system"
-	other.Labels = map[string]string{labelPeer: "true", labelPrefix: "mcr-peer"}
-	c := fake.NewClientBuilder().WithObjects(other).Build()
-	reg := NewPeerRegistry(c, "kube-system", "mcr-peer", "replica-1", 1, 6*time.Second, 2*time.Second, logr.Discard())
-	assert.Equal(t, []sharder.PeerInfo{{ID: "replica-1", Weight: 1}}, reg.Snapshot(), "before: alone")
-
-	reg.learnPeers(time.Second)
-
-	assert.ElementsMatch(t, []sharder.PeerInfo{{ID: "replica-1", Weight: 1}, {ID: "replica-0", Weight: 1}}, reg.Snapshot())
+	assert.Equal(t, 30*time.Second, Options{}.TakeoverBound())
+	assert.Equal(t, 8*time.Second, Options{LeaseDuration: 6 * time.Second, RenewInterval: 2 * time.Second, Probe: time.Second}.TakeoverBound())
+	assert.Equal(t, 10*time.Second, Options{LeaseDuration: 6 * time.Second, RenewInterval: 2 * time.Second, Probe: 5 * time.Second}.TakeoverBound())
 }
