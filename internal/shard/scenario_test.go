@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -211,7 +212,10 @@ func runFleetScenario(t *testing.T, hub client.Client) {
 	t.Logf("%d hand-overs, %d overlapping", l.moves, len(overlaps))
 }
 
-// TestReplicasShareTheFleetAndNeverServeAClusterTwice, on the fake client.
+// TestReplicasShareTheFleetAndNeverServeAClusterTwice, on the fake
+// client; and the stopped coordinators leave no goroutine behind.
 func TestReplicasShareTheFleetAndNeverServeAClusterTwice(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs last: after every replica stopped
 	runFleetScenario(t, fakeHub())
 }
