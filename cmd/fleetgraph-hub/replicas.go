@@ -36,7 +36,7 @@ type replicaOptions struct {
 
 func (r *replicaOptions) bindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&r.shard, "replicas-shard", false,
-		"run as one of N replicas that share the spokes: each spoke is served by exactly one replica (multicluster-runtime's sharded coordinator); excludes --leader-elect")
+		"run as one of N replicas that share the spokes: each spoke is served by exactly one replica (sdk.NewShardedCoordinator); excludes --leader-elect")
 	fs.StringVar(&r.id, "replica-id", "",
 		"this replica's name, unique and stable among the replicas (default: $"+replicaIDFromEnvironment+", else the host name, which is a pod's name)")
 	fs.StringVar(&r.namespace, "shard-namespace", defaultShardNamespace,
