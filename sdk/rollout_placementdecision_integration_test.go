@@ -162,9 +162,16 @@ func TestRolloutFollowsAPlacementDecision(t *testing.T) {
 
 	// The decision disappears: the placement stays, and the rollout says
 	// why. The status written with the condition is the placement decided
-	// at that look, and the publication follows it.
-	require.NoError(t, hubClient.Delete(ctx, scheduled("swell-targets", nil)))
+	// at that look, and the publication follows it. Two deletions are not
+	// one: a look between them sees a smaller decision and follows it, as
+	// it follows any slice deleted (a scheduler's garbage collection shrinks
+	// a decision the same way). So the scheduler first folds the second
+	// slice into the named one (the cache sees both writes in order, so no
+	// look sees the slice gone without the fold), and then the decision
+	// goes in one deletion.
+	require.NoError(t, hubClient.Patch(ctx, scheduled("swell-targets", nil, "spoke-1", "spoke-3"), client.Merge))
 	require.NoError(t, hubClient.Delete(ctx, scheduled("swell-targets-1", nil)))
+	require.NoError(t, hubClient.Delete(ctx, scheduled("swell-targets", nil)))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		cond := placementCondition(ct, h, "swell", fgv1alpha1.ConditionPlacementDecisionRead)
 		assert.Equal(ct, metav1.ConditionFalse, cond.Status)
