@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -70,6 +72,21 @@ type scaleSpan struct {
 	To   int64 `json:"to"`
 }
 
+// pprofAddress is where replica-<i> serves net/http/pprof when
+// SCALE_PPROF names a base port (replica-<i> listens on base+i), else
+// nowhere.
+func pprofAddress(id string) string {
+	base, err := strconv.Atoi(os.Getenv("SCALE_PPROF"))
+	if err != nil {
+		return ""
+	}
+	i, err := strconv.Atoi(strings.TrimPrefix(id, "replica-"))
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("127.0.0.1:%d", base+i)
+}
+
 // runScaleReplica runs one sharded hub replica until it is killed or its
 // parent dies, and returns its exit code.
 func runScaleReplica() int {
@@ -99,6 +116,7 @@ func serveAsReplica(id, out string) error {
 	mgr, err := mcmanager.New(cfg, provider, manager.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		PprofBindAddress:       pprofAddress(id),
 	}, mcmanager.WithCoordinator(sdk.NewShardedCoordinator(hubClient, sdk.ShardingOptions{ID: id})))
 	if err != nil {
 		return err

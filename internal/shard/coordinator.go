@@ -112,6 +112,10 @@ type Coordinator struct {
 	listed bool
 	// validUntil is when this replica stops serving unless it renews.
 	validUntil time.Time
+	// writes counts the successful writes: a replica starts nothing
+	// before its second, so that replicas starting together see each
+	// other first rather than each taking the fleet and giving most back.
+	writes int
 	fence      *time.Timer
 }
 

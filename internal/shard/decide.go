@@ -75,6 +75,7 @@ func (c *Coordinator) renewed(v view, renewed time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.published, c.listed = v, false
+	c.writes++
 	c.validUntil = renewed.Add(c.leases.written() - c.o.RenewInterval)
 	if c.fence != nil {
 		c.fence.Reset(time.Until(c.validUntil))
@@ -111,10 +112,11 @@ func (c *Coordinator) start(m *member) context.Context {
 }
 
 // mayServe reports whether this replica may start serving cluster now:
-// its Lease is valid, the view it wrote (and the one it is about to
-// write) give it the cluster, and no other live peer claims it.
+// its Lease is valid and has been for a round, the view it wrote (and the
+// one it is about to write) give it the cluster, and no other live peer
+// claims it.
 func (c *Coordinator) mayServe(cluster string) bool {
-	if c.published == nil || !c.listed || !time.Now().Before(c.validUntil) {
+	if c.published == nil || !c.listed || c.writes < 2 || !time.Now().Before(c.validUntil) {
 		return false
 	}
 	if !c.published.gives(cluster, c.self.ID) || (c.pending != nil && !c.pending.gives(cluster, c.self.ID)) {

@@ -184,7 +184,10 @@ func runFleetScenario(t *testing.T, hub client.Client) {
 		got := l.served()
 		return got["replica-0"] > 0 && got["replica-1"] > 0 && got["replica-2"] > 0 && l.total() == clusters
 	}, 10*time.Second, 20*time.Millisecond, "every replica gets a share")
-	t.Logf("cold start: %d clusters served in %s; shared by 3 replicas after %s: %v", clusters, cold, time.Since(start), l.served())
+	l.mu.Lock()
+	coldMoves := l.moves
+	l.mu.Unlock()
+	t.Logf("cold start: %d clusters served in %s; shared by 3 replicas after %s, %d hand-overs: %v", clusters, cold, time.Since(start), coldMoves, l.served())
 
 	rs = append(rs, startReplica(t, hub, "replica-3", o, clusters, l))
 	require.Eventually(t, func() bool { return l.served()["replica-3"] > 0 }, 10*time.Second, 20*time.Millisecond, "a joining replica gets a share")
