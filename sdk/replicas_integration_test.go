@@ -156,7 +156,7 @@ func startReplica(t *testing.T, hubCfg, spokeCfg *rest.Config, id string, opts s
 	t.Helper()
 	provider, err := fgtesting.NewNamespaceProvider(spokeCfg, fgtesting.NamespaceProviderOptions{Prefix: "rep-"})
 	require.NoError(t, err)
-	hubClient, err := client.New(hubCfg, client.Options{})
+	hubClient, err := sdk.NewShardingClient(hubCfg) // as the guide says
 	require.NoError(t, err)
 	opts.ID = id
 	mgr, err := mcmanager.New(hubCfg, provider, manager.Options{

@@ -19,7 +19,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -109,7 +108,7 @@ func serveAsReplica(id, out string) error {
 	if err != nil {
 		return err
 	}
-	hubClient, err := client.New(cfg, client.Options{})
+	hubClient, err := sdk.NewShardingClient(cfg)
 	if err != nil {
 		return err
 	}

@@ -3,10 +3,13 @@ package sdk
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -64,9 +67,10 @@ func (o ShardingOptions) TakeoverBound() time.Duration { return shard.Options(o)
 // internal/shard for why that is safe). Each decision costs one write and
 // two lists, whatever the fleet's size; when a replica dies the others
 // take its clusters over within opts.TakeoverBound(). hubClient reads and
-// writes Leases on the hub cluster (a direct client such as
-// client.New(cfg, ...): the cache does not run before the manager starts,
-// and a decision must read what is on the API server).
+// writes Leases on the hub cluster: make it with NewShardingClient (a
+// direct client, since a decision must read what is on the API server,
+// with a connection of its own, so that renewals do not queue behind the
+// manager's lists).
 //
 // It implements multicluster-runtime's Coordinator interface but is not
 // its sharded coordinator, which fences every cluster with a Lease of its
@@ -80,6 +84,26 @@ func (o ShardingOptions) TakeoverBound() time.Duration { return shard.Options(o)
 // clean-up would release what the new owner serves.
 func NewShardedCoordinator(hubClient client.Client, opts ShardingOptions) mcmanager.Coordinator {
 	return shard.NewCoordinator(hubClient, shard.Options(opts))
+}
+
+// NewShardingClient returns a client of the hub cluster for
+// NewShardedCoordinator with an HTTP connection of its own. client-go
+// shares one connection among every client of the same config, and HTTP/2
+// queues requests on it: a replica's Lease renewals would then wait behind
+// its informers' lists of thousands of clusters, miss their deadline, and
+// make the replica stop serving (10,000 clusters on 4 replicas: every
+// replica stopped all its clusters two or three times in its first minute).
+// Proxies are read from the environment, as client-go does by default.
+func NewShardingClient(cfg *rest.Config) (client.Client, error) {
+	own := rest.CopyConfig(cfg)
+	// A Proxy function of its own makes client-go build a new transport
+	// rather than share the cached one (a function cannot be compared).
+	own.Proxy = utilnet.NewProxierWithNoProxyCIDR(http.ProxyFromEnvironment)
+	c, err := client.New(own, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("client for the replicas' Leases: %w", err)
+	}
+	return c, nil
 }
 
 // Clusters returns the names of the clusters this Hub serves, sorted: with

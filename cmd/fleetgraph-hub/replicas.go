@@ -8,7 +8,6 @@ import (
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
@@ -104,9 +103,9 @@ func (r *replicaOptions) coordinator(cfg *rest.Config) ([]mcmanager.Option, erro
 	if !r.shard {
 		return nil, nil
 	}
-	c, err := client.New(cfg, client.Options{}) // direct: the cache starts with the manager
+	c, err := sdk.NewShardingClient(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("hub client for the replicas' Leases: %w", err)
+		return nil, err
 	}
 	s := r.sharding()
 	s.Logger = ctrl.Log.WithName("shard")
