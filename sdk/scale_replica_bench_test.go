@@ -17,8 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -116,7 +118,10 @@ func serveAsReplica(id, out string) error {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		PprofBindAddress:       pprofAddress(id),
-	}, mcmanager.WithCoordinator(sdk.NewShardedCoordinator(hubClient, sdk.ShardingOptions{ID: id})))
+	}, mcmanager.WithCoordinator(sdk.NewShardedCoordinator(hubClient, sdk.ShardingOptions{ID: id,
+		// Its decisions, and at V(1) every failed round, go to the
+		// replica's log: what the run says about the coordinator.
+		Logger: zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.DebugLevel)).WithName("shard")})))
 	if err != nil {
 		return err
 	}

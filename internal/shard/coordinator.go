@@ -110,13 +110,16 @@ type Coordinator struct {
 	// listed is false when that list failed.
 	peers  []peer
 	listed bool
+	// seen is the last round's list after its write, for the next view;
+	// nil once used, or when that list failed (the next round lists).
+	seen []peer
 	// validUntil is when this replica stops serving unless it renews.
 	validUntil time.Time
 	// writes counts the successful writes: a replica starts nothing
 	// before its second, so that replicas starting together see each
 	// other first rather than each taking the fleet and giving most back.
 	writes int
-	fence      *time.Timer
+	fence  *time.Timer
 }
 
 // member is a cluster the provider engaged.

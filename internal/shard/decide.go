@@ -2,16 +2,17 @@ package shard
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
 
-// decide is one round: list the peers, stop serving what the view they
-// make does not give this replica, publish that view (which renews the
-// Lease), list the peers again, and start what the view gives this replica
-// and no other live peer claims. It reports whether the second list saw a
+// decide is one round: take the peers the last round listed (or list
+// them), stop serving what the view they make does not give this replica,
+// publish that view (which renews the Lease), list the peers again, and
+// start what the view gives this replica and no other live peer claims. It reports whether the second list saw a
 // different view, which the next round publishes.
 //
 // Why no cluster is served twice: a replica starts a cluster only after
@@ -22,9 +23,7 @@ import (
 // new view takes away before writing that view; and one that cannot renew
 // stops everything before its Lease can expire in the others' eyes.
 func (c *Coordinator) decide(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, c.o.RenewInterval)
-	defer cancel()
-	before, err := c.leases.others(ctx, time.Now())
+	before, err := c.before(ctx)
 	if err != nil {
 		c.failed(err)
 		return false
@@ -35,18 +34,27 @@ func (c *Coordinator) decide(ctx context.Context) bool {
 	stopped := c.stopUngiven(want)
 	c.mu.Unlock()
 	renewed := time.Now()
-	if err := c.leases.publish(ctx, want, renewed); err != nil {
+	// The write may take as long as the Lease stays valid: one that
+	// succeeds late still renews, where a shorter deadline would give up
+	// on a slow API server and let the fence stop everything.
+	wctx, wcancel := context.WithTimeout(ctx, c.leases.written()-c.o.RenewInterval)
+	err = c.leases.publish(wctx, want, renewed)
+	wcancel()
+	if err != nil {
 		c.failed(err)
 		return false
 	}
 	c.renewed(want, renewed)
-	after, err := c.leases.others(ctx, time.Now())
+	lctx, lcancel := context.WithTimeout(ctx, c.o.RenewInterval)
+	after, err := c.leases.others(lctx, time.Now())
+	lcancel()
 	if err != nil {
 		c.failed(err)
 		return false
 	}
 	c.mu.Lock()
 	c.peers, c.listed = after, true
+	c.seen = after
 	starts := c.startGiven()
 	serving := c.serving()
 	c.mu.Unlock()
@@ -57,6 +65,25 @@ func (c *Coordinator) decide(ctx context.Context) bool {
 		c.o.Logger.Info("sharding decided", "view", want.String(), "serving", serving, "started", len(starts), "stopped", stopped)
 	}
 	return !viewWith(c.self, after).equal(want)
+}
+
+// before is the peers the next view is made of: those the last round
+// listed after its write and whose Leases have not expired since, or a
+// fresh list when it did not get that far.
+// One list per round is enough; the list after the write is the one that
+// decides what starts.
+func (c *Coordinator) before(ctx context.Context) ([]peer, error) {
+	c.mu.Lock()
+	seen := c.seen
+	c.seen = nil
+	c.mu.Unlock()
+	if seen != nil {
+		now := time.Now()
+		return slices.DeleteFunc(seen, func(p peer) bool { return !now.Before(p.until) }), nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, c.o.RenewInterval)
+	defer cancel()
+	return c.leases.others(lctx, time.Now())
 }
 
 func viewWith(self sharder.PeerInfo, others []peer) view {

@@ -33,6 +33,8 @@ const (
 type peer struct {
 	info sharder.PeerInfo
 	view view
+	// until is when its Lease expires unless renewed.
+	until time.Time
 }
 
 // claims reports whether p may serve cluster: under its view, or, when it
@@ -49,12 +51,30 @@ type leases struct {
 	prefix string
 	self   sharder.PeerInfo
 	ttl    time.Duration
+	// last is the Lease as last written (its resourceVersion included),
+	// so that a renewal is one request. Used by the decision loop only.
+	last *coordv1.Lease
 }
 
 func (l *leases) name() string { return fmt.Sprintf("%s-%s", l.prefix, l.self.ID) }
 
-// publish writes this replica's Lease as renewed at renewed, deciding by v.
+// publish writes this replica's Lease as renewed at renewed, deciding by
+// v: one update of the Lease as last written, and a read first only when
+// there is none or it is stale.
 func (l *leases) publish(ctx context.Context, v view, renewed time.Time) error {
+	if last := l.last; last != nil {
+		lease := last.DeepCopy()
+		l.fill(lease, v, renewed)
+		err := l.c.Update(ctx, lease)
+		if err == nil {
+			l.last = lease
+			return nil
+		}
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("writing this replica's Lease: %w", err)
+		}
+		l.last = nil
+	}
 	lease := &coordv1.Lease{}
 	err := l.c.Get(ctx, client.ObjectKey{Namespace: l.ns, Name: l.name()}, lease)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -73,6 +93,7 @@ func (l *leases) publish(ctx context.Context, v view, renewed time.Time) error {
 	if err != nil {
 		return fmt.Errorf("writing this replica's Lease: %w", err)
 	}
+	l.last = lease
 	return nil
 }
 
@@ -110,14 +131,16 @@ func (l *leases) others(ctx context.Context, now time.Time) ([]peer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing the peer Leases: %w", err)
 	}
-	var out []peer
+	out := []peer{}
 	for i := range list.Items {
 		info, ok := livePeer(&list.Items[i], now)
 		if !ok || info.ID == l.self.ID {
 			continue
 		}
 		v, _ := parseView(list.Items[i].Annotations[annotView])
-		out = append(out, peer{info: info, view: v})
+		spec := list.Items[i].Spec
+		until := spec.RenewTime.Add(time.Duration(*spec.LeaseDurationSeconds) * time.Second)
+		out = append(out, peer{info: info, view: v, until: until})
 	}
 	return out, nil
 }
