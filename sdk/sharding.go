@@ -86,6 +86,11 @@ func NewShardedCoordinator(hubClient client.Client, opts ShardingOptions) mcmana
 	return shard.NewCoordinator(hubClient, shard.Options(opts))
 }
 
+// ErrLeaseTimings is returned when the coordinator starts with a
+// RenewInterval not under its LeaseDuration (in whole seconds, as a Lease
+// holds it): such a replica could never serve.
+var ErrLeaseTimings = shard.ErrLeaseTimings
+
 // NewShardingClient returns a client of the hub cluster for
 // NewShardedCoordinator with an HTTP connection of its own. client-go
 // shares one connection among every client of the same config, and HTTP/2
