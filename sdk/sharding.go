@@ -100,15 +100,20 @@ var ErrLeaseTimings = shard.ErrLeaseTimings
 // replica stopped all its clusters two or three times in its first minute).
 // Proxies are read from the environment, as client-go does by default.
 func NewShardingClient(cfg *rest.Config) (client.Client, error) {
-	own := rest.CopyConfig(cfg)
-	// A Proxy function of its own makes client-go build a new transport
-	// rather than share the cached one (a function cannot be compared).
-	own.Proxy = utilnet.NewProxierWithNoProxyCIDR(http.ProxyFromEnvironment)
-	c, err := client.New(own, client.Options{})
+	c, err := client.New(ownConnection(cfg), client.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("client for the replicas' Leases: %w", err)
 	}
 	return c, nil
+}
+
+// ownConnection is cfg with a Proxy function of its own, which makes
+// client-go build a new transport rather than share the cached one (a
+// function cannot be compared).
+func ownConnection(cfg *rest.Config) *rest.Config {
+	own := rest.CopyConfig(cfg)
+	own.Proxy = utilnet.NewProxierWithNoProxyCIDR(http.ProxyFromEnvironment)
+	return own
 }
 
 // Clusters returns the names of the clusters this Hub serves, sorted: with
