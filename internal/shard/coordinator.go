@@ -233,6 +233,9 @@ func (c *Coordinator) leave() {
 	c.mu.Lock()
 	c.fence.Stop()
 	c.stopAll()
+	// Nothing starts after this, not even a cluster engaged late: the
+	// Lease is about to say this replica is gone.
+	c.published, c.pending, c.listed = nil, nil, false
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), c.o.RenewInterval)
 	defer cancel()

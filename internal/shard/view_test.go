@@ -107,3 +107,26 @@ func TestACoordinatorThatCouldNeverServeRefusesToStart(t *testing.T) {
 		assert.ErrorIs(t, err, ErrLeaseTimings, "%v", o)
 	}
 }
+
+// TestAStoppedCoordinatorStartsNothing: once its decision loop has
+// stopped (and expired its Lease), a cluster engaged late is not served.
+func TestAStoppedCoordinatorStartsNothing(t *testing.T) {
+	c := NewCoordinator(fake.NewClientBuilder().Build(), Options{LeaseDuration: 3 * time.Second, RenewInterval: time.Second, Probe: 100 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Runnable().Start(ctx) }()
+	engaged := context.Background()
+	require.NoError(t, c.Engage(engaged, "first", nil))
+	require.Eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.serving() == 1
+	}, 5*time.Second, 10*time.Millisecond, "a lone replica serves its cluster")
+	cancel()
+	require.NoError(t, <-done)
+
+	require.NoError(t, c.Engage(engaged, "late", nil))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	assert.Equal(t, 0, c.serving(), "nothing is served after the replica left")
+}
