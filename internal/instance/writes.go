@@ -65,9 +65,26 @@ type ownWrite struct {
 	at       time.Time
 }
 
-// NewWrites returns an empty memory of writes.
-func NewWrites() *Writes {
-	return &Writes{m: map[types.NamespacedName]ownWrite{}, flight: map[types.NamespacedName]*inFlight{}}
+// NewWrites returns an empty memory of writes. Its maps are made on the
+// first write and dropped once empty again: an engine per cluster and
+// graph, most of them with an instance or two, holds nothing here between
+// writes (a Go map keeps its storage after its last delete).
+func NewWrites() *Writes { return &Writes{} }
+
+// forgetLocked drops what is remembered under key.
+func (w *Writes) forgetLocked(key types.NamespacedName) {
+	delete(w.m, key)
+	if len(w.m) == 0 {
+		w.m = nil
+	}
+}
+
+// rememberLocked keeps ow under key.
+func (w *Writes) rememberLocked(key types.NamespacedName, ow ownWrite) {
+	if w.m == nil {
+		w.m = map[types.NamespacedName]ownWrite{}
+	}
+	w.m[key] = ow
 }
 
 // maxEarly bounds the events held for one instance while its write is in
@@ -102,6 +119,9 @@ func (w *Writes) begin(key types.NamespacedName) {
 	defer w.mu.Unlock()
 	f := w.flight[key]
 	if f == nil {
+		if w.flight == nil {
+			w.flight = map[types.NamespacedName]*inFlight{}
+		}
 		f = &inFlight{}
 		w.flight[key] = f
 	}
@@ -135,8 +155,11 @@ func (w *Writes) end(key types.NamespacedName, written *unstructured.Unstructure
 		return
 	}
 	delete(w.flight, key)
+	if len(w.flight) == 0 {
+		w.flight = nil
+	}
 	if len(f.early) > 0 && f.requeue != nil {
-		delete(w.m, key) // the cache may hold a newer version than ours
+		w.forgetLocked(key) // the cache may hold a newer version than ours
 		f.requeue()
 	}
 }
@@ -183,7 +206,7 @@ func (w *Writes) wroteLocked(u *unstructured.Unstructured) {
 		ow.versions = ow.versions[len(ow.versions)-maxOwnVersions:]
 	}
 	ow.obj, ow.at = u.DeepCopy(), time.Now()
-	w.m[key] = ow
+	w.rememberLocked(key, ow)
 }
 
 // Echo reports whether u, delivered by the instance watch, is one of our
@@ -203,7 +226,7 @@ func (w *Writes) Echo(u client.Object) bool {
 	}
 	ow.versions = ow.versions[i+1:]
 	if len(ow.versions) == 0 {
-		delete(w.m, key)
+		w.forgetLocked(key)
 		return true
 	}
 	w.m[key] = ow
@@ -222,7 +245,7 @@ func (w *Writes) Len() int {
 func (w *Writes) Forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	delete(w.m, key)
+	w.forgetLocked(key)
 }
 
 // Fresher returns our own latest copy of the instance when the cache has
@@ -237,7 +260,7 @@ func (w *Writes) Fresher(cached *unstructured.Unstructured) *unstructured.Unstru
 	}
 	if ow.obj.GetUID() != cached.GetUID() || ow.obj.GetResourceVersion() == cached.GetResourceVersion() ||
 		time.Since(ow.at) > ownWriteTTL {
-		delete(w.m, key)
+		w.forgetLocked(key)
 		return cached
 	}
 	return ow.obj.DeepCopy()

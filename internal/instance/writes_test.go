@@ -148,3 +148,28 @@ func TestOwnWritesHoldEventsDeliveredBeforeTheAnswer(t *testing.T) {
 type requeues struct{ n int }
 
 func (r *requeues) requeue() { r.n++ }
+
+// An engine serves a graph on one cluster, often for one instance or two:
+// once its writes came back it must hold no storage for them (a Go map
+// keeps its storage after its last delete), and remember again after.
+func TestIdleWritesHoldNothing(t *testing.T) {
+	w := NewWrites()
+	inst := &unstructured.Unstructured{}
+	inst.SetNamespace("ns")
+	inst.SetName("app")
+	inst.SetUID("u1")
+	key := types.NamespacedName{Namespace: "ns", Name: "app"}
+	for range 2 {
+		assert.NoError(t, w.writing(key, inst, func() error {
+			inst.SetResourceVersion(inst.GetResourceVersion() + "1")
+			return nil
+		}))
+		assert.Equal(t, 1, w.Len(), "the write is remembered until it comes back")
+		assert.True(t, w.Echo(inst), "our write coming back")
+		assert.Zero(t, w.Len())
+		assert.Nil(t, w.m, "no storage kept for delivered writes")
+		assert.Nil(t, w.flight, "no storage kept for writes no longer in flight")
+	}
+	assert.Error(t, w.writing(key, inst, func() error { return errors.New("refused") }))
+	assert.Nil(t, w.flight, "a failed write leaves nothing in flight")
+}
