@@ -12,10 +12,7 @@ import (
 
 func TestOwnWritesEchoAndFresher(t *testing.T) {
 	w := NewWrites()
-	cached := &unstructured.Unstructured{}
-	cached.SetNamespace("ns")
-	cached.SetName("pair-1")
-	cached.SetUID("u1")
+	cached := writtenInstance("pair-1", "u1")
 	cached.SetResourceVersion("5")
 	ours := cached.DeepCopy()
 	ours.SetResourceVersion("6")
@@ -37,10 +34,7 @@ func TestOwnWritesEchoAndFresher(t *testing.T) {
 // our copy of the status stays preferred until its own version arrives.
 func TestOwnWritesEchoEveryPendingWrite(t *testing.T) {
 	w := NewWrites()
-	base := &unstructured.Unstructured{}
-	base.SetNamespace("ns")
-	base.SetName("pair-1")
-	base.SetUID("u1")
+	base := writtenInstance("pair-1", "u1")
 	finalizer := base.DeepCopy()
 	finalizer.SetResourceVersion("6")
 	status := base.DeepCopy()
@@ -154,10 +148,7 @@ func (r *requeues) requeue() { r.n++ }
 // keeps its storage after its last delete), and remember again after.
 func TestIdleWritesHoldNothing(t *testing.T) {
 	w := NewWrites()
-	inst := &unstructured.Unstructured{}
-	inst.SetNamespace("ns")
-	inst.SetName("app")
-	inst.SetUID("u1")
+	inst := writtenInstance("app", "u1")
 	key := types.NamespacedName{Namespace: "ns", Name: "app"}
 	for range 2 {
 		assert.NoError(t, w.writing(key, inst, func() error {
@@ -172,4 +163,13 @@ func TestIdleWritesHoldNothing(t *testing.T) {
 	}
 	assert.Error(t, w.writing(key, inst, func() error { return errors.New("refused") }))
 	assert.Nil(t, w.flight, "a failed write leaves nothing in flight")
+}
+
+// writtenInstance is an instance named name in namespace ns, with uid.
+func writtenInstance(name string, uid types.UID) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetNamespace("ns")
+	u.SetName(name)
+	u.SetUID(uid)
+	return u
 }
