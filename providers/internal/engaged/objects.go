@@ -74,12 +74,13 @@ func (c *Clusters) Refuse(obj client.Object, name multicluster.ClusterName, err 
 	c.Fail(obj, name, access.ReasonFor(err), err)
 }
 
-// Fail disengages the cluster called name and reports reason and err on
-// obj.
+// Fail reports reason and err on obj and disengages the cluster called
+// name. The failure is recorded first, so whoever sees the cluster's
+// context end can already read why in EngagementFailures.
 func (c *Clusters) Fail(obj client.Object, name multicluster.ClusterName, reason string, err error) {
+	c.Report(obj, name, reason, err)
 	c.Disengage(name)
 	c.servers.release(name)
-	c.Report(obj, name, reason, err)
 }
 
 // Report logs err and records it as a Warning Event on obj and as why the
