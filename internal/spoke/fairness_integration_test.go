@@ -154,7 +154,8 @@ func TestAHeavyNamespaceDelaysOnlyItself(t *testing.T) {
 	idle := latencies(t, c, g, benign, "idle", samples)
 	idleOther := latencies(t, c, other, benign, "two-idle", samples)
 
-	hook := hangWritesIn(t, c, heavyNS, 2*time.Second)
+	const hold = 2 * time.Second
+	hook := hangWritesIn(t, c, heavyNS, hold)
 	const heavy = 16
 	for i := range heavy {
 		require.NoError(t, c.Create(ctx, newInstance(g, heavyNS, fmt.Sprintf("heavy-%d", i), map[string]any{})))
@@ -185,6 +186,18 @@ func TestAHeavyNamespaceDelaysOnlyItself(t *testing.T) {
 	// At 2 s each and at least 4 at a time, the heavy tenant kept its
 	// share of the workers busy throughout.
 	require.GreaterOrEqual(t, held, int64(2*elapsed/time.Second), "the heavy namespace must have been reconciled throughout")
-	assert.Less(t, p99(loaded), time.Second, "a heavy namespace delayed a benign one of the same graph")
-	assert.Less(t, p99(loadedOther), time.Second, "a heavy namespace delayed a benign one of another graph")
+	// A benign instance that queued behind the heavy tenant would wait for
+	// a held write to end (2 s) at the least, and most of them would: so
+	// none may take as long as one held write, and the typical one must
+	// stay near idle. (A fixed 1 s bound on the slowest of 20 failed once
+	// at 1.008 s under the race detector on a loaded CI machine, with the
+	// median at 79 ms: noise, not queueing.)
+	for _, run := range []struct {
+		what         string
+		idle, loaded []time.Duration
+	}{{"the same graph", idle, loaded}, {"another graph", idleOther, loadedOther}} {
+		assert.Less(t, p99(run.loaded), hold, "a heavy namespace delayed a benign one of %s", run.what)
+		assert.Less(t, run.loaded[samples/2], run.idle[samples/2]+500*time.Millisecond,
+			"a heavy namespace slowed the typical benign instance of %s", run.what)
+	}
 }
