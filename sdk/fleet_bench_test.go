@@ -47,8 +47,9 @@ const (
 // from its cache), the time until every cluster was attached
 // (s-attached: the hub's member engaged, before its informers sync), and
 // the process's RSS, heap and goroutines after settling (after GC), whole
-// and per cluster (the increment over the same hub with no cluster). The
-// clock starts as the clusters are engaged; the instances are created from
+// and per cluster (the increment over the same hub with no cluster, both
+// measured after the goroutine count settled). The clock starts as the
+// clusters are engaged (namespace mode: as their namespaces are created); the instances are created from
 // then on by a client retrying each until its kind is served, in hub and
 // floor runs alike. The hub and the floor have no client-side rate limit
 // (fgtesting.NoRateLimit).
@@ -106,6 +107,15 @@ func measure(b *testing.B) usage {
 // simulated cluster, and returns a client of it (no rate limit: it stands
 // for the users creating instances) and the namespaces.
 func startFleetNamespaces(b testing.TB, n int) (*fgtesting.Fleet, client.Client, []string) {
+	fleet, c, names := startFleetServer(b, n)
+	createNamespaces(c, names)
+	return fleet, c, names
+}
+
+// startFleetServer is startFleetNamespaces without creating the
+// namespaces: where a namespace is a cluster (namespace mode), creating it
+// is the cluster's arrival.
+func startFleetServer(b testing.TB, n int) (*fgtesting.Fleet, client.Client, []string) {
 	fleet := fgtesting.StartFleet(b, 0, fgtesting.FleetOptions{Cluster: fgtesting.ClusterOptions{
 		APIServerFlags: map[string]string{"max-requests-inflight": "3000", "max-mutating-requests-inflight": "1500"},
 	}})
@@ -115,10 +125,14 @@ func startFleetNamespaces(b testing.TB, n int) (*fgtesting.Fleet, client.Client,
 	for i := range names {
 		names[i] = fmt.Sprintf("%s%04d", simPrefix, i)
 	}
+	return fleet, c, names
+}
+
+// createNamespaces creates the namespaces called names.
+func createNamespaces(c client.Client, names []string) {
 	parallel(names, func(ns string) error {
 		return c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	})
-	return fleet, c, names
 }
 
 func runFleet(b *testing.B, mode string, n, graphs int) {
@@ -126,12 +140,12 @@ func runFleet(b *testing.B, mode string, n, graphs int) {
 		runFloor(b, n, graphs)
 		return
 	}
-	fleet, c, names := startFleetNamespaces(b, n)
+	fleet, c, names := startFleetServer(b, n)
 	ctx := context.Background()
 
 	before := runtime.NumGoroutine()
 	cfg := fgtesting.NoRateLimit(fleet.Hub.Config)
-	provider, engage := simulatedProvider(b, mode, cfg, names)
+	provider, engage := simulatedProvider(b, mode, cfg, c, names)
 	h, stop := startStoppableHub(b, cfg, provider, sdk.Options{RGDs: sdk.RGDOptions{DisableController: true}})
 	stopped := false
 	defer func() {
@@ -144,7 +158,8 @@ func runFleet(b *testing.B, mode string, n, graphs int) {
 		kinds[i] = schema.GroupVersionKind{Group: "kro.run", Version: "v1alpha1", Kind: fmt.Sprintf("FleetBench%d", i)}
 		require.NoError(b, h.RegisterGraph(ctx, oneConfigMapRGD(b, kinds[i].Kind)))
 	}
-	base := measure(b)
+	base := settle(b)
+	writeProfiles(b, fmt.Sprintf("%s-%d-%d-empty", mode, n, graphs))
 
 	stopCPU := profileCPU(b, fmt.Sprintf("%s-%d-%d-serving", mode, n, graphs))
 	start := time.Now()
@@ -212,10 +227,11 @@ func closeIdle(b *testing.B, cfg *rest.Config) func() {
 
 // simulatedProvider returns the provider for mode and the function that
 // makes it engage the clusters (called once the hub runs).
-func simulatedProvider(b *testing.B, mode string, cfg *rest.Config, names []string) (multicluster.Provider, func()) {
+func simulatedProvider(b *testing.B, mode string, cfg *rest.Config, c client.Client, names []string) (multicluster.Provider, func()) {
 	ctx := context.Background()
 	switch mode {
 	case "testing", "shared":
+		createNamespaces(c, names)
 		p := fgtesting.NewProvider()
 		var shared *fgtesting.SharedConnection
 		if mode == "shared" {
@@ -225,9 +241,14 @@ func simulatedProvider(b *testing.B, mode string, cfg *rest.Config, names []stri
 		}
 		return p, func() { require.NoError(b, p.AddSimulated(ctx, cfg, names, shared)) }
 	case "namespace":
+		// The provider engages a namespace as soon as it sees it: the
+		// clusters arrive when their namespaces are created, after the
+		// empty hub was measured. (Created before, the measure raced the
+		// provider's first engagements: the increment per cluster then
+		// depended on how many were already engaged.)
 		p, err := fgtesting.NewNamespaceProvider(cfg, fgtesting.NamespaceProviderOptions{Prefix: simPrefix})
 		require.NoError(b, err)
-		return p, func() {} // engages the namespaces as the manager starts
+		return p, func() { createNamespaces(c, names) }
 	}
 	b.Fatalf("unknown FLEET_MODES entry %q (testing, shared, namespace)", mode)
 	return nil, nil

@@ -50,7 +50,7 @@ func runFloor(b *testing.B, n, graphs int) (base, after usage) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := fgtesting.NoRateLimit(fleet.Hub.Config)
-	base = measure(b)
+	base = settle(b)
 
 	httpClient, err := rest.HTTPClientFor(cfg)
 	require.NoError(b, err)
