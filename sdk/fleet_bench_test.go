@@ -108,7 +108,7 @@ func measure(b *testing.B) usage {
 // for the users creating instances) and the namespaces.
 func startFleetNamespaces(b testing.TB, n int) (*fgtesting.Fleet, client.Client, []string) {
 	fleet, c, names := startFleetServer(b, n)
-	createNamespaces(c, names)
+	createFleetNamespaces(c, names)
 	return fleet, c, names
 }
 
@@ -128,8 +128,8 @@ func startFleetServer(b testing.TB, n int) (*fgtesting.Fleet, client.Client, []s
 	return fleet, c, names
 }
 
-// createNamespaces creates the namespaces called names.
-func createNamespaces(c client.Client, names []string) {
+// createFleetNamespaces creates the namespaces called names.
+func createFleetNamespaces(c client.Client, names []string) {
 	parallel(names, func(ns string) error {
 		return c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	})
@@ -231,7 +231,7 @@ func simulatedProvider(b *testing.B, mode string, cfg *rest.Config, c client.Cli
 	ctx := context.Background()
 	switch mode {
 	case "testing", "shared":
-		createNamespaces(c, names)
+		createFleetNamespaces(c, names)
 		p := fgtesting.NewProvider()
 		var shared *fgtesting.SharedConnection
 		if mode == "shared" {
@@ -248,7 +248,7 @@ func simulatedProvider(b *testing.B, mode string, cfg *rest.Config, c client.Cli
 		// depended on how many were already engaged.)
 		p, err := fgtesting.NewNamespaceProvider(cfg, fgtesting.NamespaceProviderOptions{Prefix: simPrefix})
 		require.NoError(b, err)
-		return p, func() { createNamespaces(c, names) }
+		return p, func() { createFleetNamespaces(c, names) }
 	}
 	b.Fatalf("unknown FLEET_MODES entry %q (testing, shared, namespace)", mode)
 	return nil, nil
