@@ -40,12 +40,15 @@ const relabelInstances = 100
 // holding the new tier (watchConfigMaps).
 //
 // The floor is the same 100 updates made directly: server-side applies
-// that change the value of 100 existing ConfigMaps, spoke.DefaultWorkers at
-// a time, through one client made before the clock, ending when the same
+// that change the value of 100 existing ConfigMaps as large as the
+// runtime's (as many labels and annotations, as long: childShape),
+// spoke.DefaultWorkers at a time, through one client made before the clock, ending when the same
 // watch shows them all. It reads nothing before writing, and nothing of it
-// watches what it writes. Each iteration takes one sample of each, alternating which goes
-// first, so that the machine's drift falls on both; x-floor is the ratio
-// of their sums. The runtime and the floor have no client-side rate limit
+// watches what it writes. The bare floor does the same to ConfigMaps
+// without labels or annotations (the floor before 2026-12-07), to show
+// what the objects' size alone costs. Each iteration takes one sample of
+// each, rotating which goes first, so that the machine's drift falls on
+// all; x-floor and x-bare-floor are the ratios of their sums. The runtime and the floor have no client-side rate limit
 // (fgtesting.NoRateLimit). It prints where a sample's time goes (until the
 // first write, the writes, until the watch shows them), the API server's
 // CPU per sample and its account of the samples.
@@ -86,8 +89,13 @@ func BenchmarkRelabel100(b *testing.B) {
 	var floorRequests atomic.Int64
 	fc, err := client.New(countedConfig(cfg, &floorRequests, clocks[1]), client.Options{})
 	require.NoError(b, err)
-	applyFloor(b, fc, "t0") // the floor's ConfigMaps exist, and its client is warm, before its first sample
+	meta := childShape(b, seen)
+	// The floors' ConfigMaps exist, and their client is warm, before the
+	// first sample.
+	applyFloor(b, fc, "floor", "t0", meta)
 	waitAllHold(b, seen, floorChild, "t0")
+	applyFloor(b, fc, "bare", "t0", floorMeta{})
+	waitAllHold(b, seen, bareChild, "t0")
 
 	relabel := func(tier string) {
 		labels.set(map[string]string{"tier": tier})
@@ -95,35 +103,39 @@ func BenchmarkRelabel100(b *testing.B) {
 		waitAllHold(b, seen, relabelChild, tier)
 	}
 	floor := func(tier string) {
-		applyFloor(b, fc, tier)
+		applyFloor(b, fc, "floor", tier, meta)
 		waitAllHold(b, seen, floorChild, tier)
 	}
-	var took [2]time.Duration // relabels, floors
-	var apiserver [2]fgtesting.ProcessCPU
-	var phases [2]samplePhases
-	var loads [2]fgtesting.ServerLoad
+	bare := func(tier string) {
+		applyFloor(b, fc, "bare", tier, floorMeta{})
+		waitAllHold(b, seen, bareChild, tier)
+	}
+	var took [3]time.Duration // relabels, floors, bare floors
+	var apiserver [3]fgtesting.ProcessCPU
+	var phases [3]samplePhases
+	var loads [3]fgtesting.ServerLoad
 	var relabelRequests int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		tier := fmt.Sprintf("t%d", i+1)
-		order := []int{0, 1}
-		if i%2 == 1 {
-			order = []int{1, 0}
-		}
-		for _, k := range order {
+		for j := range 3 {
+			k := (i + j) % 3
 			load0 := serverLoad(b, cl) // read outside the CPU's window: /metrics is large
 			cpu0, requests0 := serverCPU(b, cl), requests.Load()
-			clocks[k].reset()
+			clocks[min(k, 1)].reset()
 			start := time.Now()
-			if k == 0 {
+			switch k {
+			case 0:
 				relabel(tier)
 				relabelRequests += requests.Load() - requests0
-			} else {
+			case 1:
 				floor(tier)
+			default:
+				bare(tier)
 			}
 			end := time.Now()
 			took[k] += end.Sub(start)
-			phases[k].add(start, end, clocks[k])
+			phases[k].add(start, end, clocks[min(k, 1)])
 			apiserver[k] = apiserver[k].Add(serverCPU(b, cl).Sub(cpu0))
 			loads[k] = loads[k].Add(serverLoad(b, cl).Sub(load0))
 		}
@@ -133,13 +145,15 @@ func BenchmarkRelabel100(b *testing.B) {
 	b.ReportMetric(per(took[0]), "ms/relabel")
 	b.ReportMetric(per(took[1]), "floor-ms")
 	b.ReportMetric(float64(took[0])/float64(took[1]), "x-floor")
+	b.ReportMetric(per(took[2]), "bare-floor-ms")
+	b.ReportMetric(float64(took[0])/float64(took[2]), "x-bare-floor")
 	b.ReportMetric(float64(relabelRequests)/float64(b.N*relabelInstances), "req/instance")
-	fmt.Printf("relabel %.1f ms, floor %.1f ms (%.2fx, %d samples each); server CPU per sample: relabel %s, floor %s\n",
-		per(took[0]), per(took[1]), float64(took[0])/float64(took[1]), b.N,
-		perSample(apiserver[0], b.N), perSample(apiserver[1], b.N))
-	fmt.Printf("where a sample goes, mean ms (until the first write starts / from it until the last write is answered / until the watch shows them all):\n  relabel %s\n  floor   %s\n",
-		phases[0].String(b.N), phases[1].String(b.N))
-	fmt.Printf("the API server's account of all samples: relabels %s\nfloors %s\n", loads[0], loads[1])
+	fmt.Printf("relabel %.1f ms, floor %.1f ms (%.2fx), bare floor %.1f ms (%.2fx), %d samples each; server CPU per sample: relabel %s, floor %s, bare floor %s\n",
+		per(took[0]), per(took[1]), float64(took[0])/float64(took[1]), per(took[2]), float64(took[0])/float64(took[2]), b.N,
+		perSample(apiserver[0], b.N), perSample(apiserver[1], b.N), perSample(apiserver[2], b.N))
+	fmt.Printf("where a sample goes, mean ms (until the first write starts / from it until the last write is answered / until the watch shows them all):\n  relabel    %s\n  floor      %s\n  bare floor %s\n",
+		phases[0].String(b.N), phases[1].String(b.N), phases[2].String(b.N))
+	fmt.Printf("the API server's account of all samples: relabels %s\nfloors %s\nbare floors %s\n", loads[0], loads[1], loads[2])
 }
 
 // serverLoad reads the API server's account of its work so far.
@@ -221,6 +235,7 @@ func serverCPU(b *testing.B, cl *fgtesting.Cluster) fgtesting.ProcessCPU {
 var (
 	relabelChild = regexp.MustCompile(`^r\d{3}-config$`)
 	floorChild   = regexp.MustCompile(`^floor\d{3}$`)
+	bareChild    = regexp.MustCompile(`^bare\d{3}$`)
 )
 
 func relabelGraph(b *testing.B) *graph.Graph {
@@ -279,9 +294,45 @@ func waitAllHold(b *testing.B, seen client.Reader, names *regexp.Regexp, value s
 	}, wait, 2*time.Millisecond)
 }
 
-// applyFloor sets the value of the floor's 100 ConfigMaps (floor000...)
-// with server-side apply, spoke.DefaultWorkers at a time.
-func applyFloor(b *testing.B, c client.Client, value string) {
+// floorMeta is the labels and annotations the floor's ConfigMaps carry.
+type floorMeta struct{ labels, annotations map[string]string }
+
+// childShape returns labels and annotations as many and as long as those
+// the runtime wrote on its first child: every key's first letter changed
+// ("kro.run/owned" becomes "xro.run/owned"), so that no selector of the
+// runtime matches the floor's ConfigMaps, and the values kept. The floor
+// then writes objects of the same size as the runtime's, which the API
+// server's apply costs in proportion to.
+func childShape(b *testing.B, seen client.Reader) floorMeta {
+	b.Helper()
+	cm := &corev1.ConfigMap{}
+	require.NoError(b, seen.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "r000-config"}, cm))
+	mangle := func(in map[string]string) map[string]string {
+		out := make(map[string]string, len(in))
+		for k, v := range in {
+			out["x"+k[1:]] = v
+		}
+		return out
+	}
+	m := floorMeta{labels: mangle(cm.Labels), annotations: mangle(cm.Annotations)}
+	fmt.Printf("the runtime's child carries %d labels and %d annotations (%d bytes); the floor's the same, renamed\n",
+		len(cm.Labels), len(cm.Annotations), metaBytes(cm.Labels)+metaBytes(cm.Annotations))
+	return m
+}
+
+// metaBytes is the length of m's keys and values.
+func metaBytes(m map[string]string) int {
+	n := 0
+	for k, v := range m {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// applyFloor sets value in relabelInstances ConfigMaps named prefix000...,
+// with meta's labels and annotations, by server-side apply,
+// spoke.DefaultWorkers at a time.
+func applyFloor(b *testing.B, c client.Client, prefix, value string, meta floorMeta) {
 	b.Helper()
 	sem := make(chan struct{}, spoke.DefaultWorkers)
 	var wg sync.WaitGroup
@@ -291,9 +342,11 @@ func applyFloor(b *testing.B, c client.Client, value string) {
 			defer func() { <-sem }()
 			u := &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": "v1", "kind": "ConfigMap",
-				"metadata": map[string]any{"name": fmt.Sprintf("floor%03d", i), "namespace": "default"},
+				"metadata": map[string]any{"name": fmt.Sprintf("%s%03d", prefix, i), "namespace": "default"},
 				"data":     map[string]any{"value": value},
 			}}
+			u.SetLabels(meta.labels)
+			u.SetAnnotations(meta.annotations)
 			assert.NoError(b, c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("floor"), client.ForceOwnership))
 		})
 	}
