@@ -94,17 +94,20 @@ func (w *hungWebhook) serve(rw http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// latencies creates n instances of g in ns one after another, each once
-// the previous one is ACTIVE, and returns each one's time from create to
-// ACTIVE, sorted.
-func latencies(t *testing.T, c client.Client, g *graph.Graph, ns, prefix string, n int) []time.Duration {
+// latencies creates n instances of g and n of other in ns, one after
+// another and taking turns, each once the previous one is ACTIVE, and
+// returns each one's time from create to ACTIVE, sorted, per graph. Taking
+// turns, the two graphs' samples see the same load on the machine.
+func latencies(t *testing.T, c client.Client, g, other *graph.Graph, ns, prefix string, n int) (same, another []time.Duration) {
 	t.Helper()
-	out := make([]time.Duration, 0, n)
+	same, another = make([]time.Duration, 0, n), make([]time.Duration, 0, n)
 	for i := range n {
-		out = append(out, timeToActive(t, c, g, ns, fmt.Sprintf("%s-%d", prefix, i), 1))
+		same = append(same, timeToActive(t, c, g, ns, fmt.Sprintf("%s-%d", prefix, i), 1))
+		another = append(another, timeToActive(t, c, other, ns, fmt.Sprintf("two-%s-%d", prefix, i), 1))
 	}
-	slices.Sort(out)
-	return out
+	slices.Sort(same)
+	slices.Sort(another)
+	return same, another
 }
 
 // p99 of sorted durations (the largest below 100 samples).
@@ -151,8 +154,7 @@ func TestAHeavyNamespaceDelaysOnlyItself(t *testing.T) {
 	timeToActive(t, c, g, benign, "warm", 1)
 	timeToActive(t, c, other, benign, "two-warm", 1)
 	const samples = 20
-	idle := latencies(t, c, g, benign, "idle", samples)
-	idleOther := latencies(t, c, other, benign, "two-idle", samples)
+	idle, idleOther := latencies(t, c, g, other, benign, "idle", samples)
 
 	const hold = 2 * time.Second
 	hook := hangWritesIn(t, c, heavyNS, hold)
@@ -173,8 +175,7 @@ func TestAHeavyNamespaceDelaysOnlyItself(t *testing.T) {
 
 	callsBefore := hook.calls.Load()
 	start := time.Now()
-	loaded := latencies(t, c, g, benign, "loaded", samples)
-	loadedOther := latencies(t, c, other, benign, "two-loaded", samples)
+	loaded, loadedOther := latencies(t, c, g, other, benign, "loaded", samples)
 	elapsed := time.Since(start)
 	held := hook.calls.Load() - callsBefore
 
@@ -188,16 +189,18 @@ func TestAHeavyNamespaceDelaysOnlyItself(t *testing.T) {
 	require.GreaterOrEqual(t, held, int64(2*elapsed/time.Second), "the heavy namespace must have been reconciled throughout")
 	// A benign instance that queued behind the heavy tenant would wait for
 	// a held write to end (2 s) at the least, and most of them would: so
-	// none may take as long as one held write, and the typical one must
-	// stay near idle. (A fixed 1 s bound on the slowest of 20 failed once
-	// at 1.008 s under the race detector on a loaded CI machine, with the
-	// median at 79 ms: noise, not queueing.)
-	for _, run := range []struct {
-		what         string
-		idle, loaded []time.Duration
-	}{{"the same graph", idle, loaded}, {"another graph", idleOther, loadedOther}} {
-		assert.Less(t, p99(run.loaded), hold, "a heavy namespace delayed a benign one of %s", run.what)
-		assert.Less(t, run.loaded[samples/2], run.idle[samples/2]+500*time.Millisecond,
-			"a heavy namespace slowed the typical benign instance of %s", run.what)
-	}
+	// none may take as long as one held write, of either graph. (A fixed
+	// 1 s bound on the slowest of 20 failed once at 1.008 s under the race
+	// detector on a loaded CI machine, with the median at 79 ms: noise, not
+	// queueing.)
+	assert.Less(t, p99(loaded), hold, "a heavy namespace delayed a benign one of the same graph")
+	assert.Less(t, p99(loadedOther), hold, "a heavy namespace delayed a benign one of another graph")
+	// And the typical benign instance of the heavy tenant's graph is as
+	// fast as one of another graph, whose queue the heavy tenant does not
+	// share, measured in turns with it under the same load. Not as fast as
+	// the same graph idle: that was measured earlier, under another load
+	// (at load averages of 13-37, an idle median alone swung from 57 to
+	// 793 ms between runs).
+	assert.Less(t, loaded[samples/2], loadedOther[samples/2]+500*time.Millisecond,
+		"a heavy namespace slowed the typical benign instance of its graph")
 }
