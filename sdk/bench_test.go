@@ -14,12 +14,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/internal/crds"
 	"github.com/fleetgraph/fleetgraph/internal/steps"
 	"github.com/fleetgraph/fleetgraph/sdk"
+	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/sdk/graph"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -34,7 +37,12 @@ import (
 //
 // The floor is the same CRD applied directly (server-side apply) on the
 // same spokes at once, polled for Established as often as the hub polls,
-// through one client per spoke made and warmed before the clock. Before
+// through one client per spoke made and warmed before the clock: the CRD
+// the graph compiles to (graphCRD), compiled before the clock, with as many
+// labels as the hub puts on it. The bare floor, measured in the same
+// samples, applies a CRD of the same names without a schema (the floor
+// before 2026-12-07): the API server validates, stores and serves a
+// structural schema at a cost the bare floor does not pay. Before
 // each sample, of the hubs or of the floor, every hub has settled: neither
 // hub has had a request in flight or started one for quietWindow (their
 // clients are counted), so no sample shares the servers with what a hub
@@ -76,7 +84,7 @@ func BenchmarkCRDFanOut(b *testing.B) {
 	for n, h := range hubs {
 		sdk.ObserveSteps(h, steps[n].observe)
 	}
-	total, floor, first := map[int]time.Duration{}, map[int]time.Duration{}, map[int]time.Duration{}
+	total, floor, bare, first := map[int]time.Duration{}, map[int]time.Duration{}, map[int]time.Duration{}, map[int]time.Duration{}
 	var cpu [2]fgtesting.ProcessCPU // hubs, floor
 	samples := 0
 	sample := func(i int, name string) {
@@ -94,8 +102,10 @@ func BenchmarkCRDFanOut(b *testing.B) {
 			direct := func() {
 				waitQuiet(b, &requests)
 				cpu0 := fleetCPU(b, servers)
-				floor[n] += createAndWait(b, floorClients[:n], fmt.Sprintf("Floor%s%dOn%d", name, i+1, n))
+				floor[n] += createAndWait(b, floorClients[:n], graphCRD(b, fmt.Sprintf("Floor%s%dOn%d", name, i+1, n)))
 				cpu[1] = cpu[1].Add(fleetCPU(b, servers).Sub(cpu0))
+				waitQuiet(b, &requests)
+				bare[n] += createAndWait(b, floorClients[:n], bareCRD(b, fmt.Sprintf("Bare%s%dOn%d", name, i+1, n)))
 			}
 			if i%2 == 0 {
 				hub()
@@ -121,6 +131,8 @@ func BenchmarkCRDFanOut(b *testing.B) {
 	b.ReportMetric(ms(floor[3])/ms(floor[1]), "floor-ratio")
 	b.ReportMetric(ms(total[1])/ms(floor[1]), "x-floor/1-spoke")
 	b.ReportMetric(ms(total[3])/ms(floor[3]), "x-floor/3-spokes")
+	b.ReportMetric(ms(total[1])/ms(bare[1]), "x-bare-floor/1-spoke")
+	b.ReportMetric(ms(total[3])/ms(bare[3]), "x-bare-floor/3-spokes")
 	b.ReportMetric(first[1].Seconds()*1000, "first-ms/1-spoke")
 	b.ReportMetric(first[3].Seconds()*1000, "first-ms/3-spokes")
 	fmt.Printf("CRD established via fleetgraph: 1 spoke %.0f ms, 3 spokes %.0f ms; 3-spokes/1-spoke ratio: %.2fx (%d graphs each, the first included: %.0f ms and %.0f ms)\n",
@@ -130,6 +142,8 @@ func BenchmarkCRDFanOut(b *testing.B) {
 	fmt.Printf("floor (direct apply + wait, settled, clients made once): 1 spoke %.0f ms, 3 spokes %.0f ms; ratio: %.2fx\n",
 		ms(floor[1]), ms(floor[3]), ms(floor[3])/ms(floor[1]))
 	fmt.Printf("fleetgraph / floor: 1 spoke %.2fx, 3 spokes %.2fx\n", ms(total[1])/ms(floor[1]), ms(total[3])/ms(floor[3]))
+	fmt.Printf("bare floor (a schemaless CRD of the same names): 1 spoke %.0f ms, 3 spokes %.0f ms; fleetgraph / bare floor: %.2fx, %.2fx\n",
+		ms(bare[1]), ms(bare[3]), ms(total[1])/ms(bare[1]), ms(total[3])/ms(bare[3]))
 	fmt.Printf("API servers' CPU per graph (hub and 3 spokes, 1- and 3-spoke samples together): fleetgraph %s; floor %s\n",
 		perGraph(cpu[0], samples), perGraph(cpu[1], samples))
 	printSteps("each hub's first graph", firstSteps, 1)
@@ -306,27 +320,53 @@ func printSteps(title string, sums stepSums, n int) {
 	}
 }
 
-// createAndWait applies a CRD of the given kind directly on each cluster at
-// once, through its client, and returns the time until it is established
-// on all of them.
-func createAndWait(b *testing.B, clients []client.Client, kind string) time.Duration {
+// createAndWait applies crd directly on each cluster at once, through its
+// client, and returns the time until it is established on all of them.
+func createAndWait(b *testing.B, clients []client.Client, crd *unstructured.Unstructured) time.Duration {
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, c := range clients {
 		wg.Go(func() {
-			crd := widgetCRD()
-			plural := strings.ToLower(kind) + "s"
-			crd.Name = plural + "." + crd.Spec.Group
-			crd.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind, ListKind: kind + "List"}
-			u, err := crds.ApplyObject(crd)
-			if assert.NoError(b, err) && assert.NoError(b, c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("floor"))) {
-				_, err := crds.WaitEstablished(context.Background(), c, crd.Name, crds.PollInterval, crds.EstablishTimeout, crds.RequestTimeout)
+			u := crd.DeepCopy()
+			if assert.NoError(b, c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("floor"))) {
+				_, err := crds.WaitEstablished(context.Background(), c, u.GetName(), crds.PollInterval, crds.EstablishTimeout, crds.RequestTimeout)
 				assert.NoError(b, err)
 			}
 		})
 	}
 	wg.Wait()
 	return time.Since(start)
+}
+
+// graphCRD is, as an apply object, the CRD the hub applies for a graph of
+// the given kind (oneConfigMapRGD, which registerAndWait registers): the
+// same schema, with the labels the hub puts on it (its own and the
+// revision's), each key's first letter changed so that no hub's watch
+// takes it for one of its CRDs.
+func graphCRD(b *testing.B, kind string) *unstructured.Unstructured {
+	g, err := graph.Compile(oneConfigMapRGD(b, kind), graph.Options{})
+	require.NoError(b, err)
+	u, err := crds.ApplyObject(g.CRD)
+	require.NoError(b, err)
+	labels := map[string]string{}
+	for k, v := range u.GetLabels() {
+		labels["x"+k[1:]] = v
+	}
+	labels["x"+fgv1alpha1.LabelGraphRevision[1:]] = "1"
+	u.SetLabels(labels)
+	return u
+}
+
+// bareCRD is a CRD of the names graphCRD gives kind, without a schema
+// (the floor before 2026-12-07).
+func bareCRD(b *testing.B, kind string) *unstructured.Unstructured {
+	crd := widgetCRD()
+	plural := strings.ToLower(kind) + "s"
+	crd.Name = plural + "." + crd.Spec.Group
+	crd.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind, ListKind: kind + "List"}
+	u, err := crds.ApplyObject(crd)
+	require.NoError(b, err)
+	return u
 }
 
 // registerAndWait registers a one-ConfigMap graph of the given kind and
