@@ -121,11 +121,16 @@ func startFleetServer(b testing.TB, n int) (*fgtesting.Fleet, client.Client, []s
 	}})
 	c, err := client.New(fgtesting.NoRateLimit(fleet.Hub.Config), client.Options{Scheme: fgtesting.NewScheme()})
 	require.NoError(b, err)
+	return fleet, c, simNames(n)
+}
+
+// simNames are the names of n simulated clusters (and of their namespaces).
+func simNames(n int) []string {
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s%04d", simPrefix, i)
 	}
-	return fleet, c, names
+	return names
 }
 
 // createFleetNamespaces creates the namespaces called names.

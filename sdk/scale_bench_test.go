@@ -46,8 +46,7 @@ const (
 )
 
 // BenchmarkScale serves SCALE_CLUSTERS simulated clusters (default 10,000;
-// a namespace each on one API server, multicluster-runtime's namespace
-// provider in every replica) with SCALE_REPLICAS hub replicas (default 4),
+// a namespace each on one API server) with SCALE_REPLICAS hub replicas (default 4),
 // each a process of its own (this test binary run again, see
 // runScaleReplica) on the sharded coordinator with default timings
 // (sdk.NewShardedCoordinator, Options.Replicas.ID, DepartureGrace -1).
@@ -85,6 +84,22 @@ const (
 //     It sees engagement, not single reconciles: a replica engaged but
 //     idle counts as serving (so it may overstate), and an overlap shorter
 //     than a sample can be missed.
+//
+// SCALE_SIM says how every replica sees the simulated clusters:
+//   - shared (the default): each cluster a cluster object of its own,
+//     confined to its namespace, all over one HTTP connection pool
+//     (fgtesting.AddSimulated with a SharedConnection, BenchmarkFleet's
+//     "shared" mode): a served cluster has informers of its own, listing
+//     and watching its namespace only, as a real cluster's do and as the
+//     floor's do;
+//   - namespace: multicluster-runtime's namespace provider, whose clusters
+//     share one informer per kind over every namespace, each cluster a
+//     handler on it: a cluster started is replayed the whole cache (every
+//     namespace's objects), every event is offered to every cluster's
+//     handler, and each replica caches every namespace, not its share.
+//     That fan-out grows with the fleet, where a real fleet's does not,
+//     so the memory and takeover figures of this mode are the
+//     simulation's as much as the hub's.
 //
 // The floor of the replica-kill time is the coordinator's own bound; the
 // floor of the memory is the informers alone. Run it with `make
@@ -175,7 +190,7 @@ func (r *scaleRun) startReplica(id, kubeconfig string) {
 	defer log.Close()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), scaleReplicaEnv+"="+id, scaleKubeconfigEnv+"="+kubeconfig,
-		scaleReportEnv+"="+filepath.Join(r.dir, id+".json"))
+		scaleReportEnv+"="+filepath.Join(r.dir, id+".json"), scaleClustersEnv+"="+strconv.Itoa(len(r.names)))
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	require.NoError(r.b, cmd.Start())

@@ -19,11 +19,13 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
 	"github.com/fleetgraph/fleetgraph/sdk/apis/v1alpha1"
@@ -36,6 +38,9 @@ import (
 const (
 	scaleKubeconfigEnv = "FLEETGRAPH_SCALE_KUBECONFIG"
 	scaleReportEnv     = "FLEETGRAPH_SCALE_REPORT"
+	// scaleClustersEnv is how many simulated clusters the run has (their
+	// names are simNames'), for a replica whose provider is told them.
+	scaleClustersEnv = "FLEETGRAPH_SCALE_CLUSTERS"
 )
 
 // scaleSample is how often a replica samples the clusters it serves: the
@@ -106,7 +111,7 @@ func serveAsReplica(id, out string) error {
 		return fmt.Errorf("reading the hub's kubeconfig: %w", err)
 	}
 	cfg = fgtesting.NoRateLimit(cfg)
-	provider, err := fgtesting.NewNamespaceProvider(cfg, fgtesting.NamespaceProviderOptions{Prefix: simPrefix})
+	provider, engage, err := scaleProvider(cfg)
 	if err != nil {
 		return err
 	}
@@ -145,12 +150,41 @@ func serveAsReplica(id, out string) error {
 	if err != nil {
 		return err
 	}
+	if err := engage(ctx); err != nil {
+		return err
+	}
 	r := &replicaState{report: scaleReport{ID: id, PID: os.Getpid(), Idle: idle, Spans: map[string][]scaleSpan{}}, out: out}
 	go r.sample(ctx, h)
 	go r.measureOnSignal(ctx)
 	go reviseOnSignal(ctx, h)
 	go exitWithParent(cancel)
 	return mgr.Start(ctx)
+}
+
+// scaleProvider is a replica's provider of the simulated clusters, as
+// SCALE_SIM chooses (see BenchmarkScale), and what makes it engage them,
+// called once the replica's idle footprint is measured: with "shared",
+// every cluster object is made then (the namespace provider makes its own
+// as it sees the namespaces, once the manager runs).
+func scaleProvider(cfg *rest.Config) (multicluster.Provider, func(context.Context) error, error) {
+	switch sim := envOr("SCALE_SIM", "shared"); sim {
+	case "namespace":
+		p, err := fgtesting.NewNamespaceProvider(cfg, fgtesting.NamespaceProviderOptions{Prefix: simPrefix})
+		return p, func(context.Context) error { return nil }, err
+	case "shared":
+		n, err := strconv.Atoi(os.Getenv(scaleClustersEnv))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", scaleClustersEnv, err)
+		}
+		shared, err := fgtesting.NewSharedConnection(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		p := fgtesting.NewProvider()
+		return p, func(ctx context.Context) error { return p.AddSimulated(ctx, cfg, simNames(n), shared) }, nil
+	default:
+		return nil, nil, fmt.Errorf("SCALE_SIM=%q: want shared or namespace", sim)
+	}
 }
 
 // replicaState is a replica's report, kept up to date.
