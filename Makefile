@@ -152,7 +152,7 @@ bench-fleet: envtest-assets ## One hub, N simulated clusters on one API server, 
 .PHONY: bench-scale
 SCALE_CLUSTERS ?= 10000
 SCALE_REPLICAS ?= 4
-bench-scale: envtest-assets ## SCALE_CLUSTERS simulated clusters (default 10000) across SCALE_REPLICAS hub replica processes (default 4) on the sharded coordinator: time until every instance is ACTIVE, RSS and memory per cluster per replica against the informer floor, a one-wave rollout, one replica killed and the takeover time, double serving. SCALE_FLOOR=0 skips the floor, SCALE_ROLLOUT=0 the rollout; SCALE_PPROF=<port> serves pprof from replica-<i> on port+i; FLEET_TIMEOUT bounds each wait (default 30m).
+bench-scale: envtest-assets ## SCALE_CLUSTERS simulated clusters (default 10000) across SCALE_REPLICAS hub replica processes (default 4) on the sharded coordinator: time until every instance is ACTIVE, RSS and memory per cluster per replica against the informer floor, a one-wave rollout, one replica killed and the takeover time, double serving. SCALE_SIM=shared (default: each cluster its own namespace-confined informers) or namespace (multicluster-runtime's namespace provider; the rollout runs only with it); SCALE_FLOOR=0 skips the floor, SCALE_ROLLOUT=0 the rollout; SCALE_PPROF=<port> serves pprof from replica-<i> on port+i; FLEET_TIMEOUT bounds each wait (default 30m).
 	@st=$$(mktemp); { KUBEBUILDER_ASSETS=$$(hack/envtest/build.sh) SCALE_CLUSTERS=$(SCALE_CLUSTERS) SCALE_REPLICAS=$(SCALE_REPLICAS) FLEET_TIMEOUT=$${FLEET_TIMEOUT:-30m} \
 		$(GO) test -tags integration -run '^$$' -bench BenchmarkScale -benchtime 1x -timeout 90m ./sdk/; echo $$? >$$st; } \
 		| grep --line-buffered -E '^(fleet|scale|Benchmark|FAIL|--- |    |ok)'; code=$$(cat $$st); rm -f $$st; exit $$code

@@ -167,7 +167,7 @@ func serveAsReplica(id, out string) error {
 // every cluster object is made then (the namespace provider makes its own
 // as it sees the namespaces, once the manager runs).
 func scaleProvider(cfg *rest.Config) (multicluster.Provider, func(context.Context) error, error) {
-	switch sim := envOr("SCALE_SIM", "shared"); sim {
+	switch sim := scaleSim(); sim {
 	case "namespace":
 		p, err := fgtesting.NewNamespaceProvider(cfg, fgtesting.NamespaceProviderOptions{Prefix: simPrefix})
 		return p, func(context.Context) error { return nil }, err
@@ -186,6 +186,10 @@ func scaleProvider(cfg *rest.Config) (multicluster.Provider, func(context.Contex
 		return nil, nil, fmt.Errorf("SCALE_SIM=%q: want shared or namespace", sim)
 	}
 }
+
+// scaleSim is how the simulated clusters are made (SCALE_SIM, default
+// "shared"; see BenchmarkScale).
+func scaleSim() string { return envOr("SCALE_SIM", "shared") }
 
 // replicaState is a replica's report, kept up to date.
 type replicaState struct {
