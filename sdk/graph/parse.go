@@ -121,8 +121,12 @@ func (p *parsesCache) seenBefore(key parseKey) bool {
 	return false
 }
 
-// parse is env.Parse(src), from the cache when it can be.
+// parse is env.Parse(src): built directly for a bare field path (see
+// parsePath), else from the cache when it can be.
 func parse(env *cel.Env, src string) (*cel.Ast, *cel.Issues) {
+	if ast, ok := parsePath(src); ok {
+		return ast, nil
+	}
 	if len(src) > parsesMaxSource {
 		return env.Parse(src)
 	}
