@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,6 +106,13 @@ type floorReconciler struct {
 	dyn   dynamic.Interface
 	queue workqueue.TypedRateLimitingInterface[floorKey]
 	wg    sync.WaitGroup
+	// suffix, when set, names each ConfigMap after its instance plus
+	// suffix, and the instance's status is left alone: BenchmarkScale's
+	// takeover floor writes beside a running hub and must not touch what
+	// the hub owns.
+	suffix string
+	// applied counts the ConfigMaps written.
+	applied atomic.Int64
 }
 
 type floorKey struct {
@@ -154,13 +162,17 @@ func (f *floorReconciler) stop() {
 func (f *floorReconciler) reconcile(ctx context.Context, key floorKey) error {
 	cm := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": key.name, "namespace": key.namespace},
+		"metadata": map[string]any{"name": key.name + f.suffix, "namespace": key.namespace},
 		"data":     map[string]any{"size": "1", "generation": "0"},
 	}}
 	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	if _, err := f.dyn.Resource(configMaps).Namespace(key.namespace).Apply(ctx, key.name, cm,
+	if _, err := f.dyn.Resource(configMaps).Namespace(key.namespace).Apply(ctx, key.name+f.suffix, cm,
 		metav1.ApplyOptions{FieldManager: "floor", Force: true}); err != nil {
 		return err
+	}
+	f.applied.Add(1)
+	if f.suffix != "" {
+		return nil
 	}
 	_, err := f.dyn.Resource(key.gvr).Namespace(key.namespace).Patch(ctx, key.name, types.MergePatchType,
 		[]byte(`{"status":{"state":"ACTIVE"}}`), metav1.PatchOptions{FieldManager: "floor"}, "status")

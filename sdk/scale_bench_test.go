@@ -22,7 +22,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +34,7 @@ import (
 	"github.com/fleetgraph/fleetgraph/internal/contract"
 	"github.com/fleetgraph/fleetgraph/sdk"
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
+	"github.com/fleetgraph/fleetgraph/spoke"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
 
@@ -75,8 +80,12 @@ const (
 //   - s-takeover: after SIGKILL of the replica serving the most clusters,
 //     the time until every one of its instances, whose spec is changed
 //     (size 1 to 2) right after the kill, has its ConfigMap rewritten by a
-//     survivor, against sdk.ShardingOptions{}.TakeoverBound(); and
+//     survivor, against sdk.ShardingOptions{}.TakeoverBound();
 //     s-takeover-owned, until the survivors' hubs list all its clusters;
+//     and s-takeover-floor, the time a controller without a hub takes to
+//     serve the same clusters on the same server once the takeover is
+//     over (takeoverFloor), to compare with the part of s-takeover after
+//     s-takeover-owned;
 //   - clusters-double-served: clusters that two replicas served at
 //     overlapping times. Each replica samples the clusters its hub serves
 //     (Hub.Clusters) every scaleSample and reports the intervals; overlaps
@@ -362,6 +371,68 @@ func (r *scaleRun) killOneAndTakeOver(ctx context.Context) {
 	fmt.Printf("scale     killed %s (%d clusters): listed by survivors after %.1fs (sampled, up to 2s late), every instance's change applied after %.1fs "+
 		"(seen by a watch; specs changed within %.1fs of the kill; bound %.1fs, %s)\n",
 		victim, len(orphaned), owned.Sub(killed).Seconds(), took.Seconds(), patched.Seconds(), bound.Seconds(), verdict(took <= bound))
+	synced, floor := r.takeoverFloor(ctx, orphaned)
+	r.b.ReportMetric(floor.Seconds(), "s-takeover-floor")
+	fmt.Printf("scale     takeover floor, the same %d clusters on the same server after the takeover: informers synced after %.1fs, "+
+		"every instance's ConfigMap written after %.1fs; the survivors took %.1fs from listing the clusters to the last change applied (%.2fx)\n",
+		len(orphaned), synced.Seconds(), floor.Seconds(), served.Sub(owned).Seconds(), served.Sub(owned).Seconds()/floor.Seconds())
+}
+
+// takeoverFloor is what serving the orphaned clusters again costs without
+// a hub, measured once the survivors serve them: in this process, per
+// cluster an informer of its instances and a metadata informer of its
+// ConfigMaps (runFloor's), over one HTTP client with no rate limit, and
+// one ConfigMap apply per instance as the informers deliver it, by as many
+// workers as the survivors have between them. Its ConfigMaps are named
+// apart (suffix "-floor") and it writes no status, so that no replica
+// owns or reacts to what it writes. It does not wait for Leases: compare
+// it with the time from the survivors listing the clusters to the last
+// change applied. It returns when every informer had synced and when every
+// ConfigMap was written.
+func (r *scaleRun) takeoverFloor(ctx context.Context, orphaned []string) (synced, done time.Duration) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mapping, err := r.c.RESTMapper().RESTMapping(scaleKind.GroupKind(), scaleKind.Version)
+	require.NoError(r.b, err)
+	httpClient, err := rest.HTTPClientFor(r.cfg)
+	require.NoError(r.b, err)
+	dyn, err := dynamic.NewForConfigAndClient(r.cfg, httpClient)
+	require.NoError(r.b, err)
+	meta, err := metadata.NewForConfigAndClient(r.cfg, httpClient)
+	require.NoError(r.b, err)
+	floor := newFloorReconciler(dyn)
+	floor.suffix = "-floor"
+	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	start := time.Now()
+	var informers []toolscache.SharedIndexInformer
+	for _, ns := range orphaned {
+		inf := dynamicinformer.NewFilteredDynamicInformer(dyn, mapping.Resource, ns, 0, toolscache.Indexers{}, nil).Informer()
+		_, err := inf.AddEventHandler(floor.handler(mapping.Resource))
+		require.NoError(r.b, err)
+		cms := metadatainformer.NewFilteredMetadataInformer(meta, configMaps, ns, 0, toolscache.Indexers{}, nil).Informer()
+		_, err = cms.AddEventHandler(toolscache.ResourceEventHandlerFuncs{})
+		require.NoError(r.b, err)
+		informers = append(informers, inf, cms)
+	}
+	for _, inf := range informers {
+		go inf.RunWithContext(ctx)
+	}
+	floor.start(ctx, spoke.DefaultWorkers*len(r.procs))
+	defer floor.stop()
+	at := waitFor(r.b, "the takeover floor's informers synced", 20*time.Millisecond, func() {}, func() (bool, string) {
+		n := 0
+		for _, inf := range informers {
+			if inf.HasSynced() {
+				n++
+			}
+		}
+		return n == len(informers), fmt.Sprintf("%d of %d informers synced", n, len(informers))
+	})
+	end := waitFor(r.b, "the takeover floor's ConfigMaps written", 20*time.Millisecond, func() {}, func() (bool, string) {
+		n := floor.applied.Load()
+		return n >= int64(len(orphaned)), fmt.Sprintf("%d of %d ConfigMaps written", n, len(orphaned))
+	})
+	return at.Sub(start), end.Sub(start)
 }
 
 // watchRewritten watches the fleet's ConfigMaps until stop is called and
