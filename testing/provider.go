@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
+	"github.com/fleetgraph/fleetgraph/internal/lazycluster"
 )
 
 var (
@@ -62,9 +63,12 @@ func NewProvider(clusterOpts ...cluster.Option) *Provider {
 	return p
 }
 
-// AddConfig creates a cluster for cfg and adds it under name.
+// AddConfig creates a cluster for cfg and adds it under name. As the hub's
+// providers do, the cluster is built and started at its first use (its
+// client, reader, or a read or informer through its cache), so that a
+// hub replica pays nothing for a cluster it does not serve.
 func (p *Provider) AddConfig(ctx context.Context, name string, cfg *rest.Config) error {
-	cl, err := cluster.New(rest.CopyConfig(cfg), p.clusterOpts...)
+	cl, err := lazycluster.New(rest.CopyConfig(cfg), p.clusterOpts...)
 	if err != nil {
 		return fmt.Errorf("creating cluster %q: %w", name, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/fleetgraph/fleetgraph/internal/lazycluster"
 )
 
 // SharedConnection is one HTTP client (transport and connection pool) and
@@ -59,14 +61,15 @@ func InNamespace(ns string) cluster.Option {
 // cfg, each confined to the namespace of its name (see InNamespace), which
 // the caller creates. With shared non-nil, the clusters share its HTTP
 // client and REST mapper; otherwise each has its own, as separate clusters
-// do. It stops at the first error.
+// do. Like AddConfig's, each cluster is built and started at its first
+// use. It stops at the first error.
 func (p *Provider) AddSimulated(ctx context.Context, cfg *rest.Config, names []string, shared *SharedConnection) error {
 	for _, name := range names {
 		opts := append([]cluster.Option{InNamespace(name)}, p.clusterOpts...)
 		if shared != nil {
 			opts = append(opts, shared.Option())
 		}
-		cl, err := cluster.New(rest.CopyConfig(cfg), opts...)
+		cl, err := lazycluster.New(rest.CopyConfig(cfg), opts...)
 		if err != nil {
 			return fmt.Errorf("creating simulated cluster %q: %w", name, err)
 		}

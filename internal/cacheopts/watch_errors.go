@@ -91,10 +91,20 @@ var _ cache.Cache = &reportingCache{}
 // HealthOf returns the watch health of cl's cache, nil if cl was built
 // without ReportWatchErrors.
 func HealthOf(cl cluster.Cluster) *Health {
-	if c, ok := cl.GetCache().(*reportingCache); ok {
+	c := cl.GetCache()
+	if u, ok := c.(Unwrapper); ok {
+		c = u.Unwrap()
+	}
+	if c, ok := c.(*reportingCache); ok {
 		return c.health
 	}
 	return nil
+}
+
+// Unwrapper is a cache that stands for another one, which Unwrap returns
+// (a lazy cluster's cache, internal/lazycluster, which Unwrap builds).
+type Unwrapper interface {
+	Unwrap() cache.Cache
 }
 
 // Listener is told when a kind it listens to starts or stops failing. It

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
+	"github.com/fleetgraph/fleetgraph/internal/lazycluster"
 )
 
 // WorkspacesResource is kcp's Workspace resource, watched in unstructured
@@ -142,7 +143,7 @@ func (p *Provider) engage(key workspaceKey, name logicalcluster.Name) error {
 	if !p.record(key, name) {
 		return nil // already engaged
 	}
-	cl, err := cluster.New(p.configFor(name.Path()), append([]cluster.Option{cacheopts.ReportWatchErrors}, p.opts.ClusterOptions...)...)
+	cl, err := lazycluster.New(p.configFor(name.Path()), append([]cluster.Option{cacheopts.ReportWatchErrors}, p.opts.ClusterOptions...)...)
 	if err == nil {
 		err = p.clusters.Add(p.ctx, multicluster.ClusterName(name), cl, p.aware)
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
+	"github.com/fleetgraph/fleetgraph/internal/lazycluster"
 	"github.com/fleetgraph/fleetgraph/providers/access"
 )
 
@@ -73,7 +74,9 @@ func (c *Clusters) Connect(ctx context.Context, obj client.Object, name multiclu
 }
 
 // newCluster creates the cluster of rc, with an HTTP client of its own
-// whose idle connections are closed when it stops.
+// whose idle connections are closed when it stops. It is built and started
+// only once the hub serves it (lazycluster): a replica holds every
+// cluster of the fleet and serves its share.
 func (c *Clusters) newCluster(rc *rest.Config) (*trackedCluster, error) {
 	httpClient, err := rest.HTTPClientFor(rc)
 	if err != nil {
@@ -81,7 +84,7 @@ func (c *Clusters) newCluster(rc *rest.Config) (*trackedCluster, error) {
 	}
 	opts := append([]cluster.Option{func(o *cluster.Options) { o.HTTPClient = httpClient }, cacheopts.TrimCache, cacheopts.ReportWatchErrors},
 		c.opts.ClusterOptions...)
-	cl, err := cluster.New(rc, opts...)
+	cl, err := lazycluster.New(rc, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,80 @@
+package lazycluster
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
+)
+
+// lazyCache is a Cluster's cache: reads and informers build and start the
+// cluster; before that it is synced and records field indexes.
+type lazyCache struct{ c *Cluster }
+
+var _ cacheopts.Unwrapper = &lazyCache{}
+
+// Unwrap builds and starts the cluster and returns its cache, for those
+// that look into a cluster's cache (cacheopts.HealthOf).
+func (l *lazyCache) Unwrap() cache.Cache { return l.c.use().GetCache() }
+
+// inner is the built cluster's cache, or nil when it is not built.
+func (l *lazyCache) inner() cache.Cache {
+	l.c.mu.Lock()
+	defer l.c.mu.Unlock()
+	if l.c.built == nil {
+		return nil
+	}
+	return l.c.built.GetCache()
+}
+
+func (l *lazyCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return l.c.use().GetCache().Get(ctx, key, obj, opts...)
+}
+
+func (l *lazyCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return l.c.use().GetCache().List(ctx, list, opts...)
+}
+
+func (l *lazyCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	return l.c.use().GetCache().GetInformer(ctx, obj, opts...)
+}
+
+func (l *lazyCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	return l.c.use().GetCache().GetInformerForKind(ctx, gvk, opts...)
+}
+
+// RemoveInformer removes nothing from a cluster not built yet.
+func (l *lazyCache) RemoveInformer(ctx context.Context, obj client.Object) error {
+	if in := l.inner(); in != nil {
+		return in.RemoveInformer(ctx, obj)
+	}
+	return nil
+}
+
+// Start is the Cluster's: its Start runs the built cache.
+func (l *lazyCache) Start(ctx context.Context) error { return l.c.Start(ctx) }
+
+// WaitForCacheSync reports a cache not built yet synced: it holds nothing.
+func (l *lazyCache) WaitForCacheSync(ctx context.Context) bool {
+	if in := l.inner(); in != nil {
+		return in.WaitForCacheSync(ctx)
+	}
+	return ctx.Err() == nil
+}
+
+// IndexField indexes the built cache, or records the index for when the
+// cluster is built.
+func (l *lazyCache) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	l.c.mu.Lock()
+	if l.c.built == nil {
+		l.c.indexes = append(l.c.indexes, index{obj: obj, field: field, extract: extract})
+		l.c.mu.Unlock()
+		return nil
+	}
+	built := l.c.built
+	l.c.mu.Unlock()
+	return built.GetFieldIndexer().IndexField(ctx, obj, field, extract)
+}

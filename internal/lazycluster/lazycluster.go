@@ -1,0 +1,202 @@
+package lazycluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+)
+
+var (
+	_ cluster.Cluster = &Cluster{}
+	_ cache.Cache     = &lazyCache{}
+)
+
+// Cluster is a cluster.Cluster built by cluster.New(config, opts...) at
+// its first use (see the package documentation).
+type Cluster struct {
+	config *rest.Config
+	opts   []cluster.Option
+	http   *http.Client
+	cache  *lazyCache
+
+	mu      sync.Mutex
+	built   cluster.Cluster
+	err     error
+	indexes []index
+	// startCtx is Start's context once Start is called; wake is closed at
+	// the first use.
+	startCtx context.Context
+	wake     chan struct{}
+	woken    bool
+	// running is closed once the built cluster's cache has started, or
+	// its Start has returned.
+	running     chan struct{}
+	runningOnce sync.Once
+}
+
+// index is a field index asked for before the cluster was built.
+type index struct {
+	obj     client.Object
+	field   string
+	extract client.IndexerFunc
+}
+
+// New returns a Cluster that calls cluster.New(config, opts...) at its
+// first use. config is not copied: give it one of the cluster's own. Its
+// HTTP client is opts' or, as cluster.New would make it, one for config,
+// made now.
+//
+// So that a config or option cluster.New refuses is refused here, as a
+// cluster built at once would be, New builds one and drops it (building
+// starts nothing; the garbage collector takes it). A later build that
+// fails all the same, which only options that change their answer can
+// cause, panics at the first use with that error.
+func New(config *rest.Config, opts ...cluster.Option) (*Cluster, error) {
+	if config == nil {
+		return nil, errNoConfig
+	}
+	var o cluster.Options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	hc := o.HTTPClient
+	if hc == nil {
+		// Made here rather than by cluster.New, so that the HTTP client
+		// (what a health probe needs) is known before the build.
+		var err error
+		if hc, err = rest.HTTPClientFor(config); err != nil {
+			return nil, fmt.Errorf("HTTP client for %s: %w", config.Host, err)
+		}
+		opts = append(slices.Clip(opts), func(o *cluster.Options) { o.HTTPClient = hc })
+	}
+	if _, err := cluster.New(config, opts...); err != nil {
+		return nil, err
+	}
+	c := &Cluster{config: config, opts: opts, http: hc, wake: make(chan struct{}), running: make(chan struct{})}
+	c.cache = &lazyCache{c: c}
+	return c, nil
+}
+
+// errNoConfig: New was given no config.
+var errNoConfig = errors.New("lazycluster: no config")
+
+func (c *Cluster) buildLocked() error {
+	if c.built != nil || c.err != nil {
+		return c.err
+	}
+	built, err := cluster.New(c.config, c.opts...)
+	if err != nil {
+		c.err = fmt.Errorf("building cluster for %s: %w", c.config.Host, err)
+		return c.err
+	}
+	for _, ix := range c.indexes {
+		if err := built.GetFieldIndexer().IndexField(context.Background(), ix.obj, ix.field, ix.extract); err != nil {
+			c.err = fmt.Errorf("indexing %s on cluster for %s: %w", ix.field, c.config.Host, err)
+			return c.err
+		}
+	}
+	c.built, c.indexes = built, nil
+	return nil
+}
+
+// Used reports whether the cluster was built.
+func (c *Cluster) Used() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.built != nil
+}
+
+// use builds the cluster, wakes Start, and, when Start has been called,
+// waits until the built cluster's cache has started, so that a read right
+// after finds it running.
+func (c *Cluster) use() cluster.Cluster {
+	c.mu.Lock()
+	err := c.buildLocked()
+	if err != nil {
+		c.mu.Unlock()
+		panic(err) // see New
+	}
+	if !c.woken {
+		c.woken = true
+		close(c.wake)
+	}
+	ctx := c.startCtx
+	c.mu.Unlock()
+	if ctx != nil {
+		select {
+		case <-c.running:
+		case <-ctx.Done():
+		}
+	}
+	return c.built
+}
+
+// Start waits until the cluster is first used, then runs it until ctx is
+// done. It returns at once, with nil, if ctx is done first.
+func (c *Cluster) Start(ctx context.Context) error {
+	c.mu.Lock()
+	c.startCtx = ctx
+	c.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-c.wake:
+	}
+	ran := func() { c.runningOnce.Do(func() { close(c.running) }) }
+	go func() {
+		if c.built.GetCache().WaitForCacheSync(ctx) {
+			ran()
+		}
+	}()
+	defer ran()
+	return c.built.Start(ctx)
+}
+
+// GetConfig implements cluster.Cluster without building the cluster.
+func (c *Cluster) GetConfig() *rest.Config { return c.config }
+
+// GetCache implements cluster.Cluster: a cache that builds the cluster
+// when it is read or asked for an informer.
+func (c *Cluster) GetCache() cache.Cache { return c.cache }
+
+// GetFieldIndexer implements cluster.Cluster: indexes asked for before
+// the cluster is built are added when it is.
+func (c *Cluster) GetFieldIndexer() client.FieldIndexer { return c.cache }
+
+// GetHTTPClient implements cluster.Cluster without building the cluster:
+// the hub's health probe of a cluster it does not serve needs only this.
+func (c *Cluster) GetHTTPClient() *http.Client { return c.http }
+
+// GetScheme implements cluster.Cluster.
+func (c *Cluster) GetScheme() *runtime.Scheme { return c.use().GetScheme() }
+
+// GetClient implements cluster.Cluster.
+func (c *Cluster) GetClient() client.Client { return c.use().GetClient() }
+
+// GetRESTMapper implements cluster.Cluster.
+func (c *Cluster) GetRESTMapper() meta.RESTMapper { return c.use().GetRESTMapper() }
+
+// GetAPIReader implements cluster.Cluster.
+func (c *Cluster) GetAPIReader() client.Reader { return c.use().GetAPIReader() }
+
+// GetEventRecorderFor implements cluster.Cluster.
+func (c *Cluster) GetEventRecorderFor(name string) record.EventRecorder {
+	return c.use().GetEventRecorderFor(name) //nolint:staticcheck // the interface's
+}
+
+// GetEventRecorder implements cluster.Cluster.
+func (c *Cluster) GetEventRecorder(name string) events.EventRecorder {
+	return c.use().GetEventRecorder(name)
+}
