@@ -24,10 +24,10 @@ func (l *lazyCache) Unwrap() cache.Cache { return l.c.use().GetCache() }
 func (l *lazyCache) inner() cache.Cache {
 	l.c.mu.Lock()
 	defer l.c.mu.Unlock()
-	if l.c.built == nil {
+	if l.c.gen.built == nil {
 		return nil
 	}
-	return l.c.built.GetCache()
+	return l.c.gen.built.GetCache()
 }
 
 func (l *lazyCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -65,16 +65,15 @@ func (l *lazyCache) WaitForCacheSync(ctx context.Context) bool {
 	return ctx.Err() == nil
 }
 
-// IndexField indexes the built cache, or records the index for when the
-// cluster is built.
+// IndexField indexes the built cache, if any, and records the index for
+// every build to come.
 func (l *lazyCache) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
 	l.c.mu.Lock()
-	if l.c.built == nil {
-		l.c.indexes = append(l.c.indexes, index{obj: obj, field: field, extract: extract})
-		l.c.mu.Unlock()
+	l.c.indexes = append(l.c.indexes, index{obj: obj, field: field, extract: extract})
+	built := l.c.gen.built
+	l.c.mu.Unlock()
+	if built == nil {
 		return nil
 	}
-	built := l.c.built
-	l.c.mu.Unlock()
 	return built.GetFieldIndexer().IndexField(ctx, obj, field, extract)
 }

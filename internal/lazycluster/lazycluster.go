@@ -31,20 +31,39 @@ type Cluster struct {
 	http   *http.Client
 	cache  *lazyCache
 
-	mu      sync.Mutex
-	built   cluster.Cluster
-	err     error
+	mu  sync.Mutex
+	err error
+	// indexes are every field index asked for, added to each build.
 	indexes []index
-	// startCtx is Start's context once Start is called; wake is closed at
-	// the first use.
+	// startCtx is Start's context once Start is called.
 	startCtx context.Context
-	wake     chan struct{}
-	woken    bool
+	// gen is the current build, or the one to come.
+	gen *generation
+}
+
+// generation is one build of the cluster, from its first use until it is
+// released or stops.
+type generation struct {
+	built cluster.Cluster // nil until the first use
+	wake  chan struct{}   // closed at the first use
+	woken bool
 	// running is closed once the built cluster's cache has started, or
 	// its Start has returned.
 	running     chan struct{}
 	runningOnce sync.Once
+	// cancel stops the built cluster once Start runs it; done is closed
+	// when its Start has returned.
+	cancel   context.CancelFunc
+	done     chan struct{}
+	released bool
 }
+
+func newGeneration() *generation {
+	return &generation{wake: make(chan struct{}), running: make(chan struct{}), done: make(chan struct{})}
+}
+
+// ran marks g's cache as started (or g as stopped).
+func (g *generation) ran() { g.runningOnce.Do(func() { close(g.running) }) }
 
 // index is a field index asked for before the cluster was built.
 type index struct {
@@ -84,7 +103,7 @@ func New(config *rest.Config, opts ...cluster.Option) (*Cluster, error) {
 	if _, err := cluster.New(config, opts...); err != nil {
 		return nil, err
 	}
-	c := &Cluster{config: config, opts: opts, http: hc, wake: make(chan struct{}), running: make(chan struct{})}
+	c := &Cluster{config: config, opts: opts, http: hc, gen: newGeneration()}
 	c.cache = &lazyCache{c: c}
 	return c, nil
 }
@@ -92,8 +111,9 @@ func New(config *rest.Config, opts ...cluster.Option) (*Cluster, error) {
 // errNoConfig: New was given no config.
 var errNoConfig = errors.New("lazycluster: no config")
 
+// buildLocked builds the current generation if it is not built.
 func (c *Cluster) buildLocked() error {
-	if c.built != nil || c.err != nil {
+	if c.gen.built != nil || c.err != nil {
 		return c.err
 	}
 	built, err := cluster.New(c.config, c.opts...)
@@ -107,15 +127,15 @@ func (c *Cluster) buildLocked() error {
 			return c.err
 		}
 	}
-	c.built, c.indexes = built, nil
+	c.gen.built = built
 	return nil
 }
 
-// Used reports whether the cluster was built.
+// Used reports whether the cluster is built now.
 func (c *Cluster) Used() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.built != nil
+	return c.gen.built != nil
 }
 
 // use builds the cluster, wakes Start, and, when Start has been called,
@@ -123,45 +143,94 @@ func (c *Cluster) Used() bool {
 // after finds it running.
 func (c *Cluster) use() cluster.Cluster {
 	c.mu.Lock()
-	err := c.buildLocked()
-	if err != nil {
+	if err := c.buildLocked(); err != nil {
 		c.mu.Unlock()
 		panic(err) // see New
 	}
-	if !c.woken {
-		c.woken = true
-		close(c.wake)
+	g := c.gen
+	if !g.woken {
+		g.woken = true
+		close(g.wake)
 	}
 	ctx := c.startCtx
 	c.mu.Unlock()
 	if ctx != nil {
 		select {
-		case <-c.running:
+		case <-g.running:
 		case <-ctx.Done():
 		}
 	}
-	return c.built
+	return g.built
 }
 
-// Start waits until the cluster is first used, then runs it until ctx is
-// done. It returns at once, with nil, if ctx is done first.
+// Start runs the cluster until ctx is done: each build from its first use
+// until it is released (then it waits for the next use) or stops. It
+// returns nil once ctx is done, and the built cluster's error if it
+// stopped on its own.
 func (c *Cluster) Start(ctx context.Context) error {
 	c.mu.Lock()
 	c.startCtx = ctx
 	c.mu.Unlock()
-	select {
-	case <-ctx.Done():
-		return nil
-	case <-c.wake:
+	for {
+		c.mu.Lock()
+		g := c.gen
+		c.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-g.wake:
+		}
+		err := c.run(ctx, g)
+		if ctx.Err() != nil {
+			return nil
+		}
+		c.mu.Lock()
+		released := g.released
+		c.mu.Unlock()
+		if !released {
+			return err
+		}
 	}
-	ran := func() { c.runningOnce.Do(func() { close(c.running) }) }
+}
+
+// run runs g's cluster until ctx is done or g is released.
+func (c *Cluster) run(ctx context.Context, g *generation) error {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c.mu.Lock()
+	g.cancel = cancel
+	if g.released {
+		cancel()
+	}
+	c.mu.Unlock()
+	defer close(g.done)
+	defer g.ran()
 	go func() {
-		if c.built.GetCache().WaitForCacheSync(ctx) {
-			ran()
+		if g.built.GetCache().WaitForCacheSync(runCtx) {
+			g.ran()
 		}
 	}()
-	defer ran()
-	return c.built.Start(ctx)
+	return g.built.Start(runCtx)
+}
+
+// Release stops the built cluster, if any, and forgets it: the cluster
+// costs again what an unused one does, and its next use builds it anew
+// (with the same indexes). It returns at once; the old build stops in the
+// background, and whoever still holds its client or cache finds its
+// informers stopped. The hub's sharded coordinator calls it when its
+// replica stops serving the cluster, before it could serve it again.
+func (c *Cluster) Release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.gen
+	if g.built == nil {
+		return
+	}
+	g.released = true
+	c.gen = newGeneration()
+	if g.cancel != nil {
+		g.cancel() // else run, if it picks g up yet, stops it at once
+	}
 }
 
 // GetConfig implements cluster.Cluster without building the cluster.

@@ -5,6 +5,7 @@ package lazycluster_test
 import (
 	"context"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +67,17 @@ func TestALazyClusterCostsNothingUntilUsed(t *testing.T) {
 	waitFor(t, added, "two")
 	assert.Contains(t, goroutines(), "cache/internal.(*Informers).Start", "the cache runs once used")
 
+	// Released, it stops its cache and costs nothing again; the next use
+	// builds it anew, with its index, and Start runs that build.
+	cl.Release()
+	assert.False(t, cl.Used())
+	require.Eventually(t, func() bool { return !strings.Contains(goroutines(), "cache/internal.(*Informers).Start") },
+		30*time.Second, 50*time.Millisecond, "the released build's cache stops")
+	list = &corev1.ConfigMapList{}
+	require.NoError(t, cl.GetClient().List(ctx, list, client.InNamespace("default"), client.MatchingFields{"data.k": "v"}))
+	require.Len(t, list.Items, 1, "the index is added to the new build")
+	assert.Contains(t, goroutines(), "cache/internal.(*Informers).Start", "the new build runs")
+
 	stop()
 	select {
 	case err := <-done:
@@ -73,6 +85,7 @@ func TestALazyClusterCostsNothingUntilUsed(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Start did not return after its context was cancelled")
 	}
+	cl.Release() // after Start returned: nothing to wait for
 }
 
 // A lazy cluster never used stops with its context, having started

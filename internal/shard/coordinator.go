@@ -133,12 +133,25 @@ type member struct {
 	cancel context.CancelFunc
 }
 
-// stop ends this replica's serving of m, if it serves it.
+// stop ends this replica's serving of m, if it serves it, and has the
+// cluster give back what serving it built, if it can (releaser).
 func (m *member) stop() {
 	if m.cancel != nil {
 		m.cancel()
 		m.ctx, m.cancel = nil, nil
+		if r, ok := m.cl.(releaser); ok {
+			r.Release()
+		}
 	}
+}
+
+// releaser is a cluster that can stop and forget what its use built
+// (its clients, cache and informers) until it is used again, as
+// fleetgraph's providers' clusters can (internal/lazycluster): a replica
+// that hands a cluster over, at a cold start or when a peer joins, keeps
+// nothing of it running. Release must not block.
+type releaser interface {
+	Release()
 }
 
 // NewCoordinator returns the coordinator of replica opts.ID whose Leases

@@ -181,6 +181,15 @@ func (c *trackedCluster) Start(ctx context.Context) error {
 	return c.Cluster.Start(ctx)
 }
 
+// Release releases the cluster (a lazycluster.Cluster) when the hub's
+// coordinator stops serving it: what serving it built stops until it is
+// served again.
+func (c *trackedCluster) Release() {
+	if r, ok := c.Cluster.(interface{ Release() }); ok {
+		r.Release()
+	}
+}
+
 // renamed engages clusters under their public name rather than their key.
 type renamed struct {
 	aware multicluster.Aware
