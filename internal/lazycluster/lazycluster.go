@@ -51,15 +51,13 @@ type generation struct {
 	// its Start has returned.
 	running     chan struct{}
 	runningOnce sync.Once
-	// cancel stops the built cluster once Start runs it; done is closed
-	// when its Start has returned.
+	// cancel stops the built cluster once Start runs it.
 	cancel   context.CancelFunc
-	done     chan struct{}
 	released bool
 }
 
 func newGeneration() *generation {
-	return &generation{wake: make(chan struct{}), running: make(chan struct{}), done: make(chan struct{})}
+	return &generation{wake: make(chan struct{}), running: make(chan struct{})}
 }
 
 // ran marks g's cache as started (or g as stopped).
@@ -203,7 +201,6 @@ func (c *Cluster) run(ctx context.Context, g *generation) error {
 		cancel()
 	}
 	c.mu.Unlock()
-	defer close(g.done)
 	defer g.ran()
 	go func() {
 		if g.built.GetCache().WaitForCacheSync(runCtx) {
