@@ -347,6 +347,7 @@ func (c *Controller) advance(ctx context.Context, ro *fgv1alpha1.GraphRollout, p
 	evs = append(evs, checkBudgets(&ro.Status, ro.Spec, moving)...)
 	evs = append(evs, holdEvents(before.Clusters, held, pinned)...)
 	describeClusters(&ro.Status, ro.Spec, clusterFacts{waves: waves, obs: obs, held: held, pinned: pinned, foreign: foreign, before: before.Clusters})
+	listBounded(&ro.Status)
 	c.publish(ctx, ro, pub) // publish.go
 	if !inWaves(ro.Spec) {  // a rollback in waves is offered after the plans are set (tick)
 		if err := c.offer(ctx, ro, latest); err != nil {

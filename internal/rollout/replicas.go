@@ -63,6 +63,9 @@ func (c *Controller) foreign(ro *fgv1alpha1.GraphRollout, before *fgv1alpha1.Gra
 			continue
 		}
 		why := waiting[stored.Name].Message
+		if why == "" && stored.FailedRevision == 0 {
+			why = stored.Message // past holdingBack's bound, its why is here
+		}
 		if f.Gone {
 			why = replicaGone(f.Replica)
 			stored.Message = why

@@ -248,7 +248,8 @@ func more(n int) string {
 }
 
 // fillClusters lists every placed cluster with its wave and revision, and
-// the clusters holding the wave in progress back.
+// the clusters holding the wave in progress back (all of them, and their
+// count: the controller bounds the list it stores, listBounded).
 func fillClusters(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRolloutSpec, waves map[string]int32, obs map[string]Observation) {
 	st.Clusters = st.Clusters[:0]
 	for _, name := range sortedKeys(waves) {
@@ -257,6 +258,7 @@ func fillClusters(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRollou
 	if len(st.Clusters) == 0 {
 		st.Clusters = nil
 	}
+	defer func() { st.HoldingBackCount = int32(len(st.HoldingBack)) }()
 	if rollbackHolding(st, spec, waves, obs) {
 		return
 	}

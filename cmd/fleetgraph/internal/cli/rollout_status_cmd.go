@@ -358,6 +358,10 @@ func writeRolloutNotes(b *strings.Builder, ro *fgv1alpha1.GraphRollout) {
 	for _, h := range ro.Status.HoldingBack {
 		fmt.Fprintf(b, "holding back: %s: %s\n", h.Name, h.Message)
 	}
+	if more := int(ro.Status.HoldingBackCount) - len(ro.Status.HoldingBack); more > 0 {
+		// The hub lists a bounded number; the table has each one's why.
+		fmt.Fprintf(b, "holding back: %d more (the clusters above give each one's why)\n", more)
+	}
 	for _, m := range ro.Status.Moving {
 		fmt.Fprintf(b, "moving: %s since %s\n", m.Name, m.Since.UTC().Format(time.RFC3339))
 	}

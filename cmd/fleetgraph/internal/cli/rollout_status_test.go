@@ -2,6 +2,7 @@ package cli
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -62,6 +63,31 @@ func TestRolloutStatusNamesFailedAndHeldClustersPerWave(t *testing.T) {
 	assert.Regexp(t, `(?m)^canary\s+done\s+2\s+1\s+spoke-2\s+-$`, out)
 	assert.Contains(t, out, `failed: spoke-2, wave "canary": revision 3 failed there, serves revision 2: 0 of 1 instances Ready, 100% needed`)
 	assert.Contains(t, out, `held: spoke-4, wave "main", at revision 2: customer freeze`)
+}
+
+// A wave of more clusters than the hub lists in status.holdingBack: rollout
+// status names the listed ones, says how many more wait, and the table
+// gives each of them its why.
+func TestRolloutStatusCountsTheClustersPastHoldingBacksBound(t *testing.T) {
+	ro := &fgv1alpha1.GraphRollout{Spec: fgv1alpha1.GraphRolloutSpec{Graph: "g", Waves: []fgv1alpha1.Wave{{Name: "all", Percent: 100}}}}
+	ro.Name = "g"
+	st := &ro.Status
+	st.Phase, st.TargetRevision, st.StableRevision, st.WaveName = fgv1alpha1.RolloutProgressing, 2, 1, "all"
+	const n = fgv1alpha1.MaxHoldingBackListed + 50
+	for i := range n {
+		c := fgv1alpha1.RolloutCluster{Name: fmt.Sprintf("spoke-%03d", i), Revision: 1, Desired: 2, Message: "serves revision 1"}
+		st.Clusters = append(st.Clusters, c)
+		if i < fgv1alpha1.MaxHoldingBackListed {
+			st.HoldingBack = append(st.HoldingBack, c)
+		}
+	}
+	st.HoldingBackCount = n
+	out, err := renderRollout(ro, "")
+	require.NoError(t, err)
+	assert.Contains(t, out, "holding back: spoke-099: serves revision 1\n")
+	assert.NotContains(t, out, "holding back: spoke-100")
+	assert.Contains(t, out, "holding back: 50 more (the clusters above give each one's why)\n")
+	assert.Regexp(t, `(?m)^spoke-149\s+all\s+1\s+2\s+serves revision 1$`, out)
 }
 
 // --watch ends only on the result of the revision it waits for: an

@@ -245,6 +245,13 @@ const ConditionPlacementDecisionRead = "PlacementDecisionRead"
 // PlacementDecision slices (when the hub is configured to publish).
 const ConditionPlacementPublished = "PlacementPublished"
 
+// MaxHoldingBackListed bounds status.holdingBack: a wave of thousands of
+// clusters would otherwise list each of them twice (in status.clusters and
+// there), and at 10,000 clusters the object would pass what etcd stores.
+// status.holdingBackCount counts them all, and status.clusters gives each
+// its why.
+const MaxHoldingBackListed = 100
+
 // MaxHolds is how many holds a GraphRollout may have.
 const MaxHolds = 64
 
@@ -369,8 +376,12 @@ type GraphRolloutStatus struct {
 	Clusters []RolloutCluster `json:"clusters,omitempty"`
 	// HoldingBack names the clusters of the wave in progress that keep it
 	// from being healthy, with why (a breaking change refused, instances
-	// not Ready, ...).
+	// not Ready, ...): the first MaxHoldingBackListed by name. Every one of
+	// them, listed or not, also has its why in Clusters.
 	HoldingBack []RolloutCluster `json:"holdingBack,omitempty"`
+	// HoldingBackCount is how many clusters hold the wave in progress
+	// back, HoldingBack's entries and those past its bound.
+	HoldingBackCount int32 `json:"holdingBackCount,omitempty"`
 	// Failed lists the clusters that failed a wave of the target revision
 	// within its maxFailures, each with why; Revision is the revision the
 	// cluster went back to (or stayed on). A new target clears it.
@@ -521,7 +532,7 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 		"waveStarted": {Type: "string", Format: "date-time"}, "healthySince": {Type: "string", Format: "date-time"},
 		"resumed": str, "awaitingApproval": str,
 		"approvals": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &approval}},
-		"message":   str, "clusters": clusters, "holdingBack": clusters, "failed": clusters, "observedGeneration": integer,
+		"message":   str, "clusters": clusters, "holdingBack": clusters, "holdingBackCount": integer, "failed": clusters, "observedGeneration": integer,
 		"conditions": conditionsSchema(),
 		"moving": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: ptr.To(obj(map[string]apiextensionsv1.JSONSchemaProps{
 			"name": str, "since": {Type: "string", Format: "date-time"},
