@@ -35,23 +35,8 @@ func TestATenThousandClusterWaveFitsItsStatus(t *testing.T) {
 	const n = 10000
 	scheme := runtime.NewScheme()
 	require.NoError(t, fgv1alpha1.AddToScheme(scheme))
-	var mine, theirs []string
-	var listed []fgv1alpha1.RolloutCluster
-	for i := range n {
-		name := fmt.Sprintf("fleetgraph-scale-%05d", i)
-		listed = append(listed, fgv1alpha1.RolloutCluster{Name: name, Revision: 1, Desired: 1})
-		if i%2 == 0 {
-			mine = append(mine, name)
-		} else {
-			theirs = append(theirs, name)
-		}
-	}
-	stored := &fgv1alpha1.GraphRollout{
-		ObjectMeta: metav1.ObjectMeta{Name: "g"},
-		Spec:       fgv1alpha1.GraphRolloutSpec{Graph: "g", Waves: []fgv1alpha1.Wave{{Name: "all", Percent: 100}}},
-		Status:     fgv1alpha1.GraphRolloutStatus{Phase: fgv1alpha1.RolloutComplete, TargetRevision: 1, StableRevision: 1, Wave: 1, Clusters: listed},
-	}
-	c := storedRollout(t, scheme, stored)
+	ro, mine, theirs := tenThousandWave(n)
+	c := storedRollout(t, scheme, ro)
 	ready := func(r int) Observation {
 		return Observation{Revision: 2, Established: true, Serving: true, Instances: 1, Ready: r, Listed: 1}
 	}
@@ -79,6 +64,26 @@ func TestATenThousandClusterWaveFitsItsStatus(t *testing.T) {
 	size := storedSize(t, c)
 	t.Logf("stored GraphRollout of %d clusters, %d waiting: %d bytes", n, len(theirs), size)
 	assert.Less(t, size, etcdRequestLimit*2/3)
+}
+
+// tenThousandWave is a one-wave rollout, complete at revision 1, of n
+// clusters, and the two halves two replicas serve.
+func tenThousandWave(n int) (ro *fgv1alpha1.GraphRollout, mine, theirs []string) {
+	var listed []fgv1alpha1.RolloutCluster
+	for i := range n {
+		name := fmt.Sprintf("fleetgraph-scale-%05d", i)
+		listed = append(listed, fgv1alpha1.RolloutCluster{Name: name, Revision: 1, Desired: 1})
+		if i%2 == 0 {
+			mine = append(mine, name)
+		} else {
+			theirs = append(theirs, name)
+		}
+	}
+	return &fgv1alpha1.GraphRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: "g"},
+		Spec:       fgv1alpha1.GraphRolloutSpec{Graph: "g", Waves: []fgv1alpha1.Wave{{Name: "all", Percent: 100}}},
+		Status:     fgv1alpha1.GraphRolloutStatus{Phase: fgv1alpha1.RolloutComplete, TargetRevision: 1, StableRevision: 1, Wave: 1, Clusters: listed},
+	}, mine, theirs
 }
 
 func storedRollout(t *testing.T, scheme *runtime.Scheme, ro *fgv1alpha1.GraphRollout) client.Client {
@@ -151,22 +156,8 @@ func TestLongMessagesAcrossTenThousandClustersAreCutToFit(t *testing.T) {
 	const n = 10000
 	scheme := runtime.NewScheme()
 	require.NoError(t, fgv1alpha1.AddToScheme(scheme))
-	var mine, theirs []string
-	var listed []fgv1alpha1.RolloutCluster
-	for i := range n {
-		name := fmt.Sprintf("fleetgraph-scale-%05d", i)
-		listed = append(listed, fgv1alpha1.RolloutCluster{Name: name, Revision: 1, Desired: 1})
-		if i%2 == 0 {
-			mine = append(mine, name)
-		} else {
-			theirs = append(theirs, name)
-		}
-	}
-	c := storedRollout(t, scheme, &fgv1alpha1.GraphRollout{
-		ObjectMeta: metav1.ObjectMeta{Name: "g"},
-		Spec:       fgv1alpha1.GraphRolloutSpec{Graph: "g", Waves: []fgv1alpha1.Wave{{Name: "all", Percent: 100}}},
-		Status:     fgv1alpha1.GraphRolloutStatus{Phase: fgv1alpha1.RolloutComplete, TargetRevision: 1, StableRevision: 1, Wave: 1, Clusters: listed},
-	})
+	ro, mine, theirs := tenThousandWave(n)
+	c := storedRollout(t, scheme, ro)
 	long := "the spoke refused the CRD: " + strings.Repeat("schéma ", 60)
 	refused := Observation{Revision: 1, Message: long}
 	a := replicaController(c, mine, observed(mine, refused), foreigners(theirs))

@@ -1,0 +1,66 @@
+//go:build integration
+
+package rollout
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
+	fgtesting "github.com/fleetgraph/fleetgraph/testing"
+)
+
+// On a real API server, two replicas write the status of a one-wave
+// rollout across 10,000 clusters, every one of them waiting on a long
+// message a spoke wrote: etcd takes it, with every cluster counted. The
+// same status with every waiting cluster listed in holdingBack, as the
+// hub wrote it before, is refused as too large: the bounds are what keep
+// such a rollout moving.
+func TestATenThousandClusterStatusIsStoredByARealAPIServer(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 0)
+	require.NoError(t, fleet.Hub.InstallCRDs(fgv1alpha1.GraphRolloutCRD()))
+	scheme := runtime.NewScheme()
+	require.NoError(t, fgv1alpha1.AddToScheme(scheme))
+	c, err := client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	const n = 10000
+	ro, mine, theirs := tenThousandWave(n)
+	require.NoError(t, c.Create(ctx, ro.DeepCopy()))
+	stored := &fgv1alpha1.GraphRollout{}
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(ro), stored))
+	stored.Status = ro.Status
+	require.NoError(t, c.Status().Update(ctx, stored))
+
+	long := "the spoke refused the CRD: " + strings.Repeat("schéma ", 60)
+	refused := Observation{Revision: 1, Message: long}
+	a := replicaController(c, mine, observed(mine, refused), foreigners(theirs))
+	b := replicaController(c, theirs, observed(theirs, refused), foreigners(mine))
+	for _, r := range []*Controller{a, b, a} {
+		require.NoError(t, r.tick(ctx))
+	}
+	st := readStatus(t, c)
+	require.Equal(t, n, len(st.Clusters))
+	assert.Equal(t, int32(n), st.HoldingBackCount)
+	assert.Len(t, st.HoldingBack, fgv1alpha1.MaxHoldingBackListed)
+	for _, cl := range st.Clusters {
+		require.NotEmpty(t, cl.Message, cl.Name)
+	}
+
+	// Unbounded, as before: every waiting cluster in holdingBack, whole.
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(ro), stored))
+	stored.Status.HoldingBack = nil
+	for _, cl := range stored.Status.Clusters {
+		stored.Status.HoldingBack = append(stored.Status.HoldingBack, fgv1alpha1.RolloutCluster{Name: cl.Name, Revision: 1, Message: long})
+	}
+	err = c.Status().Update(ctx, stored)
+	require.Error(t, err, "the API server takes no object this large")
+	assert.Contains(t, err.Error(), "too large")
+}
