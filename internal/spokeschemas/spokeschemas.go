@@ -34,7 +34,9 @@ import (
 // The API server lists its OpenAPI v3 documents with a content hash in each
 // URL. A verdict is kept per graph and set of document URLs, so spokes that
 // serve the same documents (a fleet on one Kubernetes version with the same
-// CRDs) share one check: a spoke costs one small GET of the listing. A
+// CRDs) share one check: a spoke costs one small GET of the listing, and
+// the spokes that ask while the check runs (a new graph reaches every
+// engaged spoke at once) wait for it rather than check again. A
 // document listed under a content hash is fetched and parsed once, whoever
 // lists it, and kept for the checks of later graphs (sharedDoc): parsing
 // core/v1's document again for every new graph was most of a new graph's
@@ -59,9 +61,23 @@ type Checker struct {
 
 	mu       sync.Mutex
 	verdicts map[schemaVerdictKey]error
+	// checking are the checks under way: the spokes that ask for the same
+	// verdict meanwhile (a new graph fanned out to a fleet at once) wait
+	// for it instead of each type-checking the graph again.
+	checking map[schemaVerdictKey]*verdictCall
 	docs     map[string]*sharedDoc // by server-relative URL, hash included
 	// openAPI returns a cluster's OpenAPI v3 client; tests replace it.
 	openAPI func(cluster.Cluster) (openapi.Client, error)
+	// recheck is graph.Graph.CheckSchemas; tests replace it.
+	recheck func(*graph.Graph, graph.SchemaResolver) error
+}
+
+// verdictCall is one check under way, which the callers that need its
+// verdict meanwhile wait for.
+type verdictCall struct {
+	done    chan struct{}
+	err     error
+	waiters int // under Checker.mu
 }
 
 // schemaVerdictKey is one graph checked against one set of documents,
@@ -122,31 +138,56 @@ func (s *Checker) check(cl cluster.Cluster, g *graph.Graph) error {
 		return fmt.Errorf("listing OpenAPI v3 documents: %w", err)
 	}
 	docs, cacheable := documentsKey(paths, g)
-	key := schemaVerdictKey{g: g, docs: docs}
-	if cacheable {
-		s.mu.Lock()
-		verdict, ok := s.verdicts[key]
-		s.mu.Unlock()
-		if ok {
-			return verdict
-		}
+	if !cacheable {
+		return s.verdict(g, client, paths)
 	}
-	err = g.CheckSchemas(spokeResolver{s.documents(client, paths)})
+	key := schemaVerdictKey{g: g, docs: docs}
+	s.mu.Lock()
+	if verdict, ok := s.verdicts[key]; ok {
+		s.mu.Unlock()
+		return verdict
+	}
+	if call := s.checking[key]; call != nil {
+		call.waiters++
+		s.mu.Unlock()
+		<-call.done // bounded: the check's requests are (Timeout)
+		return call.err
+	}
+	call := &verdictCall{done: make(chan struct{})}
+	if s.checking == nil {
+		s.checking = map[schemaVerdictKey]*verdictCall{}
+	}
+	s.checking[key] = call
+	s.mu.Unlock()
+
+	call.err = s.verdict(g, client, paths)
+	s.mu.Lock()
+	delete(s.checking, key)
+	if !errors.Is(call.err, graph.ErrSchemaUnavailable) { // a verdict, not a failure to read
+		if s.verdicts == nil || len(s.verdicts) >= maxVerdicts {
+			s.verdicts = map[schemaVerdictKey]error{}
+		}
+		s.verdicts[key] = call.err
+	}
+	s.mu.Unlock()
+	close(call.done)
+	return call.err
+}
+
+// verdict type-checks g against the documents client lists (paths).
+func (s *Checker) verdict(g *graph.Graph, client openapi.Client, paths map[string]openapi.GroupVersion) error {
+	recheck := s.recheck
+	if recheck == nil {
+		recheck = (*graph.Graph).CheckSchemas
+	}
+	err := recheck(g, spokeResolver{s.documents(client, paths)})
 	switch {
 	case errors.Is(err, graph.ErrSchemaUnavailable):
 		return err
 	case err != nil:
-		err = &schemaDisagreement{err: err}
+		return &schemaDisagreement{err: err}
 	}
-	if cacheable {
-		s.mu.Lock()
-		if s.verdicts == nil || len(s.verdicts) >= maxVerdicts {
-			s.verdicts = map[schemaVerdictKey]error{}
-		}
-		s.verdicts[key] = err
-		s.mu.Unlock()
-	}
-	return err
+	return nil
 }
 
 // clusterOpenAPI is cl's OpenAPI v3 client; its requests end after

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -191,4 +192,56 @@ func TestSpokeSchemasFetchAChangedDocumentAgain(t *testing.T) {
 	err := f.Check(context.Background(), spoke("spoke"), gizmoGraph(t))
 	require.ErrorIs(t, err, hub.ErrIncompatible)
 	assert.Equal(t, 2, c.fetched())
+}
+
+// A new graph fanned out to many spokes at once that list the same
+// documents is type-checked once: the spokes that ask while the check
+// runs wait for its verdict, disagreement included, instead of each
+// checking the graph again (the CPU a fleet of thousands would spend at
+// once on every new graph).
+func TestSpokesAskingAtOnceShareOneCheck(t *testing.T) {
+	g := gizmoGraph(t)
+	const spokes = 8
+	clients := map[string]openapi.Client{}
+	for i := range spokes {
+		clients[fmt.Sprint(i)] = &docClient{doc: gizmoDoc("string")}
+	}
+	f := checkerWith(clients)
+	var mu sync.Mutex
+	checks := 0
+	release := make(chan struct{})
+	f.recheck = func(g *graph.Graph, r graph.SchemaResolver) error {
+		mu.Lock()
+		checks++
+		mu.Unlock()
+		<-release
+		return g.CheckSchemas(r)
+	}
+	errs := make(chan error, spokes)
+	for i := range spokes {
+		go func() { errs <- f.Check(context.Background(), spoke(fmt.Sprint(i)), g) }()
+	}
+	require.Eventually(t, func() bool { return f.waiting() == spokes-1 }, 10*time.Second, time.Millisecond,
+		"every other spoke waits for the check under way")
+	close(release)
+	for range spokes {
+		err := <-errs
+		require.ErrorIs(t, err, hub.ErrIncompatible)
+		assert.Contains(t, err.Error(), "expression returns int but the field is string")
+	}
+	assert.Equal(t, 1, checks)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	assert.Empty(t, f.checking, "no check left under way")
+}
+
+// waiting is how many callers wait for a check under way.
+func (s *Checker) waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.checking {
+		n += c.waiters
+	}
+	return n
 }
