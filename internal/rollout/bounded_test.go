@@ -179,3 +179,18 @@ func TestLongMessagesAcrossTenThousandClustersAreCutToFit(t *testing.T) {
 	t.Logf("stored GraphRollout of %d clusters, all waiting with %d-byte messages: %d bytes", n, len(long), size)
 	assert.Less(t, size, etcdRequestLimit-256<<10, "room left for metadata and managed fields")
 }
+
+// A status an older hub wrote (every waiting cluster listed, none
+// counted) that no step rewrites is bounded with its count, so that the
+// clusters past the bound keep their why afterwards.
+func TestAnUncountedHoldingBackIsCountedWhenBounded(t *testing.T) {
+	st := &fgv1alpha1.GraphRolloutStatus{}
+	for i := range fgv1alpha1.MaxHoldingBackListed + 5 {
+		st.HoldingBack = append(st.HoldingBack, fgv1alpha1.RolloutCluster{Name: fmt.Sprintf("c-%03d", i), Message: "serves revision 1"})
+	}
+	listBounded(st)
+	assert.Len(t, st.HoldingBack, fgv1alpha1.MaxHoldingBackListed)
+	assert.Equal(t, int32(fgv1alpha1.MaxHoldingBackListed+5), st.HoldingBackCount)
+	listBounded(st)
+	assert.Equal(t, int32(fgv1alpha1.MaxHoldingBackListed+5), st.HoldingBackCount, "bounding again keeps the count")
+}

@@ -118,6 +118,9 @@ const minMessageBytes = 32
 // and status.clusters each one's why), and the messages of
 // status.clusters and status.failed to maxMessageBytes per list.
 func listBounded(st *fgv1alpha1.GraphRolloutStatus) {
+	// A status no step rewrote since an older hub wrote it lists every
+	// waiting cluster and counts none.
+	st.HoldingBackCount = max(st.HoldingBackCount, int32(len(st.HoldingBack)))
 	if len(st.HoldingBack) > fgv1alpha1.MaxHoldingBackListed {
 		st.HoldingBack = st.HoldingBack[:fgv1alpha1.MaxHoldingBackListed]
 	}
