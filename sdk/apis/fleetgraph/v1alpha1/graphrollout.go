@@ -558,6 +558,7 @@ func GraphRolloutCRD() *apiextensionsv1.CustomResourceDefinition {
 			{Name: "TARGET", Type: "integer", JSONPath: ".status.targetRevision"},
 			{Name: "STABLE", Type: "integer", JSONPath: ".status.stableRevision"},
 			{Name: "WAVE", Type: "string", JSONPath: ".status.waveName"},
+			{Name: "HOLDING-BACK", Type: "integer", JSONPath: ".status.holdingBackCount"},
 			{Name: "PHASE", Type: "string", JSONPath: ".status.phase"},
 			{Name: "AWAITING-APPROVAL", Type: "string", JSONPath: ".status.awaitingApproval"},
 			{Name: "FAILED", Type: "string", JSONPath: ".status.failed[*].name"},
