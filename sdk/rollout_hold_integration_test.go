@@ -4,7 +4,6 @@ package sdk_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,9 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/sdk"
@@ -67,7 +63,7 @@ func TestAHeldClusterKeepsItsRevisionUntilReleased(t *testing.T) {
 		{Name: "spoke-3", Wave: 1, Revision: 1, Desired: 1, Held: true, HoldReason: "customer freeze"},
 	}, st.Clusters)
 	assert.Empty(t, st.HoldingBack)
-	assert.Equal(t, []string{"spoke-3"}, printedColumn(t, fleet.Hub.Config, "moor", "HELD"))
+	assert.Equal(t, []string{"spoke-3"}, printedColumn(t, fleet.Hub, "moor", "HELD"))
 	requireEventWith(t, fleet, "moor", "ClusterHeld", `cluster "spoke-3" is held at revision 1: customer freeze`)
 
 	// The pin lives in the status: a hub that replaces this one keeps it,
@@ -154,25 +150,14 @@ func rolloutCluster(t require.TestingT, h *sdk.Hub, graphName, cluster string) f
 
 // printedColumn is the named column of the GraphRollout's row as the API
 // server prints it for kubectl get (the Table form), split at commas.
-func printedColumn(t *testing.T, cfg *rest.Config, name, column string) []string {
+func printedColumn(t *testing.T, cluster *fgtesting.Cluster, name, column string) []string {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(cfg)
+	row, err := cluster.Printed(context.Background(), fgv1alpha1.GroupVersion.WithResource("graphrollouts"), "", name)
 	require.NoError(t, err)
-	raw, err := cs.RESTClient().Get().AbsPath("/apis", fgv1alpha1.GroupVersion.Group, fgv1alpha1.GroupVersion.Version, "graphrollouts", name).
-		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
-	require.NoError(t, err)
-	table := &metav1.Table{}
-	require.NoError(t, json.Unmarshal(raw, table))
-	require.Len(t, table.Rows, 1)
-	for i, col := range table.ColumnDefinitions {
-		if col.Name == column {
-			cell, _ := table.Rows[0].Cells[i].(string)
-			if cell == "" {
-				return nil
-			}
-			return strings.Split(cell, ",")
-		}
+	require.Contains(t, row, column)
+	cell, _ := row[column].(string)
+	if cell == "" {
+		return nil
 	}
-	require.Failf(t, "no such column", "%s in %v", column, table.ColumnDefinitions)
-	return nil
+	return strings.Split(cell, ",")
 }

@@ -33,10 +33,8 @@ const etcdRequestLimit = 1536 * 1024
 // does not call the wave healthy.
 func TestATenThousandClusterWaveFitsItsStatus(t *testing.T) {
 	const n = 10000
-	scheme := runtime.NewScheme()
-	require.NoError(t, fgv1alpha1.AddToScheme(scheme))
 	ro, mine, theirs := tenThousandWave(n)
-	c := storedRollout(t, scheme, ro)
+	c := storedRollout(t, ro)
 	ready := func(r int) Observation {
 		return Observation{Revision: 2, Established: true, Serving: true, Instances: 1, Ready: r, Listed: 1}
 	}
@@ -86,8 +84,10 @@ func tenThousandWave(n int) (ro *fgv1alpha1.GraphRollout, mine, theirs []string)
 	}, mine, theirs
 }
 
-func storedRollout(t *testing.T, scheme *runtime.Scheme, ro *fgv1alpha1.GraphRollout) client.Client {
+func storedRollout(t *testing.T, ro *fgv1alpha1.GraphRollout) client.Client {
 	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, fgv1alpha1.AddToScheme(scheme))
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
 	require.NoError(t, err)
 	u := &unstructured.Unstructured{Object: content}
@@ -154,10 +154,8 @@ func TestAFrozenStatusKeepsTheWhyPastTheBound(t *testing.T) {
 // replica still counts every cluster as waiting.
 func TestLongMessagesAcrossTenThousandClustersAreCutToFit(t *testing.T) {
 	const n = 10000
-	scheme := runtime.NewScheme()
-	require.NoError(t, fgv1alpha1.AddToScheme(scheme))
 	ro, mine, theirs := tenThousandWave(n)
-	c := storedRollout(t, scheme, ro)
+	c := storedRollout(t, ro)
 	long := "the spoke refused the CRD: " + strings.Repeat("schéma ", 60)
 	refused := Observation{Revision: 1, Message: long}
 	a := replicaController(c, mine, observed(mine, refused), foreigners(theirs))

@@ -4,42 +4,17 @@ package rollout
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 	fgtesting "github.com/fleetgraph/fleetgraph/testing"
 )
-
-// printedCell is the named column of the GraphRollout's row as the API
-// server prints it for kubectl get (the Table form).
-func printedCell(t *testing.T, cfg *rest.Config, name, column string) any {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(cfg)
-	require.NoError(t, err)
-	raw, err := cs.RESTClient().Get().AbsPath("/apis", fgv1alpha1.GroupVersion.Group, fgv1alpha1.GroupVersion.Version, "graphrollouts", name).
-		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
-	require.NoError(t, err)
-	table := &metav1.Table{}
-	require.NoError(t, json.Unmarshal(raw, table))
-	require.Len(t, table.Rows, 1)
-	for i, col := range table.ColumnDefinitions {
-		if col.Name == column {
-			return table.Rows[0].Cells[i]
-		}
-	}
-	require.Failf(t, "no such column", "%s in %v", column, table.ColumnDefinitions)
-	return nil
-}
 
 // On a real API server, two replicas write the status of a one-wave
 // rollout across 10,000 clusters, every one of them waiting on a long
@@ -78,7 +53,9 @@ func TestATenThousandClusterStatusIsStoredByARealAPIServer(t *testing.T) {
 	for _, cl := range st.Clusters {
 		require.NotEmpty(t, cl.Message, cl.Name)
 	}
-	assert.Equal(t, float64(n), printedCell(t, fleet.Hub.Config, ro.Name, "HOLDING-BACK"), "kubectl get counts them all")
+	row, err := fleet.Hub.Printed(ctx, fgv1alpha1.GroupVersion.WithResource("graphrollouts"), "", ro.Name)
+	require.NoError(t, err)
+	assert.Equal(t, float64(n), row["HOLDING-BACK"], "kubectl get counts them all")
 
 	// Unbounded, as before: every waiting cluster in holdingBack, whole.
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(ro), stored))
