@@ -84,6 +84,9 @@ func tenThousandWave(n int) (ro *fgv1alpha1.GraphRollout, mine, theirs []string)
 	}, mine, theirs
 }
 
+// storedRollout is a fake API server holding ro as the Controller writes
+// it (unstructured): the fake client lists an object seeded typed and
+// updated unstructured no more.
 func storedRollout(t *testing.T, ro *fgv1alpha1.GraphRollout) client.Client {
 	t.Helper()
 	scheme := runtime.NewScheme()

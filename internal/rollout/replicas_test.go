@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fgv1alpha1 "github.com/fleetgraph/fleetgraph/sdk/apis/fleetgraph/v1alpha1"
 )
@@ -67,20 +66,13 @@ func names(cs []fgv1alpha1.RolloutCluster) []string {
 // other replica holds back holds the wave back here too; and a cluster
 // whose replica stopped is listed as such until another takes it.
 func TestReplicasShareTheRolloutsStatus(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, fgv1alpha1.AddToScheme(scheme))
 	ro := &fgv1alpha1.GraphRollout{
 		ObjectMeta: metav1.ObjectMeta{Name: "g"},
 		Spec:       fgv1alpha1.GraphRolloutSpec{Graph: "g", Waves: []fgv1alpha1.Wave{{Name: "all", Percent: 100}}},
 		Status: fgv1alpha1.GraphRolloutStatus{Phase: fgv1alpha1.RolloutComplete, TargetRevision: 1, StableRevision: 1, Wave: 1,
 			Clusters: []fgv1alpha1.RolloutCluster{{Name: "a", Revision: 1, Desired: 1}, {Name: "b", Revision: 1, Desired: 1}}},
 	}
-	// Stored as the Controller writes it (unstructured), as in restart_test.go.
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
-	require.NoError(t, err)
-	u := &unstructured.Unstructured{Object: content}
-	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(u).WithStatusSubresource(u).Build()
+	c := storedRollout(t, ro)
 	ready := func(rev int64, n int) Observation {
 		return Observation{Revision: rev, Established: true, Serving: true, Instances: 1, Ready: n, Listed: 1}
 	}
@@ -151,8 +143,6 @@ func TestAClusterNotObservedYetKeepsItsRevision(t *testing.T) {
 // included: dropped, a held cluster's pin would be lost, and its replica
 // would pin it again at another revision.
 func TestAReplicaKeepsTheClustersItDoesNotKnowYet(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, fgv1alpha1.AddToScheme(scheme))
 	ro := &fgv1alpha1.GraphRollout{
 		ObjectMeta: metav1.ObjectMeta{Name: "g"},
 		Spec: fgv1alpha1.GraphRolloutSpec{Graph: "g", Waves: []fgv1alpha1.Wave{{Name: "all", Percent: 100}},
@@ -160,11 +150,7 @@ func TestAReplicaKeepsTheClustersItDoesNotKnowYet(t *testing.T) {
 		Status: fgv1alpha1.GraphRolloutStatus{Phase: fgv1alpha1.RolloutComplete, TargetRevision: 2, StableRevision: 2, Wave: 1,
 			Clusters: []fgv1alpha1.RolloutCluster{{Name: "a", Revision: 2, Desired: 2}, {Name: "b", Revision: 1, Desired: 1, Held: true, HoldReason: "freeze"}}},
 	}
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
-	require.NoError(t, err)
-	u := &unstructured.Unstructured{Object: content}
-	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(u).WithStatusSubresource(u).Build()
+	c := storedRollout(t, ro)
 	ready := Observation{Revision: 2, Established: true, Serving: true, Instances: 1, Ready: 1, Listed: 1}
 	a := replicaController(c, []string{"a"}, map[string]Observation{"a": ready}, nil)
 	a.Hooks.Others = func(string) (map[string]Foreign, bool) { return nil, false }

@@ -202,16 +202,7 @@ func midMainWave(startedAgo time.Duration, maxFailures int32) *fgv1alpha1.GraphR
 // healthily.
 func restartedWith(t *testing.T, ro *fgv1alpha1.GraphRollout, engaged *[]string) *Controller {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, fgv1alpha1.AddToScheme(scheme))
-	// Stored as the Controller writes it (unstructured): the fake client
-	// lists an object seeded typed and updated unstructured no more.
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
-	require.NoError(t, err)
-	u := &unstructured.Unstructured{Object: content}
-	u.SetGroupVersionKind(fgv1alpha1.GroupVersion.WithKind(fgv1alpha1.GraphRolloutKind))
-	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(u).WithStatusSubresource(u).Build()
-	c := restartedController(cl)
+	c := restartedController(storedRollout(t, ro))
 	c.Planner = NewPlanner(nil, func() []Cluster {
 		out := make([]Cluster, len(*engaged))
 		for i, name := range *engaged {
