@@ -93,11 +93,11 @@ type schemaVerdictKey struct {
 // since nothing was type-checked then). Its errors do not name the
 // cluster, whose API server other clusters may share: it is a
 // hub.Graph's Check, and the FanOut names the cluster.
-func (s *Checker) Check(_ context.Context, cl cluster.Cluster, g *graph.Graph) error {
+func (s *Checker) Check(ctx context.Context, cl cluster.Cluster, g *graph.Graph) error {
 	if !g.TypeChecked() {
 		return nil
 	}
-	err := s.check(cl, g)
+	err := s.check(ctx, cl, g)
 	var incompatible *schemaDisagreement
 	switch {
 	case err == nil:
@@ -121,7 +121,7 @@ func (e *schemaUnread) Error() string {
 }
 func (e *schemaUnread) Unwrap() error { return e.err }
 
-func (s *Checker) check(cl cluster.Cluster, g *graph.Graph) error {
+func (s *Checker) check(ctx context.Context, cl cluster.Cluster, g *graph.Graph) error {
 	newClient := s.openAPI
 	if newClient == nil {
 		newClient = func(cl cluster.Cluster) (openapi.Client, error) { return clusterOpenAPI(cl, s.Timeout) }
@@ -150,20 +150,35 @@ func (s *Checker) check(cl cluster.Cluster, g *graph.Graph) error {
 	if call := s.checking[key]; call != nil {
 		call.waiters++
 		s.mu.Unlock()
-		<-call.done // bounded: the check's requests are (Timeout)
-		return call.err
+		select {
+		case <-call.done:
+			return call.err
+		case <-ctx.Done(): // the caller stops (its hub does) before the check ends
+			return ctx.Err()
+		}
 	}
-	call := &verdictCall{done: make(chan struct{})}
+	call := &verdictCall{done: make(chan struct{}), err: errNoVerdict}
 	if s.checking == nil {
 		s.checking = map[schemaVerdictKey]*verdictCall{}
 	}
 	s.checking[key] = call
 	s.mu.Unlock()
-
+	defer s.settle(key, call) // even if the check panics: no waiter is left waiting
 	call.err = s.verdict(g, client, paths)
+	return call.err
+}
+
+// errNoVerdict is what the callers waiting for a check get when it ended
+// without one (it panicked).
+var errNoVerdict = errors.New("the schema check ended without a verdict")
+
+// settle ends call, the check of key: it keeps its verdict (not a failure
+// to read the schemas, nor a check that ended without one) and releases
+// the callers waiting for it.
+func (s *Checker) settle(key schemaVerdictKey, call *verdictCall) {
 	s.mu.Lock()
 	delete(s.checking, key)
-	if !errors.Is(call.err, graph.ErrSchemaUnavailable) { // a verdict, not a failure to read
+	if !errors.Is(call.err, graph.ErrSchemaUnavailable) && !errors.Is(call.err, errNoVerdict) {
 		if s.verdicts == nil || len(s.verdicts) >= maxVerdicts {
 			s.verdicts = map[schemaVerdictKey]error{}
 		}
@@ -171,7 +186,6 @@ func (s *Checker) check(cl cluster.Cluster, g *graph.Graph) error {
 	}
 	s.mu.Unlock()
 	close(call.done)
-	return call.err
 }
 
 // verdict type-checks g against the documents client lists (paths).

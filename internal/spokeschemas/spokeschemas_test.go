@@ -245,3 +245,41 @@ func (s *Checker) waiting() int {
 	}
 	return n
 }
+
+// A spoke waiting for another spoke's check stops waiting when its own
+// context ends (its hub stops), and a check that panics still releases
+// the spokes waiting for it, with an error and no verdict kept.
+func TestAWaitForAnotherSpokesCheckEnds(t *testing.T) {
+	g := gizmoGraph(t)
+	doc := gizmoDoc("integer")
+	f := checkerWith(map[string]openapi.Client{"a": &docClient{doc: doc}, "b": &docClient{doc: doc}, "c": &docClient{doc: doc}})
+	release := make(chan struct{})
+	f.recheck = func(*graph.Graph, graph.SchemaResolver) error {
+		<-release
+		panic("a check that fails hard")
+	}
+	checked := make(chan any, 1)
+	go func() {
+		defer func() { checked <- recover() }()
+		_ = f.Check(context.Background(), spoke("a"), g)
+	}()
+	require.Eventually(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return len(f.checking) == 1 }, 10*time.Second, time.Millisecond)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- f.Check(ctx, spoke("b"), g) }()
+	waiting := make(chan error, 1)
+	go func() { waiting <- f.Check(context.Background(), spoke("c"), g) }()
+	require.Eventually(t, func() bool { return f.waiting() == 2 }, 10*time.Second, time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-stopped, context.Canceled)
+
+	close(release)
+	assert.Equal(t, "a check that fails hard", <-checked, "the panic goes on to the caller that checked")
+	err := <-waiting
+	require.ErrorIs(t, err, errNoVerdict)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	assert.Empty(t, f.verdicts, "no verdict kept")
+	assert.Empty(t, f.checking)
+}
