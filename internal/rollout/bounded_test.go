@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
@@ -194,4 +195,30 @@ func TestAnUncountedHoldingBackIsCountedWhenBounded(t *testing.T) {
 	assert.Equal(t, int32(fgv1alpha1.MaxHoldingBackListed+5), st.HoldingBackCount)
 	listBounded(st)
 	assert.Equal(t, int32(fgv1alpha1.MaxHoldingBackListed+5), st.HoldingBackCount, "bounding again keeps the count")
+}
+
+// Every cluster that holds a wave back has its why in status.clusters,
+// whatever the wait: a wave going back to the stable revision in a
+// rollback, as well as a wave moving forward. (Past holdingBack's bound,
+// status.clusters is the only place that says why.)
+func TestEveryWaitingClusterHasItsWhyInStatusClusters(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ro := threeWaveRollback(fgv1alpha1.OnFailureRollback)
+	f := newSimFleet(map[string]int32{"a": 0, "b": 1, "c": 1, "d": 2}, 1)
+	f.broken["c"] = 2
+	step(t0, ro, 1, f.waves, f.observe())
+	phases := map[string]bool{}
+	for i := 1; i < 40 && ro.Status.Phase != fgv1alpha1.RolloutRolledBack; i++ {
+		step(metav1.NewTime(t0.Add(time.Duration(3*i)*time.Second)), ro, 2, f.waves, f.observe())
+		st := ro.Status
+		describeClusters(&ro.Status, ro.Spec, clusterFacts{waves: f.waves, obs: f.observe()})
+		listed := clustersByName(ro.Status.Clusters)
+		for _, w := range st.HoldingBack {
+			phases[st.Phase] = true
+			assert.Equal(t, w.Message, listed[w.Name].Message, "%s, %s in wave %q", w.Name, st.Phase, st.WaveName)
+		}
+		f.apply(ro, 2)
+	}
+	assert.True(t, phases[fgv1alpha1.RolloutRollingBack], "a wave held back while rolling back: %v", phases)
+	assert.True(t, phases[fgv1alpha1.RolloutProgressing], "a wave held back while progressing: %v", phases)
 }
