@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -72,7 +73,8 @@ func (o ProberOptions) withDefaults(f *FanOut) ProberOptions {
 // answers anything but 200, is CRDUnreachable in every graph's status until
 // it answers again (its last known state is kept and shown then). One probe
 // per cluster is in flight at a time, so a dead cluster costs one goroutine
-// and no other cluster waits for it. Clusters behind one API server and
+// (while its probe waits) and no other cluster waits for it; between
+// probes a cluster costs a timer. Clusters behind one API server and
 // identity share its answers (probe_share.go): for them the bound above
 // grows by one second.
 //
@@ -98,27 +100,56 @@ func (p *Prober) Start(ctx context.Context) error {
 
 // Engage starts probing cl until ctx ends. It returns at once.
 func (p *Prober) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	go p.run(ctx, string(name), cl)
+	c := &probedCluster{p: p, ctx: ctx, name: string(name), cl: cl}
+	c.mu.Lock() // the first probe may start before the timer is kept
+	c.timer = time.AfterFunc(0, c.probe)
+	c.mu.Unlock()
+	context.AfterFunc(ctx, c.stop)
 	return nil
 }
 
-func (p *Prober) run(ctx context.Context, name string, cl cluster.Cluster) {
-	t := time.NewTicker(p.opts.Interval)
-	defer t.Stop()
-	for {
-		err := p.shared.probe(ctx, cl, func() error { return reach.Probe(ctx, cl, p.opts.Path, p.opts.Timeout) })
-		if ctx.Err() != nil {
-			return
-		}
-		if p.tracker.setReachable(ctx, name, err) {
-			p.opts.Logger.Info("cluster reachability changed", "cluster", name, "reachable", err == nil, "reason", errString(err))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+// probedCluster is one engagement's probing. Between two probes it is a
+// timer and no goroutine: an idle fleet of ten thousand clusters costs ten
+// thousand timers, not as many parked goroutines and their stacks. The
+// timer is armed again only when a probe has ended, so one probe per
+// cluster is in flight at a time.
+type probedCluster struct {
+	p    *Prober
+	ctx  context.Context
+	name string
+	cl   cluster.Cluster
+
+	mu    sync.Mutex
+	timer *time.Timer
+}
+
+// probe asks once, records the answer and arms the next probe Interval
+// after this one started (at once if this one took longer).
+func (c *probedCluster) probe() {
+	if c.ctx.Err() != nil {
+		return
 	}
+	p, start := c.p, time.Now()
+	err := p.shared.probe(c.ctx, c.cl, func() error { return reach.Probe(c.ctx, c.cl, p.opts.Path, p.opts.Timeout) })
+	if c.ctx.Err() != nil {
+		return
+	}
+	if p.tracker.setReachable(c.ctx, c.name, err) {
+		p.opts.Logger.Info("cluster reachability changed", "cluster", c.name, "reachable", err == nil, "reason", errString(err))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx.Err() == nil { // else stop has run, or waits for the lock
+		c.timer.Reset(max(0, p.opts.Interval-time.Since(start)))
+	}
+}
+
+// stop ends the probing when the engagement ends; a probe in flight ends
+// with the context it asks under.
+func (c *probedCluster) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.timer.Stop()
 }
 
 func errString(err error) string {
