@@ -39,6 +39,10 @@ type Cluster struct {
 	startCtx context.Context
 	// gen is the current build, or the one to come.
 	gen *generation
+	// released is set by Release and cleared by Acquire: a use between
+	// them comes from whoever still held the cluster when its serving
+	// ended, and gets a detached build (see use).
+	released bool
 }
 
 // generation is one build of the cluster, from its first use until it is
@@ -138,9 +142,14 @@ func (c *Cluster) Used() bool {
 
 // use builds the cluster, wakes Start, and, when Start has been called,
 // waits until the built cluster's cache has started, so that a read right
-// after finds it running.
+// after finds it running. Between Release and Acquire it returns a
+// detached build instead.
 func (c *Cluster) use() cluster.Cluster {
 	c.mu.Lock()
+	if c.released {
+		c.mu.Unlock()
+		return c.detached()
+	}
 	if err := c.buildLocked(); err != nil {
 		c.mu.Unlock()
 		panic(err) // see New
@@ -159,6 +168,38 @@ func (c *Cluster) use() cluster.Cluster {
 		}
 	}
 	return g.built
+}
+
+// detached builds the cluster without keeping or starting it, for a use
+// between Release and Acquire: a reconcile still in flight when its
+// replica handed the cluster over. Kept and started, such a build would
+// run the cluster's informers on a replica that no longer serves it until
+// it served the cluster again. Detached, its cache is never started (a
+// cached read fails with controller-runtime's ErrCacheNotStarted) and it
+// is garbage once its caller lets go; writes and direct reads reach the
+// API server as they would through the build the caller held before.
+func (c *Cluster) detached() cluster.Cluster {
+	built, err := cluster.New(c.config, c.opts...)
+	if err != nil {
+		panic(fmt.Errorf("building cluster for %s: %w", c.config.Host, err)) // see New
+	}
+	c.mu.Lock()
+	indexes := slices.Clone(c.indexes)
+	c.mu.Unlock()
+	for _, ix := range indexes {
+		_ = built.GetFieldIndexer().IndexField(context.Background(), ix.obj, ix.field, ix.extract)
+	}
+	return built
+}
+
+// Acquire ends what Release began: the next use builds and runs the
+// cluster again. The hub's sharded coordinator calls it when its replica
+// starts serving the cluster, before anything is engaged with it. A
+// cluster never released needs no Acquire.
+func (c *Cluster) Acquire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.released = false
 }
 
 // Start runs the cluster until ctx is done: each build from its first use
@@ -214,11 +255,14 @@ func (c *Cluster) run(ctx context.Context, g *generation) error {
 // costs again what an unused one does, and its next use builds it anew
 // (with the same indexes). It returns at once; the old build stops in the
 // background, and whoever still holds its client or cache finds its
-// informers stopped. The hub's sharded coordinator calls it when its
-// replica stops serving the cluster, before it could serve it again.
+// informers stopped. Until Acquire, a use gets a build that is neither
+// kept nor started (see detached). The hub's sharded coordinator calls it
+// when its replica stops serving the cluster, before it could serve it
+// again.
 func (c *Cluster) Release() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.released = true
 	g := c.gen
 	if g.built == nil {
 		return

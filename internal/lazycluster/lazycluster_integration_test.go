@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fleetgraph/fleetgraph/internal/cacheopts"
@@ -67,12 +68,29 @@ func TestALazyClusterCostsNothingUntilUsed(t *testing.T) {
 	waitFor(t, added, "two")
 	assert.Contains(t, goroutines(), "cache/internal.(*Informers).Start", "the cache runs once used")
 
-	// Released, it stops its cache and costs nothing again; the next use
-	// builds it anew, with its index, and Start runs that build.
+	// Released, it stops its cache and costs nothing again.
 	cl.Release()
 	assert.False(t, cl.Used())
 	require.Eventually(t, func() bool { return !strings.Contains(goroutines(), "cache/internal.(*Informers).Start") },
 		30*time.Second, 50*time.Millisecond, "the released build's cache stops")
+
+	// Used before it is acquired again (a reconcile in flight when its
+	// replica handed the cluster over), it runs nothing: a cached read
+	// fails at once, a direct one reaches the server, and no cache starts.
+	err = cl.GetClient().List(ctx, &corev1.ConfigMapList{}, client.InNamespace("default"))
+	var notStarted *cache.ErrCacheNotStarted
+	require.ErrorAs(t, err, &notStarted, "a cached read of a released cluster")
+	_, err = cl.GetCache().GetInformer(ctx, &corev1.ConfigMap{})
+	require.NoError(t, err, "an informer of a detached build is handed out, never started")
+	got := &corev1.ConfigMap{}
+	require.NoError(t, cl.GetAPIReader().Get(ctx, client.ObjectKey{Namespace: "default", Name: "one"}, got))
+	assert.Equal(t, "v", got.Data["k"])
+	assert.False(t, cl.Used(), "nothing is kept")
+	assert.NotContains(t, goroutines(), "cache/internal.(*Informers).Start", "nothing runs")
+
+	// Acquired, its next use builds it anew, with its index, and Start
+	// runs that build.
+	cl.Acquire()
 	list = &corev1.ConfigMapList{}
 	require.NoError(t, cl.GetClient().List(ctx, list, client.InNamespace("default"), client.MatchingFields{"data.k": "v"}))
 	require.Len(t, list.Items, 1, "the index is added to the new build")

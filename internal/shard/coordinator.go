@@ -154,6 +154,15 @@ type releaser interface {
 	Release()
 }
 
+// acquirer is a releaser's other half: a cluster that, once released,
+// builds nothing that it keeps until its serving starts again, so that
+// whoever still held it from the old serving (a reconcile in flight) does
+// not start its informers again on a replica that no longer serves it.
+// Acquire must not block.
+type acquirer interface {
+	Acquire()
+}
+
 // NewCoordinator returns the coordinator of replica opts.ID whose Leases
 // live on the hub cluster c (a direct client: the list after each write
 // must be read from the API server).

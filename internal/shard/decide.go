@@ -135,6 +135,9 @@ func (c *Coordinator) start(m *member) context.Context {
 		return nil
 	}
 	m.ctx, m.cancel = context.WithCancel(m.parent)
+	if a, ok := m.cl.(acquirer); ok {
+		a.Acquire()
+	}
 	return m.ctx
 }
 

@@ -15,17 +15,18 @@ import (
 	"github.com/fleetgraph/fleetgraph/internal/shard"
 )
 
-// releasing is a cluster that counts its releases.
+// releasing is a cluster that counts its releases and acquires.
 type releasing struct {
 	cluster.Cluster
-	released atomic.Int32
+	released, acquired atomic.Int32
 }
 
 func (r *releasing) Release() { r.released.Add(1) }
+func (r *releasing) Acquire() { r.acquired.Add(1) }
 
-// A replica releases each cluster it stops serving, once: one that leaves
-// the provider, and all of them when the replica stops. It releases none
-// that it serves.
+// A replica acquires each cluster it starts serving and releases each it
+// stops serving, once: one that leaves the provider, and all of them when
+// the replica stops. It releases none that it serves.
 func TestAReplicaReleasesTheClustersItStopsServing(t *testing.T) {
 	o := testOptions()
 	o.ID = "replica-0"
@@ -49,6 +50,7 @@ func TestAReplicaReleasesTheClustersItStopsServing(t *testing.T) {
 	every(t, l, len(cls), 10*time.Second, o.ID)
 	for i, c := range cls {
 		assert.Zero(t, c.released.Load(), "cluster-%d is served, not released", i)
+		assert.EqualValues(t, 1, c.acquired.Load(), "cluster-%d acquired as its serving starts", i)
 	}
 
 	leave()

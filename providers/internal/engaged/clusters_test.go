@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -49,4 +50,26 @@ func TestGetOfAnUnknownClusterWrapsErrClusterNotFound(t *testing.T) {
 	assert.Nil(t, c.Labels("nope"))
 	assert.False(t, c.Registered("nope"))
 	assert.Empty(t, c.ClusterNames())
+}
+
+// The providers' clusters pass the coordinator's Release and Acquire on
+// to the lazy cluster beneath: without Release a replica would keep
+// running what it stopped serving; without Acquire a cluster handed back
+// to it would never be built again.
+func TestAProviderClusterIsReleasedAndAcquiredForTheCoordinator(t *testing.T) {
+	c := New(Options{Log: logr.Discard()})
+	tc, err := c.newCluster(&rest.Config{Host: "https://127.0.0.1:1"})
+	require.NoError(t, err)
+	lazy, ok := tc.Cluster.(interface{ Used() bool })
+	require.True(t, ok)
+
+	tc.GetClient()
+	assert.True(t, lazy.Used(), "built at its first use")
+	tc.Release()
+	assert.False(t, lazy.Used(), "released")
+	tc.GetClient()
+	assert.False(t, lazy.Used(), "a use before it is acquired again builds nothing that is kept")
+	tc.Acquire()
+	tc.GetClient()
+	assert.True(t, lazy.Used(), "acquired, its next use builds it again")
 }

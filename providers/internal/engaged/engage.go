@@ -190,6 +190,14 @@ func (c *trackedCluster) Release() {
 	}
 }
 
+// Acquire has the cluster (a lazycluster.Cluster) build and run again at
+// its next use, when the hub's coordinator starts serving it.
+func (c *trackedCluster) Acquire() {
+	if a, ok := c.Cluster.(interface{ Acquire() }); ok {
+		a.Acquire()
+	}
+}
+
 // renamed engages clusters under their public name rather than their key.
 type renamed struct {
 	aware multicluster.Aware
