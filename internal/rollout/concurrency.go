@@ -2,7 +2,6 @@ package rollout
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,11 +42,14 @@ func pace(now metav1.Time, st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.Gr
 		return
 	}
 	var members []string
+	isMember := map[string]bool{}
 	for _, name := range sortedKeys(waves) {
 		if waves[name] == st.Wave {
 			members = append(members, name)
+			isMember[name] = true
 		}
 	}
+	unhealthy, failed := clustersByName(bad), clustersByName(st.Failed)
 	moving := st.Moving[:0:0]
 	moved := st.Moved[:0:0]
 	// A cluster the status lists that is not among the wave's members now
@@ -55,7 +57,7 @@ func pace(now metav1.Time, st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.Gr
 	// moved, and a moving one keeps its turn until its progress deadline,
 	// so that the clusters engaged first do not start in its place.
 	for _, name := range st.Moved {
-		if listed(bad, name) {
+		if _, isBad := unhealthy[name]; isBad {
 			// Unhealthy again: it moves (and counts) until it is healthy.
 			moving = append(moving, fgv1alpha1.RolloutMove{Name: name, Since: now})
 		} else {
@@ -64,28 +66,33 @@ func pace(now metav1.Time, st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.Gr
 	}
 	st.Moved = moved
 	for _, m := range st.Moving {
+		_, isFailed := failed[m.Name]
+		_, isBad := unhealthy[m.Name]
 		switch {
-		case listed(st.Failed, m.Name):
-		case !slices.Contains(members, m.Name):
+		case isFailed:
+		case !isMember[m.Name]:
 			if now.Sub(m.Since.Time) <= deadline(spec) {
 				moving = append(moving, m)
 			}
-		case !listed(bad, m.Name):
+		case !isBad:
 			st.Moved = append(st.Moved, m.Name)
 		default:
 			moving = append(moving, m)
 		}
 	}
+	started := startedSet(st, moving)
 	// A cluster that took the target before the wave had a limit (its
 	// spec changed) is adopted as it is, not sent back.
 	for _, name := range members {
-		i := slices.IndexFunc(bad, func(b fgv1alpha1.RolloutCluster) bool { return b.Name == name })
+		b, isBad := unhealthy[name]
 		switch {
-		case started(st, moving, name):
-		case i < 0:
+		case started[name]:
+		case !isBad:
 			st.Moved = append(st.Moved, name)
-		case bad[i].Revision == st.TargetRevision:
+			started[name] = true
+		case b.Revision == st.TargetRevision:
 			moving = append(moving, fgv1alpha1.RolloutMove{Name: name, Since: now})
+			started[name] = true
 		}
 	}
 	limit := concurrency(spec, st.Wave, len(members))
@@ -93,10 +100,11 @@ func pace(now metav1.Time, st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.Gr
 		if len(moving) >= limit {
 			break
 		}
-		if started(st, moving, name) {
+		if started[name] {
 			continue
 		}
 		moving = append(moving, fgv1alpha1.RolloutMove{Name: name, Since: now})
+		started[name] = true
 	}
 	st.Moving = moving
 	if len(st.Moving) == 0 {
@@ -105,13 +113,6 @@ func pace(now metav1.Time, st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.Gr
 	if len(st.Moved) == 0 {
 		st.Moved = nil
 	}
-}
-
-// started reports whether the named cluster of the wave in progress has
-// been let take the target: it moves, moved or failed.
-func started(st *fgv1alpha1.GraphRolloutStatus, moving []fgv1alpha1.RolloutMove, name string) bool {
-	return slices.ContainsFunc(moving, func(m fgv1alpha1.RolloutMove) bool { return m.Name == name }) ||
-		slices.Contains(st.Moved, name) || listed(st.Failed, name)
 }
 
 // overdue returns the clusters of bad whose progress deadline has passed:
@@ -131,11 +132,29 @@ func overdue(now metav1.Time, st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1
 		}
 		return bad
 	}
+	unhealthy := clustersByName(bad)
 	var out []fgv1alpha1.RolloutCluster
 	for _, m := range st.Moving {
-		if i := slices.IndexFunc(bad, func(b fgv1alpha1.RolloutCluster) bool { return b.Name == m.Name }); i >= 0 && late(m.Since.Time) {
-			out = append(out, bad[i])
+		if b, isBad := unhealthy[m.Name]; isBad && late(m.Since.Time) {
+			out = append(out, b)
 		}
+	}
+	return out
+}
+
+// startedSet is the set of the clusters of the wave in progress that have
+// been let take the target: moving, moved or failed. A set, not a search
+// of each list: a wave of thousands of clusters asks for each of them.
+func startedSet(st *fgv1alpha1.GraphRolloutStatus, moving []fgv1alpha1.RolloutMove) map[string]bool {
+	out := make(map[string]bool, len(moving)+len(st.Moved)+len(st.Failed))
+	for _, m := range moving {
+		out[m.Name] = true
+	}
+	for _, name := range st.Moved {
+		out[name] = true
+	}
+	for _, f := range st.Failed {
+		out[f.Name] = true
 	}
 	return out
 }
@@ -154,9 +173,9 @@ func waitMessage(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRollout
 	for i, m := range st.Moving {
 		names[i] = m.Name
 	}
-	waiting := 0
+	waiting, started := 0, startedSet(st, st.Moving)
 	for _, b := range bad {
-		if !started(st, st.Moving, b.Name) {
+		if !started[b.Name] {
 			waiting++
 		}
 	}
@@ -194,8 +213,9 @@ func turnsIn(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRolloutSpec
 	if !limited(spec, st.Wave) {
 		return
 	}
+	started := startedSet(st, st.Moving)
 	for i := range bad {
-		if !started(st, st.Moving, bad[i].Name) {
+		if !started[bad[i].Name] {
 			bad[i].Message = fmt.Sprintf("waits its turn (maxConcurrency %s), serves revision %d",
 				spec.Waves[st.Wave].MaxConcurrency.String(), bad[i].Revision)
 		}

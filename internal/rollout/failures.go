@@ -121,22 +121,14 @@ func withoutFailed(bad, failed []fgv1alpha1.RolloutCluster) []fgv1alpha1.Rollout
 	if len(failed) == 0 {
 		return bad
 	}
+	isFailed := clustersByName(failed)
 	out := bad[:0:0]
 	for _, b := range bad {
-		if !listed(failed, b.Name) {
+		if _, ok := isFailed[b.Name]; !ok {
 			out = append(out, b)
 		}
 	}
 	return out
-}
-
-func listed(clusters []fgv1alpha1.RolloutCluster, name string) bool {
-	for _, c := range clusters {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // failWithinBudget lists bad, the clusters of the wave in progress still

@@ -95,10 +95,8 @@ func (r *restartMemory) forgetJudged(ro *fgv1alpha1.GraphRollout) {
 		r.m[ro.Name] = nil
 		return
 	}
-	for name := range a.names {
-		if listed(ro.Status.Failed, name) {
-			delete(a.names, name)
-		}
+	for _, f := range ro.Status.Failed {
+		delete(a.names, f.Name)
 	}
 }
 
@@ -110,8 +108,9 @@ func awaitedAtFirstLook(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.Graph
 		return nil
 	}
 	names := map[string]bool{}
+	failed := clustersByName(st.Failed)
 	for _, cl := range st.Clusters {
-		if cl.Wave == st.Wave && !cl.Held && !listed(st.Failed, cl.Name) {
+		if _, isFailed := failed[cl.Name]; cl.Wave == st.Wave && !cl.Held && !isFailed {
 			names[cl.Name] = true
 		}
 	}

@@ -271,8 +271,9 @@ func fillClusters(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRollou
 	} else if st.TargetRevision > 0 {
 		// Past the last wave every placed cluster should serve the target,
 		// but those that failed it.
+		failed := clustersByName(st.Failed)
 		for _, name := range sortedKeys(waves) {
-			if listed(st.Failed, name) {
+			if _, ok := failed[name]; ok {
 				continue
 			}
 			if bad := unhealthyOne(spec, st.TargetRevision, name, waves, obs); bad != nil {
