@@ -31,19 +31,48 @@ func (l *lazyCache) inner() cache.Cache {
 }
 
 func (l *lazyCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	return l.c.use().GetCache().Get(ctx, key, obj, opts...)
+	in, err := l.serving()
+	if err != nil {
+		return err
+	}
+	return in.Get(ctx, key, obj, opts...)
 }
 
 func (l *lazyCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	return l.c.use().GetCache().List(ctx, list, opts...)
+	in, err := l.serving()
+	if err != nil {
+		return err
+	}
+	return in.List(ctx, list, opts...)
 }
 
 func (l *lazyCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
-	return l.c.use().GetCache().GetInformer(ctx, obj, opts...)
+	in, err := l.serving()
+	if err != nil {
+		return nil, err
+	}
+	return in.GetInformer(ctx, obj, opts...)
 }
 
 func (l *lazyCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
-	return l.c.use().GetCache().GetInformerForKind(ctx, gvk, opts...)
+	in, err := l.serving()
+	if err != nil {
+		return nil, err
+	}
+	return in.GetInformerForKind(ctx, gvk, opts...)
+}
+
+// serving builds and starts the cluster and returns its cache, or
+// ErrReleased between Release and Acquire: a read or an informer asked
+// for then builds nothing at all.
+func (l *lazyCache) serving() (cache.Cache, error) {
+	l.c.mu.Lock()
+	released := l.c.released
+	l.c.mu.Unlock()
+	if released {
+		return nil, ErrReleased
+	}
+	return l.c.use().GetCache(), nil
 }
 
 // RemoveInformer removes nothing from a cluster not built yet.

@@ -110,6 +110,27 @@ func New(config *rest.Config, opts ...cluster.Option) (*Cluster, error) {
 	return c, nil
 }
 
+// ErrReleased is what a released cluster's cache answers a read or a
+// request for an informer with, until the cluster is acquired again. It
+// is a controller-runtime cache.ErrCacheNotStarted, as what it says is
+// the same: this cache holds nothing to read.
+var ErrReleased error = releasedError{}
+
+type releasedError struct{}
+
+func (releasedError) Error() string {
+	return "the cluster is released: this replica does not serve it"
+}
+
+// As makes errors.As find a *cache.ErrCacheNotStarted in ErrReleased.
+func (releasedError) As(target any) bool {
+	if t, ok := target.(**cache.ErrCacheNotStarted); ok {
+		*t = &cache.ErrCacheNotStarted{}
+		return true
+	}
+	return false
+}
+
 // errNoConfig: New was given no config.
 var errNoConfig = errors.New("lazycluster: no config")
 
@@ -170,14 +191,16 @@ func (c *Cluster) use() cluster.Cluster {
 	return g.built
 }
 
-// detached builds the cluster without keeping or starting it, for a use
-// between Release and Acquire: a reconcile still in flight when its
-// replica handed the cluster over. Kept and started, such a build would
-// run the cluster's informers on a replica that no longer serves it until
-// it served the cluster again. Detached, its cache is never started (a
-// cached read fails with controller-runtime's ErrCacheNotStarted) and it
-// is garbage once its caller lets go; writes and direct reads reach the
-// API server as they would through the build the caller held before.
+// detached builds the cluster without keeping or starting it, for a
+// getter called between Release and Acquire: a reconcile still in flight
+// when its replica handed the cluster over. Kept and started, such a
+// build would run the cluster's informers on a replica that no longer
+// serves it until it served the cluster again. Detached, its cache is
+// never started (a cached read fails with controller-runtime's
+// ErrCacheNotStarted) and it is garbage once its caller lets go; writes
+// and direct reads reach the API server as they would through the build
+// the caller held before. The cluster's own cache builds nothing then
+// (ErrReleased).
 func (c *Cluster) detached() cluster.Cluster {
 	built, err := cluster.New(c.config, c.opts...)
 	if err != nil {

@@ -76,12 +76,16 @@ func TestALazyClusterCostsNothingUntilUsed(t *testing.T) {
 
 	// Used before it is acquired again (a reconcile in flight when its
 	// replica handed the cluster over), it runs nothing: a cached read
-	// fails at once, a direct one reaches the server, and no cache starts.
-	err = cl.GetClient().List(ctx, &corev1.ConfigMapList{}, client.InNamespace("default"))
+	// fails at once, through its client or its cache, and so does asking
+	// for an informer; a direct read reaches the server; no cache starts.
 	var notStarted *cache.ErrCacheNotStarted
-	require.ErrorAs(t, err, &notStarted, "a cached read of a released cluster")
+	err = cl.GetClient().List(ctx, &corev1.ConfigMapList{}, client.InNamespace("default"))
+	require.ErrorAs(t, err, &notStarted, "a cached read through the client of a released cluster")
+	err = cl.GetCache().Get(ctx, client.ObjectKey{Namespace: "default", Name: "one"}, &corev1.ConfigMap{})
+	require.ErrorIs(t, err, lazycluster.ErrReleased)
+	require.ErrorAs(t, err, &notStarted, "what controller-runtime's callers know")
 	_, err = cl.GetCache().GetInformer(ctx, &corev1.ConfigMap{})
-	require.NoError(t, err, "an informer of a detached build is handed out, never started")
+	require.ErrorIs(t, err, lazycluster.ErrReleased)
 	got := &corev1.ConfigMap{}
 	require.NoError(t, cl.GetAPIReader().Get(ctx, client.ObjectKey{Namespace: "default", Name: "one"}, got))
 	assert.Equal(t, "v", got.Data["k"])
