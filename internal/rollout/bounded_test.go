@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -222,3 +223,54 @@ func TestEveryWaitingClusterHasItsWhyInStatusClusters(t *testing.T) {
 	assert.True(t, phases[fgv1alpha1.RolloutRollingBack], "a wave held back while rolling back: %v", phases)
 	assert.True(t, phases[fgv1alpha1.RolloutProgressing], "a wave held back while progressing: %v", phases)
 }
+
+// The most a 10,000-cluster rollout records: a wave limited by
+// maxConcurrency whose every cluster moved but one that still moves,
+// MaxFailedClusters of them failed within its budget, each with a long
+// message a spoke wrote. The stored object still fits what etcd takes,
+// with room to spare.
+func TestTheMostFailuresARolloutRecordsFitItsStatus(t *testing.T) {
+	const n = 10000
+	ro, all, obs := mostFailures(n, fgv1alpha1.MaxFailedClusters)
+	c := storedRollout(t, ro)
+	require.NoError(t, replicaController(c, all, obs, nil).tick(context.Background()))
+	st := readStatus(t, c)
+	require.Len(t, st.Failed, fgv1alpha1.MaxFailedClusters, st.Message)
+	require.Len(t, st.Moved, n-fgv1alpha1.MaxFailedClusters-1)
+	size := storedSize(t, c)
+	t.Logf("stored GraphRollout of %d clusters, %d failed with long messages, %d moved: %d bytes",
+		n, len(st.Failed), len(st.Moved), size)
+	assert.Less(t, size, etcdRequestLimit-128<<10, "room left for metadata and managed fields")
+}
+
+// mostFailures is a one-wave rollout of n clusters, limited by
+// maxConcurrency, past its deadline: every cluster moved long ago but the
+// last, which still moves; the first failing of them are unhealthy, with
+// a long message a spoke wrote, within a budget of 50%.
+func mostFailures(n, failing int) (ro *fgv1alpha1.GraphRollout, all []string, obs map[string]Observation) {
+	ro, mine, theirs := tenThousandWave(n)
+	all = append(append([]string{}, mine...), theirs...)
+	budget, limit := intstr.FromString("50%"), intstr.FromInt32(1000)
+	ro.Spec.ProgressDeadlineSeconds = 60
+	ro.Spec.Waves[0].MaxFailures, ro.Spec.Waves[0].MaxConcurrency = &budget, &limit
+	started := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	ro.Status.Phase, ro.Status.TargetRevision, ro.Status.Wave, ro.Status.WaveStarted =
+		fgv1alpha1.RolloutProgressing, 2, 0, &started
+	obs = map[string]Observation{}
+	for i, name := range all {
+		since := started
+		obs[name] = Observation{Revision: 2, Established: true, Serving: true, Instances: 1, Ready: 1, Listed: 1}
+		switch {
+		case i < failing:
+			obs[name] = Observation{Revision: 1, Message: longSpokeMessage}
+		case i == n-1: // keeps the wave from completing
+			since = metav1.NewTime(time.Now().Truncate(time.Second))
+			obs[name] = Observation{Revision: 2, Established: true, Serving: true, Instances: 1, Listed: 1}
+		}
+		ro.Status.Moving = append(ro.Status.Moving, fgv1alpha1.RolloutMove{Name: name, Since: since})
+	}
+	return ro, all, obs
+}
+
+// longSpokeMessage is a long message a spoke wrote (507 bytes).
+var longSpokeMessage = "the spoke refused the CRD: " + strings.Repeat("schéma ", 60)

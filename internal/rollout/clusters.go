@@ -108,7 +108,7 @@ func waitingClusters(st *fgv1alpha1.GraphRolloutStatus, prev map[string]fgv1alph
 // carries in all (status.clusters, status.failed): a wave of 10,000
 // clusters, each refused with a long message a spoke wrote, would
 // otherwise pass what etcd stores, and the rollout could write no status.
-const maxMessageBytes = 256 << 10
+const maxMessageBytes = 128 << 10
 
 // minMessageBytes is the shortest a message is cut to.
 const minMessageBytes = 32

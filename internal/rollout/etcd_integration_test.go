@@ -4,6 +4,7 @@ package rollout
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -66,4 +67,49 @@ func TestATenThousandClusterStatusIsStoredByARealAPIServer(t *testing.T) {
 	err = c.Status().Update(ctx, stored)
 	require.Error(t, err, "the API server takes no object this large")
 	assert.Contains(t, err.Error(), "too large")
+}
+
+// On a real API server, the most failures a 10,000-cluster rollout
+// records (MaxFailedClusters, each with a long message, beside 7,999
+// moved clusters) are stored. 5,000 failures, which the wave's
+// maxFailures of 50% allows, fail the rollout instead, saying why: listed,
+// as they were before the bound, they are refused as too large.
+func TestTheMostFailuresARolloutRecordsAreStoredByARealAPIServer(t *testing.T) {
+	fleet := fgtesting.StartFleet(t, 0)
+	require.NoError(t, fleet.Hub.InstallCRDs(fgv1alpha1.GraphRolloutCRD()))
+	scheme := runtime.NewScheme()
+	require.NoError(t, fgv1alpha1.AddToScheme(scheme))
+	c, err := client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	for _, failing := range []int{fgv1alpha1.MaxFailedClusters, 5000} {
+		ro, all, obs := mostFailures(10000, failing)
+		ro.Name = fmt.Sprint("failing-", failing)
+		ro.Spec.Graph = ro.Name
+		require.NoError(t, c.Create(ctx, ro.DeepCopy()))
+		stored := &fgv1alpha1.GraphRollout{}
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(ro), stored))
+		stored.Status = ro.Status
+		require.NoError(t, c.Status().Update(ctx, stored))
+		r := replicaController(c, all, obs, nil)
+		r.Hooks.Graphs = func() []string { return []string{ro.Spec.Graph} }
+		require.NoError(t, r.tick(ctx))
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(ro), stored))
+		if failing <= fgv1alpha1.MaxFailedClusters {
+			assert.Len(t, stored.Status.Failed, failing)
+			assert.Len(t, stored.Status.Moved, 10000-failing-1)
+			continue
+		}
+		assert.Equal(t, fgv1alpha1.RolloutFailed, stored.Status.Phase)
+		assert.Contains(t, stored.Status.Message, "past the 2000 failures a rollout records")
+
+		stored.Status.Phase, stored.Status.Failed = fgv1alpha1.RolloutProgressing, nil
+		for _, name := range all[:failing] {
+			stored.Status.Failed = append(stored.Status.Failed, fgv1alpha1.RolloutCluster{Name: name, Revision: 1, Message: longSpokeMessage[:64]})
+		}
+		err = c.Status().Update(ctx, stored)
+		require.Error(t, err, "the API server takes no object this large")
+		assert.Contains(t, err.Error(), "too large")
+	}
 }

@@ -133,8 +133,8 @@ func withoutFailed(bad, failed []fgv1alpha1.RolloutCluster) []fgv1alpha1.Rollout
 
 // failWithinBudget lists bad, the clusters of the wave in progress still
 // unhealthy at its deadline, as failed if the wave's maxFailures allows
-// them all; it reports whether it did. A failed cluster goes back to the
-// stable revision.
+// them all and the status can record them (recordsFull); it reports
+// whether it did. A failed cluster goes back to the stable revision.
 func failWithinBudget(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRolloutSpec, bad []fgv1alpha1.RolloutCluster, waves map[string]int32) ([]event, bool) {
 	used := 0
 	for _, f := range st.Failed {
@@ -143,7 +143,7 @@ func failWithinBudget(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRo
 		}
 	}
 	allowed := budget(spec, st.Wave, waves)
-	if used+len(bad) > allowed {
+	if used+len(bad) > allowed || recordsFull(st, bad) {
 		return nil, false
 	}
 	evs := make([]event, 0, len(bad))
@@ -158,6 +158,12 @@ func failWithinBudget(st *fgv1alpha1.GraphRolloutStatus, spec fgv1alpha1.GraphRo
 			b.Name, waveName(spec, st.Wave), used+len(evs)+1, allowed, goes, keeps, b.Message)})
 	}
 	return evs, true
+}
+
+// recordsFull reports whether listing bad as failed would pass
+// MaxFailedClusters.
+func recordsFull(st *fgv1alpha1.GraphRolloutStatus, bad []fgv1alpha1.RolloutCluster) bool {
+	return len(st.Failed)+len(bad) > fgv1alpha1.MaxFailedClusters
 }
 
 // failedBack maps the clusters that failed the status's target to the

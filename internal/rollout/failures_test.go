@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -169,4 +170,44 @@ func TestAFailedClusterIsNamedWhereItsWaveIsCalledHealthy(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{`wave "canary" serves revision 2 on 1 of its 2 clusters; failed within its budget: spoke-2 (serves revision 1: 0 of 1 instances Ready, 100% needed)`}, done)
+}
+
+// However large a wave's maxFailures, a rollout records at most
+// MaxFailedClusters failed clusters: the last failure within the bound is
+// recorded and the rollout goes on; one more fails the rollout, saying
+// why, rather than writing a status etcd would refuse.
+func TestARolloutRecordsAtMostMaxFailedClusters(t *testing.T) {
+	const n = fgv1alpha1.MaxFailedClusters + 500
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	at := func(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(d)) }
+	waves := map[string]int32{}
+	for i := range n {
+		waves[fmt.Sprintf("c-%05d", i)] = 0
+	}
+	for _, bad := range []int{fgv1alpha1.MaxFailedClusters, fgv1alpha1.MaxFailedClusters + 1} {
+		t.Run(fmt.Sprint(bad, " failing"), func(t *testing.T) {
+			var failing []string
+			for _, name := range sortedKeys(waves) {
+				if len(failing) < bad {
+					failing = append(failing, name)
+				}
+			}
+			budget := intstr.FromString("90%")
+			ro := &fgv1alpha1.GraphRollout{Spec: fgv1alpha1.GraphRolloutSpec{
+				Graph: "g", ProgressDeadlineSeconds: 60,
+				Waves: []fgv1alpha1.Wave{{Name: "all", Percent: 100, MaxFailures: &budget}},
+			}}
+			step(t0, ro, 1, waves, waveObs(waves, 1))
+			step(at(time.Second), ro, 2, waves, waveObs(waves, 2, failing...))
+			step(at(100*time.Second), ro, 2, waves, waveObs(waves, 2, failing...))
+			if bad <= fgv1alpha1.MaxFailedClusters {
+				assert.Equal(t, fgv1alpha1.RolloutComplete, ro.Status.Phase, ro.Status.Message)
+				assert.Len(t, ro.Status.Failed, bad)
+				return
+			}
+			assert.Equal(t, fgv1alpha1.RolloutFailed, ro.Status.Phase)
+			assert.Empty(t, ro.Status.Failed)
+			assert.Contains(t, ro.Status.Message, fmt.Sprintf("%d more clusters failed, past the %d failures a rollout records", bad, fgv1alpha1.MaxFailedClusters))
+		})
+	}
 }

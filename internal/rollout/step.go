@@ -130,7 +130,12 @@ func progress(now metav1.Time, ro *fgv1alpha1.GraphRollout, waves map[string]int
 			}
 			failed, ok := failWithinBudget(st, spec, late, waves)
 			if !ok {
-				return append(evs, failWave(now, st, spec, explain(late))...)
+				why := explain(late)
+				if recordsFull(st, late) {
+					why = fmt.Sprintf("%d more clusters failed, past the %d failures a rollout records (maxFailures notwithstanding): %s",
+						len(late), fgv1alpha1.MaxFailedClusters, why)
+				}
+				return append(evs, failWave(now, st, spec, why)...)
 			}
 			evs = append(evs, failed...)
 			if len(late) < len(bad) {

@@ -252,6 +252,14 @@ const ConditionPlacementPublished = "PlacementPublished"
 // its why.
 const MaxHoldingBackListed = 100
 
+// MaxFailedClusters is how many clusters one revision's rollout records
+// as failed within their waves' maxFailures, in all its waves: one more
+// fails the rollout, whatever maxFailures allows. Each failed cluster is
+// listed in status.failed and status.clusters with why; past a few
+// thousand of them, at 10,000 clusters, the object would pass what etcd
+// stores, and a rollout that cannot write its status stops moving.
+const MaxFailedClusters = 2000
+
 // MaxHolds is how many holds a GraphRollout may have.
 const MaxHolds = 64
 
@@ -292,7 +300,9 @@ type Wave struct {
 	// unhealthy at the progress deadline; a value that is neither allows
 	// none. Within it they are listed in
 	// status.failed, go back to (or stay on) the stable revision, and the
-	// rollout goes on; past it the rollout fails. Defaults to 0.
+	// rollout goes on; past it the rollout fails. However large, it lets
+	// no more than MaxFailedClusters fail in all the rollout's waves.
+	// Defaults to 0.
 	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
 
 	// MaxConcurrency is how many of the wave's clusters (a count, or a
