@@ -371,11 +371,11 @@ func (r *scaleRun) killOneAndTakeOver(ctx context.Context) {
 	fmt.Printf("scale     killed %s (%d clusters): listed by survivors after %.1fs (sampled, up to 2s late), every instance's change applied after %.1fs "+
 		"(seen by a watch; specs changed within %.1fs of the kill; bound %.1fs, %s)\n",
 		victim, len(orphaned), owned.Sub(killed).Seconds(), took.Seconds(), patched.Seconds(), bound.Seconds(), verdict(took <= bound))
-	synced, floor := r.takeoverFloor(ctx, orphaned)
+	synced, floor, failures := r.takeoverFloor(ctx, orphaned)
 	r.b.ReportMetric(floor.Seconds(), "s-takeover-floor")
 	fmt.Printf("scale     takeover floor, the same %d clusters on the same server after the takeover: informers synced after %.1fs, "+
-		"every instance's ConfigMap written after %.1fs; the survivors took %.1fs from listing the clusters to the last change applied (%.2fx)\n",
-		len(orphaned), synced.Seconds(), floor.Seconds(), served.Sub(owned).Seconds(), served.Sub(owned).Seconds()/floor.Seconds())
+		"every instance's ConfigMap written after %.1fs (%s); the survivors took %.1fs from listing the clusters to the last change applied (%.2fx)\n",
+		len(orphaned), synced.Seconds(), floor.Seconds(), failures, served.Sub(owned).Seconds(), served.Sub(owned).Seconds()/floor.Seconds())
 }
 
 // takeoverFloor is what serving the orphaned clusters again costs without
@@ -387,9 +387,9 @@ func (r *scaleRun) killOneAndTakeOver(ctx context.Context) {
 // apart (suffix "-floor") and it writes no status, so that no replica
 // owns or reacts to what it writes. It does not wait for Leases: compare
 // it with the time from the survivors listing the clusters to the last
-// change applied. It returns when every informer had synced and when every
-// ConfigMap was written.
-func (r *scaleRun) takeoverFloor(ctx context.Context, orphaned []string) (synced, done time.Duration) {
+// change applied. It returns when every informer had synced, when every
+// ConfigMap was written, and what failed meanwhile.
+func (r *scaleRun) takeoverFloor(ctx context.Context, orphaned []string) (synced, done time.Duration, failures string) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	mapping, err := r.c.RESTMapper().RESTMapping(scaleKind.GroupKind(), scaleKind.Version)
@@ -432,7 +432,7 @@ func (r *scaleRun) takeoverFloor(ctx context.Context, orphaned []string) (synced
 		n := floor.applied.Load()
 		return n >= int64(len(orphaned)), fmt.Sprintf("%d of %d ConfigMaps written", n, len(orphaned))
 	})
-	return at.Sub(start), end.Sub(start)
+	return at.Sub(start), end.Sub(start), floor.failures()
 }
 
 // watchRewritten watches the fleet's ConfigMaps until stop is called and
