@@ -24,12 +24,7 @@ import (
 // hub wrote it before, is refused as too large: the bounds are what keep
 // such a rollout moving.
 func TestATenThousandClusterStatusIsStoredByARealAPIServer(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 0)
-	require.NoError(t, fleet.Hub.InstallCRDs(fgv1alpha1.GraphRolloutCRD()))
-	scheme := runtime.NewScheme()
-	require.NoError(t, fgv1alpha1.AddToScheme(scheme))
-	c, err := client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
-	require.NoError(t, err)
+	fleet, c := rolloutServer(t)
 	ctx := context.Background()
 
 	const n = 10000
@@ -75,13 +70,9 @@ func TestATenThousandClusterStatusIsStoredByARealAPIServer(t *testing.T) {
 // maxFailures of 50% allows, fail the rollout instead, saying why: listed,
 // as they were before the bound, they are refused as too large.
 func TestTheMostFailuresARolloutRecordsAreStoredByARealAPIServer(t *testing.T) {
-	fleet := fgtesting.StartFleet(t, 0)
-	require.NoError(t, fleet.Hub.InstallCRDs(fgv1alpha1.GraphRolloutCRD()))
-	scheme := runtime.NewScheme()
-	require.NoError(t, fgv1alpha1.AddToScheme(scheme))
-	c, err := client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
-	require.NoError(t, err)
+	_, c := rolloutServer(t)
 	ctx := context.Background()
+	var err error
 
 	for _, failing := range []int{fgv1alpha1.MaxFailedClusters, 5000} {
 		ro, all, obs := mostFailures(10000, failing)
@@ -112,4 +103,17 @@ func TestTheMostFailuresARolloutRecordsAreStoredByARealAPIServer(t *testing.T) {
 		require.Error(t, err, "the API server takes no object this large")
 		assert.Contains(t, err.Error(), "too large")
 	}
+}
+
+// rolloutServer is a real API server serving GraphRollouts, and a client
+// of it.
+func rolloutServer(t *testing.T) (*fgtesting.Fleet, client.Client) {
+	t.Helper()
+	fleet := fgtesting.StartFleet(t, 0)
+	require.NoError(t, fleet.Hub.InstallCRDs(fgv1alpha1.GraphRolloutCRD()))
+	scheme := runtime.NewScheme()
+	require.NoError(t, fgv1alpha1.AddToScheme(scheme))
+	c, err := client.New(fleet.Hub.Config, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	return fleet, c
 }
