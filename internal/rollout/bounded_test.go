@@ -203,11 +203,7 @@ func TestAnUncountedHoldingBackIsCountedWhenBounded(t *testing.T) {
 // rollback, as well as a wave moving forward. (Past holdingBack's bound,
 // status.clusters is the only place that says why.)
 func TestEveryWaitingClusterHasItsWhyInStatusClusters(t *testing.T) {
-	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	ro := threeWaveRollback(fgv1alpha1.OnFailureRollback)
-	f := newSimFleet(map[string]int32{"a": 0, "b": 1, "c": 1, "d": 2}, 1)
-	f.broken["c"] = 2
-	step(t0, ro, 1, f.waves, f.observe())
+	t0, ro, f := brokenWaveTwo()
 	phases := map[string]bool{}
 	for i := 1; i < 40 && ro.Status.Phase != fgv1alpha1.RolloutRolledBack; i++ {
 		step(metav1.NewTime(t0.Add(time.Duration(3*i)*time.Second)), ro, 2, f.waves, f.observe())

@@ -25,11 +25,7 @@ func threeWaveRollback(onFailure string) *fgv1alpha1.GraphRollout {
 // last wave never took the revision, and a new revision rolls out from the
 // stable one again.
 func TestRollbackTakesTheTargetBackInReverseWaveOrder(t *testing.T) {
-	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	ro := threeWaveRollback(fgv1alpha1.OnFailureRollback)
-	f := newSimFleet(map[string]int32{"a": 0, "b": 1, "c": 1, "d": 2}, 1)
-	f.broken["c"] = 2
-	step(t0, ro, 1, f.waves, f.observe())
+	t0, ro, f := brokenWaveTwo()
 	var evs []event
 	backAt := map[string]int{}
 	for i := 1; i < 40 && ro.Status.Phase != fgv1alpha1.RolloutRolledBack; i++ {
@@ -79,11 +75,7 @@ func TestRollbackTakesTheTargetBackInReverseWaveOrder(t *testing.T) {
 // keep the waves before it on the failed revision; onFailure Pause (the
 // default) stops as before.
 func TestRollbackGoesOnPastAnUnhealthyWaveAndPauseStops(t *testing.T) {
-	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	ro := threeWaveRollback(fgv1alpha1.OnFailureRollback)
-	f := newSimFleet(map[string]int32{"a": 0, "b": 1, "c": 1, "d": 2}, 1)
-	f.broken["c"] = 2
-	step(t0, ro, 1, f.waves, f.observe())
+	t0, ro, f := brokenWaveTwo()
 	var evs []event
 	for i := 1; i < 40 && ro.Status.Phase != fgv1alpha1.RolloutRollingBack; i++ {
 		step(metav1.NewTime(t0.Add(time.Duration(3*i)*time.Second)), ro, 2, f.waves, f.observe())
@@ -148,4 +140,16 @@ func reasons(evs []event) []string {
 		out[i] = e.reason
 	}
 	return out
+}
+
+// brokenWaveTwo is a three-wave rollout with onFailure Rollback whose
+// revision 1 is complete on a (wave 1), b and c (wave 2) and d (wave 3),
+// where c will not take revision 2.
+func brokenWaveTwo() (metav1.Time, *fgv1alpha1.GraphRollout, *simFleet) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ro := threeWaveRollback(fgv1alpha1.OnFailureRollback)
+	f := newSimFleet(map[string]int32{"a": 0, "b": 1, "c": 1, "d": 2}, 1)
+	f.broken["c"] = 2
+	step(t0, ro, 1, f.waves, f.observe())
+	return t0, ro, f
 }
