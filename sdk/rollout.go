@@ -421,6 +421,7 @@ func (r *rollouts) observe(graphName string) map[string]rollout.Observation {
 		// an earlier revision wrote, or one the new one could not
 		// overwrite, does not count toward its wave's health.
 		o.Instances, o.Ready, o.Errors = c.Total, min(c.Ready, c.Confirmed), c.Errors
+		o.Unreconciled = max(0, c.Total-c.Reconciled)
 		out[string(name)] = o
 	}
 	for _, c := range r.h.observed(graphName).Clusters {

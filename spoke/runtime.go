@@ -42,6 +42,10 @@ type Count struct {
 	// cluster has itself reconciled to ERROR, last time it reconciled
 	// them, whether or not it could write that state.
 	Errors int
+	// Reconciled is the number of instances that the version serving the
+	// cluster has itself reconciled, in whatever state it left them: until
+	// it equals Total, Confirmed and Errors judge only some of them.
+	Reconciled int
 	// InError is the number of instances whose status.state is ERROR,
 	// as the cache shows them (as Ready counts ACTIVE ones).
 	InError int

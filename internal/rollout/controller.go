@@ -53,6 +53,10 @@ type Observation struct {
 	Judged  bool
 	Passing int
 	Why     string
+	// Unreconciled counts the instances the serving revision has not
+	// reconciled yet: until it has, its Errors and Ready say nothing of
+	// them (0: every one, or not known, as from a pull agent).
+	Unreconciled int
 
 	// Unengaged, when set, is when a restarted hub first looked at the
 	// rollout of a cluster its stored status lists in the wave in progress

@@ -35,3 +35,27 @@ func TestARefusedRolloutHoldsLaterRevisions(t *testing.T) {
 	p.spec.RollbackTo = 3
 	assert.NoError(t, p.decideOn("a", 3, 0))
 }
+
+// With readyPercent 0 and maxErrorPercent 0, a cluster the new revision
+// serves but whose instances it has not reconciled yet has reported no
+// error: it is not healthy until the revision has reconciled every
+// instance, and then its errors decide.
+func TestACanaryIsNotHealthyBeforeTheRevisionReconciledItsInstances(t *testing.T) {
+	spec := fgv1alpha1.GraphRolloutSpec{Graph: "g", Health: fgv1alpha1.HealthPolicy{
+		ReadyPercent: ptr.To[int32](0), MaxErrorPercent: ptr.To[int32](0)}}
+	waves := map[string]int32{"canary": 0}
+	served := Observation{Revision: 2, Established: true, Serving: true, Instances: 1, Listed: 1, Ready: 0}
+	pending := served
+	pending.Unreconciled = 1
+	bad := unhealthy(spec, 2, 0, waves, map[string]Observation{"canary": pending})
+	if assert.Len(t, bad, 1) {
+		assert.Equal(t, "0 of 1 instances reconciled by revision 2", bad[0].Message)
+	}
+	failed := served
+	failed.Errors = 1
+	bad = unhealthy(spec, 2, 0, waves, map[string]Observation{"canary": failed})
+	if assert.Len(t, bad, 1) {
+		assert.Equal(t, "1 of 1 instances in ERROR, at most 0% allowed", bad[0].Message)
+	}
+	assert.Empty(t, unhealthy(spec, 2, 0, waves, map[string]Observation{"canary": served}), "reconciled, no error")
+}

@@ -216,6 +216,11 @@ func unhealthy(spec fgv1alpha1.GraphRolloutSpec, target int64, w int32, waves ma
 			why = "instances cannot be listed"
 		case o.Instances < o.Listed:
 			why = fmt.Sprintf("%d of %d instances reconciled", o.Instances, o.Listed)
+		case o.Unreconciled > 0:
+			// With readyPercent 0 nothing else waits for the revision to
+			// reconcile them: it has reported no error yet.
+			total := max(o.Instances, o.Listed)
+			why = fmt.Sprintf("%d of %d instances reconciled by revision %d", max(0, total-o.Unreconciled), total, target)
 		default:
 			if why = healthWhy(spec.Health, share, o); why == "" {
 				continue

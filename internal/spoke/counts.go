@@ -109,7 +109,7 @@ func (m *member) count() Count {
 		return Count{}
 	}
 	c := m.tally.Load().count()
-	c.Confirmed, c.Errors = m.states.active(), m.states.errored()
+	c.Confirmed, c.Errors, c.Reconciled = m.states.active(), m.states.errored(), m.states.reconciled()
 	select {
 	case <-m.ready:
 		c.Counted = true

@@ -24,11 +24,13 @@ var ErrInvalidGraph = errors.New("spoke: invalid graph")
 
 // Count is the public spoke.Count, which converts to it: its fields are
 // kept from the instance handler's events (Total, Ready: counts.go) and
-// from each member's instance states (Confirmed, Errors: states.go).
+// from each member's instance states (Confirmed, Errors, Reconciled:
+// states.go).
 // Counted says the instance watch has listed the cluster's instances.
 type Count struct {
 	Total, Ready      int
 	Confirmed, Errors int
+	Reconciled        int
 	InError           int
 	Counted           bool
 }

@@ -89,6 +89,14 @@ func (s *instanceStates) active() int { return s.inState(contract.StateActive) }
 // ERROR: like active, whatever an earlier version wrote.
 func (s *instanceStates) errored() int { return s.inState(contract.StateError) }
 
+// reconciled returns how many instances this member has reconciled, in
+// whatever state it left them.
+func (s *instanceStates) reconciled() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.states)
+}
+
 func (s *instanceStates) inState(want string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
