@@ -71,7 +71,7 @@ func TestARuntimeAloneServesAGraph(t *testing.T) {
 		assert.Equal(ct, "ACTIVE", state, "status %v", got.Object["status"])
 		name, _, _ := unstructured.NestedString(got.Object, "status", "deploymentName")
 		assert.Equal(ct, "shop", name, "status projected from a child")
-		assert.Equal(ct, map[string]spoke.Count{"": {Total: 1, Ready: 1, Confirmed: 1, Counted: true}}, counts(rt.Counts("webapp")))
+		assert.Equal(ct, map[string]spoke.Count{"": {Total: 1, Ready: 1, Confirmed: 1, Reconciled: 1, Counted: true}}, counts(rt.Counts("webapp")))
 	}, wait, tick)
 	cm := get(t, c, configMapKind, "shop-config")
 	assert.Equal(t, "webapp", cm.GetLabels()["fleetgraph.dev/graph"], "children carry their graph")

@@ -49,7 +49,7 @@ func TestCountsAreTheSpokesInstancesAfterARestart(t *testing.T) {
 	inParallel(t, names, func(name string) error {
 		return c.Create(ctx, newInstance(g, ns, name, map[string]any{}))
 	})
-	want := spoke.Count{Total: countInstances, Ready: countInstances, Confirmed: countInstances, Counted: true}
+	want := spoke.Count{Total: countInstances, Ready: countInstances, Confirmed: countInstances, Reconciled: countInstances, Counted: true}
 	countsAre(t, rt, g.Name, cluster, want)
 	stop()
 

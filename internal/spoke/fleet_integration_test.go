@@ -93,8 +93,8 @@ func TestSpokesRunTheSameGraphIndependently(t *testing.T) {
 	eventually(t, func() (bool, string) {
 		counts := rt.Counts(g.Name)
 		want := map[multicluster.ClusterName]spoke.Count{
-			clusters[0]: {Total: 1, Ready: 1, Confirmed: 1, Counted: true},
-			clusters[1]: {Total: 1, Ready: 1, Confirmed: 1, Counted: true},
+			clusters[0]: {Total: 1, Ready: 1, Confirmed: 1, Reconciled: 1, Counted: true},
+			clusters[1]: {Total: 1, Ready: 1, Confirmed: 1, Reconciled: 1, Counted: true},
 		}
 		return assert.ObjectsAreEqual(want, counts), fmt.Sprintf("counts %v", counts)
 	})

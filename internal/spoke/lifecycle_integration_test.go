@@ -151,7 +151,7 @@ func lifecycle(t *testing.T, spokeCfg *rest.Config, cluster multicluster.Cluster
 		assert.Equal(t, "v1/ConfigMap", got.GetAnnotations()[contract.AnnotationChildKinds])
 		name, _, _ := unstructured.NestedString(got.Object, "status", "firstName")
 		assert.Equal(t, "demo-first", name)
-		assert.Equal(t, spoke.Count{Total: 1, Ready: 1, Confirmed: 1, Counted: true}, rt.Counts(g.Name)[cluster])
+		assert.Equal(t, spoke.Count{Total: 1, Ready: 1, Confirmed: 1, Reconciled: 1, Counted: true}, rt.Counts(g.Name)[cluster])
 	})
 
 	t.Run("updating the instance updates every child down the chain", func(t *testing.T) {
